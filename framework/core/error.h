@@ -1,0 +1,48 @@
+#pragma once
+// Errors. Note [error kinds]:
+//   UserError     - bad input (flags, files, model specs, shapes): the CLI prints
+//                   its one-line message and exits with code 2.
+//   Error         - a failed library call or a broken internal invariant; carries
+//                   file:line (and the device where it applies).
+// Destructors never throw: they call warn_in_destructor() instead.
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+namespace tr {
+
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class UserError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+[[noreturn]] void throw_internal(const char* file, int line, const std::string& what);
+void warn_in_destructor(const char* file, int line, const std::string& what) noexcept;
+
+// Concatenates any streamable arguments into one string.
+template <typename... Args>
+std::string cat(const Args&... args) {
+  std::ostringstream os;
+  (os << ... << args);
+  return os.str();
+}
+
+}  // namespace tr
+
+// Internal invariant: a failure is a bug in tr, not in the caller's input.
+#define TR_CHECK(cond, ...)                                                       \
+  do {                                                                            \
+    if (!(cond)) ::tr::throw_internal(__FILE__, __LINE__,                         \
+                                      ::tr::cat("check failed: " #cond " ", ##__VA_ARGS__)); \
+  } while (0)
+
+// Bad user input: one line naming what was wrong.
+#define TR_USER_CHECK(cond, ...)                                                  \
+  do {                                                                            \
+    if (!(cond)) throw ::tr::UserError(::tr::cat(__VA_ARGS__));                   \
+  } while (0)

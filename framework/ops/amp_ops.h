@@ -1,0 +1,28 @@
+#pragma once
+// Mixed precision and step bookkeeping (RANGE nodes), all reading and writing
+// env.scalars in device memory (Note [scalars in device memory]).
+//   Cast:            ops[0] (src) -> ops[1] (dst), f16<->f32 (or same dtype), same elems.
+//   CheckFinite:     scalars.found_inf = any non-finite value in any operand (f32 or f16).
+//                    Overwrites found_inf (it is the first node of the check).
+//   UnscaleGrads:    when !found_inf: every operand (f32) *= 1 / loss_scale.
+//   UpdateLossScale: dynamic_scale: found_inf -> loss_scale *= backoff, good_steps = 0,
+//                    skipped_steps++; else ++good_steps == growth_interval ->
+//                    loss_scale *= growth, good_steps = 0. Not dynamic: only counts skips.
+//   AdvanceStep:     ops[0] = lr table f32[schedule_len]. When !found_inf: step++;
+//                    lr = table[min(step-1, schedule_len-1)]. (lr is that of the step being applied.)
+#include "framework/ops/op_registry.h"
+
+namespace tr {
+
+void cast_cpu(const RangeCall& c);
+void cast_cuda(const RangeCall& c);
+void check_finite_cpu(const RangeCall& c);
+void check_finite_cuda(const RangeCall& c);
+void unscale_grads_cpu(const RangeCall& c);
+void unscale_grads_cuda(const RangeCall& c);
+void update_loss_scale_cpu(const RangeCall& c);
+void update_loss_scale_cuda(const RangeCall& c);
+void advance_step_cpu(const RangeCall& c);
+void advance_step_cuda(const RangeCall& c);
+
+}  // namespace tr

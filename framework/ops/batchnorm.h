@@ -1,0 +1,39 @@
+#pragma once
+// BatchNorm (training statistics) fused with ReLU, split in phases so that the
+// per-channel sums can be all-reduced between them (synchronised BN across ranks).
+// count = variant.global_batch * H * W. f32 statistics; x, y, gamma, beta in T.
+//   BnStats:         x[N,H,W,C]                          -> sums[2,C] = (sum x, sum x^2)
+//   BnReluApply:     x, sums, gamma[C], beta[C]          -> y, batch[2,C] = (mean, biased var)
+//                    y = relu(gamma * (x - mean) * rsqrt(var + eps) + beta)
+//   BnReluBwdReduce: dy, y, x, batch                     -> dgamma[C], dbeta[C], dsums[2,C]
+//                    g = dy * (y > 0); dsums = (sum g, sum g*xhat); dgamma = dsums[1], dbeta = dsums[0]
+//   BnReluBwdApply:  dy, y, x, batch, gamma, dsums       -> dx
+//                    dx = gamma*rstd*(g - dsums[0]/count - xhat*dsums[1]/count)
+//   BnReluInfer:     x, affine[2,C] = (scale, shift)     -> y = relu(scale*x + shift)
+//   BnFold:          gamma f32[C], beta f32[C], running[2,C] = (mean, var) -> affine[2,C]
+//                    scale = gamma*rsqrt(var+eps), shift = beta - mean*scale
+// (relu=false in attrs drops the ReLU everywhere.)
+#include "framework/ops/op_registry.h"
+
+namespace tr {
+
+void bn_stats_shapes(const ShapeCtx& c, Shape* out, int n_out);
+void bn_relu_apply_shapes(const ShapeCtx& c, Shape* out, int n_out);
+void bn_relu_bwd_reduce_shapes(const ShapeCtx& c, Shape* out, int n_out);
+void bn_relu_bwd_apply_shapes(const ShapeCtx& c, Shape* out, int n_out);
+void bn_relu_infer_shapes(const ShapeCtx& c, Shape* out, int n_out);
+void bn_fold_shapes(const ShapeCtx& c, Shape* out, int n_out);
+void bn_stats_cpu(const OpCall& c);
+void bn_stats_cuda(const OpCall& c);
+void bn_relu_apply_cpu(const OpCall& c);
+void bn_relu_apply_cuda(const OpCall& c);
+void bn_relu_bwd_reduce_cpu(const OpCall& c);
+void bn_relu_bwd_reduce_cuda(const OpCall& c);
+void bn_relu_bwd_apply_cpu(const OpCall& c);
+void bn_relu_bwd_apply_cuda(const OpCall& c);
+void bn_relu_infer_cpu(const OpCall& c);
+void bn_relu_infer_cuda(const OpCall& c);
+void bn_fold_cpu(const OpCall& c);
+void bn_fold_cuda(const OpCall& c);
+
+}  // namespace tr

@@ -1,0 +1,20 @@
+#pragma once
+// Fully connected layer; x is [N, ...] flattened to [N,K] (flatten is a view).
+//   FcFwd:       x[N,K..], w[M,K] (, b[M])  -> y[N,M] = scale * x w^T (+ b)
+//   FcBwdData:   dy[N,M], w[M,K]            -> dx (shape of x) = scale * dy w
+//   FcBwdWeight: x, dy                      -> dw[M,K] = scale * dy^T x  (, db[M] = sum_n dy)
+#include "framework/ops/op_registry.h"
+
+namespace tr {
+
+void fc_fwd_shapes(const ShapeCtx& c, Shape* out, int n_out);
+void fc_bwd_data_shapes(const ShapeCtx& c, Shape* out, int n_out);
+void fc_bwd_weight_shapes(const ShapeCtx& c, Shape* out, int n_out);
+void fc_fwd_cpu(const OpCall& c);
+void fc_fwd_cuda(const OpCall& c);
+void fc_bwd_data_cpu(const OpCall& c);
+void fc_bwd_data_cuda(const OpCall& c);
+void fc_bwd_weight_cpu(const OpCall& c);
+void fc_bwd_weight_cuda(const OpCall& c);
+
+}  // namespace tr

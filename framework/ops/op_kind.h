@@ -1,0 +1,56 @@
+#pragma once
+// Every COMPUTE op and RANGE op the compiled graph can hold.
+// Adding an op: its own trio of files (op.h shape rule, op_cpu.cpp, op_cuda.cu)
+// plus one line in op_registry.cpp / range_registry.cpp.
+#include <cstdint>
+#include <string_view>
+
+namespace tr {
+
+// COMPUTE ops act on tensor ids. Tensor conventions (T = compute dtype, f32 or f16):
+enum class OpKind : uint8_t {
+  InputPrep,          // in: images u8[Bmax,H0,W0,C], labels_src i32[Bmax]   out: x T[N,h,w,C], labels i32[N]
+  Conv3x3Fwd,         // in: x T[N,H,W,C], w T[K,3,3,C]                       out: y T[N,H,W,K]
+  Conv3x3BwdData,     // in: dy T[N,H,W,K], w T[K,3,3,C]                      out: dx T[N,H,W,C]
+  Conv3x3BwdFilter,   // in: x T[N,H,W,C], dy T[N,H,W,K]                      out: dw T[K,3,3,C]
+  BnStats,            // in: x T[N,H,W,C]                                     out: sums f32[2,C] (sum x, sum x^2)
+  BnReluApply,        // in: x T, sums f32[2,C], gamma T[C], beta T[C]        out: y T, batch f32[2,C] (mean, biased var)
+  BnReluBwdReduce,    // in: dy T, y T, x T, batch f32[2,C]                   out: dgamma T[C], dbeta T[C], dsums f32[2,C]
+  BnReluBwdApply,     // in: dy T, y T, x T, batch f32[2,C], gamma T[C], dsums f32[2,C]   out: dx T
+  BnReluInfer,        // in: x T, affine f32[2,C] (scale, shift)              out: y T
+  BnFold,             // in: gamma f32[C], beta f32[C], running f32[2,C]      out: affine f32[2,C]
+  MaxPool2Fwd,        // in: x T[N,H,W,C]                                     out: y T[N,H/2,W/2,C]
+  MaxPool2Bwd,        // in: dy T[N,H/2,W/2,C], x T, y T                      out: dx T[N,H,W,C]
+  GlobalMaxPoolFwd,   // in: x T[N,H,W,C]                                     out: y T[N,C]
+  GlobalMaxPoolBwd,   // in: dy T[N,C], x T, y T                              out: dx T[N,H,W,C]
+  FcFwd,              // in: x T[N,K..], w T[M,K] (, b T[M])                  out: y T[N,M]
+  FcBwdData,          // in: dy T[N,M], w T[M,K]                              out: dx T[N,K..]
+  FcBwdWeight,        // in: x T[N,K..], dy T[N,M]                            out: dw T[M,K] (, db T[M])
+  ReluFwd,            // in: x T                                              out: y T
+  ReluBwd,            // in: dy T, y T                                        out: dx T
+  SoftmaxXent,        // in: logits T[N,M], labels i32[N]                     out: (dlogits T[N,M] if with_grad,) metrics f32[4]
+  Count
+};
+
+// RANGE ops act on whole regions of the arena (see memory_plan.h Regions).
+enum class RangeOp : uint8_t {
+  CopyIn,             // ops: dst (host staging slot -> arena); attrs.slot selects staging A/B
+  Clear,              // ops: dst                                   dst = 0
+  Cast,               // ops: src, dst (f16<->f32, same layout)     dst = src
+  CheckFinite,        // ops: grads...                              scalars.found_inf |= any non-finite
+  UnscaleGrads,       // ops: grads...                              g *= 1/loss_scale (when finite)
+  UpdateLossScale,    // ops: none                                  dynamic loss scale, growth/backoff
+  AdvanceStep,        // ops: lr_table                              if finite: step++, lr = table[step-1]
+  Lerp,               // ops: dst, src                              dst += t*(src-dst) (skipped on inf if skip_on_inf)
+  Accumulate,         // ops: dst, src                              dst += src
+  AllReduceSum,       // ops: buf                                   sum over ranks (then *1/ranks if attrs.average)
+  SgdNesterov,        // ops: param, grad, momentum                 (skipped on inf)
+  AdamW,              // ops: param, grad, m, v                     (skipped on inf)
+  Lars,               // ops: param, grad, momentum; segment subset (skipped on inf)
+  Count
+};
+
+std::string_view op_name(OpKind k);
+std::string_view range_op_name(RangeOp k);
+
+}  // namespace tr

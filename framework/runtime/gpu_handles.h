@@ -1,0 +1,22 @@
+#pragma once
+// Library handles and scratch a CUDA kernel launcher may use, owned by the
+// rank's DeviceContext (framework/runtime/device_context_cuda.*) and passed to
+// kernels as ExecEnv::gpu. Opaque pointers keep this header free of CUDA includes.
+#include <cstddef>
+
+namespace tr {
+
+class ConvPlanCache;  // framework/ops/conv_plan_cache_cuda.h
+
+struct GpuHandles {
+  int device = 0;
+  void* cudnn = nullptr;        // cudnnHandle_t
+  void* cublas = nullptr;       // cublasHandle_t
+  void* cublaslt = nullptr;     // cublasLtHandle_t
+  void* workspace = nullptr;    // device scratch inside the arena (cuDNN / cuBLASLt workspace)
+  size_t workspace_bytes = 0;
+  ConvPlanCache* conv_plans = nullptr;  // algorithms chosen once per shape (warm-up), looked up at launch
+  bool deterministic = true;    // choose deterministic algorithms only
+};
+
+}  // namespace tr

@@ -1,0 +1,26 @@
+#pragma once
+// Note [scalars in device memory]
+// Values that change every step live in the arena, not in kernel arguments, so a
+// captured graph reads the current value at replay time and never needs
+// re-capture: learning rate, loss scale, step counter, the NaN/Inf flag.
+// The same POD layout is used by the CPU and CUDA kernels.
+#include <cstdint>
+
+namespace tr {
+
+struct TrainScalars {
+  float lr = 0.f;            // learning rate of the current step (set on device from the schedule table)
+  float loss_scale = 1.f;    // dynamic loss scale; the loss gradient is seeded with it
+  int32_t step = 0;          // completed (not skipped) optimizer steps
+  int32_t found_inf = 0;     // 1 when this step's gradients held a NaN/Inf: the step is skipped
+  int32_t good_steps = 0;    // finite steps since the last loss-scale change
+  int32_t skipped_steps = 0; // total skipped steps (for reports and tests)
+  int32_t schedule_len = 0;  // entries in the learning-rate table
+  int32_t pad_ = 0;
+};
+
+// Metric slots (f32) written by the loss ops and summed by ACCUM_METRICS.
+// Every metrics tensor is an array of kMetricSlots floats.
+enum MetricSlot : int { kMetricLossSum = 0, kMetricCorrect = 1, kMetricCount = 2, kMetricSlots = 4 };
+
+}  // namespace tr
