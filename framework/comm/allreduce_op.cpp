@@ -1,0 +1,16 @@
+#include "framework/comm/allreduce_op.h"
+
+#include "framework/comm/communicator.h"
+#include "framework/core/error.h"
+
+namespace tr {
+
+void allreduce_sum_op(const RangeCall& c) {
+  const ExecEnv& e = *c.env;
+  if (e.ranks == 1) return;
+  TR_CHECK(e.comm != nullptr, "AllReduceSum with ", e.ranks, " ranks but no communicator");
+  TR_CHECK(!c.attrs->average, "averaging all-reduce is not used by any graph");
+  for (int i = 0; i < c.n_ops; ++i) e.comm->allreduce_sum(e.rank, c.ops[i].data, c.ops[i].elems, c.ops[i].dtype, e.stream);
+}
+
+}  // namespace tr

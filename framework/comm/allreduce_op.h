@@ -1,0 +1,11 @@
+#pragma once
+// The AllReduceSum RANGE op: every operand summed over ranks through
+// env.comm (then scaled by 1/ranks when attrs.average). With one rank it does
+// nothing, so graphs stay identical in shape.
+#include "framework/ops/op_registry.h"
+
+namespace tr {
+
+void allreduce_sum_op(const RangeCall& c);
+
+}  // namespace tr

@@ -1,0 +1,20 @@
+#pragma once
+// All-reduce among the ranks of one process (DESIGN §5 framework/comm): NCCL on
+// CUDA, shared memory among rank threads on the CPU. One object serves all
+// ranks; each rank thread calls with its own rank.
+#include <cstdint>
+
+#include "framework/core/dtype.h"
+
+namespace tr {
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int ranks() const = 0;
+  // In place: data (elems of dtype) becomes the sum over ranks. `stream` is the
+  // rank's cudaStream_t on CUDA, null on the CPU.
+  virtual void allreduce_sum(int rank, void* data, int64_t elems, DType dtype, void* stream) = 0;
+};
+
+}  // namespace tr

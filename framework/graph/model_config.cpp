@@ -1,0 +1,31 @@
+#include "framework/graph/model_config.h"
+
+#include "framework/core/error.h"
+
+namespace tr {
+
+std::string model_name(ModelKind k) { return k == ModelKind::Mlp ? "mlp" : "cnn"; }
+
+ModelKind parse_model(const std::string& s) {
+  if (s == "mlp") return ModelKind::Mlp;
+  if (s == "cnn") return ModelKind::Cnn;
+  throw UserError(cat("unknown model '", s, "' (expected mlp or cnn)"));
+}
+
+std::string optimizer_name(OptimizerKind k) {
+  switch (k) {
+    case OptimizerKind::Sgd: return "sgd";
+    case OptimizerKind::Lars: return "lars";
+    case OptimizerKind::AdamW: return "adamw";
+  }
+  return "?";
+}
+
+OptimizerKind parse_optimizer(const std::string& s) {
+  if (s == "sgd") return OptimizerKind::Sgd;
+  if (s == "lars") return OptimizerKind::Lars;
+  if (s == "adamw") return OptimizerKind::AdamW;
+  throw UserError(cat("unknown optimizer '", s, "' (expected sgd, lars or adamw)"));
+}
+
+}  // namespace tr

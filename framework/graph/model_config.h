@@ -1,0 +1,41 @@
+#pragma once
+// What to build: the model (DESIGN §4) and the training recipe that shapes the
+// compiled graph (optimizer, AMP, ranks). Values that change per step (learning
+// rate, loss scale) are not here: they live in device memory.
+#include <cstdint>
+#include <string>
+
+namespace tr {
+
+enum class ModelKind { Mlp, Cnn };
+enum class OptimizerKind { Sgd, Lars, AdamW };
+
+struct ModelConfig {
+  ModelKind kind = ModelKind::Mlp;
+  double width = 1.0;  // cnn: channel multiplier over 32/64/128/256
+  int in_height = 28, in_width = 28, in_channels = 1, classes = 10;
+  float norm_mean = 0.2860f, norm_std = 0.3530f;  // Fashion-MNIST pixel statistics
+};
+
+struct TrainConfig {
+  OptimizerKind optimizer = OptimizerKind::AdamW;
+  bool amp = false;               // f16 storage/compute with f32 master weights
+  int ranks = 1;                  // data-parallel ranks (threads on the CPU, GPUs on CUDA)
+  float label_smoothing = 0.1f;
+  float weight_decay = 0.f;
+  float momentum = 0.9f;          // SGD / LARS
+  float beta1 = 0.9f, beta2 = 0.999f, adam_eps = 1e-8f;
+  float trust_coef = 0.02f;       // LARS
+  float bn_momentum = 0.1f;       // running += bn_momentum * (batch - running)
+  float ema_decay = 0.99f;        // ema += (1 - decay) * (param - ema)
+  float init_loss_scale = 1.f;    // AMP defaults to 65536 (set by the caller)
+  int loss_scale_growth_interval = 1000;
+  int64_t schedule_len = 1;       // entries in the device-side learning-rate table
+};
+
+std::string model_name(ModelKind k);
+ModelKind parse_model(const std::string& s);          // throws UserError
+std::string optimizer_name(OptimizerKind k);
+OptimizerKind parse_optimizer(const std::string& s);  // throws UserError
+
+}  // namespace tr

@@ -1,0 +1,42 @@
+#pragma once
+// CapturedGraph (DESIGN §2): one executable per unique atlas key. On CUDA a
+// cudaGraphExec_t per rank (behind NativeExec, in *_cuda files); on the CPU an
+// ordered list of prepared nodes per rank, built from the same nodes.
+#include <memory>
+#include <vector>
+
+#include "framework/graph/graph_atlas.h"
+#include "framework/runtime/prepared_node.h"
+
+namespace tr {
+
+// A backend's executable graph for one rank.
+class NativeExec {
+ public:
+  virtual ~NativeExec() = default;
+  virtual void launch(DeviceContext& ctx, StreamKind stream) const = 0;
+  virtual size_t kernel_nodes() const = 0;  // kernels inside: what one launch replaces
+};
+
+class CapturedGraph {
+ public:
+  CapturedGraph(UniqueGraph key, int ranks)
+      : key_(key), cpu_ops_(static_cast<size_t>(ranks)), native_(static_cast<size_t>(ranks)) {}
+
+  const UniqueGraph& key() const { return key_; }
+  void set_cpu_ops(int rank, std::vector<PreparedNode> ops) { cpu_ops_.at(static_cast<size_t>(rank)) = std::move(ops); }
+  void set_native(int rank, std::unique_ptr<NativeExec> e) { native_.at(static_cast<size_t>(rank)) = std::move(e); }
+  bool ready(int rank) const {
+    return native_.at(static_cast<size_t>(rank)) != nullptr || !cpu_ops_.at(static_cast<size_t>(rank)).empty();
+  }
+
+  // Runs the whole graph on ctx's rank, on the stream its GraphId belongs to.
+  void launch(DeviceContext& ctx) const;
+
+ private:
+  UniqueGraph key_;
+  std::vector<std::vector<PreparedNode>> cpu_ops_;
+  std::vector<std::unique_ptr<NativeExec>> native_;
+};
+
+}  // namespace tr

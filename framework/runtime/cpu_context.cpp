@@ -1,0 +1,48 @@
+#include "framework/runtime/cpu_context.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "framework/core/error.h"
+
+namespace tr {
+
+CpuContext::CpuContext(int rank, int ranks, Communicator* comm) : DeviceContext(rank, ranks, 0), comm_(comm) {}
+
+void CpuContext::allocate(const ContextSpec& spec) {
+  TR_CHECK(!base_, "arena allocated twice");
+  TR_CHECK(spec.arena_bytes > 0 && spec.arena_bytes % kArenaAlign == 0, "bad arena size ", spec.arena_bytes);
+  spec_ = spec;
+  base_ = static_cast<std::byte*>(std::aligned_alloc(kArenaAlign, static_cast<size_t>(spec.arena_bytes)));
+  if (!base_) throw Error(cat("cannot allocate a host arena of ", spec.arena_bytes, " bytes"));
+  // Zero once: region padding must read as zero forever (casts, NaN checks, all-reduces walk it).
+  std::memset(base_, 0, static_cast<size_t>(spec.arena_bytes));
+  for (int s = 0; s < 2; ++s) {
+    staging_img_[s].assign(static_cast<size_t>(spec.staging_image_bytes), 0);
+    staging_lbl_[s].assign(static_cast<size_t>(spec.staging_label_count), 0);
+    staging_images_[s] = staging_img_[s].data();
+    staging_labels_[s] = staging_lbl_[s].data();
+    staging_[s] = HostBatch{staging_images_[s], staging_labels_[s]};
+  }
+  for (auto& e : envs_) {
+    e.scalars = scalars();
+    e.comm = comm_;
+    e.staging = staging_.data();
+    e.rank = spec.rank;
+    e.ranks = spec.ranks;
+  }
+}
+
+CpuContext::~CpuContext() { std::free(base_); }
+
+void CpuContext::upload(int64_t offset, const void* src, size_t bytes) {
+  TR_CHECK(offset >= 0 && offset + int64_t(bytes) <= spec_.arena_bytes, "upload out of the arena");
+  std::memcpy(base_ + offset, src, bytes);
+}
+
+void CpuContext::download(int64_t offset, void* dst, size_t bytes) const {
+  TR_CHECK(offset >= 0 && offset + int64_t(bytes) <= spec_.arena_bytes, "download out of the arena");
+  std::memcpy(dst, base_ + offset, bytes);
+}
+
+}  // namespace tr

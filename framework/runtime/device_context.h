@@ -1,0 +1,92 @@
+#pragma once
+// DeviceContext (DESIGN §2): everything one rank owns — one arena allocation
+// (device memory on CUDA, host memory on the CPU), streams and events, library
+// handles, host staging buffers for input batches — all created before the
+// first step. ptr_at(offset) = base + offset, and base never changes.
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include "framework/graph/graph_id.h"
+#include "framework/graph/model_builder.h"
+#include "framework/graph/variant.h"
+#include "framework/ops/op_call.h"
+#include "framework/train/train_scalars.h"
+
+namespace tr {
+
+enum class Backend { Cpu, Cuda };
+
+struct ContextSpec {
+  int rank = 0;
+  int ranks = 1;
+  int device = 0;                 // CUDA device ordinal
+  int64_t arena_bytes = 0;
+  int64_t scalars_offset = 0;
+  int64_t workspace_offset = 0;
+  int64_t workspace_bytes = 0;
+  int64_t staging_image_bytes = 0;  // per buffer: max_batch * H0 * W0 * C
+  int64_t staging_label_count = 0;  // per buffer: max_batch
+  bool deterministic = true;
+};
+
+class DeviceContext {
+ public:
+  virtual ~DeviceContext() = default;
+  DeviceContext(const DeviceContext&) = delete;
+  DeviceContext& operator=(const DeviceContext&) = delete;
+
+  virtual Backend backend() const = 0;
+  // Phase 1 (before planning): choose library algorithms for every shape the
+  // model uses and report the scratch they need. Phase 2: allocate the arena
+  // (scratch included) and staging buffers; nothing is allocated after this.
+  virtual int64_t prepare_workspace(const CompiledModel& m, const std::array<VariantDims, kVariantCount>& dims) = 0;
+  virtual void allocate(const ContextSpec& spec) = 0;
+  int rank() const { return spec_.rank; }
+  int ranks() const { return spec_.ranks; }
+  const ContextSpec& spec() const { return spec_; }
+  std::byte* base() const { return base_; }
+  void* ptr_at(int64_t offset) const { return base_ + offset; }
+  TrainScalars* scalars() const { return reinterpret_cast<TrainScalars*>(base_ + spec_.scalars_offset); }
+  // The environment kernels see when launched on stream `s`.
+  const ExecEnv& env(StreamKind s) const { return envs_[static_cast<size_t>(s)]; }
+
+  // Host staging buffers that TRANSFER_A/B copy from. Writable by the host only
+  // while no transfer from that slot is in flight (see wait_transfer_done).
+  uint8_t* staging_images(int slot) { return staging_images_[slot]; }
+  int32_t* staging_labels(int slot) { return staging_labels_[slot]; }
+
+  // Synchronous host <-> arena copies (setup, readback, tests).
+  virtual void upload(int64_t offset, const void* src, size_t bytes) = 0;
+  virtual void download(int64_t offset, void* dst, size_t bytes) const = 0;
+
+  // Cross-stream order without blocking the host: `waiter` waits for all work
+  // submitted so far on `on`. No-ops where execution is sequential (CPU).
+  virtual void stream_wait(StreamKind waiter, StreamKind on) = 0;
+  virtual void record_transfer_done(int slot) = 0;
+  virtual void wait_transfer_done(int slot) = 0;  // host blocks
+  virtual void synchronize() = 0;                 // host blocks on every stream
+
+  // Host-side submission counters (Note [launch accounting]).
+  struct Counters {
+    int64_t kernel_launches = 0, memcpy_calls = 0, graph_launches = 0, event_ops = 0;
+  };
+  Counters& counters() { return counters_; }
+
+ protected:
+  DeviceContext(int rank, int ranks, int device) {
+    spec_.rank = rank;
+    spec_.ranks = ranks;
+    spec_.device = device;
+  }
+
+  ContextSpec spec_;
+  std::byte* base_ = nullptr;
+  std::array<ExecEnv, kStreamKindCount> envs_{};
+  std::array<HostBatch, 2> staging_{};
+  std::array<uint8_t*, 2> staging_images_{};
+  std::array<int32_t*, 2> staging_labels_{};
+  Counters counters_;
+};
+
+}  // namespace tr

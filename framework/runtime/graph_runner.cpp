@@ -1,0 +1,29 @@
+#include "framework/runtime/graph_runner.h"
+
+namespace tr {
+
+GraphRunner::GraphRunner(const ComputationGraph& cg, const PlanSet& plans, const GraphAtlas& atlas,
+                         const PreCaptureResult& captured, DeviceContext& ctx)
+    : cg_(cg), plans_(plans), atlas_(atlas), ctx_(ctx) {
+  for (Variant v : kAllVariants) {
+    for (int g = 0; g < kGraphIdCount; ++g) {
+      const AtlasSlot& s = atlas.slot(v, static_cast<GraphId>(g));
+      if (!s.present()) continue;
+      const auto& cgraph = captured.graphs.at(static_cast<size_t>(s.captured_idx));
+      if (cgraph && cgraph->ready(ctx.rank())) table_[static_cast<size_t>(vidx(v))][static_cast<size_t>(g)] = cgraph.get();
+    }
+  }
+}
+
+void GraphRunner::launch(GraphId g, Variant v) {
+  if (const CapturedGraph* c = table_[static_cast<size_t>(vidx(v))][static_cast<size_t>(g)]) {
+    c->launch(ctx_);
+    return;
+  }
+  const AtlasSlot& s = atlas_.slot(v, g);
+  if (!s.present()) return;
+  // Eager: interpret the nodes anew, as a framework without a compiled plan would.
+  for (const Node& n : cg_.nodes(g)) prepare_node(n, cg_, plans_, *s.plan, ctx_, s.stream).run();
+}
+
+}  // namespace tr

@@ -1,0 +1,31 @@
+#pragma once
+// GraphRunner: one rank's view of a prepared run. Before the epoch loop it
+// resolves every (variant, GraphId) to its executable once (the exec table);
+// launch() then does no lookups for captured graphs. Graphs the mode keeps
+// eager are interpreted node by node at every launch.
+#include <array>
+
+#include "framework/runtime/pre_capture.h"
+
+namespace tr {
+
+class GraphRunner {
+ public:
+  GraphRunner(const ComputationGraph& cg, const PlanSet& plans, const GraphAtlas& atlas,
+              const PreCaptureResult& captured, DeviceContext& ctx);
+
+  // Launches graph g of variant v on its stream. A graph the variant lacks is a
+  // no-op (e.g. DEEP_COMM with one rank, casts without AMP).
+  void launch(GraphId g, Variant v);
+  bool has(GraphId g, Variant v) const { return atlas_.slot(v, g).present(); }
+  DeviceContext& ctx() { return ctx_; }
+
+ private:
+  const ComputationGraph& cg_;
+  const PlanSet& plans_;
+  const GraphAtlas& atlas_;
+  DeviceContext& ctx_;
+  std::array<std::array<const CapturedGraph*, kGraphIdCount>, kVariantCount> table_{};
+};
+
+}  // namespace tr

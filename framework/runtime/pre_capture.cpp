@@ -1,0 +1,48 @@
+#include "framework/runtime/pre_capture.h"
+
+#include <chrono>
+
+namespace tr {
+
+PreCaptureResult pre_capture(GraphAtlas& atlas, const ComputationGraph& cg, const PlanSet& plans,
+                             const std::vector<DeviceContext*>& ranks, ExecMode mode) {
+  TR_CHECK(!ranks.empty(), "no ranks");
+  PreCaptureResult r;
+  r.dedup = dedup(atlas);  // B1
+  const auto t0 = std::chrono::steady_clock::now();
+  r.graphs.resize(r.dedup.graphs.size());
+  for (size_t i = 0; i < r.dedup.graphs.size(); ++i) {
+    const UniqueGraph& u = r.dedup.graphs[i];
+    if (!is_captured(mode, is_fwd_bwd(u.gid))) continue;
+    r.graphs[i] = std::make_unique<CapturedGraph>(u, static_cast<int>(ranks.size()));
+    ++r.captured;
+    if (u.collective) ++r.collective;
+  }
+  if (ranks.front()->backend() == Backend::Cuda) {
+    capture_cuda(r, cg, plans, ranks);
+  } else {
+    // CPU "capture": resolve every node once into a prepared list per rank.
+    for (auto& g : r.graphs) {
+      if (!g) continue;
+      const UniqueGraph& u = g->key();
+      const MemoryPlan& plan = plans.plan(u.variant);
+      for (DeviceContext* ctx : ranks) {
+        std::vector<PreparedNode> ops;
+        for (const Node& n : cg.nodes(u.gid)) ops.push_back(prepare_node(n, cg, plans, plan, *ctx, stream_for(u.gid)));
+        g->set_cpu_ops(ctx->rank(), std::move(ops));
+      }
+    }
+  }
+  r.capture_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+}  // namespace tr
+
+#ifndef TR_HAVE_CUDA
+namespace tr {
+void capture_cuda(PreCaptureResult&, const ComputationGraph&, const PlanSet&, const std::vector<DeviceContext*>&) {
+  throw Error("this build of tr has no CUDA backend (configure with -DTR_CUDA=ON)");
+}
+}  // namespace tr
+#endif

@@ -1,0 +1,30 @@
+#pragma once
+// pre_capture (DESIGN §2): B1 dedup of atlas slots; B2 library warm-up (plans
+// chosen before any capture); B2.5 find graphs holding collectives; B3 capture
+// ordinary graphs; B3.5 capture collective graphs across ranks together; B4 one
+// warm-up launch of the non-collective graphs. Only the graphs the mode
+// captures are built.
+#include <functional>
+#include <vector>
+
+#include "framework/runtime/captured_graph.h"
+#include "framework/runtime/exec_mode.h"
+
+namespace tr {
+
+struct PreCaptureResult {
+  DedupResult dedup;
+  std::vector<std::unique_ptr<CapturedGraph>> graphs;  // index = captured_idx; null when the mode keeps it eager
+  int captured = 0;      // graphs actually built
+  int collective = 0;    // of those, holding collectives
+  double capture_ms = 0; // wall time of B2..B4
+};
+
+PreCaptureResult pre_capture(GraphAtlas& atlas, const ComputationGraph& cg, const PlanSet& plans,
+                             const std::vector<DeviceContext*>& ranks, ExecMode mode);
+
+// The CUDA half (B2 warm-up, stream capture, B4), in pre_capture_cuda.cpp.
+void capture_cuda(PreCaptureResult& r, const ComputationGraph& cg, const PlanSet& plans,
+                  const std::vector<DeviceContext*>& ranks);
+
+}  // namespace tr

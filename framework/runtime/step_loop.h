@@ -1,0 +1,35 @@
+#pragma once
+// The step loop (DESIGN §3): the only place where host decisions meet graph
+// launches. Each function launches a fixed sequence of graphs; cross-stream order
+// is expressed with stream_wait (events, no host blocking), so the host runs
+// ahead of the GPU until it needs a staging buffer back.
+//
+// Note [A/B double buffering]: batch i computes from input buffer `cur` while
+// batch i+1 is copied into the other one. Before calling a step with
+// transfer_next, the caller fills staging[1 - cur] (after wait_transfer_done).
+#include "framework/runtime/graph_runner.h"
+
+namespace tr {
+
+// Start of an epoch: clear the metric accumulators.
+void epoch_begin(GraphRunner& r, Variant v);
+// Copies staging[slot] into input buffer `slot` (the first batch of a loop).
+void transfer(GraphRunner& r, Variant v, int slot);
+// Called between the backward graphs and the gradient checks (tests inject
+// faults here); null in normal runs.
+using AfterBackwardHook = void (*)(DeviceContext& ctx, void* user);
+struct StepHook {
+  AfterBackwardHook after_backward = nullptr;
+  void* user = nullptr;
+};
+
+// One training step on buffer `cur`; optionally launches the transfer of the next batch.
+void train_step(GraphRunner& r, Variant v, int cur, bool transfer_next, const StepHook* hook = nullptr);
+// Before validation: BN inference affines, AMP cast of the EMA weights.
+void val_begin(GraphRunner& r, Variant v);
+// One validation batch (main and EMA weights) on buffer `cur`.
+void val_step(GraphRunner& r, Variant v, int cur, bool transfer_next);
+// After validation: all-reduce of the validation metrics.
+void val_end(GraphRunner& r, Variant v);
+
+}  // namespace tr

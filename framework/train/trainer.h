@@ -1,0 +1,94 @@
+#pragma once
+// Trainer: compiles a model, plans memory, builds the atlas and one
+// DeviceContext per rank, initialises state, runs pre_capture, then drives the
+// step loop epoch by epoch. The same object runs on the CPU and on CUDA, in any
+// ExecMode; only the contexts and the executables differ.
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "framework/graph/model_builder.h"
+#include "framework/runtime/device_context.h"
+#include "framework/runtime/exec_mode.h"
+#include "framework/runtime/graph_runner.h"
+#include "framework/runtime/step_loop.h"
+#include "framework/train/lr_schedule.h"
+
+namespace tr {
+
+// A labelled image set in host memory (NHWC u8), owned by the caller.
+struct DataView {
+  const uint8_t* images = nullptr;
+  const int32_t* labels = nullptr;
+  int64_t count = 0;
+  int height = 0, width = 0, channels = 0;
+};
+
+struct RunOptions {
+  ModelConfig model;
+  TrainConfig train;            // schedule_len is filled in by the Trainer
+  ExecMode mode = ExecMode::FullCapture;
+  Backend backend = Backend::Cpu;
+  int epochs = 1;
+  int64_t batch = 200;          // global batch (all ranks together)
+  int64_t val_batch = 0;        // 0: same as batch
+  int lowres_epochs = 0;        // the first N epochs train at lowres_size (cnn only)
+  int lowres_size = 0;
+  LrScheduleSpec lr;
+  uint64_t seed = 1;
+  bool shuffle = true;
+  bool validate = true;
+  bool deterministic = true;    // deterministic library algorithms (CUDA)
+  int first_device = 0;         // CUDA: ranks use devices first_device .. + ranks-1
+};
+
+struct EpochStats {
+  int epoch = 0;
+  bool lowres = false;
+  int64_t steps = 0;
+  double train_loss = 0, train_acc = 0;
+  double val_loss = 0, val_acc = 0, val_ema_loss = 0, val_ema_acc = 0;
+  double train_seconds = 0, val_seconds = 0;
+  int32_t skipped_steps = 0;  // cumulative
+  float loss_scale = 0;
+};
+
+class Trainer {
+ public:
+  Trainer(const RunOptions& opt, DataView train, DataView val);
+  ~Trainer();
+
+  EpochStats run_epoch();
+  int epochs_done() const { return epoch_; }
+  int64_t steps_per_epoch() const { return steps_per_epoch_; }
+
+  const RunOptions& options() const { return opt_; }
+  const CompiledModel& model() const { return model_; }
+  const PlanSet& plans() const { return plans_; }
+  const GraphAtlas& atlas() const { return atlas_; }
+  const PreCaptureResult& capture() const { return capture_; }
+  DeviceContext& context(int rank) { return *contexts_.at(static_cast<size_t>(rank)); }
+  int ranks() const { return static_cast<int>(contexts_.size()); }
+  void set_step_hook(const StepHook& h) { hook_ = h; }
+
+ private:
+  void fill_staging(DeviceContext& ctx, int slot, const DataView& d, const std::vector<int64_t>& order,
+                    int64_t first, int64_t global_n, int64_t per_rank);
+  void train_epoch_on_rank(int rank, const std::vector<int64_t>& order, bool lowres);
+  void validate_on_rank(int rank);
+
+  RunOptions opt_;
+  DataView train_, val_;
+  int64_t steps_per_epoch_ = 0, last_batch_ = 0;  // global sizes
+  int64_t val_steps_ = 0, val_last_ = 0;
+  CompiledModel model_;
+  PlanSet plans_;
+  GraphAtlas atlas_;
+  std::vector<std::unique_ptr<DeviceContext>> contexts_;
+  PreCaptureResult capture_;
+  std::vector<std::unique_ptr<GraphRunner>> runners_;
+  StepHook hook_;
+  int epoch_ = 0;
+};
+
+}  // namespace tr

@@ -1,0 +1,159 @@
+// tr-train: trains a reference model on Fashion-MNIST (or synthetic data) and
+// prints per-epoch loss, accuracy and time.
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "datasets/fashion_mnist.h"
+#include "datasets/synthetic.h"
+#include "framework/core/error.h"
+#include "framework/runtime/context_factory.h"
+#include "framework/train/trainer.h"
+#include "harness/lib/cli_args.h"
+
+namespace {
+
+const char* kUsage = R"(usage: tr-train [flags]
+
+Trains a reference model with the whole training step compiled into graphs.
+
+  --model mlp|cnn          model (default mlp)
+  --device cpu|cuda        where to run (default cpu)
+  --mode M                 eager | partial-capture | full-capture (default full-capture)
+  --epochs N               epochs (default 1)
+  --batch N                global batch size (default: mlp 200, cnn 256)
+  --data-dir DIR           Fashion-MNIST IDX files (default $TR_DATA_DIR or
+                           /usr/share/datasets/fashion-mnist)
+  --synthetic              train on deterministic synthetic data instead
+  --train-subset N         use the first N training images (default: all)
+  --val-subset N           use the first N test images (default: all)
+  --width X                cnn channel multiplier (default 1.0)
+  --optimizer sgd|lars|adamw   (default: mlp adamw, cnn sgd)
+  --lr X                   peak learning rate (default: adamw 1e-3, sgd 0.05, lars 0.1)
+  --schedule constant|linear|cosine   (default linear, to 0)
+  --warmup X               warm-up share of all steps (default 0.1 for sgd/lars, 0 for adamw)
+  --weight-decay X         (default: adamw 1e-4, sgd/lars 5e-4)
+  --label-smoothing X      (default 0.1)
+  --ema-decay X            EMA of the weights, evaluated too (default 0.99)
+  --amp                    fp16 storage/compute with fp32 master weights and loss scaling
+  --lowres-epochs N        train the first N epochs at --lowres-size (cnn only)
+  --lowres-size S          low resolution side (default 20)
+  --ranks N                data-parallel ranks on the CPU (default 1)
+  --gpus N                 data-parallel ranks on CUDA (default 1)
+  --seed N                 (default 1)
+  --no-shuffle             keep the data order
+  --help                   this text
+
+Exit codes: 0 success, 2 bad input (flags, data files), 1 other errors.
+)";
+
+tr::DataView view_of(const tr::data::ImageDataset& d, int64_t limit) {
+  tr::DataView v;
+  v.images = d.images.data();
+  v.labels = d.labels.data();
+  v.count = limit > 0 ? std::min<int64_t>(limit, d.count) : d.count;
+  v.height = d.height;
+  v.width = d.width;
+  v.channels = d.channels;
+  return v;
+}
+
+int run(int argc, char** argv) {
+  using namespace tr;
+  CliArgs a(argc, argv,
+            {"--model", "--device", "--mode", "--epochs", "--batch", "--data-dir", "--train-subset", "--val-subset",
+             "--width", "--optimizer", "--lr", "--schedule", "--warmup", "--weight-decay", "--label-smoothing",
+             "--ema-decay", "--lowres-epochs", "--lowres-size", "--ranks", "--gpus", "--seed"},
+            {"--synthetic", "--amp", "--no-shuffle", "--help"});
+  if (a.flag("--help")) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  TR_USER_CHECK(a.positional().empty(), "unexpected argument '", a.positional().front(), "' (see --help)");
+  RunOptions o;
+  o.model.kind = parse_model(a.str("--model", "mlp"));
+  const bool cnn = o.model.kind == ModelKind::Cnn;
+  const std::string device = a.str("--device", "cpu");
+  TR_USER_CHECK(device == "cpu" || device == "cuda", "--device must be cpu or cuda, got '", device, "'");
+  o.backend = device == "cuda" ? Backend::Cuda : Backend::Cpu;
+  o.mode = parse_mode(a.str("--mode", "full-capture"));
+  o.epochs = static_cast<int>(a.integer("--epochs", 1, 1, 100000));
+  o.batch = a.integer("--batch", cnn ? 256 : 200, 1, 1 << 20);
+  o.model.width = a.real("--width", 1.0, 1e-3, 16.0);
+  o.train.optimizer = parse_optimizer(a.str("--optimizer", cnn ? "sgd" : "adamw"));
+  const bool adam = o.train.optimizer == OptimizerKind::AdamW;
+  const float def_lr = adam ? 1e-3f : (o.train.optimizer == OptimizerKind::Lars ? 0.1f : 0.05f);
+  o.lr.base_lr = static_cast<float>(a.real("--lr", def_lr, 1e-9, 1e3));
+  o.lr.kind = parse_lr_schedule(a.str("--schedule", "linear"));
+  o.lr.warmup_fraction = static_cast<float>(a.real("--warmup", adam ? 0.0 : 0.1, 0.0, 0.99));
+  o.train.weight_decay = static_cast<float>(a.real("--weight-decay", adam ? 1e-4 : 5e-4, 0.0, 1.0));
+  o.train.label_smoothing = static_cast<float>(a.real("--label-smoothing", 0.1, 0.0, 0.99));
+  o.train.ema_decay = static_cast<float>(a.real("--ema-decay", 0.99, 0.0, 0.999999));
+  o.train.amp = a.flag("--amp");
+  if (o.train.amp) o.train.init_loss_scale = 65536.f;
+  o.lowres_epochs = static_cast<int>(a.integer("--lowres-epochs", 0, 0, o.epochs));
+  o.lowres_size = static_cast<int>(a.integer("--lowres-size", 20, 1, 4096));
+  TR_USER_CHECK(!(a.has("--ranks") && a.has("--gpus")), "give --ranks (CPU) or --gpus (CUDA), not both");
+  if (o.backend == Backend::Cpu) {
+    TR_USER_CHECK(!a.has("--gpus"), "--gpus needs --device cuda; use --ranks for CPU ranks");
+    o.train.ranks = static_cast<int>(a.integer("--ranks", 1, 1, 64));
+  } else {
+    TR_USER_CHECK(!a.has("--ranks"), "--ranks is for --device cpu; use --gpus with --device cuda");
+    o.train.ranks = static_cast<int>(a.integer("--gpus", 1, 1, 64));
+    const int have = cuda_device_count();
+    TR_USER_CHECK(o.train.ranks <= have, "asked for ", o.train.ranks, " GPUs but ", have, " are visible");
+  }
+  o.seed = static_cast<uint64_t>(a.integer("--seed", 1, 0, INT64_MAX));
+  o.shuffle = !a.flag("--no-shuffle");
+
+  data::ImageDataset train, test;
+  if (a.flag("--synthetic")) {
+    train = data::make_synthetic(60000, 28, 28, 1, 10, o.seed);
+    test = data::make_synthetic(10000, 28, 28, 1, 10, o.seed + 1);
+  } else {
+    const std::string dir = a.str("--data-dir", data::default_data_dir());
+    train = data::load_fashion_mnist(dir, data::Split::Train);
+    test = data::load_fashion_mnist(dir, data::Split::Test);
+  }
+  const int64_t ntrain = a.integer("--train-subset", 0, 1, train.count);
+  const int64_t nval = a.integer("--val-subset", 0, 1, test.count);
+
+  Trainer t(o, view_of(train, ntrain), view_of(test, nval));
+  const auto& pc = t.capture();
+  std::printf("tr-train: model %s%s, %s, mode %s, %s, batch %lld, %d rank(s), %lld steps/epoch\n",
+              model_name(o.model.kind).c_str(), cnn ? cat(" (width ", o.model.width, ")").c_str() : "",
+              device.c_str(), mode_name(o.mode).c_str(), o.train.amp ? "amp fp16" : "fp32",
+              static_cast<long long>(o.batch), o.train.ranks, static_cast<long long>(t.steps_per_epoch()));
+  std::printf("tr-train: %zu nodes, arena %.1f MiB (activations %.1f MiB, %.1f MiB without reuse); atlas %d slots, "
+              "%d unique, %d reused; %d captured in %.1f ms\n",
+              t.model().cg.total_nodes(), t.plans().arena_bytes / 1048576.0, t.plans().activation_pool_bytes / 1048576.0,
+              t.plans().activation_no_reuse_bytes / 1048576.0, pc.dedup.total_slots, pc.dedup.unique, pc.dedup.reused,
+              pc.captured, pc.capture_ms);
+  std::printf("%5s %5s %10s %9s %9s %9s %9s %9s %8s %8s %6s\n", "epoch", "res", "train_loss", "train_acc",
+              "val_loss", "val_acc", "ema_loss", "ema_acc", "train_s", "val_s", "skip");
+  for (int e = 0; e < o.epochs; ++e) {
+    const EpochStats s = t.run_epoch();
+    std::printf("%5d %5d %10.4f %9.4f %9.4f %9.4f %9.4f %9.4f %8.2f %8.2f %6d\n", s.epoch + 1,
+                s.lowres ? o.lowres_size : o.model.in_height, s.train_loss, s.train_acc, s.val_loss, s.val_acc,
+                s.val_ema_loss, s.val_ema_acc, s.train_seconds, s.val_seconds, s.skipped_steps);
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const tr::UserError& e) {
+    std::fprintf(stderr, "tr-train: error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tr-train: internal error: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,162 @@
+// Training on the CPU end to end: replay equals eager bit for bit, a NaN
+// gradient skips its step, the last batch trains through its own variant, the
+// loss falls, and the learning rate follows the device-side schedule.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "tests/train_test_util.h"
+
+namespace tr {
+namespace {
+
+using testing::small_run;
+using testing::state_of;
+using testing::view_of;
+
+TEST(CpuTraining, ReplayEqualsEagerBitForBit) {
+  // 20 steps: 2 epochs of 10, the last batch of each epoch incomplete (its own
+  // variant), the first epoch at low resolution (a resolution switch).
+  const auto train = data::make_synthetic(10 * 32 - 12, 28, 28, 1, 10, 3);
+  const auto val = data::make_synthetic(50, 28, 28, 1, 10, 4);
+  for (bool amp : {false, true}) {
+    std::map<std::string, std::vector<float>> ref;
+    for (ExecMode mode : {ExecMode::Eager, ExecMode::PartialCapture, ExecMode::FullCapture}) {
+      RunOptions o = small_run(ModelKind::Cnn, OptimizerKind::Lars, mode, 32);
+      o.epochs = 2;
+      o.lowres_epochs = 1;
+      o.lowres_size = 20;
+      o.train.amp = amp;
+      o.train.init_loss_scale = amp ? 1024.f : 1.f;
+      Trainer t(o, view_of(train), view_of(val));
+      ASSERT_EQ(t.steps_per_epoch(), 10);
+      for (int e = 0; e < 2; ++e) t.run_epoch();
+      const auto s = state_of(t);
+      if (mode == ExecMode::Eager) {
+        ref = s;
+        continue;
+      }
+      ASSERT_EQ(s.size(), ref.size());
+      for (const auto& [name, v] : ref) {
+        const auto& w = s.at(name);
+        ASSERT_EQ(v.size(), w.size()) << name;
+        EXPECT_EQ(0, std::memcmp(v.data(), w.data(), v.size() * sizeof(float)))
+            << name << " differs between eager and " << mode_name(mode) << (amp ? " (amp)" : "");
+      }
+    }
+  }
+}
+
+TEST(CpuTraining, LossFallsAndLastBatchUsesItsVariant) {
+  const auto train = data::make_synthetic(1000, 28, 28, 1, 10, 11);  // 5 batches of 200 + none left over
+  const auto val = data::make_synthetic(300, 28, 28, 1, 10, 12);
+  RunOptions o = small_run(ModelKind::Mlp, OptimizerKind::AdamW, ExecMode::FullCapture, 192);  // 5x192 + 40
+  o.epochs = 3;
+  Trainer t(o, view_of(train), view_of(val));
+  EXPECT_EQ(t.steps_per_epoch(), 6);
+  EXPECT_EQ(t.plans().plan(Variant::TrainLast).dims.batch, 1000 - 5 * 192);
+  EXPECT_TRUE(t.atlas().slot(Variant::TrainLast, GraphId::DEEP_FWD_BWD).present());
+  const EpochStats e0 = t.run_epoch();
+  t.run_epoch();
+  const EpochStats e2 = t.run_epoch();
+  std::printf("[ mlp ] loss %.4f -> %.4f, val acc %.3f -> %.3f\n", e0.train_loss, e2.train_loss, e0.val_acc, e2.val_acc);
+  EXPECT_LT(e2.train_loss, e0.train_loss * 0.8);
+  EXPECT_GT(e2.val_acc, 0.5);
+  // Every sample was counted once per epoch, the last batch included.
+  const auto m = read_tensor(t.model(), t.plans().plan(Variant::TrainBase), t.context(0), t.model().train_metrics);
+  EXPECT_EQ(m[kMetricCount], 1000.f);
+}
+
+struct NanInjector {
+  const CompiledModel* model = nullptr;
+  const PlanSet* plans = nullptr;
+  int step = 0, inject_at = 3;
+  std::vector<std::map<std::string, std::vector<float>>> params_at_hook;
+  std::vector<TrainScalars> scalars_at_hook;
+  Trainer* trainer = nullptr;
+
+  static void hook(DeviceContext& ctx, void* user) {
+    auto* self = static_cast<NanInjector*>(user);
+    self->params_at_hook.push_back(state_of(*self->trainer));
+    self->scalars_at_hook.push_back(read_scalars(*self->plans, ctx));
+    if (self->step == self->inject_at) {
+      // A NaN in one gradient element of a deep layer (compute dtype f16 under AMP).
+      const ComputationGraph& cg = self->model->cg;
+      for (TensorId t = 0; t < cg.num_tensors(); ++t) {
+        if (cg.tensor(t).role != Role::Grad || cg.tensor(t).group != ParamGroup::Deep) continue;
+        const uint16_t nan16 = 0x7e00;
+        ctx.upload(self->plans->plan(Variant::TrainBase).offset_of(t) + 2 * 5, &nan16, 2);
+        break;
+      }
+    }
+    ++self->step;
+  }
+};
+
+TEST(CpuTraining, NanGradientSkipsStepAndHalvesLossScale) {
+  const auto train = data::make_synthetic(8 * 32, 28, 28, 1, 10, 5);
+  const auto val = data::make_synthetic(64, 28, 28, 1, 10, 6);
+  RunOptions o = small_run(ModelKind::Cnn, OptimizerKind::Sgd, ExecMode::FullCapture, 32);
+  o.train.amp = true;
+  o.train.init_loss_scale = 256.f;
+  o.epochs = 2;
+  Trainer t(o, view_of(train), view_of(val));
+  NanInjector inj;
+  inj.model = &t.model();
+  inj.plans = &t.plans();
+  inj.trainer = &t;
+  t.set_step_hook(StepHook{&NanInjector::hook, &inj});
+  const EpochStats e0 = t.run_epoch();
+  const EpochStats e1 = t.run_epoch();
+  ASSERT_EQ(inj.scalars_at_hook.size(), 16u);
+  const int k = inj.inject_at;
+  // Before step k: k finite steps done at the initial scale.
+  EXPECT_EQ(inj.scalars_at_hook[k].step, k);
+  EXPECT_EQ(inj.scalars_at_hook[k].loss_scale, 256.f);
+  // After step k: skipped, scale halved, no state moved (weights, momentum, BN running stats, EMA).
+  EXPECT_EQ(inj.scalars_at_hook[k + 1].step, k);
+  EXPECT_EQ(inj.scalars_at_hook[k + 1].skipped_steps, 1);
+  EXPECT_EQ(inj.scalars_at_hook[k + 1].loss_scale, 128.f);
+  for (const auto& [name, v] : inj.params_at_hook[k])
+    EXPECT_EQ(0, std::memcmp(v.data(), inj.params_at_hook[k + 1].at(name).data(), v.size() * 4)) << name << " moved";
+  // Training goes on: later steps advance and change the weights.
+  EXPECT_EQ(inj.scalars_at_hook[k + 2].step, k + 1);
+  EXPECT_NE(inj.params_at_hook[k + 1], inj.params_at_hook[k + 2]);
+  EXPECT_EQ(e1.skipped_steps, 1);
+  EXPECT_TRUE(std::isfinite(e1.train_loss));
+  EXPECT_LT(e1.train_loss, e0.train_loss);
+}
+
+TEST(CpuTraining, LearningRateFollowsDeviceScheduleWithoutRecapture) {
+  const auto train = data::make_synthetic(6 * 16, 28, 28, 1, 10, 8);
+  const auto val = data::make_synthetic(16, 28, 28, 1, 10, 9);
+  RunOptions o = small_run(ModelKind::Mlp, OptimizerKind::Sgd, ExecMode::FullCapture, 16);
+  o.lr.kind = LrSchedule::Cosine;
+  o.lr.warmup_fraction = 0.f;
+  o.lr.base_lr = 0.1f;
+  o.epochs = 2;
+  Trainer t(o, view_of(train), view_of(val));
+  const auto table = make_lr_table(o.lr, 12);
+  struct Rec {
+    const PlanSet* plans;
+    std::vector<float> lrs;
+    static void hook(DeviceContext& ctx, void* u) {
+      auto* r = static_cast<Rec*>(u);
+      r->lrs.push_back(read_scalars(*r->plans, ctx).lr);
+    }
+  } rec{&t.plans(), {}};
+  t.set_step_hook(StepHook{&Rec::hook, &rec});
+  const int captured_before = t.capture().captured;
+  t.run_epoch();
+  t.run_epoch();
+  EXPECT_EQ(t.capture().captured, captured_before);
+  // At the hook of step i the scalars hold the lr that step i-1 applied: table[i-1].
+  ASSERT_EQ(rec.lrs.size(), 12u);
+  for (size_t i = 1; i < rec.lrs.size(); ++i) EXPECT_EQ(rec.lrs[i], table[i - 1]) << "step " << i;
+  EXPECT_EQ(read_scalars(t.plans(), t.context(0)).lr, table[11]);
+  EXPECT_GT(table[0], table[11] * 10);
+}
+
+}  // namespace
+}  // namespace tr

@@ -1,0 +1,60 @@
+#pragma once
+// Helpers for tests that train small models on the CPU (and on the GPU).
+#include <map>
+#include <string>
+#include <vector>
+
+#include "datasets/synthetic.h"
+#include "framework/train/param_init.h"
+#include "framework/train/trainer.h"
+
+namespace tr::testing {
+
+inline DataView view_of(const data::ImageDataset& d) {
+  DataView v;
+  v.images = d.images.data();
+  v.labels = d.labels.data();
+  v.count = d.count;
+  v.height = d.height;
+  v.width = d.width;
+  v.channels = d.channels;
+  return v;
+}
+
+// A small run: `count` synthetic 28x28x1 images, batch `batch`.
+inline RunOptions small_run(ModelKind kind, OptimizerKind opt, ExecMode mode, int64_t batch) {
+  RunOptions o;
+  o.model.kind = kind;
+  o.model.width = 0.25;  // cnn: 8/16/32/64 channels
+  o.train.optimizer = opt;
+  o.train.weight_decay = 5e-4f;
+  o.mode = mode;
+  o.batch = batch;
+  o.lr.base_lr = opt == OptimizerKind::AdamW ? 1e-3f : 0.05f;
+  o.lr.kind = LrSchedule::Linear;
+  o.lr.warmup_fraction = 0.1f;
+  o.seed = 7;
+  return o;
+}
+
+// Every persistent training state tensor by name: master weights, optimizer
+// state, EMA, BN running statistics, as raw floats.
+inline std::map<std::string, std::vector<float>> state_of(Trainer& t, int rank = 0) {
+  std::map<std::string, std::vector<float>> out;
+  const CompiledModel& m = t.model();
+  const MemoryPlan& p = t.plans().plan(Variant::TrainBase);
+  for (TensorId id = 0; id < m.cg.num_tensors(); ++id) {
+    const TensorInfo& ti = m.cg.tensor(id);
+    switch (ti.role) {
+      case Role::ParamMaster: case Role::OptState1: case Role::OptState2: case Role::EmaParam:
+      case Role::BnRunning: case Role::EmaBnRunning:
+        out[ti.name] = read_tensor(m, p, t.context(rank), id);
+        break;
+      default:
+        break;
+    }
+  }
+  return out;
+}
+
+}  // namespace tr::testing
