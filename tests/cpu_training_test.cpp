@@ -81,10 +81,11 @@ struct NanInjector {
     self->params_at_hook.push_back(state_of(*self->trainer));
     self->scalars_at_hook.push_back(read_scalars(*self->plans, ctx));
     if (self->step == self->inject_at) {
-      // A NaN in one gradient element of a deep layer (compute dtype f16 under AMP).
+      // A NaN in one gradient element of the first layer (f16 under AMP; its cast
+      // to f32 runs after this hook, the deep bucket's before it).
       const ComputationGraph& cg = self->model->cg;
       for (TensorId t = 0; t < cg.num_tensors(); ++t) {
-        if (cg.tensor(t).role != Role::Grad || cg.tensor(t).group != ParamGroup::Deep) continue;
+        if (cg.tensor(t).role != Role::Grad || cg.tensor(t).group != ParamGroup::First) continue;
         const uint16_t nan16 = 0x7e00;
         ctx.upload(self->plans->plan(Variant::TrainBase).offset_of(t) + 2 * 5, &nan16, 2);
         break;

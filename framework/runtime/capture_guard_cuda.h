@@ -1,0 +1,64 @@
+#pragma once
+// RAII for one stream capture (DESIGN §2 CaptureGuard) and for the resulting
+// executable. If anything throws between begin and end, the guard ends the
+// capture and destroys the half-made graph, so the stream is usable again and
+// nothing leaks.
+#include <cuda_runtime.h>
+
+#include "framework/runtime/captured_graph.h"
+#include "framework/runtime/gpu_check_cuda.h"
+
+namespace tr {
+
+class CaptureGuard {
+ public:
+  explicit CaptureGuard(cudaStream_t s) : s_(s) {
+    // Thread-local mode: other threads (other ranks) may launch freely meanwhile.
+    TR_GPU_CHECK(cudaStreamBeginCapture(s_, cudaStreamCaptureModeThreadLocal));
+    active_ = true;
+  }
+  ~CaptureGuard() {
+    if (!active_) return;
+    cudaGraph_t g = nullptr;
+    cudaStreamEndCapture(s_, &g);  // fails for an invalidated capture; g may still be set
+    if (g) TR_GPU_WARN(cudaGraphDestroy(g));
+    cudaGetLastError();  // clear the error of the broken capture
+  }
+  CaptureGuard(const CaptureGuard&) = delete;
+  CaptureGuard& operator=(const CaptureGuard&) = delete;
+
+  cudaGraph_t end() {
+    active_ = false;
+    cudaGraph_t g = nullptr;
+    TR_GPU_CHECK(cudaStreamEndCapture(s_, &g));
+    return g;
+  }
+
+ private:
+  cudaStream_t s_;
+  bool active_ = false;
+};
+
+// One rank's instantiated graph.
+class CudaGraphExec final : public NativeExec {
+ public:
+  CudaGraphExec(cudaGraphExec_t exec, size_t kernels) : exec_(exec), kernels_(kernels) {}
+  ~CudaGraphExec() override {
+    if (exec_) TR_GPU_WARN(cudaGraphExecDestroy(exec_));
+  }
+  void launch(DeviceContext& ctx, StreamKind stream) const override;
+  size_t kernel_nodes() const override { return kernels_; }
+  cudaGraphExec_t get() const { return exec_; }
+
+ private:
+  cudaGraphExec_t exec_ = nullptr;
+  size_t kernels_ = 0;
+};
+
+class CudaContext;
+
+// Captures `nodes` (prepared for ctx) on the stream of `gid` and instantiates
+// them. Throws on any failure, leaving no capture open and nothing allocated.
+std::unique_ptr<CudaGraphExec> capture_nodes(const std::vector<PreparedNode>& nodes, CudaContext& ctx, GraphId gid);
+
+}  // namespace tr

@@ -1,0 +1,176 @@
+#include "framework/runtime/cuda_context_cuda.h"
+
+#include <algorithm>
+
+#include "framework/graph/shape_inference.h"
+#include "framework/runtime/context_factory.h"
+#include "framework/runtime/gpu_check_cuda.h"
+
+namespace tr {
+
+CudaContext::CudaContext(int rank, int ranks, int device, bool deterministic, Communicator* comm)
+    : DeviceContext(rank, ranks, device), comm_(comm) {
+  int count = 0;
+  TR_GPU_CHECK(cudaGetDeviceCount(&count));
+  TR_USER_CHECK(device >= 0 && device < count, "rank ", rank, " needs CUDA device ", device, " but ", count,
+                " are visible");
+  spec_.deterministic = deterministic;
+  make_current();
+  for (size_t i = 0; i < streams_.size(); ++i) {
+    TR_GPU_CHECK(cudaStreamCreateWithFlags(&streams_[i], cudaStreamNonBlocking));
+    TR_GPU_CHECK(cudaEventCreateWithFlags(&stream_events_[i], cudaEventDisableTiming));
+  }
+  for (auto& e : transfer_done_) TR_GPU_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  cudnnHandle_t dnn = nullptr;
+  TR_GPU_CHECK(cudnnCreate(&dnn));
+  cudnn_ = dnn;
+  cublasHandle_t blas = nullptr;
+  TR_GPU_CHECK(cublasCreate(&blas));
+  cublas_ = blas;
+  cublasLtHandle_t lt = nullptr;
+  TR_GPU_CHECK(cublasLtCreate(&lt));
+  cublaslt_ = lt;
+  for (auto& h : handles_) {
+    h.device = device;
+    h.cudnn = cudnn_;
+    h.cublas = cublas_;
+    h.cublaslt = cublaslt_;
+    h.conv_plans = &conv_plans_;
+    h.deterministic = deterministic;
+  }
+}
+
+CudaContext::~CudaContext() {
+  TR_GPU_WARN(cudaSetDevice(spec_.device));
+  for (auto s : streams_)
+    if (s) TR_GPU_WARN(cudaStreamSynchronize(s));
+  for (auto p : pinned_)
+    if (p) TR_GPU_WARN(cudaFreeHost(p));
+  if (base_) TR_GPU_WARN(cudaFree(base_));
+  if (cublaslt_) TR_GPU_WARN(cublasLtDestroy(static_cast<cublasLtHandle_t>(cublaslt_)));
+  if (cublas_) TR_GPU_WARN(cublasDestroy(static_cast<cublasHandle_t>(cublas_)));
+  if (cudnn_) TR_GPU_WARN(cudnnDestroy(static_cast<cudnnHandle_t>(cudnn_)));
+  for (auto e : transfer_done_)
+    if (e) TR_GPU_WARN(cudaEventDestroy(e));
+  for (auto e : stream_events_)
+    if (e) TR_GPU_WARN(cudaEventDestroy(e));
+  for (auto s : streams_)
+    if (s) TR_GPU_WARN(cudaStreamDestroy(s));
+}
+
+void CudaContext::make_current() const { TR_GPU_CHECK(cudaSetDevice(spec_.device)); }
+
+// Note [conv plans before capture]: every convolution shape of every variant is
+// prepared here, before the arena exists and long before any capture.
+int64_t CudaContext::prepare_workspace(const CompiledModel& m, const std::array<VariantDims, kVariantCount>& dims) {
+  make_current();
+  TR_GPU_CHECK(cudnnSetStream(static_cast<cudnnHandle_t>(cudnn_), stream(StreamKind::COMP_1)));
+  const GpuHandles& h = handles_[static_cast<size_t>(StreamKind::COMP_1)];
+  for (Variant v : kAllVariants) {
+    const VariantDims& d = dims[static_cast<size_t>(vidx(v))];
+    if (d.batch == 0) continue;
+    const auto shapes = infer_shapes(m.cg, v, d);
+    for (GraphId g : graphs_of(m.cg, v)) {
+      for (const Node& n : m.cg.nodes(g)) {
+        if (n.kind != Node::Kind::Compute) continue;
+        if (n.op != OpKind::Conv3x3Fwd && n.op != OpKind::Conv3x3BwdData && n.op != OpKind::Conv3x3BwdFilter) continue;
+        conv_plans_.prepare(h, conv_key(n.op, shapes[size_t(n.in[0])], shapes[size_t(n.in[1])], m.compute_dtype));
+      }
+    }
+  }
+  big_slice_ = std::max<int64_t>(int64_t(conv_plans_.max_workspace_bytes()), kCublasBytes);
+  big_slice_ = (big_slice_ + kArenaAlign - 1) / kArenaAlign * kArenaAlign;
+  return big_slice_ + (kStreamKindCount - 1) * kSmallSlice;
+}
+
+void CudaContext::allocate(const ContextSpec& spec) {
+  TR_CHECK(!base_, "arena allocated twice");
+  TR_CHECK(spec.workspace_bytes >= big_slice_ + (kStreamKindCount - 1) * kSmallSlice, "workspace smaller than prepared");
+  const bool det = spec_.deterministic;
+  spec_ = spec;
+  spec_.deterministic = det;
+  make_current();
+  void* p = nullptr;
+  TR_GPU_CHECK(cudaMalloc(&p, static_cast<size_t>(spec.arena_bytes)));
+  ++allocations_;
+  base_ = static_cast<std::byte*>(p);
+  // Zero once: region padding must read as zero forever.
+  TR_GPU_CHECK(cudaMemset(base_, 0, static_cast<size_t>(spec.arena_bytes)));
+  for (int s = 0; s < 2; ++s) {
+    const size_t img = static_cast<size_t>(spec.staging_image_bytes);
+    const size_t lab = static_cast<size_t>(spec.staging_label_count) * sizeof(int32_t);
+    TR_GPU_CHECK(cudaMallocHost(&pinned_[s], img + lab + 256));
+    ++allocations_;
+    staging_images_[s] = static_cast<uint8_t*>(pinned_[s]);
+    staging_labels_[s] = reinterpret_cast<int32_t*>(static_cast<uint8_t*>(pinned_[s]) + (img + 255) / 256 * 256);
+    staging_[s] = HostBatch{staging_images_[s], staging_labels_[s]};
+  }
+  int64_t off = spec.workspace_offset;
+  for (int i = 0; i < kStreamKindCount; ++i) {
+    const StreamKind k = static_cast<StreamKind>(i);
+    const int64_t bytes = k == StreamKind::COMP_1 ? big_slice_ : kSmallSlice;
+    GpuHandles& h = handles_[size_t(i)];
+    h.workspace = base_ + off;
+    h.workspace_bytes = static_cast<size_t>(bytes);
+    off += bytes;
+    ExecEnv& e = envs_[size_t(i)];
+    e.scalars = scalars();
+    e.stream = streams_[size_t(i)];
+    e.gpu = &h;
+    e.comm = comm_;
+    e.staging = staging_.data();
+    e.rank = spec.rank;
+    e.ranks = spec.ranks;
+  }
+}
+
+void CudaContext::upload(int64_t offset, const void* src, size_t bytes) {
+  TR_CHECK(offset >= 0 && offset + int64_t(bytes) <= spec_.arena_bytes, "upload out of the arena");
+  make_current();
+  synchronize();
+  TR_GPU_CHECK(cudaMemcpy(base_ + offset, src, bytes, cudaMemcpyHostToDevice));
+}
+
+void CudaContext::download(int64_t offset, void* dst, size_t bytes) const {
+  TR_CHECK(offset >= 0 && offset + int64_t(bytes) <= spec_.arena_bytes, "download out of the arena");
+  make_current();
+  for (auto s : streams_) TR_GPU_CHECK(cudaStreamSynchronize(s));
+  TR_GPU_CHECK(cudaMemcpy(dst, base_ + offset, bytes, cudaMemcpyDeviceToHost));
+}
+
+void CudaContext::stream_wait(StreamKind waiter, StreamKind on) {
+  if (waiter == on) return;
+  cudaEvent_t e = stream_events_[static_cast<size_t>(on)];
+  TR_GPU_CHECK(cudaEventRecord(e, stream(on)));
+  TR_GPU_CHECK(cudaStreamWaitEvent(stream(waiter), e, 0));
+  counters_.event_ops += 2;
+}
+
+void CudaContext::record_transfer_done(int slot) {
+  TR_GPU_CHECK(cudaEventRecord(transfer_done_[static_cast<size_t>(slot)], stream(StreamKind::TRANS)));
+  ++counters_.event_ops;
+}
+
+void CudaContext::wait_transfer_done(int slot) {
+  TR_GPU_CHECK(cudaEventSynchronize(transfer_done_[static_cast<size_t>(slot)]));
+}
+
+void CudaContext::synchronize() {
+  for (auto s : streams_) TR_GPU_CHECK(cudaStreamSynchronize(s));
+}
+
+std::unique_ptr<DeviceContext> make_cuda_context(int rank, int ranks, int device, bool deterministic,
+                                                 Communicator* comm) {
+  return std::make_unique<CudaContext>(rank, ranks, device, deterministic, comm);
+}
+
+int cuda_device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky "no device" error
+    return 0;
+  }
+  return n;
+}
+
+}  // namespace tr

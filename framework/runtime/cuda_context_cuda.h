@@ -1,0 +1,62 @@
+#pragma once
+// The CUDA rank (DESIGN §2 DeviceContext): one cudaMalloc arena sized by the
+// memory plan (library workspaces included), pinned staging buffers, streams
+// TRANS / COMP_1..3 / UPDATE, events, cuDNN / cuBLAS / cuBLASLt handles and the
+// conv plan cache — all created before the first step; RAII throughout.
+//
+// Note [workspace per stream]: kernels use GpuHandles::workspace as scratch in
+// stream order. Streams can run concurrently (LARS groups on COMP_1/2/3), so
+// each stream gets its own slice of the arena's workspace: COMP_1 the large one
+// (cuDNN convolutions, cuBLAS), the others a small one (reductions).
+#include <cuda_runtime.h>
+
+#include <array>
+#include <memory>
+
+#include "framework/ops/conv_plan_cache_cuda.h"
+#include "framework/runtime/device_context.h"
+#include "framework/runtime/gpu_handles.h"
+
+namespace tr {
+
+class CudaContext final : public DeviceContext {
+ public:
+  CudaContext(int rank, int ranks, int device, bool deterministic, Communicator* comm);
+  ~CudaContext() override;
+
+  Backend backend() const override { return Backend::Cuda; }
+  int64_t prepare_workspace(const CompiledModel& m, const std::array<VariantDims, kVariantCount>& dims) override;
+  void allocate(const ContextSpec& spec) override;
+  void upload(int64_t offset, const void* src, size_t bytes) override;
+  void download(int64_t offset, void* dst, size_t bytes) const override;
+  void stream_wait(StreamKind waiter, StreamKind on) override;
+  void record_transfer_done(int slot) override;
+  void wait_transfer_done(int slot) override;
+  void synchronize() override;
+
+  void make_current() const;
+  cudaStream_t stream(StreamKind s) const { return streams_[static_cast<size_t>(s)]; }
+  ConvPlanCache& conv_plans() { return conv_plans_; }
+  // Device allocations this context made (arena + staging): the test that no
+  // allocation happens after planning compares this and cudaMemGetInfo.
+  int allocations() const { return allocations_; }
+
+  static constexpr int64_t kSmallSlice = int64_t(8) << 20;
+  static constexpr int64_t kCublasBytes = int64_t(32) << 20;
+
+ private:
+  std::array<cudaStream_t, kStreamKindCount> streams_{};
+  std::array<cudaEvent_t, kStreamKindCount> stream_events_{};
+  std::array<cudaEvent_t, 2> transfer_done_{};
+  std::array<GpuHandles, kStreamKindCount> handles_{};
+  void* cudnn_ = nullptr;
+  void* cublas_ = nullptr;
+  void* cublaslt_ = nullptr;
+  ConvPlanCache conv_plans_;
+  int64_t big_slice_ = 0;
+  std::array<void*, 2> pinned_{};
+  Communicator* comm_ = nullptr;
+  int allocations_ = 0;
+};
+
+}  // namespace tr

@@ -1,0 +1,125 @@
+#include <chrono>
+#include <thread>
+
+#include "framework/core/error.h"
+#include "framework/runtime/capture_guard_cuda.h"
+#include "framework/runtime/cuda_context_cuda.h"
+#include "framework/runtime/pre_capture.h"
+
+namespace tr {
+namespace {
+
+// Note [warm-up leaves training state alone]: B2/B4 run graphs before training
+// starts. Only graphs whose writes are all overwritten or cleared before they are
+// read again may run: never the optimizer, loss-scale, BN-statistics or EMA
+// updates, and never collectives (the other ranks would not take part).
+bool warmup_safe(const UniqueGraph& u) {
+  if (u.collective) return false;
+  switch (u.gid) {
+    case GraphId::NAN_CHECK_AND_GRAD_SCALING:
+    case GraphId::UPDATE_STATS:
+    case GraphId::OPTIMIZER:
+    case GraphId::LARS_FC_OPT:
+    case GraphId::LARS_FIRST_CONV_OPT:
+    case GraphId::LARS_DEEP_CONV_OPT:
+    case GraphId::EMA_UPDATE:
+      return false;
+    default:
+      return true;
+  }
+}
+
+size_t count_kernel_nodes(cudaGraph_t g) {
+  size_t n = 0;
+  TR_GPU_CHECK(cudaGraphGetNodes(g, nullptr, &n));
+  std::vector<cudaGraphNode_t> nodes(n);
+  TR_GPU_CHECK(cudaGraphGetNodes(g, nodes.data(), &n));
+  size_t k = 0;
+  for (auto node : nodes) {
+    cudaGraphNodeType t;
+    TR_GPU_CHECK(cudaGraphNodeGetType(node, &t));
+    if (t == cudaGraphNodeTypeKernel) ++k;
+  }
+  return k;
+}
+
+std::vector<PreparedNode> prepare_graph(const UniqueGraph& u, const ComputationGraph& cg, const PlanSet& plans,
+                                        DeviceContext& ctx) {
+  std::vector<PreparedNode> ops;
+  for (const Node& n : cg.nodes(u.gid)) ops.push_back(prepare_node(n, cg, plans, plans.plan(u.variant), ctx, stream_for(u.gid)));
+  return ops;
+}
+
+}  // namespace
+
+void CudaGraphExec::launch(DeviceContext& ctx, StreamKind stream) const {
+  auto& c = static_cast<CudaContext&>(ctx);
+  TR_GPU_CHECK(cudaGraphLaunch(exec_, c.stream(stream)));
+}
+
+std::unique_ptr<CudaGraphExec> capture_nodes(const std::vector<PreparedNode>& nodes, CudaContext& ctx, GraphId gid) {
+  cudaGraph_t graph = nullptr;
+  {
+    CaptureGuard guard(ctx.stream(stream_for(gid)));
+    for (const PreparedNode& p : nodes) p.run();
+    graph = guard.end();
+  }
+  cudaGraphExec_t exec = nullptr;
+  const size_t kernels = count_kernel_nodes(graph);
+  const cudaError_t st = cudaGraphInstantiate(&exec, graph, 0);
+  TR_GPU_WARN(cudaGraphDestroy(graph));
+  TR_GPU_CHECK(st);
+  return std::make_unique<CudaGraphExec>(exec, kernels);
+}
+
+void capture_cuda(PreCaptureResult& r, const ComputationGraph& cg, const PlanSet& plans,
+                  const std::vector<DeviceContext*>& ranks) {
+  // B2: warm-up. cuDNN plans were chosen in prepare_workspace; one eager run of
+  // every safe graph loads modules and settles cuBLAS before any capture.
+  for (DeviceContext* d : ranks) {
+    auto& ctx = static_cast<CudaContext&>(*d);
+    ctx.make_current();
+    for (const UniqueGraph& u : r.dedup.graphs) {
+      if (!warmup_safe(u)) continue;
+      for (const PreparedNode& p : prepare_graph(u, cg, plans, ctx)) p.run();
+    }
+    ctx.synchronize();
+  }
+  // B3: ordinary graphs; rank 0 serially, the other ranks in parallel threads.
+  // B3.5 (collectives across ranks) needs every rank capturing together.
+  auto capture_rank = [&](DeviceContext* d) {
+    auto& ctx = static_cast<CudaContext&>(*d);
+    ctx.make_current();
+    for (auto& g : r.graphs) {
+      if (!g) continue;
+      const UniqueGraph& u = g->key();
+      TR_CHECK(!u.collective || ranks.size() == 1, "coordinated capture of collective graphs is not implemented yet");
+      g->set_native(ctx.rank(), capture_nodes(prepare_graph(u, cg, plans, ctx), ctx, u.gid));
+    }
+  };
+  capture_rank(ranks.front());
+  if (ranks.size() > 1) {
+    std::vector<std::thread> threads;
+    std::vector<std::exception_ptr> errors(ranks.size());
+    for (size_t i = 1; i < ranks.size(); ++i)
+      threads.emplace_back([&, i] {
+        try {
+          capture_rank(ranks[i]);
+        } catch (...) {
+          errors[i] = std::current_exception();
+        }
+      });
+    for (auto& t : threads) t.join();
+    for (auto& e : errors)
+      if (e) std::rethrow_exception(e);
+  }
+  // B4: one warm-up launch of the safe, non-collective graphs on rank 0.
+  auto& ctx0 = static_cast<CudaContext&>(*ranks.front());
+  ctx0.make_current();
+  for (auto& g : r.graphs)
+    if (g && warmup_safe(g->key())) g->launch(ctx0);
+  ctx0.synchronize();
+  ctx0.counters() = DeviceContext::Counters{};
+}
+
+}  // namespace tr
