@@ -1,0 +1,367 @@
+// BatchNorm(+ReLU) phases: shape rules and the CPU reference.
+// x is [N, ..., C] (NHWC), C innermost; every kernel walks pixels in order with
+// a per-channel inner loop. count = variant.global_batch * (pixels per sample).
+// Statistics ("f32" tensors) are F32 or F64 (Note [CPU storage and accumulation
+// types] in cpu_kernel_util.h); per-channel sums accumulate in double.
+#include "framework/ops/batchnorm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <initializer_list>
+
+#include "framework/ops/cpu_kernel_util.h"
+
+namespace tr {
+namespace {
+
+using cpu::acc_t;
+
+// Channels and pixel counts of an activation tensor [N, ..., C].
+struct BnDims {
+  int64_t C = 0;
+  int64_t pixels = 0;   // N * H * W on this rank
+  double count = 0;     // global_batch * H * W
+};
+
+BnDims bn_dims(const OpCall& c, const TensorRef& x, const char* op) {
+  TR_CHECK(x.shape.rank >= 2, op, ": x must be [N,...,C], got ", x.shape.str());
+  BnDims d;
+  d.C = x.shape[x.shape.rank - 1];
+  d.pixels = x.shape.numel() / d.C;
+  TR_CHECK(c.variant != nullptr && c.variant->global_batch > 0, op, ": needs variant.global_batch");
+  d.count = double(c.variant->global_batch) * double(x.shape.inner() / d.C);
+  return d;
+}
+
+inline double rstd_of(double var, float eps) { return 1.0 / std::sqrt(var + double(eps)); }
+
+template <class S>
+void stats_impl(const OpCall& c, const BnDims& d) {
+  const S* x = c.in[0].as<S>();
+  const int64_t C = d.C;
+  double* s = cpu::scratch<double>(cpu::kDoubleSlot, size_t(2 * C));  // (sum x, sum x^2)
+  std::fill(s, s + 2 * C, 0.0);
+  double* s1 = s;
+  double* s2 = s + C;
+  for (int64_t p = 0; p < d.pixels; ++p) {
+    const S* row = x + p * C;
+    for (int64_t ch = 0; ch < C; ++ch) {
+      const double v = cpu::load<double>(row[ch]);
+      s1[ch] += v;
+      s2[ch] += v * v;
+    }
+  }
+  cpu::write_stats(c.out[0], 2 * C, s, "bn_stats", "sums");
+}
+
+template <class S>
+void apply_impl(const OpCall& c, const BnDims& d) {
+  using A = acc_t<S>;
+  const char* op = "bn_relu_apply";
+  const int64_t C = d.C;
+  double* st = cpu::scratch<double>(cpu::kDoubleSlot, size_t(4 * C));
+  double* sums = st;
+  double* batch = st + 2 * C;
+  cpu::read_stats(c.in[1], 2 * C, sums, op, "sums");
+  const S* gamma = c.in[2].as<S>();
+  const S* beta = c.in[3].as<S>();
+  A* aff = cpu::scratch<A>(0, size_t(2 * C));  // y = relu(scale * x + shift)
+  for (int64_t ch = 0; ch < C; ++ch) {
+    const double mean = sums[ch] / d.count;
+    const double var = std::max(0.0, sums[C + ch] / d.count - mean * mean);
+    batch[ch] = mean;
+    batch[C + ch] = var;
+    const double scale = cpu::load<double>(gamma[ch]) * rstd_of(var, c.attrs->eps);
+    aff[ch] = A(scale);
+    aff[C + ch] = A(cpu::load<double>(beta[ch]) - mean * scale);
+  }
+  const S* x = c.in[0].as<S>();
+  S* y = c.out[0].as<S>();
+  const bool relu = c.attrs->relu;
+  for (int64_t p = 0; p < d.pixels; ++p) {
+    const S* xr = x + p * C;
+    S* yr = y + p * C;
+    for (int64_t ch = 0; ch < C; ++ch) {
+      A v = aff[ch] * cpu::load<A>(xr[ch]) + aff[C + ch];
+      if (relu) v = v > A(0) ? v : A(0);
+      yr[ch] = cpu::store<S>(v);
+    }
+  }
+  cpu::write_stats(c.out[1], 2 * C, batch, op, "batch");
+}
+
+// Per-channel mean and rstd (in A) from the batch statistics tensor.
+template <class A>
+void mean_rstd(const OpCall& c, const TensorRef& batch_t, int64_t C, const char* op, A* mean, A* rstd) {
+  double* batch = cpu::scratch<double>(cpu::kDoubleSlot + 1, size_t(2 * C));
+  cpu::read_stats(batch_t, 2 * C, batch, op, "batch");
+  for (int64_t ch = 0; ch < C; ++ch) {
+    mean[ch] = A(batch[ch]);
+    rstd[ch] = A(rstd_of(batch[C + ch], c.attrs->eps));
+  }
+}
+
+// g = dy * (y > 0) (a select: masked NaN/Inf gradients become 0, like PyTorch's
+// threshold_backward), or dy when relu is off.
+template <class A>
+inline A relu_grad(A dy, A y, bool relu) {
+  return (!relu || y > A(0)) ? dy : A(0);
+}
+
+template <class S>
+void bwd_reduce_impl(const OpCall& c, const BnDims& d) {
+  using A = acc_t<S>;
+  const char* op = "bn_relu_bwd_reduce";
+  const int64_t C = d.C;
+  A* mr = cpu::scratch<A>(0, size_t(2 * C));
+  A* mean = mr;
+  A* rstd = mr + C;
+  mean_rstd(c, c.in[3], C, op, mean, rstd);
+  double* ds = cpu::scratch<double>(cpu::kDoubleSlot, size_t(2 * C));  // (sum g, sum g*xhat)
+  std::fill(ds, ds + 2 * C, 0.0);
+  const S* dy = c.in[0].as<S>();
+  const S* y = c.in[1].as<S>();
+  const S* x = c.in[2].as<S>();
+  const bool relu = c.attrs->relu;
+  for (int64_t p = 0; p < d.pixels; ++p) {
+    const int64_t o = p * C;
+    for (int64_t ch = 0; ch < C; ++ch) {
+      const A g = relu_grad(cpu::load<A>(dy[o + ch]), cpu::load<A>(y[o + ch]), relu);
+      const A xhat = (cpu::load<A>(x[o + ch]) - mean[ch]) * rstd[ch];
+      ds[ch] += double(g);
+      ds[C + ch] += double(g * xhat);
+    }
+  }
+  S* dgamma = c.out[0].as<S>();
+  S* dbeta = c.out[1].as<S>();
+  for (int64_t ch = 0; ch < C; ++ch) {
+    dgamma[ch] = cpu::store<S>(ds[C + ch]);
+    dbeta[ch] = cpu::store<S>(ds[ch]);
+  }
+  cpu::write_stats(c.out[2], 2 * C, ds, op, "dsums");
+}
+
+template <class S>
+void bwd_apply_impl(const OpCall& c, const BnDims& d) {
+  using A = acc_t<S>;
+  const char* op = "bn_relu_bwd_apply";
+  const int64_t C = d.C;
+  A* k = cpu::scratch<A>(0, size_t(4 * C));
+  A* mean = k;
+  A* rstd = k + C;
+  A* m0 = k + 2 * C;  // dsums[0] / count
+  A* m1 = k + 3 * C;  // dsums[1] / count
+  mean_rstd(c, c.in[3], C, op, mean, rstd);
+  double* ds = cpu::scratch<double>(cpu::kDoubleSlot, size_t(2 * C));
+  cpu::read_stats(c.in[5], 2 * C, ds, op, "dsums");
+  const S* gamma = c.in[4].as<S>();
+  A* gr = cpu::scratch<A>(1, size_t(C));  // gamma * rstd
+  for (int64_t ch = 0; ch < C; ++ch) {
+    gr[ch] = cpu::load<A>(gamma[ch]) * rstd[ch];
+    m0[ch] = A(ds[ch] / d.count);
+    m1[ch] = A(ds[C + ch] / d.count);
+  }
+  const S* dy = c.in[0].as<S>();
+  const S* y = c.in[1].as<S>();
+  const S* x = c.in[2].as<S>();
+  S* dx = c.out[0].as<S>();
+  const bool relu = c.attrs->relu;
+  for (int64_t p = 0; p < d.pixels; ++p) {
+    const int64_t o = p * C;
+    for (int64_t ch = 0; ch < C; ++ch) {
+      const A g = relu_grad(cpu::load<A>(dy[o + ch]), cpu::load<A>(y[o + ch]), relu);
+      const A xhat = (cpu::load<A>(x[o + ch]) - mean[ch]) * rstd[ch];
+      dx[o + ch] = cpu::store<S>(gr[ch] * (g - m0[ch] - xhat * m1[ch]));
+    }
+  }
+}
+
+template <class S>
+void infer_impl(const OpCall& c, int64_t C, int64_t pixels) {
+  using A = acc_t<S>;
+  double* aff_d = cpu::scratch<double>(cpu::kDoubleSlot, size_t(2 * C));
+  cpu::read_stats(c.in[1], 2 * C, aff_d, "bn_relu_infer", "affine");
+  A* aff = cpu::scratch<A>(0, size_t(2 * C));
+  for (int64_t i = 0; i < 2 * C; ++i) aff[i] = A(aff_d[i]);
+  const S* x = c.in[0].as<S>();
+  S* y = c.out[0].as<S>();
+  const bool relu = c.attrs->relu;
+  for (int64_t p = 0; p < pixels; ++p) {
+    const int64_t o = p * C;
+    for (int64_t ch = 0; ch < C; ++ch) {
+      A v = aff[ch] * cpu::load<A>(x[o + ch]) + aff[C + ch];
+      if (relu) v = v > A(0) ? v : A(0);
+      y[o + ch] = cpu::store<S>(v);
+    }
+  }
+}
+
+void check_same_dtype(const OpCall& c, const char* op, std::initializer_list<const TensorRef*> ts) {
+  const DType t = c.in[0].dtype;
+  for (const TensorRef* r : ts) cpu::check_dtype(*r, t, op, "T tensor");
+}
+
+void check_act_shape(const TensorRef& t, const Shape& want, const char* op, const char* what) {
+  TR_CHECK(t.shape == want, op, ": ", what, " is ", t.shape.str(), ", expected ", want.str());
+}
+
+// --- shape rules ---
+
+// x: [N, ..., C] with positive dims; returns C.
+int64_t check_act(const Shape& x, const char* op, const char* what) {
+  TR_USER_CHECK(x.rank >= 2, op, ": ", what, " must be [N,H,W,C] (or [N,C]), got ", x.str());
+  for (int i = 0; i < x.rank; ++i)
+    TR_USER_CHECK(x[i] > 0, op, ": ", what, " has a non-positive dim: ", x.str());
+  return x[x.rank - 1];
+}
+void check_same(const Shape& a, const Shape& x, const char* op, const char* what) {
+  TR_USER_CHECK(a == x, op, ": ", what, " ", a.str(), " must match x ", x.str());
+}
+void check_vec(const Shape& s, int64_t C, const char* op, const char* what) {
+  TR_USER_CHECK(s.rank == 1 && s[0] == C, op, ": ", what, " must be [", C, "], got ", s.str());
+}
+void check_pair(const Shape& s, int64_t C, const char* op, const char* what) {
+  TR_USER_CHECK(s.rank == 2 && s[0] == 2 && s[1] == C, op, ": ", what, " must be [2,", C, "], got ",
+                s.str());
+}
+
+}  // namespace
+
+void bn_stats_shapes(const ShapeCtx& c, Shape* out, int n_out) {
+  TR_CHECK(c.n_in == 1 && n_out == 1, "bn_stats: arity");
+  const int64_t C = check_act(c.in[0], "bn_stats", "x");
+  out[0] = Shape{2, C};
+}
+
+void bn_relu_apply_shapes(const ShapeCtx& c, Shape* out, int n_out) {
+  const char* op = "bn_relu_apply";
+  TR_CHECK(c.n_in == 4 && n_out == 2, op, ": arity");
+  const int64_t C = check_act(c.in[0], op, "x");
+  check_pair(c.in[1], C, op, "sums");
+  check_vec(c.in[2], C, op, "gamma");
+  check_vec(c.in[3], C, op, "beta");
+  out[0] = c.in[0];
+  out[1] = Shape{2, C};
+}
+
+void bn_relu_bwd_reduce_shapes(const ShapeCtx& c, Shape* out, int n_out) {
+  const char* op = "bn_relu_bwd_reduce";
+  TR_CHECK(c.n_in == 4 && n_out == 3, op, ": arity");
+  const Shape& x = c.in[2];
+  const int64_t C = check_act(x, op, "x");
+  check_same(c.in[0], x, op, "dy");
+  check_same(c.in[1], x, op, "y");
+  check_pair(c.in[3], C, op, "batch");
+  out[0] = Shape{C};
+  out[1] = Shape{C};
+  out[2] = Shape{2, C};
+}
+
+void bn_relu_bwd_apply_shapes(const ShapeCtx& c, Shape* out, int n_out) {
+  const char* op = "bn_relu_bwd_apply";
+  TR_CHECK(c.n_in == 6 && n_out == 1, op, ": arity");
+  const Shape& x = c.in[2];
+  const int64_t C = check_act(x, op, "x");
+  check_same(c.in[0], x, op, "dy");
+  check_same(c.in[1], x, op, "y");
+  check_pair(c.in[3], C, op, "batch");
+  check_vec(c.in[4], C, op, "gamma");
+  check_pair(c.in[5], C, op, "dsums");
+  out[0] = x;
+}
+
+void bn_relu_infer_shapes(const ShapeCtx& c, Shape* out, int n_out) {
+  const char* op = "bn_relu_infer";
+  TR_CHECK(c.n_in == 2 && n_out == 1, op, ": arity");
+  const int64_t C = check_act(c.in[0], op, "x");
+  check_pair(c.in[1], C, op, "affine");
+  out[0] = c.in[0];
+}
+
+void bn_fold_shapes(const ShapeCtx& c, Shape* out, int n_out) {
+  const char* op = "bn_fold";
+  TR_CHECK(c.n_in == 3 && n_out == 1, op, ": arity");
+  TR_USER_CHECK(c.in[0].rank == 1 && c.in[0][0] > 0, op, ": gamma must be [C], got ", c.in[0].str());
+  const int64_t C = c.in[0][0];
+  check_vec(c.in[1], C, op, "beta");
+  check_pair(c.in[2], C, op, "running");
+  out[0] = Shape{2, C};
+}
+
+// --- kernels ---
+
+void bn_stats_cpu(const OpCall& c) {
+  const char* op = "bn_stats";
+  cpu::check_arity(c, op, 1, 1, 1, 1);
+  const BnDims d = bn_dims(c, c.in[0], op);
+  cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { stats_impl<typename decltype(tag)::type>(c, d); });
+}
+
+void bn_relu_apply_cpu(const OpCall& c) {
+  const char* op = "bn_relu_apply";
+  cpu::check_arity(c, op, 4, 4, 2, 2);
+  const BnDims d = bn_dims(c, c.in[0], op);
+  check_same_dtype(c, op, {&c.in[2], &c.in[3], &c.out[0]});
+  cpu::check_numel(c.in[2], d.C, op, "gamma");
+  cpu::check_numel(c.in[3], d.C, op, "beta");
+  check_act_shape(c.out[0], c.in[0].shape, op, "y");
+  cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { apply_impl<typename decltype(tag)::type>(c, d); });
+}
+
+void bn_relu_bwd_reduce_cpu(const OpCall& c) {
+  const char* op = "bn_relu_bwd_reduce";
+  cpu::check_arity(c, op, 4, 4, 3, 3);
+  const BnDims d = bn_dims(c, c.in[2], op);
+  check_same_dtype(c, op, {&c.in[1], &c.in[2], &c.out[0], &c.out[1]});
+  check_act_shape(c.in[0], c.in[2].shape, op, "dy");
+  check_act_shape(c.in[1], c.in[2].shape, op, "y");
+  cpu::check_numel(c.out[0], d.C, op, "dgamma");
+  cpu::check_numel(c.out[1], d.C, op, "dbeta");
+  cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { bwd_reduce_impl<typename decltype(tag)::type>(c, d); });
+}
+
+void bn_relu_bwd_apply_cpu(const OpCall& c) {
+  const char* op = "bn_relu_bwd_apply";
+  cpu::check_arity(c, op, 6, 6, 1, 1);
+  const BnDims d = bn_dims(c, c.in[2], op);
+  check_same_dtype(c, op, {&c.in[1], &c.in[2], &c.in[4], &c.out[0]});
+  check_act_shape(c.in[0], c.in[2].shape, op, "dy");
+  check_act_shape(c.in[1], c.in[2].shape, op, "y");
+  check_act_shape(c.out[0], c.in[2].shape, op, "dx");
+  cpu::check_numel(c.in[4], d.C, op, "gamma");
+  cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { bwd_apply_impl<typename decltype(tag)::type>(c, d); });
+}
+
+void bn_relu_infer_cpu(const OpCall& c) {
+  const char* op = "bn_relu_infer";
+  cpu::check_arity(c, op, 2, 2, 1, 1);
+  const Shape& x = c.in[0].shape;
+  TR_CHECK(x.rank >= 2, op, ": x must be [N,...,C], got ", x.str());
+  const int64_t C = x[x.rank - 1];
+  check_same_dtype(c, op, {&c.out[0]});
+  check_act_shape(c.out[0], x, op, "y");
+  cpu::dispatch_float(c.in[0].dtype, op,
+                      [&](auto tag) { infer_impl<typename decltype(tag)::type>(c, C, x.numel() / C); });
+}
+
+void bn_fold_cpu(const OpCall& c) {
+  const char* op = "bn_fold";
+  cpu::check_arity(c, op, 3, 3, 1, 1);
+  const int64_t C = c.in[0].shape.numel();
+  double* v = cpu::scratch<double>(cpu::kDoubleSlot, size_t(6 * C));
+  double* gamma = v;
+  double* beta = v + C;
+  double* running = v + 2 * C;  // (mean, var)
+  double* aff = v + 4 * C;      // (scale, shift)
+  cpu::read_stats(c.in[0], C, gamma, op, "gamma");
+  cpu::read_stats(c.in[1], C, beta, op, "beta");
+  cpu::read_stats(c.in[2], 2 * C, running, op, "running");
+  for (int64_t ch = 0; ch < C; ++ch) {
+    const double scale = gamma[ch] * rstd_of(running[C + ch], c.attrs->eps);
+    aff[ch] = scale;
+    aff[C + ch] = beta[ch] - running[ch] * scale;
+  }
+  cpu::write_stats(c.out[0], 2 * C, aff, op, "affine");
+}
+
+}  // namespace tr

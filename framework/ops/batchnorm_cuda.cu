@@ -1,0 +1,465 @@
+// BatchNorm (+ReLU) CUDA kernels. Semantics: framework/ops/batchnorm.h.
+// Reductions follow Note [deterministic kernels] (cuda_kernel_util_cuda.h):
+// per-thread sums over a fixed row set, a fixed shared-memory tree, per-block
+// partials in the workspace, then finalize_sums in block order.
+//   workspace: channel_grid(...).grid.x * 2 * C * 4 bytes for BnStats and
+//   BnReluBwdReduce (<= 4 * SMs * 2 * C * 4), nothing for the others.
+#include "framework/ops/batchnorm.h"
+#include "framework/ops/cuda_kernel_util_cuda.h"
+
+namespace tr {
+namespace {
+
+using namespace tr::cuda;
+
+constexpr int kReduceBlocksPerSm = 4;
+constexpr int kApplyBlocksPerSm = 8;
+constexpr int64_t kMinRowsPerThread = 4;
+
+// Per-channel mean and rstd from the batch statistics (mean, biased var); once per
+// thread, in double like the CPU reference.
+struct ChanStat {
+  float mean, rstd;
+};
+__device__ __forceinline__ ChanStat stat_from_batch(const float* batch, int64_t C, int64_t ch, float eps) {
+  return {batch[ch], float(1.0 / sqrt(double(batch[C + ch]) + double(eps)))};
+}
+
+// ---------------------------------------------------------------- kernels
+
+// x[rows, C] -> sums (sum x, sum x^2)
+template <typename T, int VEC>
+__global__ void bn_stats_kernel(const T* __restrict__ x, int64_t rows, int64_t C, SumOut<float, 2> out) {
+  const int64_t g = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;
+  const int64_t c0 = g * VEC;
+  const bool active = c0 < C;
+  float acc[2][VEC];
+#pragma unroll
+  for (int i = 0; i < VEC; ++i) acc[0][i] = acc[1][i] = 0.f;
+  if (active) {
+    const int64_t stride = int64_t(gridDim.x) * blockDim.y;
+    int64_t r = int64_t(blockIdx.x) * blockDim.y + threadIdx.y;
+    for (; r + 3 * stride < rows; r += 4 * stride) {
+      float v[4][VEC];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) load_vec<T, VEC>(x + (r + u * stride) * C + c0, v[u]);
+#pragma unroll
+      for (int u = 0; u < 4; ++u)
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) {
+          acc[0][i] += v[u][i];
+          acc[1][i] = fmaf(v[u][i], v[u][i], acc[1][i]);
+        }
+    }
+    for (; r < rows; r += stride) {
+      float v[VEC];
+      load_vec<T, VEC>(x + r * C + c0, v);
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) {
+        acc[0][i] += v[i];
+        acc[1][i] = fmaf(v[i], v[i], acc[1][i]);
+      }
+    }
+  }
+  block_sum_store<float, 2, VEC>(acc, c0, active, C, out);
+}
+
+// y = relu(scale * x + shift), scale = gamma * rstd, shift = beta - mean * scale
+// (the CPU reference's form); block row 0 also writes batch = (mean, var).
+// Mean and var are formed in double: sum x^2 / count - mean^2 cancels.
+template <typename T, int VEC>
+__global__ void bn_relu_apply_kernel(const T* __restrict__ x, const float* __restrict__ sums,
+                                     const T* __restrict__ gamma, const T* __restrict__ beta, T* __restrict__ y,
+                                     float* __restrict__ batch, int64_t rows, int64_t C, double inv_count, float eps,
+                                     bool relu) {
+  const int64_t g = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;
+  const int64_t c0 = g * VEC;
+  if (c0 >= C) return;
+  float sc[VEC], sh[VEC];
+#pragma unroll
+  for (int i = 0; i < VEC; ++i) {
+    const int64_t ch = c0 + i;
+    const double m = double(sums[ch]) * inv_count;
+    const double var = fmax(double(sums[C + ch]) * inv_count - m * m, 0.0);
+    const double scale = double(to_f(gamma[ch])) * (1.0 / sqrt(var + double(eps)));
+    sc[i] = float(scale);
+    sh[i] = float(double(to_f(beta[ch])) - m * scale);
+    if (blockIdx.x == 0 && threadIdx.y == 0) {
+      batch[ch] = float(m);
+      batch[C + ch] = float(var);
+    }
+  }
+  const int64_t stride = int64_t(gridDim.x) * blockDim.y;
+  for (int64_t r = int64_t(blockIdx.x) * blockDim.y + threadIdx.y; r < rows; r += stride) {
+    float v[VEC];
+    load_vec<T, VEC>(x + r * C + c0, v);
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) {
+      const float o = fmaf(sc[i], v[i], sh[i]);
+      v[i] = relu ? fmaxf(o, 0.f) : o;
+    }
+    store_vec<T, VEC>(y + r * C + c0, v);
+  }
+}
+
+// g = dy * (y > 0); sums (g, g * xhat)
+template <typename T, int VEC>
+__global__ void bn_relu_bwd_reduce_kernel(const T* __restrict__ dy, const T* __restrict__ y,
+                                          const T* __restrict__ x, const float* __restrict__ batch, int64_t rows,
+                                          int64_t C, float eps, bool relu, SumOut<T, 2> out) {
+  const int64_t gi = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;
+  const int64_t c0 = gi * VEC;
+  const bool active = c0 < C;
+  float acc[2][VEC];
+  float mean[VEC], rstd[VEC];
+#pragma unroll
+  for (int i = 0; i < VEC; ++i) {
+    acc[0][i] = acc[1][i] = 0.f;
+    mean[i] = rstd[i] = 0.f;
+  }
+  if (active) {
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) {
+      const ChanStat s = stat_from_batch(batch, C, c0 + i, eps);
+      mean[i] = s.mean;
+      rstd[i] = s.rstd;
+    }
+    const int64_t stride = int64_t(gridDim.x) * blockDim.y;
+    int64_t r = int64_t(blockIdx.x) * blockDim.y + threadIdx.y;
+    for (; r + stride < rows; r += 2 * stride) {
+      float d[2][VEC], yy[2][VEC], xx[2][VEC];
+#pragma unroll
+      for (int u = 0; u < 2; ++u) {
+        const int64_t off = (r + u * stride) * C + c0;
+        load_vec<T, VEC>(dy + off, d[u]);
+        if (relu) load_vec<T, VEC>(y + off, yy[u]);
+        load_vec<T, VEC>(x + off, xx[u]);
+      }
+#pragma unroll
+      for (int u = 0; u < 2; ++u)
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) {
+          const float gr = (!relu || yy[u][i] > 0.f) ? d[u][i] : 0.f;
+          acc[0][i] += gr;
+          acc[1][i] = fmaf(gr, (xx[u][i] - mean[i]) * rstd[i], acc[1][i]);
+        }
+    }
+    for (; r < rows; r += stride) {
+      float d[VEC], yy[VEC], xx[VEC];
+      const int64_t off = r * C + c0;
+      load_vec<T, VEC>(dy + off, d);
+      if (relu) load_vec<T, VEC>(y + off, yy);
+      load_vec<T, VEC>(x + off, xx);
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) {
+        const float gr = (!relu || yy[i] > 0.f) ? d[i] : 0.f;
+        acc[0][i] += gr;
+        acc[1][i] = fmaf(gr, (xx[i] - mean[i]) * rstd[i], acc[1][i]);
+      }
+    }
+  }
+  block_sum_store<T, 2, VEC>(acc, c0, active, C, out);
+}
+
+// dx = gamma * rstd * (g - dsums0/count - xhat * dsums1/count)
+template <typename T, int VEC>
+__global__ void bn_relu_bwd_apply_kernel(const T* __restrict__ dy, const T* __restrict__ y,
+                                         const T* __restrict__ x, const float* __restrict__ batch,
+                                         const T* __restrict__ gamma, const float* __restrict__ dsums,
+                                         T* __restrict__ dx, int64_t rows, int64_t C, double inv_count, float eps,
+                                         bool relu) {
+  const int64_t gi = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;
+  const int64_t c0 = gi * VEC;
+  if (c0 >= C) return;
+  float mean[VEC], rstd[VEC], k[VEC], a[VEC], b[VEC];
+#pragma unroll
+  for (int i = 0; i < VEC; ++i) {
+    const int64_t ch = c0 + i;
+    const ChanStat s = stat_from_batch(batch, C, ch, eps);
+    mean[i] = s.mean;
+    rstd[i] = s.rstd;
+    k[i] = to_f(gamma[ch]) * s.rstd;
+    a[i] = float(double(dsums[ch]) * inv_count);
+    b[i] = float(double(dsums[C + ch]) * inv_count);
+  }
+  const int64_t stride = int64_t(gridDim.x) * blockDim.y;
+  for (int64_t r = int64_t(blockIdx.x) * blockDim.y + threadIdx.y; r < rows; r += stride) {
+    const int64_t off = r * C + c0;
+    float d[VEC], yy[VEC], xx[VEC];
+    load_vec<T, VEC>(dy + off, d);
+    if (relu) load_vec<T, VEC>(y + off, yy);
+    load_vec<T, VEC>(x + off, xx);
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) {
+      const float gr = (!relu || yy[i] > 0.f) ? d[i] : 0.f;
+      const float xhat = (xx[i] - mean[i]) * rstd[i];
+      d[i] = k[i] * (gr - a[i] - xhat * b[i]);
+    }
+    store_vec<T, VEC>(dx + off, d);
+  }
+}
+
+// y = relu(scale * x + shift)
+template <typename T, int VEC>
+__global__ void bn_relu_infer_kernel(const T* __restrict__ x, const float* __restrict__ affine, T* __restrict__ y,
+                                     int64_t rows, int64_t C, bool relu) {
+  const int64_t gi = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;
+  const int64_t c0 = gi * VEC;
+  if (c0 >= C) return;
+  float sc[VEC], sh[VEC];
+#pragma unroll
+  for (int i = 0; i < VEC; ++i) {
+    sc[i] = affine[c0 + i];
+    sh[i] = affine[C + c0 + i];
+  }
+  const int64_t stride = int64_t(gridDim.x) * blockDim.y;
+  for (int64_t r = int64_t(blockIdx.x) * blockDim.y + threadIdx.y; r < rows; r += stride) {
+    float v[VEC];
+    load_vec<T, VEC>(x + r * C + c0, v);
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) {
+      const float o = fmaf(sc[i], v[i], sh[i]);
+      v[i] = relu ? fmaxf(o, 0.f) : o;
+    }
+    store_vec<T, VEC>(y + r * C + c0, v);
+  }
+}
+
+// affine = (gamma * rsqrt(var + eps), beta - mean * scale)
+__global__ void bn_fold_kernel(const float* __restrict__ gamma, const float* __restrict__ beta,
+                               const float* __restrict__ running, float* __restrict__ affine, int64_t C, float eps) {
+  const int64_t ch = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (ch >= C) return;
+  const double scale = double(gamma[ch]) / sqrt(double(running[C + ch]) + double(eps));
+  affine[ch] = float(scale);
+  affine[C + ch] = float(double(beta[ch]) - double(running[ch]) * scale);
+}
+
+// ---------------------------------------------------------------- launch helpers
+
+// 16-byte vectors when C and every pointer allow it, else one element per thread.
+template <typename T>
+int pick_vec(int64_t C, std::initializer_list<const void*> ptrs) {
+  constexpr int v = kVec16<T>;
+  if (C % v != 0) return 1;
+  for (const void* p : ptrs)
+    if (p != nullptr && !aligned_to(p, 16)) return 1;
+  return v;
+}
+
+// count = global_batch * (H*W): the statistics run over every rank's pixels.
+double inv_count_of(const OpCall& c, const TensorRef& x, int64_t rows, const char* op) {
+  TR_CHECK(c.variant != nullptr && c.variant->global_batch > 0, op, ": needs the variant's global batch");
+  TR_CHECK(x.shape[0] > 0, op, ": empty batch");
+  const double count = double(c.variant->global_batch) * double(rows / x.shape[0]);
+  return 1.0 / count;
+}
+
+void check_activation(const TensorRef& t, const TensorRef& like, const char* op, const char* what) {
+  TR_CHECK(t.dtype == like.dtype && t.shape == like.shape, op, ": ", what, " is ", dtype_name(t.dtype),
+           t.shape.str(), ", expected ", dtype_name(like.dtype), like.shape.str());
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- launchers
+
+void bn_stats_cuda(const OpCall& c) {
+  const char* op = "BnStats";
+  check_arity(c, 1, 1, op);
+  const TensorRef& x = c.in[0];
+  const TensorRef& sums = c.out[0];
+  const RowsC rc = rows_c(x, op);
+  check_dtype(sums, DType::F32, op, "sums");
+  check_numel(sums, 2 * rc.c, op, "sums");
+  const GpuHandles& gh = handles_of(c, op);
+  const cudaStream_t s = stream_of(c);
+  dispatch_float(x.dtype, op, [&](auto tag) {
+    using T = decltype(tag);
+    const int vec = pick_vec<T>(rc.c, {x.data});
+    const ChannelGrid g =
+        channel_grid(rc.rows, rc.c, vec, sm_count(gh.device), kReduceBlocksPerSm, kMinRowsPerThread);
+    SumOut<float, 2> out;
+    out.partial = static_cast<float*>(workspace(gh, sum_partial_bytes<2>(g, rc.c), op));
+    out.f32 = sums.as<float>();
+    if (vec == kVec16<T>) {
+      constexpr int V = kVec16<T>;
+      bn_stats_kernel<T, V><<<g.grid, g.block, sum_smem_bytes<2, V>(), s>>>(x.as<T>(), rc.rows, rc.c, out);
+    } else {
+      bn_stats_kernel<T, 1><<<g.grid, g.block, sum_smem_bytes<2, 1>(), s>>>(x.as<T>(), rc.rows, rc.c, out);
+    }
+    TR_LAUNCH_CHECK();
+    launch_finalize<float, 2>(g, rc.c, out, s);
+  });
+}
+
+void bn_relu_apply_cuda(const OpCall& c) {
+  const char* op = "BnReluApply";
+  check_arity(c, 4, 2, op);
+  const TensorRef& x = c.in[0];
+  const TensorRef& sums = c.in[1];
+  const TensorRef& gamma = c.in[2];
+  const TensorRef& beta = c.in[3];
+  const TensorRef& y = c.out[0];
+  const TensorRef& batch = c.out[1];
+  const RowsC rc = rows_c(x, op);
+  check_dtype(sums, DType::F32, op, "sums");
+  check_numel(sums, 2 * rc.c, op, "sums");
+  check_dtype(gamma, x.dtype, op, "gamma");
+  check_dtype(beta, x.dtype, op, "beta");
+  check_numel(gamma, rc.c, op, "gamma");
+  check_numel(beta, rc.c, op, "beta");
+  check_activation(y, x, op, "y");
+  check_dtype(batch, DType::F32, op, "batch");
+  check_numel(batch, 2 * rc.c, op, "batch");
+  const double inv_count = inv_count_of(c, x, rc.rows, op);
+  const GpuHandles& gh = handles_of(c, op);
+  const cudaStream_t s = stream_of(c);
+  dispatch_float(x.dtype, op, [&](auto tag) {
+    using T = decltype(tag);
+    const int vec = pick_vec<T>(rc.c, {x.data, y.data});
+    const ChannelGrid g = channel_grid(rc.rows, rc.c, vec, sm_count(gh.device), kApplyBlocksPerSm, kMinRowsPerThread);
+    auto launch = [&](auto vtag) {
+      constexpr int V = decltype(vtag)::value;
+      bn_relu_apply_kernel<T, V><<<g.grid, g.block, 0, s>>>(x.as<T>(), sums.as<float>(), gamma.as<T>(),
+                                                            beta.as<T>(), y.as<T>(), batch.as<float>(), rc.rows,
+                                                            rc.c, inv_count, attrs_of(c, op).eps, attrs_of(c, op).relu);
+    };
+    if (vec == kVec16<T>) launch(std::integral_constant<int, kVec16<T>>{});
+    else launch(std::integral_constant<int, 1>{});
+    TR_LAUNCH_CHECK();
+  });
+}
+
+void bn_relu_bwd_reduce_cuda(const OpCall& c) {
+  const char* op = "BnReluBwdReduce";
+  check_arity(c, 4, 3, op);
+  const TensorRef& dy = c.in[0];
+  const TensorRef& y = c.in[1];
+  const TensorRef& x = c.in[2];
+  const TensorRef& batch = c.in[3];
+  const TensorRef& dgamma = c.out[0];
+  const TensorRef& dbeta = c.out[1];
+  const TensorRef& dsums = c.out[2];
+  const RowsC rc = rows_c(x, op);
+  check_activation(dy, x, op, "dy");
+  check_activation(y, x, op, "y");
+  check_dtype(batch, DType::F32, op, "batch");
+  check_numel(batch, 2 * rc.c, op, "batch");
+  check_dtype(dgamma, x.dtype, op, "dgamma");
+  check_dtype(dbeta, x.dtype, op, "dbeta");
+  check_numel(dgamma, rc.c, op, "dgamma");
+  check_numel(dbeta, rc.c, op, "dbeta");
+  check_dtype(dsums, DType::F32, op, "dsums");
+  check_numel(dsums, 2 * rc.c, op, "dsums");
+  const GpuHandles& gh = handles_of(c, op);
+  const cudaStream_t s = stream_of(c);
+  const bool relu = attrs_of(c, op).relu;
+  dispatch_float(x.dtype, op, [&](auto tag) {
+    using T = decltype(tag);
+    const int vec = pick_vec<T>(rc.c, {dy.data, y.data, x.data});
+    const ChannelGrid g =
+        channel_grid(rc.rows, rc.c, vec, sm_count(gh.device), kReduceBlocksPerSm, kMinRowsPerThread);
+    SumOut<T, 2> out;
+    out.partial = static_cast<float*>(workspace(gh, sum_partial_bytes<2>(g, rc.c), op));
+    out.f32 = dsums.as<float>();
+    out.t[0] = dbeta.as<T>();   // dbeta  = sum g
+    out.t[1] = dgamma.as<T>();  // dgamma = sum g * xhat
+    auto launch = [&](auto vtag) {
+      constexpr int V = decltype(vtag)::value;
+      bn_relu_bwd_reduce_kernel<T, V><<<g.grid, g.block, sum_smem_bytes<2, V>(), s>>>(
+          dy.as<T>(), y.as<T>(), x.as<T>(), batch.as<float>(), rc.rows, rc.c, attrs_of(c, op).eps, relu, out);
+    };
+    if (vec == kVec16<T>) launch(std::integral_constant<int, kVec16<T>>{});
+    else launch(std::integral_constant<int, 1>{});
+    TR_LAUNCH_CHECK();
+    launch_finalize<T, 2>(g, rc.c, out, s);
+  });
+}
+
+void bn_relu_bwd_apply_cuda(const OpCall& c) {
+  const char* op = "BnReluBwdApply";
+  check_arity(c, 6, 1, op);
+  const TensorRef& dy = c.in[0];
+  const TensorRef& y = c.in[1];
+  const TensorRef& x = c.in[2];
+  const TensorRef& batch = c.in[3];
+  const TensorRef& gamma = c.in[4];
+  const TensorRef& dsums = c.in[5];
+  const TensorRef& dx = c.out[0];
+  const RowsC rc = rows_c(x, op);
+  check_activation(dy, x, op, "dy");
+  check_activation(y, x, op, "y");
+  check_activation(dx, x, op, "dx");
+  check_dtype(batch, DType::F32, op, "batch");
+  check_numel(batch, 2 * rc.c, op, "batch");
+  check_dtype(gamma, x.dtype, op, "gamma");
+  check_numel(gamma, rc.c, op, "gamma");
+  check_dtype(dsums, DType::F32, op, "dsums");
+  check_numel(dsums, 2 * rc.c, op, "dsums");
+  const double inv_count = inv_count_of(c, x, rc.rows, op);
+  const GpuHandles& gh = handles_of(c, op);
+  const cudaStream_t s = stream_of(c);
+  dispatch_float(x.dtype, op, [&](auto tag) {
+    using T = decltype(tag);
+    const int vec = pick_vec<T>(rc.c, {dy.data, y.data, x.data, dx.data});
+    const ChannelGrid g = channel_grid(rc.rows, rc.c, vec, sm_count(gh.device), kApplyBlocksPerSm, kMinRowsPerThread);
+    auto launch = [&](auto vtag) {
+      constexpr int V = decltype(vtag)::value;
+      bn_relu_bwd_apply_kernel<T, V><<<g.grid, g.block, 0, s>>>(
+          dy.as<T>(), y.as<T>(), x.as<T>(), batch.as<float>(), gamma.as<T>(), dsums.as<float>(), dx.as<T>(),
+          rc.rows, rc.c, inv_count, attrs_of(c, op).eps, attrs_of(c, op).relu);
+    };
+    if (vec == kVec16<T>) launch(std::integral_constant<int, kVec16<T>>{});
+    else launch(std::integral_constant<int, 1>{});
+    TR_LAUNCH_CHECK();
+  });
+}
+
+void bn_relu_infer_cuda(const OpCall& c) {
+  const char* op = "BnReluInfer";
+  check_arity(c, 2, 1, op);
+  const TensorRef& x = c.in[0];
+  const TensorRef& affine = c.in[1];
+  const TensorRef& y = c.out[0];
+  const RowsC rc = rows_c(x, op);
+  check_dtype(affine, DType::F32, op, "affine");
+  check_numel(affine, 2 * rc.c, op, "affine");
+  check_activation(y, x, op, "y");
+  const GpuHandles& gh = handles_of(c, op);
+  const cudaStream_t s = stream_of(c);
+  dispatch_float(x.dtype, op, [&](auto tag) {
+    using T = decltype(tag);
+    const int vec = pick_vec<T>(rc.c, {x.data, y.data});
+    const ChannelGrid g = channel_grid(rc.rows, rc.c, vec, sm_count(gh.device), kApplyBlocksPerSm, kMinRowsPerThread);
+    auto launch = [&](auto vtag) {
+      constexpr int V = decltype(vtag)::value;
+      bn_relu_infer_kernel<T, V><<<g.grid, g.block, 0, s>>>(x.as<T>(), affine.as<float>(), y.as<T>(), rc.rows,
+                                                            rc.c, attrs_of(c, op).relu);
+    };
+    if (vec == kVec16<T>) launch(std::integral_constant<int, kVec16<T>>{});
+    else launch(std::integral_constant<int, 1>{});
+    TR_LAUNCH_CHECK();
+  });
+}
+
+void bn_fold_cuda(const OpCall& c) {
+  const char* op = "BnFold";
+  check_arity(c, 3, 1, op);
+  const TensorRef& gamma = c.in[0];
+  const TensorRef& beta = c.in[1];
+  const TensorRef& running = c.in[2];
+  const TensorRef& affine = c.out[0];
+  const int64_t C = gamma.shape.numel();
+  for (const TensorRef* t : {&gamma, &beta, &running, &affine}) check_dtype(*t, DType::F32, op, "every tensor");
+  check_numel(beta, C, op, "beta");
+  check_numel(running, 2 * C, op, "running");
+  check_numel(affine, 2 * C, op, "affine");
+  const cudaStream_t s = stream_of(c);
+  bn_fold_kernel<<<unsigned(ceil_div(C, 256)), 256, 0, s>>>(gamma.as<float>(), beta.as<float>(),
+                                                             running.as<float>(), affine.as<float>(), C,
+                                                             attrs_of(c, op).eps);
+  TR_LAUNCH_CHECK();
+}
+
+}  // namespace tr

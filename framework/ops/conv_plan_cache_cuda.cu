@@ -1,0 +1,247 @@
+// ConvPlanCache: see Note [conv plans before capture] in conv_plan_cache_cuda.h.
+#include "framework/ops/conv_plan_cache_cuda.h"
+
+#include <climits>
+
+#include "framework/runtime/gpu_check_cuda.h"
+#include "framework/runtime/gpu_handles.h"
+
+namespace tr {
+
+// ---------------------------------------------------------------- keys
+
+static const char* dir_name(ConvDir d) {
+  switch (d) {
+    case ConvDir::Fwd: return "fwd";
+    case ConvDir::BwdData: return "bwd_data";
+    case ConvDir::BwdFilter: return "bwd_filter";
+  }
+  return "?";
+}
+
+std::string ConvKey::str() const {
+  return cat("conv3x3 ", dir_name(dir), " x[", n, ",", h, ",", w, ",", c, "] w[", k, ",3,3,", c, "] ",
+             dtype_name(dtype));
+}
+
+ConvKey conv_key(OpKind kind, const Shape& in0, const Shape& in1, DType dtype) {
+  ConvKey key;
+  key.dtype = dtype;
+  auto nhwc = [](const Shape& s, const char* what) {
+    TR_CHECK(s.rank == 4, "conv3x3: ", what, " must be [N,H,W,C], got ", s.str());
+  };
+  auto filt = [](const Shape& s) {
+    TR_CHECK(s.rank == 4 && s[1] == 3 && s[2] == 3, "conv3x3: w must be [K,3,3,C], got ", s.str());
+  };
+  switch (kind) {
+    case OpKind::Conv3x3Fwd:  // (x, w)
+      nhwc(in0, "x");
+      filt(in1);
+      TR_CHECK(in0[3] == in1[3], "conv3x3: x ", in0.str(), " and w ", in1.str(), " differ in C");
+      key = {ConvDir::Fwd, in0[0], in0[1], in0[2], in0[3], in1[0], dtype};
+      break;
+    case OpKind::Conv3x3BwdData:  // (dy, w)
+      nhwc(in0, "dy");
+      filt(in1);
+      TR_CHECK(in0[3] == in1[0], "conv3x3: dy ", in0.str(), " and w ", in1.str(), " differ in K");
+      key = {ConvDir::BwdData, in0[0], in0[1], in0[2], in1[3], in1[0], dtype};
+      break;
+    case OpKind::Conv3x3BwdFilter:  // (x, dy)
+      nhwc(in0, "x");
+      nhwc(in1, "dy");
+      TR_CHECK(in0[0] == in1[0] && in0[1] == in1[1] && in0[2] == in1[2], "conv3x3: x ", in0.str(), " and dy ",
+               in1.str(), " differ in N, H or W");
+      key = {ConvDir::BwdFilter, in0[0], in0[1], in0[2], in0[3], in1[3], dtype};
+      break;
+    default:
+      TR_CHECK(false, "conv_key: ", op_name(kind), " is not a convolution");
+  }
+  return key;
+}
+
+// ---------------------------------------------------------------- descriptors
+
+namespace cudnn_raii {
+TensorDesc::TensorDesc() { TR_GPU_CHECK(cudnnCreateTensorDescriptor(&d_)); }
+TensorDesc::~TensorDesc() {
+  if (d_) TR_GPU_WARN(cudnnDestroyTensorDescriptor(d_));
+}
+FilterDesc::FilterDesc() { TR_GPU_CHECK(cudnnCreateFilterDescriptor(&d_)); }
+FilterDesc::~FilterDesc() {
+  if (d_) TR_GPU_WARN(cudnnDestroyFilterDescriptor(d_));
+}
+ConvDesc::ConvDesc() { TR_GPU_CHECK(cudnnCreateConvolutionDescriptor(&d_)); }
+ConvDesc::~ConvDesc() {
+  if (d_) TR_GPU_WARN(cudnnDestroyConvolutionDescriptor(d_));
+}
+}  // namespace cudnn_raii
+
+std::string ConvPlan::describe() const {
+  return cat(key.str(), ": algo ", algo, ", workspace ", workspace_bytes, " B, math ", int(math),
+             time_ms >= 0 ? cat(", ", time_ms, " ms") : std::string());
+}
+
+// ---------------------------------------------------------------- selection
+
+namespace {
+
+// Picks the first acceptable candidate (cuDNN returns them fastest / most
+// preferred first). f32 plans refuse tensor-op math (TF32) outright.
+template <typename Perf>
+const Perf* pick(const Perf* perf, int n, bool deterministic, size_t limit, bool f32) {
+  for (int i = 0; i < n; ++i) {
+    const Perf& p = perf[i];
+    if (p.status != CUDNN_STATUS_SUCCESS) continue;
+    if (deterministic && p.determinism != CUDNN_DETERMINISTIC) continue;
+    if (p.memory > limit) continue;
+    if (f32 && (p.mathType == CUDNN_TENSOR_OP_MATH || p.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)) continue;
+    return &p;
+  }
+  return nullptr;
+}
+
+std::string candidates(const auto* perf, int n) {
+  std::string s;
+  for (int i = 0; i < n; ++i)
+    s += cat(i ? "; " : "", "algo ", int(perf[i].algo), " status ", int(perf[i].status), " det ",
+             int(perf[i].determinism), " mem ", perf[i].memory, " math ", int(perf[i].mathType));
+  return s;
+}
+
+template <typename Perf>
+void apply_pick(ConvPlan& p, const Perf* perf, int n, bool deterministic, size_t limit, bool benchmark) {
+  const bool f32 = p.key.dtype == DType::F32;
+  const Perf* best = pick(perf, n, deterministic, limit, f32);
+  if (best == nullptr)
+    throw Error(cat("ConvPlanCache: no usable cuDNN algorithm for ", p.key.str(), " (deterministic=", deterministic,
+                    ", workspace limit ", limit, " B); candidates: ", candidates(perf, n)));
+  p.algo = int(best->algo);
+  p.workspace_bytes = best->memory;
+  if (!f32) p.math = best->mathType;  // f32 keeps CUDNN_FMA_MATH
+  p.time_ms = benchmark ? best->time : -1.f;
+  TR_GPU_CHECK(cudnnSetConvolutionMathType(p.conv.get(), p.math));
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- cache
+
+ConvPlanCache::ConvPlanCache() : ConvPlanCache(Options{}) {}
+ConvPlanCache::ConvPlanCache(Options opt) : opt_(opt) {}
+ConvPlanCache::~ConvPlanCache() = default;
+
+const ConvPlan& ConvPlanCache::prepare(const GpuHandles& g, const ConvKey& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = plans_.find(key); it != plans_.end()) return *it->second;
+
+  TR_CHECK(g.cudnn != nullptr, "ConvPlanCache::prepare: no cuDNN handle");
+  TR_CHECK(key.dtype == DType::F32 || key.dtype == DType::F16, "ConvPlanCache: ", key.str(),
+           ": only f32 and f16 run on CUDA");
+  for (int64_t v : {key.n, key.h, key.w, key.c, key.k})
+    TR_CHECK(v > 0 && v <= INT_MAX, "ConvPlanCache: bad dimension in ", key.str());
+  cudnnHandle_t h = static_cast<cudnnHandle_t>(g.cudnn);
+  const cudnnDataType_t dt = key.dtype == DType::F16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+  const int n = int(key.n), hh = int(key.h), ww = int(key.w), c = int(key.c), k = int(key.k);
+
+  auto p = std::make_unique<ConvPlan>();
+  p->key = key;
+  TR_GPU_CHECK(cudnnSetTensor4dDescriptor(p->x.get(), CUDNN_TENSOR_NHWC, dt, n, c, hh, ww));
+  TR_GPU_CHECK(cudnnSetTensor4dDescriptor(p->y.get(), CUDNN_TENSOR_NHWC, dt, n, k, hh, ww));
+  TR_GPU_CHECK(cudnnSetFilter4dDescriptor(p->w.get(), dt, CUDNN_TENSOR_NHWC, k, c, 3, 3));
+  TR_GPU_CHECK(cudnnSetConvolution2dDescriptor(p->conv.get(), 1, 1, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION,
+                                               CUDNN_DATA_FLOAT));
+  p->math = key.dtype == DType::F16 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
+  TR_GPU_CHECK(cudnnSetConvolutionMathType(p->conv.get(), p->math));
+
+  const bool det = g.deterministic;
+  const size_t limit = opt_.workspace_limit;
+  const bool bench = opt_.benchmark;
+  int got = 0;
+  switch (key.dir) {
+    case ConvDir::Fwd: {
+      cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+      if (bench)
+        TR_GPU_CHECK(cudnnFindConvolutionForwardAlgorithm(h, p->x.get(), p->w.get(), p->conv.get(), p->y.get(),
+                                                          CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf));
+      else
+        TR_GPU_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, p->x.get(), p->w.get(), p->conv.get(), p->y.get(),
+                                                            CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf));
+      apply_pick(*p, perf, got, det, limit, bench);
+      size_t ws = 0;
+      TR_GPU_CHECK(cudnnGetConvolutionForwardWorkspaceSize(h, p->x.get(), p->w.get(), p->conv.get(), p->y.get(),
+                                                           cudnnConvolutionFwdAlgo_t(p->algo), &ws));
+      if (ws > p->workspace_bytes) p->workspace_bytes = ws;
+      break;
+    }
+    case ConvDir::BwdData: {
+      cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+      if (bench)
+        TR_GPU_CHECK(cudnnFindConvolutionBackwardDataAlgorithm(h, p->w.get(), p->y.get(), p->conv.get(), p->x.get(),
+                                                               CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, perf));
+      else
+        TR_GPU_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, p->w.get(), p->y.get(), p->conv.get(),
+                                                                 p->x.get(), CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+                                                                 &got, perf));
+      apply_pick(*p, perf, got, det, limit, bench);
+      size_t ws = 0;
+      TR_GPU_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(h, p->w.get(), p->y.get(), p->conv.get(),
+                                                                p->x.get(), cudnnConvolutionBwdDataAlgo_t(p->algo),
+                                                                &ws));
+      if (ws > p->workspace_bytes) p->workspace_bytes = ws;
+      break;
+    }
+    case ConvDir::BwdFilter: {
+      cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+      if (bench)
+        TR_GPU_CHECK(cudnnFindConvolutionBackwardFilterAlgorithm(h, p->x.get(), p->y.get(), p->conv.get(),
+                                                                 p->w.get(), CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
+                                                                 &got, perf));
+      else
+        TR_GPU_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, p->x.get(), p->y.get(), p->conv.get(),
+                                                                   p->w.get(),
+                                                                   CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got,
+                                                                   perf));
+      apply_pick(*p, perf, got, det, limit, bench);
+      size_t ws = 0;
+      TR_GPU_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(h, p->x.get(), p->y.get(), p->conv.get(),
+                                                                  p->w.get(),
+                                                                  cudnnConvolutionBwdFilterAlgo_t(p->algo), &ws));
+      if (ws > p->workspace_bytes) p->workspace_bytes = ws;
+      break;
+    }
+  }
+  TR_CHECK(p->workspace_bytes <= limit, "ConvPlanCache: ", p->describe(), " exceeds the workspace limit ", limit);
+  const ConvPlan& ref = *p;
+  plans_.emplace(key, std::move(p));
+  return ref;
+}
+
+const ConvPlan& ConvPlanCache::lookup(const ConvKey& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = plans_.find(key);
+  if (it == plans_.end())
+    throw Error(cat("ConvPlanCache: ", key.str(),
+                    " was not prepared (Note [conv plans before capture]: call prepare() for every conv shape "
+                    "before launching)"));
+  return *it->second;
+}
+
+bool ConvPlanCache::contains(const ConvKey& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return plans_.count(key) != 0;
+}
+
+size_t ConvPlanCache::max_workspace_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t m = 0;
+  for (const auto& [k, p] : plans_)
+    if (p->workspace_bytes > m) m = p->workspace_bytes;
+  return m;
+}
+
+size_t ConvPlanCache::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return plans_.size();
+}
+
+}  // namespace tr

@@ -1,0 +1,141 @@
+#pragma once
+// ConvPlanCache: cuDNN descriptors and the chosen algorithm for every 3x3
+// convolution shape a rank runs, chosen once before any capture.
+//
+// Note [conv plans before capture]
+// Algorithm selection (cudnnFind*, which allocates and times, or Get*_v7) must
+// not run inside a launch: launches may be under CUDA Graph stream capture. So
+// pre_capture (B2) calls prepare() for every conv node of every variant; the
+// launchers (conv3x3_cuda.cu) only call lookup(), which throws for a shape that
+// was never prepared. The arena reserves max_workspace_bytes() (together with
+// the other ops' needs) as GpuHandles::workspace; a launch asserts it fits.
+// Each plan owns its descriptors (RAII), so a plan is immutable once made and
+// lookups from the launch path share nothing mutable with cuDNN.
+//
+// Host-only header (cuDNN types, no CUDA kernels): includable from .cpp tests.
+#include <cudnn.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "framework/core/dtype.h"
+#include "framework/core/shape.h"
+#include "framework/ops/op_kind.h"
+
+namespace tr {
+
+struct GpuHandles;
+
+enum class ConvDir : uint8_t { Fwd, BwdData, BwdFilter };
+
+// (direction, N, H, W, C, K, dtype): x[N,H,W,C], w[K,3,3,C], y[N,H,W,K].
+struct ConvKey {
+  ConvDir dir = ConvDir::Fwd;
+  int64_t n = 0, h = 0, w = 0, c = 0, k = 0;
+  DType dtype = DType::F32;
+  auto operator<=>(const ConvKey&) const = default;
+  std::string str() const;
+};
+
+// The key of a conv node from its op kind and input shapes, in the node's order:
+//   Conv3x3Fwd: (x, w)   Conv3x3BwdData: (dy, w)   Conv3x3BwdFilter: (x, dy)
+// Throws tr::Error for other kinds or inconsistent shapes.
+ConvKey conv_key(OpKind kind, const Shape& in0, const Shape& in1, DType dtype);
+
+namespace cudnn_raii {
+// One owner per descriptor; destructors warn, never throw.
+class TensorDesc {
+ public:
+  TensorDesc();
+  ~TensorDesc();
+  TensorDesc(const TensorDesc&) = delete;
+  TensorDesc& operator=(const TensorDesc&) = delete;
+  cudnnTensorDescriptor_t get() const { return d_; }
+
+ private:
+  cudnnTensorDescriptor_t d_ = nullptr;
+};
+class FilterDesc {
+ public:
+  FilterDesc();
+  ~FilterDesc();
+  FilterDesc(const FilterDesc&) = delete;
+  FilterDesc& operator=(const FilterDesc&) = delete;
+  cudnnFilterDescriptor_t get() const { return d_; }
+
+ private:
+  cudnnFilterDescriptor_t d_ = nullptr;
+};
+class ConvDesc {
+ public:
+  ConvDesc();
+  ~ConvDesc();
+  ConvDesc(const ConvDesc&) = delete;
+  ConvDesc& operator=(const ConvDesc&) = delete;
+  cudnnConvolutionDescriptor_t get() const { return d_; }
+
+ private:
+  cudnnConvolutionDescriptor_t d_ = nullptr;
+};
+}  // namespace cudnn_raii
+
+// Everything a launch needs for one key. Immutable after prepare().
+struct ConvPlan {
+  ConvKey key;
+  cudnn_raii::TensorDesc x;   // [N,H,W,C] NHWC
+  cudnn_raii::TensorDesc y;   // [N,H,W,K] NHWC
+  cudnn_raii::FilterDesc w;   // [K,3,3,C] (cuDNN NHWC filter = KRSC)
+  cudnn_raii::ConvDesc conv;  // pad 1, stride 1, cross-correlation, fp32 compute, math type set
+  int algo = 0;               // cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t of key.dir
+  size_t workspace_bytes = 0;
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+  float time_ms = -1.f;       // measured by cudnnFind (benchmark mode), else -1
+  std::string describe() const;
+};
+
+class ConvPlanCache {
+ public:
+  struct Options {
+    // Largest workspace an algorithm may ask for. The arena then reserves
+    // max_workspace_bytes() (never more than this).
+    size_t workspace_limit = size_t(256) << 20;
+    // false (default): cudnnGet*_v7 heuristics, the same choice in every process,
+    // so runs are reproducible bit for bit across processes too.
+    // true: cudnnFind* times the candidates (allocates; before capture only);
+    // often faster, but the choice can differ between processes.
+    bool benchmark = false;
+  };
+
+  ConvPlanCache();
+  explicit ConvPlanCache(Options opt);
+  ~ConvPlanCache();
+  ConvPlanCache(const ConvPlanCache&) = delete;
+  ConvPlanCache& operator=(const ConvPlanCache&) = delete;
+
+  // Chooses and stores the plan for `key` if it is not there yet; idempotent.
+  // Uses g.cudnn on its current stream and g.deterministic (only
+  // CUDNN_DETERMINISTIC algorithms when set). Never call under stream capture.
+  // f32 keys use CUDNN_FMA_MATH (no TF32: f32 stays f32-accurate); f16 keys use
+  // tensor cores (CUDNN_TENSOR_OP_MATH) with fp32 accumulation.
+  const ConvPlan& prepare(const GpuHandles& g, const ConvKey& key);
+
+  // The plan for `key`; throws tr::Error naming the key when it was not prepared.
+  const ConvPlan& lookup(const ConvKey& key) const;
+  bool contains(const ConvKey& key) const;
+
+  // Largest workspace any prepared plan needs (0 when empty): what the arena reserves.
+  size_t max_workspace_bytes() const;
+  size_t size() const;
+  const Options& options() const { return opt_; }
+
+ private:
+  Options opt_;
+  mutable std::mutex mu_;
+  std::map<ConvKey, std::unique_ptr<ConvPlan>> plans_;
+};
+
+}  // namespace tr

@@ -1,0 +1,284 @@
+#pragma once
+// Helpers shared by the CUDA op launchers (*_cuda.cu): fp16/fp32 load-store,
+// 16-byte vectors, dtype dispatch, launcher preconditions, the device's SM count
+// and the scratch workspace. Only included from .cu files.
+//
+// Note [deterministic kernels]
+// The equivalence tests compare eager and graph-captured training bit for bit,
+// so every kernel here produces the same bits on every run: no float atomics,
+// reductions in a fixed order (per-thread partial sums over a fixed row set,
+// shared-memory trees of fixed shape, per-block partials summed in block order),
+// and launch geometry that depends only on shapes and the device's SM count.
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <array>
+#include <cstdint>
+#include <initializer_list>
+#include <mutex>
+#include <type_traits>
+
+#include "framework/core/error.h"
+#include "framework/ops/op_call.h"
+#include "framework/runtime/gpu_check_cuda.h"
+#include "framework/runtime/gpu_handles.h"
+
+namespace tr::cuda {
+
+// ---- scalar conversions (fp32 accumulation everywhere) ----
+__device__ __forceinline__ float to_f(float v) { return v; }
+__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
+
+template <typename T>
+__device__ __forceinline__ T from_f(float v);
+template <>
+__device__ __forceinline__ float from_f<float>(float v) { return v; }
+template <>
+__device__ __forceinline__ __half from_f<__half>(float v) { return __float2half_rn(v); }
+
+// ---- vectors: VEC elements of T in one aligned load/store (16 bytes at most) ----
+template <typename T, int VEC>
+struct alignas(sizeof(T) * VEC) Vec {
+  T v[VEC];
+};
+
+template <typename T, int VEC>
+__device__ __forceinline__ void load_vec(const T* p, float (&out)[VEC]) {
+  const Vec<T, VEC> v = *reinterpret_cast<const Vec<T, VEC>*>(p);
+#pragma unroll
+  for (int i = 0; i < VEC; ++i) out[i] = to_f(v.v[i]);
+}
+
+template <typename T, int VEC>
+__device__ __forceinline__ void store_vec(T* p, const float (&in)[VEC]) {
+  Vec<T, VEC> v;
+#pragma unroll
+  for (int i = 0; i < VEC; ++i) v.v[i] = from_f<T>(in[i]);
+  *reinterpret_cast<Vec<T, VEC>*>(p) = v;
+}
+
+// Elements of T in 16 bytes: the widest vector a thread loads.
+template <typename T>
+constexpr int kVec16 = int(16 / sizeof(T));
+
+inline bool aligned_to(const void* p, size_t bytes) {
+  return (reinterpret_cast<uintptr_t>(p) % bytes) == 0;
+}
+
+// ---- dtype dispatch: f(T{}) with T = float or __half; F64 and others throw ----
+template <typename F>
+void dispatch_float(DType t, const char* op, F&& f) {
+  switch (t) {
+    case DType::F32: f(float{}); return;
+    case DType::F16: f(__half{}); return;
+    default:
+      throw Error(cat(op, ": dtype ", dtype_name(t), " is not supported on CUDA (f32 or f16 only)"));
+  }
+}
+
+template <typename T>
+constexpr DType dtype_of() {
+  if constexpr (std::is_same_v<T, float>) return DType::F32;
+  else return DType::F16;
+}
+
+// ---- launcher preconditions ----
+inline cudaStream_t stream_of(const OpCall& c) { return static_cast<cudaStream_t>(c.env->stream); }
+
+inline const GpuHandles& handles_of(const OpCall& c, const char* op) {
+  TR_CHECK(c.env != nullptr && c.env->gpu != nullptr, op, ": no GPU handles in the ExecEnv");
+  return *static_cast<const GpuHandles*>(c.env->gpu);
+}
+
+inline void check_arity(const OpCall& c, int n_in, int n_out, const char* op) {
+  TR_CHECK(c.n_in == n_in && c.n_out == n_out, op, ": expected ", n_in, " inputs and ", n_out,
+           " outputs, got ", c.n_in, " and ", c.n_out);
+  TR_CHECK(c.env != nullptr, op, ": no ExecEnv");
+}
+
+inline const OpAttrs& attrs_of(const OpCall& c, const char* op) {
+  TR_CHECK(c.attrs != nullptr, op, ": no attributes");
+  return *c.attrs;
+}
+
+inline void check_dtype(const TensorRef& t, DType want, const char* op, const char* what) {
+  TR_CHECK(t.dtype == want, op, ": ", what, " has dtype ", dtype_name(t.dtype), ", expected ",
+           dtype_name(want));
+}
+
+inline void check_numel(const TensorRef& t, int64_t want, const char* op, const char* what) {
+  TR_CHECK(t.shape.numel() == want, op, ": ", what, " has shape ", t.shape.str(), " (", t.shape.numel(),
+           " elements), expected ", want, " elements");
+}
+
+// NHWC activation: rows = N*H*W pixels of C channels.
+struct RowsC {
+  int64_t rows = 0;
+  int64_t c = 0;
+};
+inline RowsC rows_c(const TensorRef& t, const char* op) {
+  TR_CHECK(t.shape.rank >= 2, op, ": expected an [N,...,C] tensor, got ", t.shape.str());
+  const int64_t c = t.shape[t.shape.rank - 1];
+  return {t.shape.numel() / c, c};
+}
+
+// ---- device properties, read once per device ----
+inline int sm_count(int device) {
+  static std::mutex mu;
+  static std::array<int, 64> cache{};
+  TR_CHECK(device >= 0 && device < 64, "device ordinal ", device, " out of range");
+  std::lock_guard<std::mutex> lock(mu);
+  if (cache[device] == 0) {
+    int n = 0;
+    TR_GPU_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device));
+    cache[device] = n > 0 ? n : 1;
+  }
+  return cache[device];
+}
+
+// ---- scratch: the arena's workspace; launchers never allocate (they may be captured) ----
+inline void* workspace(const GpuHandles& g, size_t bytes, const char* op) {
+  if (bytes == 0) return nullptr;
+  TR_CHECK(g.workspace != nullptr && g.workspace_bytes >= bytes, op, ": needs ", bytes,
+           " bytes of workspace, the arena reserved ", g.workspace_bytes);
+  return g.workspace;
+}
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+inline int next_pow2(int v) {
+  int p = 1;
+  while (p < v) p <<= 1;
+  return p;
+}
+
+// ---- per-channel work over NHWC rows ----
+// A [rows, C] tensor is covered by blocks of (bx, by) threads: bx lanes over
+// channel vectors (VEC channels each), by lanes over rows. Each thread keeps its
+// channels for the whole kernel and walks the rows blockIdx.x*by + ty + k*stride,
+// so per-channel parameters sit in registers and reductions have a fixed order.
+constexpr int kChannelBlockThreads = 256;
+
+struct ChannelGrid {
+  int vec = 1;         // channels per thread-vector
+  int64_t groups = 0;  // C / vec
+  dim3 block;          // (bx, by), bx*by = 256, both powers of two
+  dim3 grid;           // (row blocks, channel blocks)
+};
+
+// blocks_per_sm: how many 256-thread blocks per SM to aim for; min_rows: rows each
+// thread should at least get before another row block is worth it.
+inline ChannelGrid channel_grid(int64_t rows, int64_t c, int vec, int sms, int blocks_per_sm,
+                                int64_t min_rows) {
+  ChannelGrid g;
+  g.vec = vec;
+  g.groups = c / vec;
+  const int bx = g.groups >= 32 ? 32 : next_pow2(int(g.groups));
+  const int by = kChannelBlockThreads / bx;
+  const int64_t chan_blocks = ceil_div(g.groups, bx);
+  int64_t max_row_blocks = int64_t(sms) * blocks_per_sm / chan_blocks;
+  if (max_row_blocks < 1) max_row_blocks = 1;
+  int64_t row_blocks = ceil_div(rows, int64_t(by) * min_rows);
+  if (row_blocks > max_row_blocks) row_blocks = max_row_blocks;
+  if (row_blocks < 1) row_blocks = 1;
+  g.block = dim3(unsigned(bx), unsigned(by));
+  g.grid = dim3(unsigned(row_blocks), unsigned(chan_blocks));
+  return g;
+}
+
+// Deterministic per-channel sums. Each thread holds NACC accumulators for its VEC
+// channels; block_sum_store() adds them over threadIdx.y in a fixed tree, then
+// either stores per-block partials (gridDim.x > 1: finalize_sums adds the blocks
+// in block order) or, with a single row block, the final sums directly.
+template <typename T, int NACC>
+struct SumOut {
+  float* partial = nullptr;  // [gridDim.x, NACC, C] scratch when gridDim.x > 1
+  float* f32 = nullptr;      // [NACC, C] final sums, or null
+  T* t[NACC] = {};           // t[k][C]: sum k rounded to T, or null
+};
+
+template <int NACC, int VEC>
+constexpr size_t sum_smem_bytes() { return size_t(NACC) * VEC * kChannelBlockThreads * sizeof(float); }
+
+template <typename T, int NACC, int VEC>
+__device__ __forceinline__ void block_sum_store(const float (&acc)[NACC][VEC], int64_t c0, bool active,
+                                                int64_t C, const SumOut<T, NACC>& out) {
+  extern __shared__ float smem[];  // [NACC*VEC][by][bx]
+  const int tx = threadIdx.x, ty = threadIdx.y, bx = blockDim.x, by = blockDim.y;
+#pragma unroll
+  for (int k = 0; k < NACC; ++k)
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) smem[((k * VEC + i) * by + ty) * bx + tx] = acc[k][i];
+  __syncthreads();
+  for (int s = by / 2; s > 0; s >>= 1) {
+    if (ty < s) {
+#pragma unroll
+      for (int j = 0; j < NACC * VEC; ++j) smem[(j * by + ty) * bx + tx] += smem[(j * by + ty + s) * bx + tx];
+    }
+    __syncthreads();
+  }
+  if (ty != 0 || !active) return;
+#pragma unroll
+  for (int k = 0; k < NACC; ++k)
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) {
+      const float v = smem[((k * VEC + i) * by) * bx + tx];
+      const int64_t ch = c0 + i;
+      if (gridDim.x > 1) {
+        out.partial[(int64_t(blockIdx.x) * NACC + k) * C + ch] = v;
+      } else {
+        if (out.f32) out.f32[k * C + ch] = v;
+        if (out.t[k]) out.t[k][ch] = from_f<T>(v);
+      }
+    }
+}
+
+// Adds nb per-block partials [nb, NACC, C] in block order (per-lane strided
+// subsets, then a fixed 32-lane tree). Block (32, 32), grid ceil(C/32).
+template <typename T, int NACC>
+__global__ void finalize_sums(const float* __restrict__ partial, int nb, int64_t C, SumOut<T, NACC> out) {
+  __shared__ float sm[NACC][32][33];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int64_t ch = int64_t(blockIdx.x) * 32 + tx;
+  float a[NACC];
+#pragma unroll
+  for (int k = 0; k < NACC; ++k) a[k] = 0.f;
+  if (ch < C) {
+    for (int b = ty; b < nb; b += 32) {
+#pragma unroll
+      for (int k = 0; k < NACC; ++k) a[k] += partial[(int64_t(b) * NACC + k) * C + ch];
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < NACC; ++k) sm[k][ty][tx] = a[k];
+  __syncthreads();
+  for (int s = 16; s > 0; s >>= 1) {
+    if (ty < s) {
+#pragma unroll
+      for (int k = 0; k < NACC; ++k) sm[k][ty][tx] += sm[k][ty + s][tx];
+    }
+    __syncthreads();
+  }
+  if (ty != 0 || ch >= C) return;
+#pragma unroll
+  for (int k = 0; k < NACC; ++k) {
+    const float v = sm[k][0][tx];
+    if (out.f32) out.f32[k * C + ch] = v;
+    if (out.t[k]) out.t[k][ch] = from_f<T>(v);
+  }
+}
+
+// Scratch bytes a per-channel sum over grid g needs (0 with one row block).
+template <int NACC>
+inline size_t sum_partial_bytes(const ChannelGrid& g, int64_t C) {
+  return g.grid.x > 1 ? size_t(g.grid.x) * NACC * size_t(C) * sizeof(float) : 0;
+}
+
+template <typename T, int NACC>
+inline void launch_finalize(const ChannelGrid& g, int64_t C, const SumOut<T, NACC>& out, cudaStream_t s) {
+  if (g.grid.x <= 1) return;
+  finalize_sums<T, NACC><<<unsigned(ceil_div(C, 32)), dim3(32, 32), 0, s>>>(out.partial, int(g.grid.x), C, out);
+  TR_LAUNCH_CHECK();
+}
+
+}  // namespace tr::cuda

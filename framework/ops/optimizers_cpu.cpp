@@ -1,0 +1,81 @@
+// CPU reference of the fused optimizers (see optimizers.h). Walks the segments
+// of parallel f32 regions; padding between segments is never touched.
+#include "framework/ops/optimizers.h"
+#include "framework/ops/range_util.h"
+
+namespace tr {
+namespace {
+
+// Checks shared by the three optimizers: n f32 operands with the same layout.
+void check_optimizer(const RangeCall& c, int n, const char* op) {
+  range::check_n_ops(c, n, op);
+  TR_CHECK(c.attrs != nullptr && c.env->scalars != nullptr, op, ": no attributes or scalars");
+  range::check_segs(c.ops[0], op);
+  for (int k = 0; k < n; ++k) {
+    range::check_f32(c.ops[k], op);
+    range::check_parallel(c.ops[0], c.ops[k], op);
+  }
+}
+
+float* f32(const RangeOperand& o) { return static_cast<float*>(o.data); }
+
+}  // namespace
+
+void sgd_nesterov_cpu(const RangeCall& c) {
+  check_optimizer(c, 3, "SgdNesterov");
+  const TrainScalars& s = *c.env->scalars;
+  if (s.found_inf) return;
+  const RangeAttrs& a = *c.attrs;
+  float* p = f32(c.ops[0]);
+  const float* g = f32(c.ops[1]);
+  float* v = f32(c.ops[2]);
+  for (int k = 0; k < c.ops[0].n_segs; ++k) {
+    const Segment& seg = c.ops[0].segs[k];
+    for (int64_t i = seg.offset; i < seg.offset + seg.elems; ++i)
+      range::sgd_nesterov_elem(p[i], g[i], v[i], s.lr, a.momentum, a.weight_decay, seg.decay);
+  }
+}
+
+void adamw_cpu(const RangeCall& c) {
+  check_optimizer(c, 4, "AdamW");
+  const TrainScalars& s = *c.env->scalars;
+  if (s.found_inf) return;
+  const RangeAttrs& a = *c.attrs;
+  const range::AdamCoef k = range::adam_coef(s.lr, a.weight_decay, a.beta1, a.beta2, a.adam_eps, s.step);
+  float* p = f32(c.ops[0]);
+  const float* g = f32(c.ops[1]);
+  float* m = f32(c.ops[2]);
+  float* v = f32(c.ops[3]);
+  for (int j = 0; j < c.ops[0].n_segs; ++j) {
+    const Segment& seg = c.ops[0].segs[j];
+    for (int64_t i = seg.offset; i < seg.offset + seg.elems; ++i)
+      range::adamw_elem(p[i], g[i], m[i], v[i], k, seg.decay);
+  }
+}
+
+void lars_cpu(const RangeCall& c) {
+  check_optimizer(c, 3, "Lars");
+  const TrainScalars& s = *c.env->scalars;
+  if (s.found_inf) return;
+  const RangeAttrs& a = *c.attrs;
+  float* p = f32(c.ops[0]);
+  const float* g = f32(c.ops[1]);
+  float* v = f32(c.ops[2]);
+  for (int k = 0; k < c.ops[0].n_segs; ++k) {
+    const Segment& seg = c.ops[0].segs[k];
+    const int64_t end = seg.offset + seg.elems;
+    float trust = 1.f;
+    if (seg.decay) {  // norms of this tensor, before its update; squares summed in double
+      double sp = 0, sg = 0;
+      for (int64_t i = seg.offset; i < end; ++i) {
+        sp = range::rn_dadd(sp, range::rn_dmul(p[i], p[i]));
+        sg = range::rn_dadd(sg, range::rn_dmul(g[i], g[i]));
+      }
+      trust = range::lars_trust(sp, sg, a.trust_coef, a.weight_decay);
+    }
+    for (int64_t i = seg.offset; i < end; ++i)
+      range::lars_elem(p[i], g[i], v[i], s.lr, a.momentum, a.weight_decay, trust, seg.decay);
+  }
+}
+
+}  // namespace tr

@@ -1,0 +1,272 @@
+// Max pooling CUDA kernels. Semantics: framework/ops/pool.h.
+// Every thread owns a vector of VEC channels at one output position, so loads
+// and stores are 16-byte and coalesced along C. The maximum is taken in window
+// scan order with a strict '>' so forward and backward agree on "the first
+// position that equals the output". No workspace.
+#include "framework/ops/cuda_kernel_util_cuda.h"
+#include "framework/ops/pool.h"
+
+namespace tr {
+namespace {
+
+using namespace tr::cuda;
+
+constexpr int kThreads = 256;
+constexpr int kBlocksPerSm = 8;
+
+// Grid-stride launch size for `work` items (bounded by the SM count).
+unsigned grid_for(int64_t work, int sms) {
+  int64_t b = ceil_div(work, kThreads);
+  const int64_t cap = int64_t(sms) * kBlocksPerSm;
+  if (b > cap) b = cap;
+  return unsigned(b < 1 ? 1 : b);
+}
+
+// x[N,H,W,C] -> y[N,H/2,W/2,C]; item = (n, oh, ow, channel vector)
+template <typename T, int VEC>
+__global__ void maxpool2_fwd_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t N, int64_t H, int64_t W,
+                                    int64_t C) {
+  const int64_t Ho = H / 2, Wo = W / 2, G = C / VEC;
+  const int64_t total = N * Ho * Wo * G;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t g = i % G;
+    int64_t t = i / G;
+    const int64_t ow = t % Wo;
+    t /= Wo;
+    const int64_t oh = t % Ho;
+    const int64_t n = t / Ho;
+    const T* base = x + ((n * H + 2 * oh) * W + 2 * ow) * C + g * VEC;
+    float m[VEC], v[VEC];
+    load_vec<T, VEC>(base, m);
+    const int64_t offs[3] = {C, W * C, W * C + C};
+#pragma unroll
+    for (int k = 0; k < 3; ++k) {
+      load_vec<T, VEC>(base + offs[k], v);
+#pragma unroll
+      for (int j = 0; j < VEC; ++j)
+        if (v[j] > m[j]) m[j] = v[j];
+    }
+    store_vec<T, VEC>(y + i * VEC, m);
+  }
+}
+
+// dy, x, y -> dx; item = (n, window row, window col, channel vector) over the
+// ceil(H/2) x ceil(W/2) windows, so odd trailing rows/cols are zeroed here too.
+template <typename T, int VEC>
+__global__ void maxpool2_bwd_kernel(const T* __restrict__ dy, const T* __restrict__ x, const T* __restrict__ y,
+                                    T* __restrict__ dx, int64_t N, int64_t H, int64_t W, int64_t C) {
+  const int64_t Ho = H / 2, Wo = W / 2, Hw = (H + 1) / 2, Ww = (W + 1) / 2, G = C / VEC;
+  const int64_t total = N * Hw * Ww * G;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t g = i % G;
+    int64_t t = i / G;
+    const int64_t ow = t % Ww;
+    t /= Ww;
+    const int64_t oh = t % Hw;
+    const int64_t n = t / Hw;
+    const int64_t c0 = g * VEC;
+    const int64_t h0 = 2 * oh, w0 = 2 * ow;
+    float zero[VEC];
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) zero[j] = 0.f;
+    if (oh >= Ho || ow >= Wo) {  // partial window at an odd edge: no gradient
+      for (int64_t h = h0; h < H && h < h0 + 2; ++h)
+        for (int64_t w = w0; w < W && w < w0 + 2; ++w) store_vec<T, VEC>(dx + ((n * H + h) * W + w) * C + c0, zero);
+      continue;
+    }
+    const int64_t o = ((n * Ho + oh) * Wo + ow) * C + c0;
+    float yy[VEC], d[VEC];
+    load_vec<T, VEC>(y + o, yy);
+    load_vec<T, VEC>(dy + o, d);
+    bool taken[VEC];
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) taken[j] = false;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const int64_t off = ((n * H + h0 + (k >> 1)) * W + w0 + (k & 1)) * C + c0;
+      float xx[VEC], out[VEC];
+      load_vec<T, VEC>(x + off, xx);
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) {
+        const bool hit = !taken[j] && xx[j] == yy[j];
+        out[j] = hit ? d[j] : 0.f;
+        taken[j] = taken[j] || hit;
+      }
+      store_vec<T, VEC>(dx + off, out);
+    }
+  }
+}
+
+// x[N,P,C] -> y[N,C] (P = H*W); item = (n, channel vector)
+template <typename T, int VEC>
+__global__ void global_maxpool_fwd_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t N, int64_t P,
+                                          int64_t C) {
+  const int64_t G = C / VEC, total = N * G;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t g = i % G, n = i / G;
+    const T* base = x + n * P * C + g * VEC;
+    float m[VEC], v[VEC];
+    load_vec<T, VEC>(base, m);
+    for (int64_t p = 1; p < P; ++p) {
+      load_vec<T, VEC>(base + p * C, v);
+#pragma unroll
+      for (int j = 0; j < VEC; ++j)
+        if (v[j] > m[j]) m[j] = v[j];
+    }
+    store_vec<T, VEC>(y + n * C + g * VEC, m);
+  }
+}
+
+// dy[N,C], x, y -> dx[N,P,C]: dy goes to the first position equal to y.
+template <typename T, int VEC>
+__global__ void global_maxpool_bwd_kernel(const T* __restrict__ dy, const T* __restrict__ x, const T* __restrict__ y,
+                                          T* __restrict__ dx, int64_t N, int64_t P, int64_t C) {
+  const int64_t G = C / VEC, total = N * G;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t g = i % G, n = i / G;
+    const int64_t o = n * C + g * VEC;
+    float yy[VEC], d[VEC];
+    load_vec<T, VEC>(y + o, yy);
+    load_vec<T, VEC>(dy + o, d);
+    bool taken[VEC];
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) taken[j] = false;
+    for (int64_t p = 0; p < P; ++p) {
+      const int64_t off = (n * P + p) * C + g * VEC;
+      float xx[VEC], out[VEC];
+      load_vec<T, VEC>(x + off, xx);
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) {
+        const bool hit = !taken[j] && xx[j] == yy[j];
+        out[j] = hit ? d[j] : 0.f;
+        taken[j] = taken[j] || hit;
+      }
+      store_vec<T, VEC>(dx + off, out);
+    }
+  }
+}
+
+template <typename T>
+bool can_vec(int64_t C, std::initializer_list<const void*> ptrs) {
+  if (C % kVec16<T> != 0) return false;
+  for (const void* p : ptrs)
+    if (!aligned_to(p, 16)) return false;
+  return true;
+}
+
+// Calls f(std::integral_constant<int, VEC>) with the widest usable vector.
+template <typename T, typename F>
+void with_vec(bool vec, F&& f) {
+  if (vec) f(std::integral_constant<int, kVec16<T>>{});
+  else f(std::integral_constant<int, 1>{});
+}
+
+struct Nhwc {
+  int64_t n, h, w, c;
+};
+Nhwc nhwc(const TensorRef& t, const char* op, const char* what) {
+  TR_CHECK(t.shape.rank == 4, op, ": ", what, " must be [N,H,W,C], got ", t.shape.str());
+  return {t.shape[0], t.shape[1], t.shape[2], t.shape[3]};
+}
+
+void check_same(const TensorRef& a, const TensorRef& b, const char* op, const char* what) {
+  TR_CHECK(a.dtype == b.dtype && a.shape == b.shape, op, ": ", what, " is ", dtype_name(a.dtype), a.shape.str(),
+           ", expected ", dtype_name(b.dtype), b.shape.str());
+}
+
+}  // namespace
+
+void maxpool2_fwd_cuda(const OpCall& c) {
+  const char* op = "MaxPool2Fwd";
+  check_arity(c, 1, 1, op);
+  const TensorRef& x = c.in[0];
+  const TensorRef& y = c.out[0];
+  const Nhwc d = nhwc(x, op, "x");
+  TR_CHECK(y.dtype == x.dtype && y.shape == Shape({d.n, d.h / 2, d.w / 2, d.c}), op, ": y is ", y.shape.str());
+  const GpuHandles& gh = handles_of(c, op);
+  dispatch_float(x.dtype, op, [&](auto tag) {
+    using T = decltype(tag);
+    with_vec<T>(can_vec<T>(d.c, {x.data, y.data}), [&](auto vt) {
+      constexpr int V = decltype(vt)::value;
+      const int64_t work = d.n * (d.h / 2) * (d.w / 2) * (d.c / V);
+      if (work == 0) return;
+      maxpool2_fwd_kernel<T, V><<<grid_for(work, sm_count(gh.device)), kThreads, 0, stream_of(c)>>>(
+          x.as<T>(), y.as<T>(), d.n, d.h, d.w, d.c);
+      TR_LAUNCH_CHECK();
+    });
+  });
+}
+
+void maxpool2_bwd_cuda(const OpCall& c) {
+  const char* op = "MaxPool2Bwd";
+  check_arity(c, 3, 1, op);
+  const TensorRef& dy = c.in[0];
+  const TensorRef& x = c.in[1];
+  const TensorRef& y = c.in[2];
+  const TensorRef& dx = c.out[0];
+  const Nhwc d = nhwc(x, op, "x");
+  TR_CHECK(y.dtype == x.dtype && y.shape == Shape({d.n, d.h / 2, d.w / 2, d.c}), op, ": y is ", y.shape.str());
+  check_same(dy, y, op, "dy");
+  check_same(dx, x, op, "dx");
+  const GpuHandles& gh = handles_of(c, op);
+  dispatch_float(x.dtype, op, [&](auto tag) {
+    using T = decltype(tag);
+    with_vec<T>(can_vec<T>(d.c, {dy.data, x.data, y.data, dx.data}), [&](auto vt) {
+      constexpr int V = decltype(vt)::value;
+      const int64_t work = d.n * ((d.h + 1) / 2) * ((d.w + 1) / 2) * (d.c / V);
+      if (work == 0) return;
+      maxpool2_bwd_kernel<T, V><<<grid_for(work, sm_count(gh.device)), kThreads, 0, stream_of(c)>>>(
+          dy.as<T>(), x.as<T>(), y.as<T>(), dx.as<T>(), d.n, d.h, d.w, d.c);
+      TR_LAUNCH_CHECK();
+    });
+  });
+}
+
+void global_maxpool_fwd_cuda(const OpCall& c) {
+  const char* op = "GlobalMaxPoolFwd";
+  check_arity(c, 1, 1, op);
+  const TensorRef& x = c.in[0];
+  const TensorRef& y = c.out[0];
+  const Nhwc d = nhwc(x, op, "x");
+  TR_CHECK(d.h * d.w > 0, op, ": empty spatial extent ", x.shape.str());
+  TR_CHECK(y.dtype == x.dtype && y.shape == Shape({d.n, d.c}), op, ": y is ", y.shape.str());
+  const GpuHandles& gh = handles_of(c, op);
+  dispatch_float(x.dtype, op, [&](auto tag) {
+    using T = decltype(tag);
+    with_vec<T>(can_vec<T>(d.c, {x.data, y.data}), [&](auto vt) {
+      constexpr int V = decltype(vt)::value;
+      const int64_t work = d.n * (d.c / V);
+      if (work == 0) return;
+      global_maxpool_fwd_kernel<T, V><<<grid_for(work, sm_count(gh.device)), kThreads, 0, stream_of(c)>>>(
+          x.as<T>(), y.as<T>(), d.n, d.h * d.w, d.c);
+      TR_LAUNCH_CHECK();
+    });
+  });
+}
+
+void global_maxpool_bwd_cuda(const OpCall& c) {
+  const char* op = "GlobalMaxPoolBwd";
+  check_arity(c, 3, 1, op);
+  const TensorRef& dy = c.in[0];
+  const TensorRef& x = c.in[1];
+  const TensorRef& y = c.in[2];
+  const TensorRef& dx = c.out[0];
+  const Nhwc d = nhwc(x, op, "x");
+  TR_CHECK(y.dtype == x.dtype && y.shape == Shape({d.n, d.c}), op, ": y is ", y.shape.str());
+  check_same(dy, y, op, "dy");
+  check_same(dx, x, op, "dx");
+  const GpuHandles& gh = handles_of(c, op);
+  dispatch_float(x.dtype, op, [&](auto tag) {
+    using T = decltype(tag);
+    with_vec<T>(can_vec<T>(d.c, {dy.data, x.data, y.data, dx.data}), [&](auto vt) {
+      constexpr int V = decltype(vt)::value;
+      const int64_t work = d.n * (d.c / V);
+      if (work == 0) return;
+      global_maxpool_bwd_kernel<T, V><<<grid_for(work, sm_count(gh.device)), kThreads, 0, stream_of(c)>>>(
+          dy.as<T>(), x.as<T>(), y.as<T>(), dx.as<T>(), d.n, d.h * d.w, d.c);
+      TR_LAUNCH_CHECK();
+    });
+  });
+}
+
+}  // namespace tr

@@ -1,0 +1,227 @@
+#pragma once
+// Per-element math of the RANGE ops, compiled into both the CPU loops
+// (*_cpu.cpp) and the CUDA kernels (*_cuda.cu), so both backends run the same
+// operations in the same order.
+//
+// Note [range op rounding]
+// Every float operation below goes through an rn_* helper: on the device these
+// are the __f*_rn intrinsics, which nvcc never contracts into FMAs; on the host
+// they are plain IEEE operations (the x86-64 baseline has no FMA, so GCC cannot
+// contract them either; a build with -march=native/-mfma must add
+// -ffp-contract=off to keep this). Division and sqrt are correctly rounded on
+// both sides. Hence every elementwise RANGE op (Cast, Lerp, Accumulate,
+// UnscaleGrads, SgdNesterov, AdamW, the LARS update for a given trust ratio),
+// UpdateLossScale and AdvanceStep give bit-identical results on CPU and GPU.
+// Only the LARS norms differ in summation order (both sum squares in double;
+// see lars_trust), which leaves them within a rounding of the float norm.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "framework/core/error.h"
+#include "framework/ops/op_call.h"
+#include "framework/train/train_scalars.h"
+
+#if defined(__CUDACC__)
+#define TR_RANGE_HD __host__ __device__ __forceinline__
+#else
+#define TR_RANGE_HD inline
+#endif
+
+namespace tr::range {
+
+TR_RANGE_HD float rn_add(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+TR_RANGE_HD float rn_sub(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return __fsub_rn(a, b);
+#else
+  return a - b;
+#endif
+}
+TR_RANGE_HD float rn_mul(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+TR_RANGE_HD float rn_div(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return __fdiv_rn(a, b);
+#else
+  return a / b;
+#endif
+}
+TR_RANGE_HD float rn_sqrt(float a) {
+#ifdef __CUDA_ARCH__
+  return __fsqrt_rn(a);
+#else
+  return std::sqrt(a);
+#endif
+}
+TR_RANGE_HD double rn_dadd(double a, double b) {
+#ifdef __CUDA_ARCH__
+  return __dadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+TR_RANGE_HD double rn_dmul(double a, double b) {
+#ifdef __CUDA_ARCH__
+  return __dmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+TR_RANGE_HD double rn_dsqrt(double a) {
+#ifdef __CUDA_ARCH__
+  return __dsqrt_rn(a);
+#else
+  return std::sqrt(a);
+#endif
+}
+
+// ---- finiteness on raw bits (independent of -ffast-math style flags) ----
+TR_RANGE_HD bool f32_bits_finite(uint32_t bits) { return (bits & 0x7f800000u) != 0x7f800000u; }
+TR_RANGE_HD bool f16_bits_finite(uint16_t bits) { return (bits & 0x7c00u) != 0x7c00u; }
+
+// ---- region ops ----
+TR_RANGE_HD float lerp_elem(float d, float s, float t) { return rn_add(d, rn_mul(t, rn_sub(s, d))); }
+TR_RANGE_HD float accumulate_elem(float d, float s) { return rn_add(d, s); }
+
+// ---- AMP ----
+TR_RANGE_HD float unscale_factor(float loss_scale) { return rn_div(1.f, loss_scale); }
+
+// UpdateLossScale on the scalars (one thread on the GPU).
+TR_RANGE_HD void update_loss_scale(TrainScalars& s, float growth, float backoff, int interval,
+                                   bool dynamic) {
+  if (s.found_inf) {
+    ++s.skipped_steps;
+    if (dynamic) {
+      s.loss_scale = rn_mul(s.loss_scale, backoff);
+      s.good_steps = 0;
+    }
+    return;
+  }
+  if (!dynamic) return;
+  if (++s.good_steps >= interval) {
+    s.loss_scale = rn_mul(s.loss_scale, growth);
+    s.good_steps = 0;
+  }
+}
+
+// AdvanceStep on the scalars (one thread on the GPU). table: f32[table_elems];
+// the usable length is min(schedule_len, table_elems) (table_elems when
+// schedule_len is not set), so a bad schedule_len never reads past the table.
+TR_RANGE_HD void advance_step(TrainScalars& s, const float* table, int64_t table_elems) {
+  if (s.found_inf) return;
+  ++s.step;
+  int64_t len = table_elems;
+  if (s.schedule_len > 0 && s.schedule_len < len) len = s.schedule_len;
+  if (len <= 0) return;
+  int64_t i = int64_t(s.step) - 1;
+  if (i > len - 1) i = len - 1;
+  s.lr = table[i];
+}
+
+// ---- optimizers (f32) ----
+// SgdNesterov: g' = g + wd*p (decay);  v = mu*v + g';  p -= lr*(g' + mu*v)
+TR_RANGE_HD void sgd_nesterov_elem(float& p, float g, float& v, float lr, float mu, float wd,
+                                   bool decay) {
+  const float gd = decay ? rn_add(g, rn_mul(wd, p)) : g;
+  v = rn_add(rn_mul(mu, v), gd);
+  p = rn_sub(p, rn_mul(lr, rn_add(gd, rn_mul(mu, v))));
+}
+
+// b^e by binary exponentiation in double: the same multiplications on both
+// backends (std::pow / CUDA pow are not guaranteed to agree to the last bit).
+TR_RANGE_HD double pow_int(double b, int e) {
+  double r = 1.0;
+  while (e > 0) {
+    if (e & 1) r = rn_dmul(r, b);
+    b = rn_dmul(b, b);
+    e >>= 1;
+  }
+  return r;
+}
+
+struct AdamCoef {
+  float lr, lr_wd, b1, omb1, b2, omb2, eps, bc1, bc2;
+};
+
+// t = scalars.step after AdvanceStep (>= 1; 0 is treated as 1).
+TR_RANGE_HD AdamCoef adam_coef(float lr, float wd, float b1, float b2, float eps, int t) {
+  if (t < 1) t = 1;
+  AdamCoef k;
+  k.lr = lr;
+  k.lr_wd = rn_mul(lr, wd);
+  k.b1 = b1;
+  k.omb1 = rn_sub(1.f, b1);
+  k.b2 = b2;
+  k.omb2 = rn_sub(1.f, b2);
+  k.eps = eps;
+  k.bc1 = float(rn_dadd(1.0, -pow_int(double(b1), t)));
+  k.bc2 = float(rn_dadd(1.0, -pow_int(double(b2), t)));
+  return k;
+}
+
+// AdamW: p -= lr*wd*p (decay); m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+//        p -= lr * (m/bc1) / (sqrt(v/bc2) + eps)
+TR_RANGE_HD void adamw_elem(float& p, float g, float& m, float& v, const AdamCoef& k, bool decay) {
+  if (decay) p = rn_sub(p, rn_mul(k.lr_wd, p));
+  m = rn_add(rn_mul(k.b1, m), rn_mul(k.omb1, g));
+  v = rn_add(rn_mul(k.b2, v), rn_mul(k.omb2, rn_mul(g, g)));
+  const float mhat = rn_div(m, k.bc1);
+  const float vhat = rn_div(v, k.bc2);
+  p = rn_sub(p, rn_div(rn_mul(k.lr, mhat), rn_add(rn_sqrt(vhat), k.eps)));
+}
+
+// LARS trust ratio from the sums of squares (accumulated in double by both
+// backends, in different orders): trust_coef*|p| / (|g| + wd*|p|), 1 when a norm is 0.
+TR_RANGE_HD float lars_trust(double sum_p2, double sum_g2, float trust_coef, float wd) {
+  const float pn = float(rn_dsqrt(sum_p2));
+  const float gn = float(rn_dsqrt(sum_g2));
+  if (pn == 0.f || gn == 0.f) return 1.f;
+  return rn_div(rn_mul(trust_coef, pn), rn_add(gn, rn_mul(wd, pn)));
+}
+
+// LARS: g' = trust*(g + wd*p) (decay) or g;  v = mu*v + g';  p -= lr*v
+TR_RANGE_HD void lars_elem(float& p, float g, float& v, float lr, float mu, float wd, float trust,
+                           bool decay) {
+  const float gd = decay ? rn_mul(trust, rn_add(g, rn_mul(wd, p))) : g;
+  v = rn_add(rn_mul(mu, v), gd);
+  p = rn_sub(p, rn_mul(lr, v));
+}
+
+// ---- launch-time checks shared by both backends (host only) ----
+inline void check_n_ops(const RangeCall& c, int n, const char* op) {
+  TR_CHECK(c.ops != nullptr && c.n_ops >= n, op, ": needs ", n, " operands, got ", c.n_ops);
+  TR_CHECK(c.env != nullptr, op, ": no ExecEnv");
+}
+inline void check_f32(const RangeOperand& o, const char* op) {
+  TR_CHECK(o.dtype == DType::F32, op, ": operand must be f32, got ", dtype_name(o.dtype));
+}
+// Parallel regions (param/grad/state, dst/src): same size and the same segments.
+inline void check_parallel(const RangeOperand& a, const RangeOperand& b, const char* op) {
+  TR_CHECK(a.elems == b.elems, op, ": operand sizes differ (", a.elems, " vs ", b.elems, ")");
+  TR_CHECK(a.n_segs == b.n_segs, op, ": operand segment counts differ");
+  for (int i = 0; i < a.n_segs && a.segs != b.segs; ++i)
+    TR_CHECK(a.segs[i].offset == b.segs[i].offset && a.segs[i].elems == b.segs[i].elems, op,
+             ": operand segments differ at ", i);
+}
+inline void check_segs(const RangeOperand& o, const char* op) {
+  TR_CHECK(o.n_segs == 0 || o.segs != nullptr, op, ": segments missing");
+  for (int i = 0; i < o.n_segs; ++i)
+    TR_CHECK(o.segs[i].offset >= 0 && o.segs[i].elems >= 0 &&
+                 o.segs[i].offset + o.segs[i].elems <= o.elems,
+             op, ": segment ", i, " [", o.segs[i].offset, ", +", o.segs[i].elems,
+             ") outside the region of ", o.elems);
+}
+
+}  // namespace tr::range

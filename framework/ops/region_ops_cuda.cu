@@ -1,0 +1,97 @@
+// CUDA region RANGE ops (see region_ops.h); math shared with the CPU through
+// range_util.h, so results are bit-identical (Note [range op rounding]).
+#include "framework/ops/range_util_cuda.h"
+#include "framework/ops/region_ops.h"
+
+namespace tr {
+namespace {
+
+struct LerpOp {
+  float t;
+  __device__ float operator()(float d, float s) const { return range::lerp_elem(d, s, t); }
+};
+struct AccumulateOp {
+  __device__ float operator()(float d, float s) const { return range::accumulate_elem(d, s); }
+};
+
+// ---- kernels ----
+
+// d[i] = op(d[i], s[i]) over n elements; does nothing when *skip_flag != 0.
+// d, s: f32[n], 16-byte aligned.
+template <class Op>
+__global__ void __launch_bounds__(range::kThreads)
+    binary_f32_kernel(float* __restrict__ d, const float* __restrict__ s, int64_t n, Op op,
+                      const int32_t* skip_flag) {
+  if (skip_flag != nullptr && *skip_flag != 0) return;
+  for (int64_t tile = blockIdx.x; tile * range::kTile < n; tile += gridDim.x) {
+    const int64_t i = tile * range::kTile + int64_t(threadIdx.x) * range::kVec;
+    const int64_t left = n - i;
+    if (left <= 0) continue;
+    const int count = left < range::kVec ? int(left) : range::kVec;
+    float x[range::kVec], y[range::kVec];
+    range::load_f32(d + i, count, x);
+    range::load_f32(s + i, count, y);
+#pragma unroll
+    for (int k = 0; k < range::kVec; ++k) x[k] = op(x[k], y[k]);
+    range::store_f32(d + i, count, x);
+  }
+}
+
+// ---- launchers ----
+
+template <class Op>
+void launch_binary(const RangeCall& c, const char* name, Op op, const int32_t* skip_flag) {
+  range::check_n_ops(c, 2, name);
+  const RangeOperand& dst = c.ops[0];
+  const RangeOperand& src = c.ops[1];
+  range::check_f32(dst, name);
+  range::check_f32(src, name);
+  TR_CHECK(dst.elems == src.elems, name, ": operand sizes differ");
+  if (dst.elems == 0) return;
+  range::check_aligned16(dst.data, name);
+  range::check_aligned16(src.data, name);
+  const int grid = range::grid_for_tiles(range::tiles_of(dst.elems));
+  binary_f32_kernel<<<grid, range::kThreads, 0, range::stream_of(c)>>>(
+      static_cast<float*>(dst.data), static_cast<const float*>(src.data), dst.elems, op, skip_flag);
+  TR_LAUNCH_CHECK();
+}
+
+}  // namespace
+
+void copy_in_cuda(const RangeCall& c) {
+  range::check_n_ops(c, 1, "CopyIn");
+  TR_CHECK(c.attrs != nullptr && c.env->staging != nullptr, "CopyIn: no staging buffers");
+  TR_CHECK(c.attrs->slot == 0 || c.attrs->slot == 1, "CopyIn: bad staging slot ", c.attrs->slot);
+  // The staging pointers are fixed for the run (pinned host buffers); a captured
+  // copy reads whatever they hold at replay time.
+  const HostBatch& src = c.env->staging[c.attrs->slot];
+  const void* from[2] = {src.images, src.labels};
+  for (int i = 0; i < c.n_ops && i < 2; ++i) {
+    const RangeOperand& d = c.ops[i];
+    const size_t bytes = size_t(d.elems) * dtype_size(d.dtype);
+    if (bytes == 0) continue;
+    TR_CHECK(from[i] != nullptr, "CopyIn: staging slot ", c.attrs->slot, " has no ",
+             i == 0 ? "images" : "labels");
+    TR_GPU_CHECK(cudaMemcpyAsync(d.data, from[i], bytes, cudaMemcpyHostToDevice, range::stream_of(c)));
+  }
+}
+
+void clear_cuda(const RangeCall& c) {
+  TR_CHECK(c.ops != nullptr || c.n_ops == 0, "Clear: operands missing");
+  for (int i = 0; i < c.n_ops; ++i) {
+    const RangeOperand& d = c.ops[i];
+    if (d.elems > 0)
+      TR_GPU_CHECK(cudaMemsetAsync(d.data, 0, size_t(d.elems) * dtype_size(d.dtype), range::stream_of(c)));
+  }
+}
+
+void lerp_cuda(const RangeCall& c) {
+  TR_CHECK(c.attrs != nullptr && c.env != nullptr, "Lerp: no attributes");
+  TR_CHECK(!c.attrs->skip_on_inf || c.env->scalars != nullptr, "Lerp: skip_on_inf without scalars");
+  const int32_t* skip = c.attrs->skip_on_inf ? &c.env->scalars->found_inf : nullptr;
+  launch_binary(c, "Lerp", LerpOp{c.attrs->t}, skip);
+}
+
+void accumulate_cuda(const RangeCall& c) { launch_binary(c, "Accumulate", AccumulateOp{}, nullptr); }
+
+}  // namespace tr

@@ -1,0 +1,79 @@
+// ReLU: shape rules and the CPU reference (elementwise, any shape).
+// Backward is a select, dx = y > 0 ? dy : 0 (as PyTorch's threshold_backward):
+// a NaN/Inf gradient behind a dead unit is dropped, not turned into NaN.
+#include "framework/ops/relu.h"
+
+#include "framework/ops/cpu_kernel_util.h"
+
+namespace tr {
+namespace {
+
+using cpu::acc_t;
+
+template <class S>
+void fwd_impl(const OpCall& c, int64_t n) {
+  using A = acc_t<S>;
+  const S* x = c.in[0].as<S>();
+  S* y = c.out[0].as<S>();
+  const S zero = cpu::store<S>(A(0));
+  for (int64_t i = 0; i < n; ++i) y[i] = cpu::load<A>(x[i]) > A(0) ? x[i] : zero;
+}
+
+template <class S>
+void bwd_impl(const OpCall& c, int64_t n) {
+  using A = acc_t<S>;
+  const S* dy = c.in[0].as<S>();
+  const S* y = c.in[1].as<S>();
+  S* dx = c.out[0].as<S>();
+  const S zero = cpu::store<S>(A(0));
+  for (int64_t i = 0; i < n; ++i) dx[i] = cpu::load<A>(y[i]) > A(0) ? dy[i] : zero;
+}
+
+void check_tensor(const Shape& s, const char* op, const char* what) {
+  TR_USER_CHECK(s.rank >= 1, op, ": ", what, " has no dims");
+  for (int i = 0; i < s.rank; ++i)
+    TR_USER_CHECK(s[i] > 0, op, ": ", what, " has a non-positive dim: ", s.str());
+}
+
+void check_call(const OpCall& c, const char* op) {
+  const int64_t n = c.in[0].shape.numel();
+  for (int i = 0; i < c.n_in; ++i) {
+    cpu::check_dtype(c.in[i], c.in[0].dtype, op, "input");
+    cpu::check_numel(c.in[i], n, op, "input");
+  }
+  cpu::check_dtype(c.out[0], c.in[0].dtype, op, "output");
+  cpu::check_numel(c.out[0], n, op, "output");
+}
+
+}  // namespace
+
+void relu_fwd_shapes(const ShapeCtx& c, Shape* out, int n_out) {
+  TR_CHECK(c.n_in == 1 && n_out == 1, "relu_fwd: arity");
+  check_tensor(c.in[0], "relu_fwd", "x");
+  out[0] = c.in[0];
+}
+
+void relu_bwd_shapes(const ShapeCtx& c, Shape* out, int n_out) {
+  TR_CHECK(c.n_in == 2 && n_out == 1, "relu_bwd: arity");
+  check_tensor(c.in[1], "relu_bwd", "y");
+  TR_USER_CHECK(c.in[0] == c.in[1], "relu_bwd: dy ", c.in[0].str(), " must match y ", c.in[1].str());
+  out[0] = c.in[1];
+}
+
+void relu_fwd_cpu(const OpCall& c) {
+  const char* op = "relu_fwd";
+  cpu::check_arity(c, op, 1, 1, 1, 1);
+  check_call(c, op);
+  const int64_t n = c.in[0].shape.numel();
+  cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { fwd_impl<typename decltype(tag)::type>(c, n); });
+}
+
+void relu_bwd_cpu(const OpCall& c) {
+  const char* op = "relu_bwd";
+  cpu::check_arity(c, op, 2, 2, 1, 1);
+  check_call(c, op);
+  const int64_t n = c.in[0].shape.numel();
+  cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { bwd_impl<typename decltype(tag)::type>(c, n); });
+}
+
+}  // namespace tr

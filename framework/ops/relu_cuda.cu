@@ -1,0 +1,118 @@
+// ReLU CUDA kernels. Semantics: framework/ops/relu.h. 16-byte vectors over the
+// flat tensor when the pointers allow it; the tail (numel % VEC) is done by the
+// first threads one element each. No workspace.
+#include "framework/ops/cuda_kernel_util_cuda.h"
+#include "framework/ops/relu.h"
+
+namespace tr {
+namespace {
+
+using namespace tr::cuda;
+
+constexpr int kThreads = 256;
+constexpr int kBlocksPerSm = 8;
+
+unsigned grid_for(int64_t work, int sms) {
+  int64_t b = ceil_div(work, kThreads);
+  const int64_t cap = int64_t(sms) * kBlocksPerSm;
+  if (b > cap) b = cap;
+  return unsigned(b < 1 ? 1 : b);
+}
+
+// y = x > 0 ? x : 0 (NaN -> 0, like the CPU's comparison)
+template <typename T, int VEC>
+__global__ void relu_fwd_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t n) {
+  const int64_t nv = n / VEC;
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  const int64_t tid = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  for (int64_t i = tid; i < nv; i += stride) {
+    float v[VEC];
+    load_vec<T, VEC>(x + i * VEC, v);
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) v[j] = v[j] > 0.f ? v[j] : 0.f;
+    store_vec<T, VEC>(y + i * VEC, v);
+  }
+  for (int64_t i = nv * VEC + tid; i < n; i += stride) {
+    const float v = to_f(x[i]);
+    y[i] = from_f<T>(v > 0.f ? v : 0.f);
+  }
+}
+
+// dx = y > 0 ? dy : 0
+template <typename T, int VEC>
+__global__ void relu_bwd_kernel(const T* __restrict__ dy, const T* __restrict__ y, T* __restrict__ dx, int64_t n) {
+  const int64_t nv = n / VEC;
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  const int64_t tid = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  for (int64_t i = tid; i < nv; i += stride) {
+    float d[VEC], v[VEC];
+    load_vec<T, VEC>(dy + i * VEC, d);
+    load_vec<T, VEC>(y + i * VEC, v);
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) d[j] = v[j] > 0.f ? d[j] : 0.f;
+    store_vec<T, VEC>(dx + i * VEC, d);
+  }
+  for (int64_t i = nv * VEC + tid; i < n; i += stride) dx[i] = to_f(y[i]) > 0.f ? dy[i] : from_f<T>(0.f);
+}
+
+bool all_aligned16(std::initializer_list<const void*> ptrs) {
+  for (const void* p : ptrs)
+    if (!aligned_to(p, 16)) return false;
+  return true;
+}
+
+void check_same(const TensorRef& a, const TensorRef& b, const char* op, const char* what) {
+  TR_CHECK(a.dtype == b.dtype && a.shape.numel() == b.shape.numel(), op, ": ", what, " is ", dtype_name(a.dtype),
+           a.shape.str(), ", expected ", dtype_name(b.dtype), b.shape.str());
+}
+
+}  // namespace
+
+void relu_fwd_cuda(const OpCall& c) {
+  const char* op = "ReluFwd";
+  check_arity(c, 1, 1, op);
+  const TensorRef& x = c.in[0];
+  const TensorRef& y = c.out[0];
+  check_same(y, x, op, "y");
+  const int64_t n = x.shape.numel();
+  if (n == 0) return;
+  const GpuHandles& gh = handles_of(c, op);
+  dispatch_float(x.dtype, op, [&](auto tag) {
+    using T = decltype(tag);
+    constexpr int V = kVec16<T>;
+    if (all_aligned16({x.data, y.data})) {
+      relu_fwd_kernel<T, V><<<grid_for(ceil_div(n, V), sm_count(gh.device)), kThreads, 0, stream_of(c)>>>(
+          x.as<T>(), y.as<T>(), n);
+    } else {
+      relu_fwd_kernel<T, 1><<<grid_for(n, sm_count(gh.device)), kThreads, 0, stream_of(c)>>>(x.as<T>(), y.as<T>(), n);
+    }
+    TR_LAUNCH_CHECK();
+  });
+}
+
+void relu_bwd_cuda(const OpCall& c) {
+  const char* op = "ReluBwd";
+  check_arity(c, 2, 1, op);
+  const TensorRef& dy = c.in[0];
+  const TensorRef& y = c.in[1];
+  const TensorRef& dx = c.out[0];
+  check_same(y, dy, op, "y");
+  check_same(dx, dy, op, "dx");
+  const int64_t n = dy.shape.numel();
+  if (n == 0) return;
+  const GpuHandles& gh = handles_of(c, op);
+  dispatch_float(dy.dtype, op, [&](auto tag) {
+    using T = decltype(tag);
+    constexpr int V = kVec16<T>;
+    if (all_aligned16({dy.data, y.data, dx.data})) {
+      relu_bwd_kernel<T, V><<<grid_for(ceil_div(n, V), sm_count(gh.device)), kThreads, 0, stream_of(c)>>>(
+          dy.as<T>(), y.as<T>(), dx.as<T>(), n);
+    } else {
+      relu_bwd_kernel<T, 1><<<grid_for(n, sm_count(gh.device)), kThreads, 0, stream_of(c)>>>(dy.as<T>(), y.as<T>(),
+                                                                                         dx.as<T>(), n);
+    }
+    TR_LAUNCH_CHECK();
+  });
+}
+
+}  // namespace tr

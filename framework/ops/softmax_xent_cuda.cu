@@ -1,0 +1,143 @@
+// Softmax cross-entropy (label smoothing) CUDA kernels. Semantics:
+// framework/ops/softmax_xent.h; formulas as in softmax_xent_cpu.cpp:
+//   loss = lse(z) - (1-s) z[l] - (s/M) sum_j z[j],  correct = (first argmax == l)
+//   dlogits = loss_scale * (softmax(z) - target) / global_batch
+// loss_scale is read on the device (Note [scalars in device memory]).
+// Two kernels, both deterministic: one warp per row writes (loss, correct) to the
+// workspace; one block adds the rows in a fixed order (double) into metrics.
+// A label outside [0,M) cannot throw on the device: its loss is NaN (so the
+// NaN check skips the step) and it gets no one-hot target.
+//   workspace: 8 * N bytes.
+#include "framework/ops/cuda_kernel_util_cuda.h"
+#include "framework/ops/softmax_xent.h"
+
+namespace tr {
+namespace {
+
+using namespace tr::cuda;
+
+constexpr int kRowThreads = 256;  // 8 rows (warps) per block
+constexpr int kReduceThreads = 512;
+
+template <typename T>
+__global__ void xent_rows_kernel(const T* __restrict__ logits, const int32_t* __restrict__ labels,
+                                 T* __restrict__ dlogits, const TrainScalars* __restrict__ scalars,
+                                 float2* __restrict__ rows_out, int64_t N, int64_t M, float smoothing,
+                                 float inv_global_batch) {
+  const int lane = threadIdx.x & 31;
+  const int64_t n = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  if (n >= N) return;  // whole warps exit together
+  const T* row = logits + n * M;
+  // max, first argmax, sum z (fixed lane order, then a butterfly)
+  float zmax = -INFINITY, zsum = 0.f;
+  int64_t arg = M;
+  for (int64_t j = lane; j < M; j += 32) {
+    const float z = to_f(row[j]);
+    if (arg == M || z > zmax) {  // strict: a lane keeps its first maximum
+      zmax = z;
+      arg = j;
+    }
+    zsum += z;
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const float m2 = __shfl_xor_sync(0xffffffffu, zmax, o);
+    const int64_t a2 = __shfl_xor_sync(0xffffffffu, arg, o);
+    if (a2 < M && (arg == M || m2 > zmax || (m2 == zmax && a2 < arg))) {
+      zmax = m2;
+      arg = a2;
+    }
+    zsum += __shfl_xor_sync(0xffffffffu, zsum, o);
+  }
+  float esum = 0.f;
+  for (int64_t j = lane; j < M; j += 32) esum += expf(to_f(row[j]) - zmax);
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) esum += __shfl_xor_sync(0xffffffffu, esum, o);
+  const float lse = zmax + logf(esum);
+  const int32_t l = labels[n];
+  const bool valid = l >= 0 && int64_t(l) < M;
+  const float off = smoothing / float(M);
+  if (lane == 0) {
+    const float loss = valid ? lse - (1.f - smoothing) * to_f(row[l]) - off * zsum : __int_as_float(0x7fc00000);
+    rows_out[n] = make_float2(loss, (valid && arg == l) ? 1.f : 0.f);
+  }
+  if (dlogits == nullptr) return;
+  const float scale = scalars->loss_scale * inv_global_batch;
+  T* drow = dlogits + n * M;
+  for (int64_t j = lane; j < M; j += 32) {
+    const float p = expf(to_f(row[j]) - lse);
+    const float target = off + (j == l ? 1.f - smoothing : 0.f);
+    drow[j] = from_f<T>(scale * (p - target));
+  }
+}
+
+// metrics = (sum loss, sum correct, N, 0); rows summed in a fixed order.
+__global__ void xent_metrics_kernel(const float2* __restrict__ rows, int64_t N, float* __restrict__ metrics) {
+  __shared__ double sl[kReduceThreads], sc[kReduceThreads];
+  double l = 0.0, c = 0.0;
+  for (int64_t i = threadIdx.x; i < N; i += blockDim.x) {
+    const float2 v = rows[i];
+    l += double(v.x);
+    c += double(v.y);
+  }
+  sl[threadIdx.x] = l;
+  sc[threadIdx.x] = c;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (int(threadIdx.x) < s) {
+      sl[threadIdx.x] += sl[threadIdx.x + s];
+      sc[threadIdx.x] += sc[threadIdx.x + s];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    metrics[kMetricLossSum] = float(sl[0]);
+    metrics[kMetricCorrect] = float(sc[0]);
+    metrics[kMetricCount] = float(N);
+    metrics[3] = 0.f;
+  }
+}
+
+}  // namespace
+
+void softmax_xent_cuda(const OpCall& c) {
+  const char* op = "SoftmaxXent";
+  const OpAttrs& a = attrs_of(c, op);
+  const bool grad = a.with_grad;
+  check_arity(c, 2, grad ? 2 : 1, op);
+  const TensorRef& logits = c.in[0];
+  const TensorRef& labels = c.in[1];
+  TR_CHECK(logits.shape.rank == 2 && logits.shape[1] > 0, op, ": logits must be [N,M], got ", logits.shape.str());
+  const int64_t N = logits.shape[0], M = logits.shape[1];
+  check_dtype(labels, DType::I32, op, "labels");
+  check_numel(labels, N, op, "labels");
+  const TensorRef& metrics = c.out[grad ? 1 : 0];
+  check_dtype(metrics, DType::F32, op, "metrics");
+  check_numel(metrics, kMetricSlots, op, "metrics");
+  float inv_gb = 0.f;
+  if (grad) {
+    const TensorRef& dl = c.out[0];
+    check_dtype(dl, logits.dtype, op, "dlogits");
+    check_numel(dl, N * M, op, "dlogits");
+    TR_CHECK(c.env->scalars != nullptr, op, ": with_grad needs env.scalars (loss_scale)");
+    TR_CHECK(c.variant != nullptr && c.variant->global_batch > 0, op, ": needs variant.global_batch");
+    inv_gb = float(1.0 / double(c.variant->global_batch));
+  }
+  const GpuHandles& gh = handles_of(c, op);
+  const cudaStream_t s = stream_of(c);
+  float2* rows = static_cast<float2*>(workspace(gh, size_t(N > 0 ? N : 1) * sizeof(float2), op));
+  dispatch_float(logits.dtype, op, [&](auto tag) {
+    using T = decltype(tag);
+    if (N > 0) {
+      const unsigned blocks = unsigned(ceil_div(N, kRowThreads / 32));
+      xent_rows_kernel<T><<<blocks, kRowThreads, 0, s>>>(logits.as<T>(), labels.as<int32_t>(),
+                                                         grad ? c.out[0].as<T>() : nullptr, c.env->scalars, rows, N,
+                                                         M, a.label_smoothing, inv_gb);
+      TR_LAUNCH_CHECK();
+    }
+    xent_metrics_kernel<<<1, kReduceThreads, 0, s>>>(rows, N, metrics.as<float>());
+    TR_LAUNCH_CHECK();
+  });
+}
+
+}  // namespace tr

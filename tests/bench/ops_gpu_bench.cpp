@@ -1,0 +1,422 @@
+// Micro-benchmarks of the CUDA COMPUTE ops at the reference models' shapes
+// (Google Benchmark, GPU time from CUDA events via UseManualTime):
+//   cnn (width 1, 28x28x1 input) layer shapes at batch 256 and 1024, f16 and f32;
+//   mlp 784-1024-512-256-10 fully connected / ReLU / loss shapes at batch 200.
+// Each iteration launches the op kReps times back to back between two events,
+// so the GPU queue stays busy and host launch cost is hidden; the time reported
+// is per launch. Counters: GB/s (bytes of every input and output, once per
+// launch) and TFLOP/s for GEMMs and convolutions.
+//   ./tr_bench_ops --benchmark_filter=cnn/b1024 --benchmark_format=json
+// Without a GPU every benchmark reports SkipWithError.
+#include <benchmark/benchmark.h>
+
+#ifdef TR_HAVE_CUDA
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "framework/core/error.h"
+#include "framework/core/half.h"
+#include "framework/core/rng.h"
+#include "framework/ops/batchnorm.h"
+#include "framework/ops/conv3x3.h"
+#include "framework/ops/conv_plan_cache_cuda.h"
+#include "framework/ops/fc.h"
+#include "framework/ops/input_prep.h"
+#include "framework/ops/pool.h"
+#include "framework/ops/relu.h"
+#include "framework/ops/softmax_xent.h"
+#include "framework/runtime/gpu_handles.h"
+
+namespace tr {
+namespace {
+
+constexpr int kReps = 10;
+constexpr size_t kWorkspaceBytes = size_t(256) << 20;
+
+// Handles, stream and scratch for the whole benchmark binary (created once,
+// on first use, when a GPU is present).
+class BenchGpu {
+ public:
+  static BenchGpu* get() {
+    static std::unique_ptr<BenchGpu> inst = [] {
+      int n = 0;
+      if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) return std::unique_ptr<BenchGpu>();
+      return std::make_unique<BenchGpu>();
+    }();
+    return inst.get();
+  }
+  BenchGpu() {
+    cudaSetDevice(0);
+    cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+    cudnnCreate(&cudnn);
+    cublasCreate(&cublas);
+    cublasLtCreate(&lt);
+    cudaMalloc(&ws, kWorkspaceBytes);
+    cudaMalloc(&scalars, sizeof(TrainScalars));
+    TrainScalars s;
+    s.loss_scale = 1024.f;
+    cudaMemcpy(scalars, &s, sizeof s, cudaMemcpyHostToDevice);
+    plans = std::make_unique<ConvPlanCache>();
+    gh.device = 0;
+    gh.cudnn = cudnn;
+    gh.cublas = cublas;
+    gh.cublaslt = lt;
+    gh.workspace = ws;
+    gh.workspace_bytes = kWorkspaceBytes;
+    gh.conv_plans = plans.get();
+    gh.deterministic = true;
+    cudaEventCreate(&ev0);
+    cudaEventCreate(&ev1);
+  }
+  ~BenchGpu() {
+    plans.reset();
+    cudaEventDestroy(ev0);
+    cudaEventDestroy(ev1);
+    cudaFree(scalars);
+    cudaFree(ws);
+    cublasLtDestroy(lt);
+    cublasDestroy(cublas);
+    cudnnDestroy(cudnn);
+    cudaStreamDestroy(stream);
+  }
+  cudaStream_t stream = nullptr;
+  cudnnHandle_t cudnn = nullptr;
+  cublasHandle_t cublas = nullptr;
+  cublasLtHandle_t lt = nullptr;
+  void* ws = nullptr;
+  TrainScalars* scalars = nullptr;
+  std::unique_ptr<ConvPlanCache> plans;
+  GpuHandles gh;
+  cudaEvent_t ev0 = nullptr, ev1 = nullptr;
+};
+
+struct TSpec {
+  DType dt;
+  Shape s;
+  double lo = -1, hi = 1;  // uniform fill range (I32: labels in [0, hi))
+};
+
+struct Spec {
+  std::string name;
+  OpFn fn = nullptr;
+  std::vector<TSpec> in, out;
+  OpAttrs attrs;
+  VariantDims variant;
+  OpKind conv = OpKind::Count;  // a conv kind: prepare its plan first
+  double flops = 0;
+};
+
+struct DevBuf {
+  void* p = nullptr;
+  explicit DevBuf(size_t bytes) { cudaMalloc(&p, bytes < 16 ? 16 : bytes); }
+  ~DevBuf() { cudaFree(p); }
+  DevBuf(const DevBuf&) = delete;
+  DevBuf& operator=(const DevBuf&) = delete;
+};
+
+void fill(void* dev, const TSpec& t, Rng& rng) {
+  const int64_t n = t.s.numel();
+  std::vector<unsigned char> h(size_t(n) * dtype_size(t.dt));
+  for (int64_t i = 0; i < n; ++i) {
+    const double u = t.lo + (t.hi - t.lo) * rng.uniform();
+    switch (t.dt) {
+      case DType::F32: reinterpret_cast<float*>(h.data())[i] = float(u); break;
+      case DType::F16: reinterpret_cast<half_t*>(h.data())[i] = float_to_half(float(u)); break;
+      case DType::U8: h[size_t(i)] = uint8_t(rng.below(256)); break;
+      case DType::I32: reinterpret_cast<int32_t*>(h.data())[i] = int32_t(rng.below(uint64_t(t.hi))); break;
+      default: break;
+    }
+  }
+  cudaMemcpy(dev, h.data(), h.size(), cudaMemcpyHostToDevice);
+}
+
+void run_spec(benchmark::State& state, const Spec& sp) {
+  BenchGpu* g = BenchGpu::get();
+  if (g == nullptr) {
+    state.SkipWithError("no CUDA device");
+    return;
+  }
+  Rng rng(42);
+  std::vector<std::unique_ptr<DevBuf>> bufs;
+  std::vector<TensorRef> in, out;
+  double bytes = 0;
+  for (const TSpec& t : sp.in) {
+    const size_t b = size_t(t.s.numel()) * dtype_size(t.dt);
+    bufs.push_back(std::make_unique<DevBuf>(b));
+    fill(bufs.back()->p, t, rng);
+    in.push_back(TensorRef{bufs.back()->p, t.dt, t.s});
+    bytes += double(b);
+  }
+  for (const TSpec& t : sp.out) {
+    const size_t b = size_t(t.s.numel()) * dtype_size(t.dt);
+    bufs.push_back(std::make_unique<DevBuf>(b));
+    out.push_back(TensorRef{bufs.back()->p, t.dt, t.s});
+    bytes += double(b);
+  }
+  ExecEnv env;
+  env.scalars = g->scalars;
+  env.stream = g->stream;
+  env.gpu = &g->gh;
+  OpCall c;
+  c.in = in.data();
+  c.n_in = int(in.size());
+  c.out = out.data();
+  c.n_out = int(out.size());
+  c.attrs = &sp.attrs;
+  c.variant = &sp.variant;
+  c.env = &env;
+  try {
+    if (sp.conv != OpKind::Count)
+      g->plans->prepare(g->gh, conv_key(sp.conv, in[0].shape, in[1].shape, in[0].dtype));
+    for (int i = 0; i < 3; ++i) sp.fn(c);  // warm-up
+    if (cudaStreamSynchronize(g->stream) != cudaSuccess) throw Error("warm-up failed");
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+    return;
+  }
+  double total_s = 0;
+  for (auto _ : state) {
+    cudaEventRecord(g->ev0, g->stream);
+    for (int r = 0; r < kReps; ++r) sp.fn(c);
+    cudaEventRecord(g->ev1, g->stream);
+    cudaEventSynchronize(g->ev1);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, g->ev0, g->ev1);
+    const double s = double(ms) / 1e3 / kReps;
+    total_s += s;
+    state.SetIterationTime(s);
+  }
+  const double iters = double(state.iterations());
+  if (total_s > 0) {
+    state.counters["GB/s"] = bytes * iters / total_s / 1e9;
+    if (sp.flops > 0) state.counters["TFLOP/s"] = sp.flops * iters / total_s / 1e12;
+  }
+}
+
+// ---------------------------------------------------------------- model shapes
+
+const char* dn(DType t) { return t == DType::F16 ? "f16" : "f32"; }
+
+std::vector<Spec> conv_specs(const std::string& pre, DType t, int64_t B, int64_t H, int64_t C, int64_t K,
+                             bool first) {
+  const std::string sh = cat("/", H, "x", H, "x", C, "-", K, "/", dn(t));
+  const double fl = 2.0 * double(B * H * H) * double(K) * 9.0 * double(C);
+  std::vector<Spec> v;
+  Spec f;
+  f.name = cat(pre, "conv_fwd", sh);
+  f.fn = conv3x3_fwd_cuda;
+  f.in = {{t, {B, H, H, C}}, {t, {K, 3, 3, C}, -0.1, 0.1}};
+  f.out = {{t, {B, H, H, K}}};
+  f.conv = OpKind::Conv3x3Fwd;
+  f.flops = fl;
+  v.push_back(f);
+  if (!first) {  // the first layer needs no input gradient
+    Spec d;
+    d.name = cat(pre, "conv_bwd_data", sh);
+    d.fn = conv3x3_bwd_data_cuda;
+    d.in = {{t, {B, H, H, K}}, {t, {K, 3, 3, C}, -0.1, 0.1}};
+    d.out = {{t, {B, H, H, C}}};
+    d.conv = OpKind::Conv3x3BwdData;
+    d.flops = fl;
+    v.push_back(d);
+  }
+  Spec w;
+  w.name = cat(pre, "conv_bwd_filter", sh);
+  w.fn = conv3x3_bwd_filter_cuda;
+  w.in = {{t, {B, H, H, C}}, {t, {B, H, H, K}}};
+  w.out = {{t, {K, 3, 3, C}}};
+  w.conv = OpKind::Conv3x3BwdFilter;
+  w.flops = fl;
+  v.push_back(w);
+  return v;
+}
+
+std::vector<Spec> bn_specs(const std::string& pre, DType t, int64_t B, int64_t H, int64_t C) {
+  const std::string sh = cat("/", H, "x", H, "x", C, "/", dn(t));
+  const Shape x{B, H, H, C};
+  const DType f = DType::F32;
+  VariantDims v{B, B, H, H};
+  std::vector<Spec> r(5);
+  r[0].name = cat(pre, "bn_stats", sh);
+  r[0].fn = bn_stats_cuda;
+  r[0].in = {{t, x}};
+  r[0].out = {{f, {2, C}}};
+  r[1].name = cat(pre, "bn_relu_apply", sh);
+  r[1].fn = bn_relu_apply_cuda;
+  r[1].in = {{t, x}, {f, {2, C}, 0.5, 1.5}, {t, {C}}, {t, {C}}};
+  r[1].out = {{t, x}, {f, {2, C}}};
+  r[2].name = cat(pre, "bn_relu_bwd_reduce", sh);
+  r[2].fn = bn_relu_bwd_reduce_cuda;
+  r[2].in = {{t, x}, {t, x}, {t, x}, {f, {2, C}, 0.5, 1.5}};
+  r[2].out = {{t, {C}}, {t, {C}}, {f, {2, C}}};
+  r[3].name = cat(pre, "bn_relu_bwd_apply", sh);
+  r[3].fn = bn_relu_bwd_apply_cuda;
+  r[3].in = {{t, x}, {t, x}, {t, x}, {f, {2, C}, 0.5, 1.5}, {t, {C}}, {f, {2, C}}};
+  r[3].out = {{t, x}};
+  r[4].name = cat(pre, "bn_relu_infer", sh);
+  r[4].fn = bn_relu_infer_cuda;
+  r[4].in = {{t, x}, {f, {2, C}}};
+  r[4].out = {{t, x}};
+  for (Spec& s : r) s.variant = v;
+  return r;
+}
+
+std::vector<Spec> pool_specs(const std::string& pre, DType t, int64_t B, int64_t H, int64_t C) {
+  const std::string sh = cat("/", H, "x", H, "x", C, "/", dn(t));
+  const Shape x{B, H, H, C}, y{B, H / 2, H / 2, C};
+  std::vector<Spec> r(2);
+  r[0].name = cat(pre, "maxpool2_fwd", sh);
+  r[0].fn = maxpool2_fwd_cuda;
+  r[0].in = {{t, x}};
+  r[0].out = {{t, y}};
+  r[1].name = cat(pre, "maxpool2_bwd", sh);
+  r[1].fn = maxpool2_bwd_cuda;
+  r[1].in = {{t, y}, {t, x}, {t, y}};
+  r[1].out = {{t, x}};
+  return r;
+}
+
+Spec fc_spec(const std::string& pre, const char* dir, DType t, int64_t N, int64_t K, int64_t M, bool bias,
+             float scale) {
+  Spec s;
+  s.name = cat(pre, "fc_", dir, "/", K, "-", M, "/", dn(t));
+  s.attrs.has_bias = bias;
+  s.attrs.scale = scale;
+  s.flops = 2.0 * double(N) * double(K) * double(M);
+  const std::string d = dir;
+  if (d == "fwd") {
+    s.fn = fc_fwd_cuda;
+    s.in = {{t, {N, K}}, {t, {M, K}, -0.1, 0.1}};
+    if (bias) s.in.push_back({t, {M}});
+    s.out = {{t, {N, M}}};
+  } else if (d == "bwd_data") {
+    s.fn = fc_bwd_data_cuda;
+    s.in = {{t, {N, M}}, {t, {M, K}, -0.1, 0.1}};
+    s.out = {{t, {N, K}}};
+  } else {
+    s.fn = fc_bwd_weight_cuda;
+    s.in = {{t, {N, K}}, {t, {N, M}}};
+    s.out = {{t, {M, K}}};
+    if (bias) s.out.push_back({t, {M}});
+  }
+  return s;
+}
+
+Spec xent_spec(const std::string& pre, DType t, int64_t N, int64_t M) {
+  Spec s;
+  s.name = cat(pre, "softmax_xent/", M, "/", dn(t));
+  s.fn = softmax_xent_cuda;
+  s.attrs.label_smoothing = 0.1f;
+  s.attrs.with_grad = true;
+  s.variant = {N, N, 0, 0};
+  s.in = {{t, {N, M}, -4, 4}, {DType::I32, {N}, 0, double(M)}};
+  s.out = {{t, {N, M}}, {DType::F32, {4}}};
+  return s;
+}
+
+Spec relu_spec(const std::string& pre, bool fwd, DType t, Shape x) {
+  Spec s;
+  s.name = cat(pre, fwd ? "relu_fwd/" : "relu_bwd/", x.inner(), "/", dn(t));
+  s.fn = fwd ? relu_fwd_cuda : relu_bwd_cuda;
+  s.in = fwd ? std::vector<TSpec>{{t, x}} : std::vector<TSpec>{{t, x}, {t, x}};
+  s.out = {{t, x}};
+  return s;
+}
+
+std::vector<Spec> cnn_specs(DType t, int64_t B) {
+  const std::string pre = cat("cnn/b", B, "/");
+  std::vector<Spec> v;
+  auto add = [&](std::vector<Spec> s) { v.insert(v.end(), s.begin(), s.end()); };
+  Spec ip;
+  ip.name = cat(pre, "input_prep/28x28x1/", dn(t));
+  ip.fn = input_prep_cuda;
+  ip.variant = {B, B, 28, 28};
+  ip.attrs.norm_mean[0] = 0.2860f;
+  ip.attrs.norm_std[0] = 0.3530f;
+  ip.in = {{DType::U8, {B, 28, 28, 1}}, {DType::I32, {B}, 0, 10}};
+  ip.out = {{t, {B, 28, 28, 1}}, {DType::I32, {B}}};
+  v.push_back(ip);
+  add(conv_specs(pre, t, B, 28, 1, 32, true));
+  add(bn_specs(pre, t, B, 28, 32));
+  // blocks: conv(28|14|7, Cin -> W), pool, bn, conv(W -> W), bn
+  const int64_t widths[3] = {64, 128, 256};
+  int64_t H = 28, cin = 32;
+  for (int64_t w : widths) {
+    add(conv_specs(pre, t, B, H, cin, w, false));
+    add(pool_specs(pre, t, B, H, w));
+    H /= 2;
+    add(bn_specs(pre, t, B, H, w));
+    add(conv_specs(pre, t, B, H, w, w, false));
+    cin = w;
+  }
+  Spec gf;
+  gf.name = cat(pre, "global_maxpool_fwd/3x3x256/", dn(t));
+  gf.fn = global_maxpool_fwd_cuda;
+  gf.in = {{t, {B, 3, 3, 256}}};
+  gf.out = {{t, {B, 256}}};
+  v.push_back(gf);
+  Spec gb;
+  gb.name = cat(pre, "global_maxpool_bwd/3x3x256/", dn(t));
+  gb.fn = global_maxpool_bwd_cuda;
+  gb.in = {{t, {B, 256}}, {t, {B, 3, 3, 256}}, {t, {B, 256}}};
+  gb.out = {{t, {B, 3, 3, 256}}};
+  v.push_back(gb);
+  for (const char* d : {"fwd", "bwd_data", "bwd_weight"}) v.push_back(fc_spec(pre, d, t, B, 256, 10, false, 0.125f));
+  v.push_back(xent_spec(pre, t, B, 10));
+  return v;
+}
+
+std::vector<Spec> mlp_specs(DType t) {
+  const std::string pre = "mlp/b200/";
+  const int64_t N = 200;
+  std::vector<Spec> v;
+  const int64_t dims[5] = {784, 1024, 512, 256, 10};
+  for (int i = 0; i < 4; ++i) {
+    for (const char* d : {"fwd", "bwd_data", "bwd_weight"}) v.push_back(fc_spec(pre, d, t, N, dims[i], dims[i + 1], true, 1.f));
+    if (i < 3) {
+      v.push_back(relu_spec(pre, true, t, Shape{N, dims[i + 1]}));
+      v.push_back(relu_spec(pre, false, t, Shape{N, dims[i + 1]}));
+    }
+  }
+  v.push_back(xent_spec(pre, t, N, 10));
+  return v;
+}
+
+void register_all() {
+  std::vector<Spec> all;
+  for (DType t : {DType::F16, DType::F32}) {
+    for (int64_t B : {256, 1024}) {
+      std::vector<Spec> s = cnn_specs(t, B);
+      all.insert(all.end(), s.begin(), s.end());
+    }
+    std::vector<Spec> m = mlp_specs(t);
+    all.insert(all.end(), m.begin(), m.end());
+  }
+  for (const Spec& s : all)
+    benchmark::RegisterBenchmark(s.name.c_str(), [s](benchmark::State& st) { run_spec(st, s); })
+        ->UseManualTime()
+        ->Unit(benchmark::kMicrosecond);
+}
+
+}  // namespace
+}  // namespace tr
+#endif  // TR_HAVE_CUDA
+
+int main(int argc, char** argv) {
+#ifdef TR_HAVE_CUDA
+  tr::register_all();
+#endif
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

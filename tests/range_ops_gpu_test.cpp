@@ -1,0 +1,710 @@
+// GPU RANGE ops against the CPU reference: every op on random data (outputs
+// poisoned first), bit-for-bit where the math is identical (Note [range op
+// rounding]), LARS within 1e-6 relative; determinism (two runs bitwise equal);
+// and a CUDA Graph capture of a whole AMP + optimizer step replayed several times.
+// Skips without a CUDA device.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "framework/core/half.h"
+#include "framework/ops/amp_ops.h"
+#include "framework/ops/optimizers.h"
+#include "framework/ops/region_ops.h"
+
+namespace tr {
+namespace {
+
+#define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call
+#define CUDA_EXPECT(call) EXPECT_EQ((call), cudaSuccess) << #call
+
+bool have_gpu() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+// A device copy of a host vector.
+template <class T>
+struct DevBuf {
+  T* p = nullptr;
+  size_t n = 0;
+  explicit DevBuf(const std::vector<T>& h) : n(h.size()) {
+    EXPECT_EQ(cudaMalloc(&p, std::max<size_t>(1, n) * sizeof(T)), cudaSuccess);
+    upload(h);
+  }
+  DevBuf(const DevBuf&) = delete;
+  DevBuf& operator=(const DevBuf&) = delete;
+  ~DevBuf() { cudaFree(p); }
+  void upload(const std::vector<T>& h) {
+    EXPECT_EQ(cudaMemcpy(p, h.data(), n * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  std::vector<T> download() const {
+    std::vector<T> h(n);
+    EXPECT_EQ(cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+    return h;
+  }
+  void poison() { EXPECT_EQ(cudaMemset(p, 0xff, n * sizeof(T)), cudaSuccess); }
+};
+
+template <class T>
+DType dtype_of();
+template <>
+DType dtype_of<float>() { return DType::F32; }
+template <>
+DType dtype_of<half_t>() { return DType::F16; }
+
+template <class T>
+RangeOperand operand(T* data, size_t n, const std::vector<Segment>* segs = nullptr) {
+  RangeOperand o;
+  o.data = data;
+  o.dtype = dtype_of<T>();
+  o.elems = int64_t(n);
+  if (segs) {
+    o.segs = segs->data();
+    o.n_segs = int(segs->size());
+  }
+  return o;
+}
+template <class T>
+RangeOperand operand(std::vector<T>& h, const std::vector<Segment>* segs = nullptr) {
+  return operand(h.data(), h.size(), segs);
+}
+template <class T>
+RangeOperand operand(DevBuf<T>& d, const std::vector<Segment>* segs = nullptr) {
+  return operand(d.p, d.n, segs);
+}
+
+bool bitwise_equal(const void* a, const void* b, size_t bytes) { return std::memcmp(a, b, bytes) == 0; }
+
+template <class T>
+void expect_bitwise(const std::vector<T>& got, const std::vector<T>& want, const char* what) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    if (!bitwise_equal(&got[i], &want[i], sizeof(T))) {
+      ADD_FAILURE() << what << ": first difference at " << i << " of " << got.size();
+      return;
+    }
+}
+
+void expect_scalars(const TrainScalars& got, const TrainScalars& want, const char* what) {
+  EXPECT_EQ(got.lr, want.lr) << what;
+  EXPECT_EQ(got.loss_scale, want.loss_scale) << what;
+  EXPECT_EQ(got.step, want.step) << what;
+  EXPECT_EQ(got.found_inf, want.found_inf) << what;
+  EXPECT_EQ(got.good_steps, want.good_steps) << what;
+  EXPECT_EQ(got.skipped_steps, want.skipped_steps) << what;
+  EXPECT_EQ(got.schedule_len, want.schedule_len) << what;
+}
+
+// Random tensors at 128-element aligned offsets with zero padding between them;
+// sizes cover vector tails (1, 3, 10, 127, 129 …) and, with `big`, a tensor many
+// blocks share.
+struct Layout {
+  std::vector<Segment> segs;
+  int64_t elems = 0;
+  std::vector<uint8_t> in_seg;
+
+  Layout(std::mt19937& rng, int n, bool big) {
+    const int64_t sizes[] = {1, 3, 4, 10, 64, 127, 128, 129, 1000, 4097, 12345};
+    std::uniform_int_distribution<int> pick(0, int(std::size(sizes)) - 1), coin(0, 1);
+    int64_t end = 0;
+    for (int i = 0; i < n; ++i) {
+      const int64_t off = (end + kRegionAlignElems - 1) / kRegionAlignElems * kRegionAlignElems;
+      const int64_t sz = (big && i == n / 2) ? 300001 : sizes[pick(rng)];
+      segs.push_back({off, sz, coin(rng) == 1});
+      end = off + sz;
+    }
+    elems = (end + kRegionAlignElems - 1) / kRegionAlignElems * kRegionAlignElems + kRegionAlignElems;
+    in_seg.assign(elems, 0);
+    for (const Segment& s : segs) std::fill(in_seg.begin() + s.offset, in_seg.begin() + s.offset + s.elems, 1);
+  }
+  std::vector<float> random(std::mt19937& rng, float lo, float hi) const {
+    std::uniform_real_distribution<float> u(lo, hi);
+    std::vector<float> v(elems, 0.f);
+    for (int64_t i = 0; i < elems; ++i)
+      if (in_seg[i]) v[i] = u(rng);
+    return v;
+  }
+};
+
+class RangeOpsGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+    CUDA_OK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    CUDA_OK(cudaMalloc(&d_scalars_, sizeof(TrainScalars)));
+    env_.scalars = d_scalars_;
+    env_.stream = stream_;
+    host_env_.scalars = &host_scalars_;
+  }
+  void TearDown() override {
+    if (d_scalars_) cudaFree(d_scalars_);
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+
+  // Same scalars on both sides.
+  void set_scalars(const TrainScalars& s) {
+    host_scalars_ = s;
+    CUDA_EXPECT(cudaMemcpy(d_scalars_, &s, sizeof(s), cudaMemcpyHostToDevice));
+  }
+  TrainScalars gpu_scalars() {
+    TrainScalars s;
+    CUDA_EXPECT(cudaMemcpy(&s, d_scalars_, sizeof(s), cudaMemcpyDeviceToHost));
+    return s;
+  }
+  void run_gpu(RangeFn fn, std::vector<RangeOperand> ops, const RangeAttrs& a = {}) {
+    RangeCall c{ops.data(), int(ops.size()), &a, &env_};
+    fn(c);
+    CUDA_EXPECT(cudaStreamSynchronize(stream_));
+    CUDA_EXPECT(cudaGetLastError());
+  }
+  void run_cpu(RangeFn fn, std::vector<RangeOperand> ops, const RangeAttrs& a = {}) {
+    RangeCall c{ops.data(), int(ops.size()), &a, &host_env_};
+    fn(c);
+  }
+
+  cudaStream_t stream_ = nullptr;
+  TrainScalars* d_scalars_ = nullptr;
+  ExecEnv env_;
+  TrainScalars host_scalars_;
+  ExecEnv host_env_;
+};
+
+// ---------------------------------------------------------------- elementwise
+
+TEST_F(RangeOpsGpu, LerpAndAccumulateMatchCpuBitwise) {
+  std::mt19937 rng(11);
+  for (int64_t n : {int64_t(1), int64_t(7), int64_t(1024), int64_t(1000003)}) {
+    std::vector<float> d(n), s(n);
+    std::normal_distribution<float> nd(0.f, 3.f);
+    for (auto& x : d) x = nd(rng);
+    for (auto& x : s) x = nd(rng);
+    DevBuf<float> gd(d), gs(s);
+    RangeAttrs a;
+    a.t = 0.0173f;
+    set_scalars(TrainScalars{});
+    run_gpu(lerp_cuda, {operand(gd), operand(gs)}, a);
+    run_cpu(lerp_cpu, {operand(d), operand(s)}, a);
+    expect_bitwise(gd.download(), d, "lerp");
+    run_gpu(accumulate_cuda, {operand(gd), operand(gs)}, a);
+    run_cpu(accumulate_cpu, {operand(d), operand(s)}, a);
+    expect_bitwise(gd.download(), d, "accumulate");
+    // skip_on_inf with found_inf set: unchanged on both sides.
+    TrainScalars inf;
+    inf.found_inf = 1;
+    set_scalars(inf);
+    a.skip_on_inf = true;
+    run_gpu(lerp_cuda, {operand(gd), operand(gs)}, a);
+    run_cpu(lerp_cpu, {operand(d), operand(s)}, a);
+    expect_bitwise(gd.download(), d, "lerp skipped");
+  }
+}
+
+// Floats across the whole half range: subnormals, rounding ties, overflow.
+std::vector<float> half_range_floats(std::mt19937& rng, int64_t n) {
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::uniform_int_distribution<int> e(-28, 17);
+  std::vector<float> v(n);
+  for (auto& x : v) x = std::ldexp(u(rng), e(rng));
+  if (n > 3) {
+    v[0] = 1.f + 1.f / 2048.f;  // tie: rounds to even
+    v[1] = 65520.f;             // overflows to inf
+    v[2] = -INFINITY;
+  }
+  return v;
+}
+
+TEST_F(RangeOpsGpu, CastMatchesCpuBitwiseBothWays) {
+  std::mt19937 rng(12);
+  for (int64_t n : {int64_t(3), int64_t(4096 + 5), int64_t(777777)}) {
+    std::vector<float> f = half_range_floats(rng, n);
+    std::vector<half_t> h(n, half_t{0xffff});
+    DevBuf<float> gf(f);
+    DevBuf<half_t> gh(h);
+    gh.poison();
+    run_gpu(cast_cuda, {operand(gf), operand(gh)});
+    run_cpu(cast_cpu, {operand(f), operand(h)});
+    expect_bitwise(gh.download(), h, "f32->f16");
+
+    std::uniform_int_distribution<int> bits(0, 0xffff);
+    for (auto& x : h) {
+      do x.bits = uint16_t(bits(rng));
+      while ((x.bits & 0x7c00) == 0x7c00 && (x.bits & 0x3ff) != 0);  // no NaN payloads
+    }
+    std::vector<float> back(n, 0.f);
+    gh.upload(h);
+    DevBuf<float> gb(back);
+    gb.poison();
+    run_gpu(cast_cuda, {operand(gh), operand(gb)});
+    run_cpu(cast_cpu, {operand(h), operand(back)});
+    expect_bitwise(gb.download(), back, "f16->f32");
+
+    // Same dtype: a copy.
+    DevBuf<float> gc(back);
+    gc.poison();
+    run_gpu(cast_cuda, {operand(gb), operand(gc)});
+    expect_bitwise(gc.download(), back, "f32->f32");
+  }
+}
+
+TEST_F(RangeOpsGpu, CastNanStaysNan) {
+  std::vector<float> f(8, NAN);
+  std::vector<half_t> h(8);
+  DevBuf<float> gf(f);
+  DevBuf<half_t> gh(h);
+  run_gpu(cast_cuda, {operand(gf), operand(gh)});
+  for (half_t x : gh.download()) EXPECT_TRUE((x.bits & 0x7c00) == 0x7c00 && (x.bits & 0x3ff) != 0);
+}
+
+TEST_F(RangeOpsGpu, CheckFiniteMatchesCpuAndOverwritesTheFlag) {
+  std::mt19937 rng(13);
+  const int64_t n32 = 500001, n16 = 70001;
+  std::vector<float> a = half_range_floats(rng, n32);
+  a[2] = 1.f;  // clean
+  std::vector<half_t> b(n16, half_t{0x3c00});
+  const float bad32[] = {NAN, INFINITY, -INFINITY};
+  const uint16_t bad16[] = {0x7c00, 0xfc00, 0x7e00};
+  struct Case {
+    int op;       // -1: clean, 0: f32 operand, 1: f16 operand
+    int64_t at;   // element
+    int kind;
+  };
+  std::vector<Case> cases = {{-1, 0, 0}};
+  for (int k = 0; k < 3; ++k) {
+    cases.push_back({0, n32 - 1, k});
+    cases.push_back({0, 12345, k});
+    cases.push_back({1, n16 - 1, k});
+    cases.push_back({1, 0, k});
+  }
+  for (const Case& cs : cases) {
+    std::vector<float> a2 = a;
+    std::vector<half_t> b2 = b;
+    if (cs.op == 0) a2[cs.at] = bad32[cs.kind];
+    if (cs.op == 1) b2[cs.at].bits = bad16[cs.kind];
+    DevBuf<float> ga(a2);
+    DevBuf<half_t> gb(b2);
+    TrainScalars s;
+    s.found_inf = 7;  // poison: must be overwritten
+    set_scalars(s);
+    run_gpu(check_finite_cuda, {operand(ga), operand(gb)});
+    run_cpu(check_finite_cpu, {operand(a2), operand(b2)});
+    EXPECT_EQ(host_scalars_.found_inf, cs.op >= 0 ? 1 : 0);
+    expect_scalars(gpu_scalars(), host_scalars_, "check_finite");
+  }
+}
+
+TEST_F(RangeOpsGpu, UnscaleGradsMatchesCpuBitwiseOverSeveralOperands) {
+  std::mt19937 rng(14);
+  std::vector<std::vector<float>> h;
+  for (int64_t n : {5, 4096, 300007, 33}) h.push_back(half_range_floats(rng, n));
+  // 20 operands: more than one launch's table.
+  while (h.size() < 20) h.push_back(half_range_floats(rng, 100 + h.size()));
+  std::vector<std::unique_ptr<DevBuf<float>>> d;
+  std::vector<RangeOperand> gops, cops;
+  for (auto& v : h) {
+    d.push_back(std::make_unique<DevBuf<float>>(v));
+    gops.push_back(operand(*d.back()));
+    cops.push_back(operand(v));
+  }
+  for (int inf : {0, 1}) {
+    TrainScalars s;
+    s.loss_scale = 3.f * 1024.f;  // 1/scale is inexact: exercises the rounding
+    s.found_inf = inf;
+    set_scalars(s);
+    run_gpu(unscale_grads_cuda, gops);
+    run_cpu(unscale_grads_cpu, cops);
+    for (size_t k = 0; k < h.size(); ++k) expect_bitwise(d[k]->download(), h[k], "unscale");
+  }
+}
+
+TEST_F(RangeOpsGpu, ScalarOpsMatchCpuStepByStep) {
+  std::vector<float> table = {0.1f, 0.2f, 0.3f, 0.4f};
+  DevBuf<float> gt(table);
+  TrainScalars s;
+  s.loss_scale = 65536.f;
+  s.schedule_len = 4;
+  set_scalars(s);
+  RangeAttrs a;
+  a.growth_interval = 2;
+  const int infs[] = {0, 0, 1, 0, 1, 1, 0, 0, 0, 0, 0};
+  for (int inf : infs) {
+    TrainScalars g = gpu_scalars();
+    g.found_inf = inf;
+    CUDA_OK(cudaMemcpy(d_scalars_, &g, sizeof(g), cudaMemcpyHostToDevice));
+    host_scalars_.found_inf = inf;
+    run_gpu(update_loss_scale_cuda, {}, a);
+    run_cpu(update_loss_scale_cpu, {}, a);
+    run_gpu(advance_step_cuda, {operand(gt)}, a);
+    run_cpu(advance_step_cpu, {operand(table)}, a);
+    expect_scalars(gpu_scalars(), host_scalars_, "scalars");
+  }
+  EXPECT_EQ(host_scalars_.step, 8);
+  EXPECT_EQ(host_scalars_.lr, 0.4f);
+  a.dynamic_scale = false;
+  run_gpu(update_loss_scale_cuda, {}, a);
+  run_cpu(update_loss_scale_cpu, {}, a);
+  expect_scalars(gpu_scalars(), host_scalars_, "fixed scale");
+}
+
+TEST_F(RangeOpsGpu, ClearAndCopyInMatchCpu) {
+  std::vector<float> f(1001, 3.f);
+  std::vector<half_t> h(333, half_t{0x3c00});
+  DevBuf<float> gf(f);
+  DevBuf<half_t> gh(h);
+  run_gpu(clear_cuda, {operand(gf), operand(gh)});
+  for (float x : gf.download()) EXPECT_EQ(x, 0.f);
+  for (half_t x : gh.download()) EXPECT_EQ(x.bits, 0);
+
+  uint8_t* pinned_img = nullptr;
+  int32_t* pinned_lab = nullptr;
+  CUDA_OK(cudaMallocHost(&pinned_img, 3000));
+  CUDA_OK(cudaMallocHost(&pinned_lab, 10 * sizeof(int32_t)));
+  for (int i = 0; i < 3000; ++i) pinned_img[i] = uint8_t(i * 7);
+  for (int i = 0; i < 10; ++i) pinned_lab[i] = i * 3;
+  HostBatch staging[2] = {{nullptr, nullptr}, {pinned_img, pinned_lab}};
+  env_.staging = staging;
+  uint8_t* d_img = nullptr;
+  int32_t* d_lab = nullptr;
+  CUDA_OK(cudaMalloc(&d_img, 3000));
+  CUDA_OK(cudaMalloc(&d_lab, 10 * sizeof(int32_t)));
+  RangeAttrs a;
+  a.slot = 1;
+  run_gpu(copy_in_cuda, {{d_img, DType::U8, 3000}, {d_lab, DType::I32, 10}}, a);
+  std::vector<uint8_t> img(3000);
+  std::vector<int32_t> lab(10);
+  CUDA_EXPECT(cudaMemcpy(img.data(), d_img, 3000, cudaMemcpyDeviceToHost));
+  CUDA_EXPECT(cudaMemcpy(lab.data(), d_lab, 40, cudaMemcpyDeviceToHost));
+  EXPECT_TRUE(bitwise_equal(img.data(), pinned_img, 3000));
+  EXPECT_TRUE(bitwise_equal(lab.data(), pinned_lab, 40));
+  env_.staging = nullptr;
+  cudaFree(d_img);
+  cudaFree(d_lab);
+  cudaFreeHost(pinned_img);
+  cudaFreeHost(pinned_lab);
+}
+
+// ---------------------------------------------------------------- optimizers
+
+enum class Opt { Sgd, AdamW, Lars };
+
+struct OptState {
+  std::vector<float> p, g, a, b;  // a: momentum / m, b: v (AdamW)
+};
+
+RangeAttrs opt_attrs() {
+  RangeAttrs a;
+  a.momentum = 0.9f;
+  a.weight_decay = 0.01f;
+  a.beta1 = 0.9f;
+  a.beta2 = 0.999f;
+  a.adam_eps = 1e-8f;
+  a.trust_coef = 0.02f;
+  return a;
+}
+
+class RangeOpsGpuOptim : public RangeOpsGpu {
+ protected:
+  // One step on both sides; gpu buffers are uploaded from/downloaded to `gpu`.
+  void step(Opt opt, const Layout& l, OptState& cpu, OptState& gpu, int t) {
+    TrainScalars s;
+    s.lr = 0.05f;
+    s.step = t;
+    set_scalars(s);
+    const RangeAttrs a = opt_attrs();
+    DevBuf<float> p(gpu.p), g(gpu.g), ma(gpu.a), vb(gpu.b);
+    const std::vector<Segment>* sg = &l.segs;
+    switch (opt) {
+      case Opt::Sgd:
+        run_gpu(sgd_nesterov_cuda, {operand(p, sg), operand(g, sg), operand(ma, sg)}, a);
+        run_cpu(sgd_nesterov_cpu, {operand(cpu.p, sg), operand(cpu.g, sg), operand(cpu.a, sg)}, a);
+        break;
+      case Opt::AdamW:
+        run_gpu(adamw_cuda, {operand(p, sg), operand(g, sg), operand(ma, sg), operand(vb, sg)}, a);
+        run_cpu(adamw_cpu,
+                {operand(cpu.p, sg), operand(cpu.g, sg), operand(cpu.a, sg), operand(cpu.b, sg)}, a);
+        break;
+      case Opt::Lars:
+        run_gpu(lars_cuda, {operand(p, sg), operand(g, sg), operand(ma, sg)}, a);
+        run_cpu(lars_cpu, {operand(cpu.p, sg), operand(cpu.g, sg), operand(cpu.a, sg)}, a);
+        break;
+    }
+    gpu.p = p.download();
+    gpu.a = ma.download();
+    gpu.b = vb.download();
+  }
+
+  void compare(Opt opt, const Layout& l, uint32_t seed) {
+    std::mt19937 rng(seed);
+    OptState cpu;
+    cpu.p = l.random(rng, -1, 1);
+    cpu.a = l.random(rng, -0.1f, 0.1f);
+    cpu.b = l.random(rng, 0, 0.01f);
+    OptState gpu = cpu;
+    for (int t = 1; t <= 3; ++t) {
+      cpu.g = l.random(rng, -1, 1);
+      gpu.g = cpu.g;
+      step(opt, l, cpu, gpu, t);
+      if (opt != Opt::Lars) {
+        expect_bitwise(gpu.p, cpu.p, "param");
+        expect_bitwise(gpu.a, cpu.a, "state a");
+        expect_bitwise(gpu.b, cpu.b, "state b");
+      } else {
+        // Norms are summed in a different order: allow 1e-6 relative, count exact matches.
+        size_t exact = 0;
+        double worst = 0;
+        for (int64_t i = 0; i < l.elems; ++i) {
+          for (auto [x, y] : {std::pair{gpu.p[i], cpu.p[i]}, std::pair{gpu.a[i], cpu.a[i]}}) {
+            exact += bitwise_equal(&x, &y, 4);
+            worst = std::max(worst, std::fabs(double(x) - y) / std::max(1e-6, std::fabs(double(y))));
+          }
+          ASSERT_TRUE(bitwise_equal(&gpu.b[i], &cpu.b[i], 4)) << "untouched state at " << i;
+        }
+        EXPECT_LE(worst, 1e-6) << "step " << t;
+        RecordProperty("lars_exact_fraction_x1000", int(1000 * exact / (2 * l.elems)));
+        // For padding the GPU must match exactly (zeros).
+        for (int64_t i = 0; i < l.elems; ++i)
+          if (!l.in_seg[i]) {
+            ASSERT_EQ(gpu.p[i], 0.f) << i;
+          }
+        gpu.p = cpu.p;  // continue from the same state
+        gpu.a = cpu.a;
+      }
+    }
+  }
+
+  // Two GPU runs from the same state give the same bits.
+  void determinism(Opt opt, const Layout& l, uint32_t seed) {
+    std::mt19937 rng(seed);
+    OptState s0;
+    s0.p = l.random(rng, -1, 1);
+    s0.g = l.random(rng, -1, 1);
+    s0.a = l.random(rng, -0.1f, 0.1f);
+    s0.b = l.random(rng, 0, 0.01f);
+    OptState c1 = s0, g1 = s0, c2 = s0, g2 = s0;
+    step(opt, l, c1, g1, 2);
+    step(opt, l, c2, g2, 2);
+    expect_bitwise(g1.p, g2.p, "determinism param");
+    expect_bitwise(g1.a, g2.a, "determinism a");
+    expect_bitwise(g1.b, g2.b, "determinism b");
+  }
+};
+
+TEST_F(RangeOpsGpuOptim, SgdNesterovMatchesCpuBitwise) {
+  std::mt19937 rng(21);
+  compare(Opt::Sgd, Layout(rng, 24, true), 1);
+  compare(Opt::Sgd, Layout(rng, 300, false), 2);  // more segments than one launch holds
+}
+
+TEST_F(RangeOpsGpuOptim, AdamWMatchesCpuBitwise) {
+  std::mt19937 rng(22);
+  compare(Opt::AdamW, Layout(rng, 24, true), 3);
+  compare(Opt::AdamW, Layout(rng, 300, false), 4);
+}
+
+TEST_F(RangeOpsGpuOptim, LarsMatchesCpuWithinOneMillionth) {
+  std::mt19937 rng(23);
+  compare(Opt::Lars, Layout(rng, 24, true), 5);
+  compare(Opt::Lars, Layout(rng, 300, false), 6);
+}
+
+TEST_F(RangeOpsGpuOptim, LarsZeroNormSegmentsMatchCpu) {
+  std::mt19937 rng(24);
+  Layout l(rng, 6, false);
+  for (Segment& s : l.segs) s.decay = true;
+  OptState cpu;
+  cpu.p = l.random(rng, -1, 1);
+  cpu.g = l.random(rng, -1, 1);
+  cpu.a = l.random(rng, -0.1f, 0.1f);
+  cpu.b = l.random(rng, 0, 1);
+  for (int64_t i = l.segs[1].offset; i < l.segs[1].offset + l.segs[1].elems; ++i) cpu.p[i] = 0.f;
+  for (int64_t i = l.segs[3].offset; i < l.segs[3].offset + l.segs[3].elems; ++i) cpu.g[i] = 0.f;
+  OptState gpu = cpu;
+  step(Opt::Lars, l, cpu, gpu, 1);
+  for (int64_t i = 0; i < l.elems; ++i) {
+    ASSERT_NEAR(gpu.p[i], cpu.p[i], 1e-6 * (std::fabs(cpu.p[i]) + 1e-30)) << i;
+    ASSERT_NEAR(gpu.a[i], cpu.a[i], 1e-6 * (std::fabs(cpu.a[i]) + 1e-30)) << i;
+  }
+}
+
+TEST_F(RangeOpsGpuOptim, TwoRunsAreBitwiseEqual) {
+  std::mt19937 rng(25);
+  const Layout l(rng, 40, true);
+  determinism(Opt::Sgd, l, 7);
+  determinism(Opt::AdamW, l, 8);
+  determinism(Opt::Lars, l, 9);
+}
+
+TEST_F(RangeOpsGpuOptim, AFoundInfStepChangesNothing) {
+  std::mt19937 rng(26);
+  const Layout l(rng, 10, true);
+  OptState s0;
+  s0.p = l.random(rng, -1, 1);
+  s0.g = l.random(rng, -1, 1);
+  s0.a = l.random(rng, -0.1f, 0.1f);
+  s0.b = l.random(rng, 0, 0.01f);
+  for (Opt opt : {Opt::Sgd, Opt::AdamW, Opt::Lars}) {
+    DevBuf<float> p(s0.p), g(s0.g), ma(s0.a), vb(s0.b);
+    TrainScalars s;
+    s.lr = 0.1f;
+    s.step = 2;
+    s.found_inf = 1;
+    set_scalars(s);
+    const RangeAttrs a = opt_attrs();
+    const std::vector<Segment>* sg = &l.segs;
+    if (opt == Opt::Sgd) run_gpu(sgd_nesterov_cuda, {operand(p, sg), operand(g, sg), operand(ma, sg)}, a);
+    if (opt == Opt::AdamW)
+      run_gpu(adamw_cuda, {operand(p, sg), operand(g, sg), operand(ma, sg), operand(vb, sg)}, a);
+    if (opt == Opt::Lars) run_gpu(lars_cuda, {operand(p, sg), operand(g, sg), operand(ma, sg)}, a);
+    expect_bitwise(p.download(), s0.p, "param");
+    expect_bitwise(ma.download(), s0.a, "state a");
+    expect_bitwise(vb.download(), s0.b, "state b");
+  }
+}
+
+// ---------------------------------------------------------------- capture
+
+// A whole AMP step captured once into a CUDA Graph and replayed with new
+// gradients (one of them overflowing): the captured launchers read every
+// per-step value from device memory, so replays track the CPU step by step.
+TEST_F(RangeOpsGpu, CapturedAmpStepReplaysLikeTheCpu) {
+  std::mt19937 rng(31);
+  const Layout l(rng, 30, true);
+  const std::vector<Segment>* sg = &l.segs;
+  std::vector<float> p = l.random(rng, -1, 1), g32(l.elems, 0.f), m(l.elems, 0.f), v(l.elems, 0.f),
+                     ema = p, metrics(4, 0.f), metric_step = {1.5f, 2.f, 3.f, 0.f};
+  std::vector<half_t> g16(l.elems), p16(l.elems);
+  std::vector<float> table = {0.01f, 0.02f, 0.03f};
+  DevBuf<float> d_p(p), d_g32(g32), d_m(m), d_v(v), d_ema(ema), d_metrics(metrics), d_ms(metric_step),
+      d_table(table);
+  DevBuf<half_t> d_g16(g16), d_p16(p16);
+  TrainScalars s0;
+  s0.loss_scale = 1024.f;
+  s0.schedule_len = 3;
+  set_scalars(s0);
+
+  RangeAttrs a = opt_attrs();
+  a.t = 0.1f;
+  a.skip_on_inf = true;
+  a.growth_interval = 2;
+  struct Node {
+    RangeFn gpu, cpu;
+    std::vector<RangeOperand> g_ops, c_ops;
+  };
+  const std::vector<Node> nodes = {
+      {clear_cuda, clear_cpu, {operand(d_g32)}, {operand(g32)}},
+      {cast_cuda, cast_cpu, {operand(d_g16), operand(d_g32)}, {operand(g16), operand(g32)}},
+      {check_finite_cuda, check_finite_cpu, {operand(d_g32)}, {operand(g32)}},
+      {unscale_grads_cuda, unscale_grads_cpu, {operand(d_g32)}, {operand(g32)}},
+      {update_loss_scale_cuda, update_loss_scale_cpu, {}, {}},
+      {advance_step_cuda, advance_step_cpu, {operand(d_table)}, {operand(table)}},
+      {adamw_cuda, adamw_cpu,
+       {operand(d_p, sg), operand(d_g32, sg), operand(d_m, sg), operand(d_v, sg)},
+       {operand(p, sg), operand(g32, sg), operand(m, sg), operand(v, sg)}},
+      {lerp_cuda, lerp_cpu, {operand(d_ema), operand(d_p)}, {operand(ema), operand(p)}},
+      {cast_cuda, cast_cpu, {operand(d_p), operand(d_p16)}, {operand(p), operand(p16)}},
+      {accumulate_cuda, accumulate_cpu, {operand(d_metrics), operand(d_ms)},
+       {operand(metrics), operand(metric_step)}},
+  };
+
+  // Warm-up call outside capture is not needed: the launchers must be capturable as they are.
+  cudaGraph_t graph = nullptr;
+  CUDA_OK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeGlobal));
+  for (const Node& n : nodes) {
+    RangeCall c{n.g_ops.data(), int(n.g_ops.size()), &a, &env_};
+    n.gpu(c);
+  }
+  CUDA_OK(cudaStreamEndCapture(stream_, &graph));
+  cudaGraphExec_t exec = nullptr;
+  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+
+  for (int it = 0; it < 5; ++it) {
+    std::normal_distribution<float> nd(0.f, 200.f);
+    for (int64_t i = 0; i < l.elems; ++i) g16[i] = l.in_seg[i] ? float_to_half(nd(rng)) : half_t{};
+    if (it == 2) g16[l.segs.back().offset + l.segs.back().elems - 1].bits = 0x7c00;  // overflow step
+    d_g16.upload(g16);
+    CUDA_OK(cudaGraphLaunch(exec, stream_));
+    CUDA_OK(cudaStreamSynchronize(stream_));
+    for (const Node& n : nodes) {
+      RangeCall c{n.c_ops.data(), int(n.c_ops.size()), &a, &host_env_};
+      n.cpu(c);
+    }
+    expect_scalars(gpu_scalars(), host_scalars_, "scalars");
+    expect_bitwise(d_p.download(), p, "param");
+    expect_bitwise(d_m.download(), m, "m");
+    expect_bitwise(d_v.download(), v, "v");
+    expect_bitwise(d_ema.download(), ema, "ema");
+    expect_bitwise(d_p16.download(), p16, "param f16");
+    expect_bitwise(d_metrics.download(), metrics, "metrics");
+  }
+  EXPECT_EQ(host_scalars_.skipped_steps, 1);
+  EXPECT_EQ(host_scalars_.step, 4);
+  CUDA_EXPECT(cudaGraphExecDestroy(exec));
+  CUDA_EXPECT(cudaGraphDestroy(graph));
+}
+
+// LARS in a captured graph, three groups on three streams at once (as
+// LARS_FC/FIRST_CONV/DEEP_CONV run): no shared scratch, so results equal the
+// groups run one by one.
+TEST_F(RangeOpsGpu, LarsGroupsOnConcurrentStreamsMatchSerialRuns) {
+  std::mt19937 rng(32);
+  const Layout l(rng, 36, true);
+  std::vector<float> p = l.random(rng, -1, 1), g = l.random(rng, -1, 1), mo = l.random(rng, -0.1f, 0.1f);
+  std::vector<Segment> groups[3];
+  for (size_t i = 0; i < l.segs.size(); ++i) groups[i % 3].push_back(l.segs[i]);
+  TrainScalars s;
+  s.lr = 0.1f;
+  set_scalars(s);
+  const RangeAttrs a = opt_attrs();
+
+  DevBuf<float> cp(p), cgr(g), cm(mo);  // concurrent, captured
+  cudaStream_t side[2];
+  cudaEvent_t fork, join[2];
+  CUDA_OK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+  for (int i = 0; i < 2; ++i) {
+    CUDA_OK(cudaStreamCreateWithFlags(&side[i], cudaStreamNonBlocking));
+    CUDA_OK(cudaEventCreateWithFlags(&join[i], cudaEventDisableTiming));
+  }
+  cudaGraph_t graph = nullptr;
+  CUDA_OK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeGlobal));
+  CUDA_OK(cudaEventRecord(fork, stream_));
+  ExecEnv envs[3] = {env_, env_, env_};
+  for (int i = 0; i < 2; ++i) {
+    CUDA_OK(cudaStreamWaitEvent(side[i], fork, 0));
+    envs[i + 1].stream = side[i];
+  }
+  for (int k = 0; k < 3; ++k) {
+    std::vector<RangeOperand> ops = {operand(cp, &groups[k]), operand(cgr, &groups[k]), operand(cm, &groups[k])};
+    RangeCall c{ops.data(), 3, &a, &envs[k]};
+    lars_cuda(c);
+  }
+  for (int i = 0; i < 2; ++i) {
+    CUDA_OK(cudaEventRecord(join[i], side[i]));
+    CUDA_OK(cudaStreamWaitEvent(stream_, join[i], 0));
+  }
+  CUDA_OK(cudaStreamEndCapture(stream_, &graph));
+  cudaGraphExec_t exec = nullptr;
+  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  CUDA_OK(cudaGraphLaunch(exec, stream_));
+  CUDA_OK(cudaStreamSynchronize(stream_));
+  // Serial, eager, after the capture (so that in a fresh process the launcher's
+  // one-time setup ran inside the capture).
+  DevBuf<float> sp(p), sgr(g), sm(mo);
+  for (auto& grp : groups) run_gpu(lars_cuda, {operand(sp, &grp), operand(sgr, &grp), operand(sm, &grp)}, a);
+  expect_bitwise(cp.download(), sp.download(), "param");
+  expect_bitwise(cm.download(), sm.download(), "momentum");
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  for (int i = 0; i < 2; ++i) {
+    cudaStreamDestroy(side[i]);
+    cudaEventDestroy(join[i]);
+  }
+  cudaEventDestroy(fork);
+}
+
+}  // namespace
+}  // namespace tr
