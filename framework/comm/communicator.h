@@ -3,6 +3,7 @@
 // CUDA, shared memory among rank threads on the CPU. One object serves all
 // ranks; each rank thread calls with its own rank.
 #include <cstdint>
+#include <string>
 
 #include "framework/core/dtype.h"
 
@@ -15,6 +16,9 @@ class Communicator {
   // In place: data (elems of dtype) becomes the sum over ranks. `stream` is the
   // rank's cudaStream_t on CUDA, null on the CPU.
   virtual void allreduce_sum(int rank, void* data, int64_t elems, DType dtype, void* stream) = 0;
+  // A rank failed: release every rank blocked in (or entering) a collective with
+  // an error instead of leaving it to hang. Best effort on NCCL.
+  virtual void abort(const std::string& why) = 0;
 };
 
 }  // namespace tr

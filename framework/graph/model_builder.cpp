@@ -225,10 +225,10 @@ class Builder {
           emit(gs, compute(OpKind::BnStats, {x}, {sums}, base + ".stats"));
           allreduce(gs, sums, base + ".stats_allreduce");
           emit(gs, compute(OpKind::BnReluApply, {x, sums, bn.gamma.compute, bn.beta.compute}, {y, bn.batch},
-                           base + ".apply"));
+                           base + ".apply", bn_attrs()));
         } else {
           const TensorId aff = pass == Pass::InferMain ? bn.affine : bn.ema_affine;
-          emit(gs, compute(OpKind::BnReluInfer, {x, aff}, {y}, base + ".infer"));
+          emit(gs, compute(OpKind::BnReluInfer, {x, aff}, {y}, base + ".infer", bn_attrs()));
         }
         break;
       }
@@ -274,10 +274,10 @@ class Builder {
         TR_CHECK(need_dx, "BN cannot be the input layer");
         TensorId dsums = act(base + ".dsums", DType::F32);
         cg().add(g, compute(OpKind::BnReluBwdReduce, {dy, e.y, e.x, bn.batch}, {bn.gamma.grad, bn.beta.grad, dsums},
-                            base + ".bwd_reduce"));
+                            base + ".bwd_reduce", bn_attrs()));
         allreduce({g}, dsums, base + ".dsums_allreduce");
         cg().add(g, compute(OpKind::BnReluBwdApply, {dy, e.y, e.x, bn.batch, bn.gamma.compute, dsums}, {dx},
-                            base + ".bwd_apply"));
+                            base + ".bwd_apply", bn_attrs()));
         break;
       }
       case LK::MaxPool2:
@@ -301,6 +301,15 @@ class Builder {
         break;
     }
     return dx;
+  }
+
+  // One set of BN attributes for every phase: forward, backward and folding
+  // must agree on eps and on the ReLU.
+  static OpAttrs bn_attrs() {
+    OpAttrs a;
+    a.eps = 1e-5f;
+    a.relu = true;
+    return a;
   }
 
   OpAttrs prep_attrs() const {
@@ -442,7 +451,7 @@ class Builder {
     for (size_t i = 0; i < layers_.size(); ++i) {
       if (layers_[i].kind != LK::BnRelu) continue;
       const BnState& bn = bns_[i];
-      OpAttrs a;
+      const OpAttrs a = bn_attrs();
       cg().add(GraphId::UPDATE_BN_INF_PARAMS,
                compute(OpKind::BnFold, {bn.gamma.master, bn.beta.master, bn.running}, {bn.affine}, cat("l", i, ".bn.fold"), a));
       cg().add(GraphId::UPDATE_BN_INF_PARAMS,

@@ -131,7 +131,12 @@ __global__ void __launch_bounds__(kLarsThreads)
       warp_sums[0][warp] = sp;
       warp_sums[1][warp] = sg;
     }
+#ifdef TR_LARS_CLUSTER_SYNC_ONLY
+    cluster.sync();
+#else
+    __syncwarp();  // reconverge the warp before the block barrier (keeps synccheck quiet)
     __syncthreads();
+#endif
     if (threadIdx.x == 0) {
       double a = 0, b = 0;
       for (int w = 0; w < kWarps; ++w) {
@@ -141,6 +146,7 @@ __global__ void __launch_bounds__(kLarsThreads)
       block_sums[0] = a;
       block_sums[1] = b;
     }
+    __syncwarp();
     cluster.sync();  // every block's sums visible to the cluster
     if (threadIdx.x == 0) {
       double a = 0, b = 0;
@@ -151,6 +157,7 @@ __global__ void __launch_bounds__(kLarsThreads)
       }
       trust_s = range::lars_trust(a, b, trust_coef, wd);
     }
+    __syncwarp();
     cluster.sync();  // remote reads done before any block moves on or exits; trust_s visible
     trust = trust_s;
   }
@@ -179,6 +186,9 @@ int lars_cluster_size() {
   int size = cache[dev].load(std::memory_order_acquire);
   if (size != 0) return size;
   size = 8;
+#ifdef TR_LARS_FORCE_CLUSTER
+  return TR_LARS_FORCE_CLUSTER;
+#endif
   if (kLarsMaxCluster > 8 &&
       cudaFuncSetAttribute(lars_kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess) {
     cudaLaunchConfig_t cfg = {};

@@ -34,7 +34,7 @@ class CudaContext final : public DeviceContext {
   void wait_transfer_done(int slot) override;
   void synchronize() override;
 
-  void make_current() const;
+  void make_current() const override;
   cudaStream_t stream(StreamKind s) const { return streams_[static_cast<size_t>(s)]; }
   ConvPlanCache& conv_plans() { return conv_plans_; }
   // Device allocations this context made (arena + staging): the test that no

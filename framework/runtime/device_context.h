@@ -66,6 +66,8 @@ class DeviceContext {
   virtual void record_transfer_done(int slot) = 0;
   virtual void wait_transfer_done(int slot) = 0;  // host blocks
   virtual void synchronize() = 0;                 // host blocks on every stream
+  // Binds the calling thread to this rank's device (rank threads call it first).
+  virtual void make_current() const {}
 
   // Host-side submission counters (Note [launch accounting]).
   struct Counters {

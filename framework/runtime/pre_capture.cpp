@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "framework/runtime/collective_check.h"
+
 namespace tr {
 
 PreCaptureResult pre_capture(GraphAtlas& atlas, const ComputationGraph& cg, const PlanSet& plans,
@@ -9,6 +11,21 @@ PreCaptureResult pre_capture(GraphAtlas& atlas, const ComputationGraph& cg, cons
   TR_CHECK(!ranks.empty(), "no ranks");
   PreCaptureResult r;
   r.dedup = dedup(atlas);  // B1
+  // B2.5: the graphs holding collectives are flagged in dedup; check that every
+  // rank would issue the same collective sequence (Note [collective sequences must match]).
+  std::vector<std::vector<CollectiveSig>> seqs(ranks.size());
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    for (const UniqueGraph& u : r.dedup.graphs) {
+      if (!u.collective) continue;
+      for (const Node& n : cg.nodes(u.gid)) {
+        if (!n.collective) continue;
+        const PreparedNode p = prepare_node(n, cg, plans, plans.plan(u.variant), *ranks[i], stream_for(u.gid));
+        for (const RangeOperand& op : p.operands()) seqs[i].push_back({u.gid, n.range_op, op.elems, op.dtype});
+      }
+    }
+  }
+  verify_collective_sequences(seqs);
+  r.collective_hash = hash_sequence(seqs.front());
   const auto t0 = std::chrono::steady_clock::now();
   r.graphs.resize(r.dedup.graphs.size());
   for (size_t i = 0; i < r.dedup.graphs.size(); ++i) {

@@ -18,6 +18,7 @@ struct PreCaptureResult {
   int captured = 0;      // graphs actually built
   int collective = 0;    // of those, holding collectives
   double capture_ms = 0; // wall time of B2..B4
+  uint64_t collective_hash = 0;  // hash of every rank's (identical) collective sequence
 };
 
 PreCaptureResult pre_capture(GraphAtlas& atlas, const ComputationGraph& cg, const PlanSet& plans,

@@ -21,6 +21,7 @@ class PreparedNode {
 
   void run() const;
   const Node& node() const { return *node_; }
+  const std::vector<RangeOperand>& operands() const { return operands_; }
 
  private:
   friend PreparedNode prepare_node(const Node&, const ComputationGraph&, const PlanSet&, const MemoryPlan&,

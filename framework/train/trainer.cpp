@@ -4,7 +4,9 @@
 #include <chrono>
 #include <cstring>
 #include <numeric>
+#include <thread>
 
+#include "framework/comm/comm_factory.h"
 #include "framework/core/rng.h"
 #include "framework/runtime/context_factory.h"
 #include "framework/train/param_init.h"
@@ -77,9 +79,10 @@ Trainer::Trainer(const RunOptions& opt, DataView train, DataView val) : opt_(opt
                 " has a spatial fully connected layer and cannot train at a lower resolution");
 
   // Contexts: phase 1 (library plans), memory plan, phase 2 (arena).
+  if (ranks > 1) comm_ = make_communicator(opt.backend, ranks, opt.first_device, std::chrono::milliseconds(opt.watchdog_ms));
   int64_t workspace = 0;
   for (int r = 0; r < ranks; ++r) {
-    contexts_.push_back(make_context(opt.backend, r, ranks, opt.first_device + r, opt.deterministic, nullptr));
+    contexts_.push_back(make_context(opt.backend, r, ranks, opt.first_device + r, opt.deterministic, comm_.get()));
     workspace = std::max(workspace, contexts_.back()->prepare_workspace(model_, dims));
   }
   plans_ = plan_memory(model_, dims, workspace);
@@ -114,6 +117,31 @@ Trainer::Trainer(const RunOptions& opt, DataView train, DataView val) : opt_(opt
 }
 
 Trainer::~Trainer() = default;
+
+void Trainer::for_each_rank(const std::function<void(int)>& fn) {
+  if (ranks() == 1) {
+    fn(0);
+    return;
+  }
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(ranks()));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks(); ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        context(r).make_current();
+        fn(r);
+      } catch (const std::exception& e) {
+        errors[static_cast<size_t>(r)] = std::current_exception();
+        comm_->abort(cat("rank ", r, " failed: ", e.what()));
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  // The root cause is the first rank that failed on its own, not a rank the
+  // abort released; prefer a watchdog or mismatch report, else the lowest rank.
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
 
 void Trainer::fill_staging(DeviceContext& ctx, int slot, const DataView& d, const std::vector<int64_t>& order,
                            int64_t first, int64_t global_n, int64_t per_rank) {
@@ -196,7 +224,7 @@ EpochStats Trainer::run_epoch() {
     for (int64_t i = train_.count - 1; i > 0; --i) std::swap(order[size_t(i)], order[size_t(rng.below(uint64_t(i + 1)))]);
   }
   auto t0 = std::chrono::steady_clock::now();
-  for (int r = 0; r < ranks(); ++r) train_epoch_on_rank(r, order, st.lowres);
+  for_each_rank([&](int r) { train_epoch_on_rank(r, order, st.lowres); });
   st.train_seconds = seconds_since(t0);
 
   const MemoryPlan& p = plans_.plan(Variant::TrainBase);
@@ -211,7 +239,7 @@ EpochStats Trainer::run_epoch() {
   st.train_acc = correct / std::max(1.0, count);
   if (opt_.validate) {
     t0 = std::chrono::steady_clock::now();
-    for (int r = 0; r < ranks(); ++r) validate_on_rank(r);
+    for_each_rank([&](int r) { validate_on_rank(r); });
     st.val_seconds = seconds_since(t0);
     // After VAL_RESULT_COMM every rank holds the sums over all ranks.
     const auto vm = read_tensor(model_, p, context(0), model_.val_main_metrics);

@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "framework/comm/communicator.h"
 #include "framework/graph/model_builder.h"
 #include "framework/runtime/device_context.h"
 #include "framework/runtime/exec_mode.h"
@@ -40,6 +41,7 @@ struct RunOptions {
   bool validate = true;
   bool deterministic = true;    // deterministic library algorithms (CUDA)
   int first_device = 0;         // CUDA: ranks use devices first_device .. + ranks-1
+  int watchdog_ms = 120000;     // a rank waiting this long in a collective is an error
 };
 
 struct EpochStats {
@@ -76,6 +78,9 @@ class Trainer {
                     int64_t first, int64_t global_n, int64_t per_rank);
   void train_epoch_on_rank(int rank, const std::vector<int64_t>& order, bool lowres);
   void validate_on_rank(int rank);
+  // Runs fn(rank) on every rank: inline for one rank, else one thread per rank.
+  // The first failure aborts the communicator (nobody hangs) and is rethrown.
+  void for_each_rank(const std::function<void(int)>& fn);
 
   RunOptions opt_;
   DataView train_, val_;
@@ -87,6 +92,7 @@ class Trainer {
   std::vector<std::unique_ptr<DeviceContext>> contexts_;
   PreCaptureResult capture_;
   std::vector<std::unique_ptr<GraphRunner>> runners_;
+  std::unique_ptr<Communicator> comm_;
   StepHook hook_;
   int epoch_ = 0;
 };

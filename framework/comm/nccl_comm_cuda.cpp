@@ -1,0 +1,49 @@
+// NCCL communicator: one ncclComm_t per GPU from ncclCommInitAll, used by the
+// rank threads (one thread per GPU, so no ncclGroupStart is needed around a
+// rank's own call). All-reduces are enqueued on the rank's stream and can be
+// captured into CUDA graphs.
+#include <nccl.h>
+
+#include <vector>
+
+#include "framework/comm/comm_factory.h"
+#include "framework/runtime/gpu_check_cuda.h"
+
+namespace tr {
+namespace {
+
+class NcclComm final : public Communicator {
+ public:
+  NcclComm(int ranks, int first_device) : comms_(static_cast<size_t>(ranks)) {
+    std::vector<int> devs(static_cast<size_t>(ranks));
+    for (int r = 0; r < ranks; ++r) devs[static_cast<size_t>(r)] = first_device + r;
+    TR_GPU_CHECK(ncclCommInitAll(comms_.data(), ranks, devs.data()));
+  }
+  ~NcclComm() override {
+    for (auto c : comms_)
+      if (c) TR_GPU_WARN(ncclCommDestroy(c));
+  }
+  int ranks() const override { return static_cast<int>(comms_.size()); }
+  void allreduce_sum(int rank, void* data, int64_t elems, DType dtype, void* stream) override {
+    TR_CHECK(dtype == DType::F32 || dtype == DType::F16, "NCCL all-reduce of ", dtype_name(dtype));
+    const ncclDataType_t t = dtype == DType::F32 ? ncclFloat32 : ncclFloat16;
+    TR_GPU_CHECK(ncclAllReduce(data, data, static_cast<size_t>(elems), t, ncclSum, comms_[static_cast<size_t>(rank)],
+                               static_cast<cudaStream_t>(stream)));
+  }
+  void abort(const std::string&) override {
+    for (auto c : comms_)
+      if (c) ncclCommAbort(c);
+    for (auto& c : comms_) c = nullptr;
+  }
+
+ private:
+  std::vector<ncclComm_t> comms_;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_nccl_communicator(int ranks, int first_device) {
+  return std::make_unique<NcclComm>(ranks, first_device);
+}
+
+}  // namespace tr

@@ -1,0 +1,45 @@
+#include "framework/runtime/collective_check.h"
+
+#include "framework/core/error.h"
+
+namespace tr {
+
+std::string CollectiveSig::str() const {
+  return cat(graph_name(gid), "/", range_op_name(op), "(", elems, " ", dtype_name(dtype), ")");
+}
+
+uint64_t hash_sequence(const std::vector<CollectiveSig>& seq) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the fields
+  auto mix = [&](uint64_t v) {
+    for (int i = 0; i < 8; ++i) {
+      h ^= (v >> (8 * i)) & 0xff;
+      h *= 1099511628211ull;
+    }
+  };
+  mix(seq.size());
+  for (const CollectiveSig& s : seq) {
+    mix(static_cast<uint64_t>(s.gid));
+    mix(static_cast<uint64_t>(s.op));
+    mix(static_cast<uint64_t>(s.elems));
+    mix(static_cast<uint64_t>(s.dtype));
+  }
+  return h;
+}
+
+void verify_collective_sequences(const std::vector<std::vector<CollectiveSig>>& seqs) {
+  if (seqs.size() < 2) return;
+  const uint64_t h0 = hash_sequence(seqs[0]);
+  for (size_t r = 1; r < seqs.size(); ++r) {
+    if (hash_sequence(seqs[r]) == h0) continue;
+    const auto& a = seqs[0];
+    const auto& b = seqs[r];
+    size_t i = 0;
+    while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
+    const std::string ra = i < a.size() ? a[i].str() : "(end)";
+    const std::string rb = i < b.size() ? b[i].str() : "(end)";
+    throw Error(cat("collective sequence mismatch: rank ", r, " differs from rank 0 at collective #", i, ": rank 0 has ",
+                    ra, ", rank ", r, " has ", rb, " (", a.size(), " vs ", b.size(), " collectives)"));
+  }
+}
+
+}  // namespace tr

@@ -1,0 +1,85 @@
+// The command-line tools: every bad input gets one clear line on stderr and
+// exit code 2; --help exits 0.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+Result run(const std::string& args) {
+  const std::string err_file = testing::TempDir() + "tr_cli_stderr.txt";
+  const std::string cmd = std::string(TR_BIN_DIR) + "/" + args + " 2>" + err_file;
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream f(err_file);
+  r.err.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  return r;
+}
+
+void expect_user_error(const std::string& args, const std::string& needle) {
+  const Result r = run(args);
+  EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
+  EXPECT_NE(r.err.find(needle), std::string::npos) << args << " printed: " << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line expected: " << r.err;
+}
+
+TEST(TrTrainCli, HelpExitsZero) {
+  const Result r = run("tr-train --help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("--model"), std::string::npos);
+}
+
+TEST(TrTrainCli, BadFlagsAndValues) {
+  expect_user_error("tr-train --bogus", "unknown flag --bogus");
+  expect_user_error("tr-train --model resnet9", "unknown model 'resnet9'");
+  expect_user_error("tr-train --epochs zero", "--epochs expects an integer");
+  expect_user_error("tr-train --epochs 0", "--epochs must be in");
+  expect_user_error("tr-train --batch", "--batch needs a value");
+  expect_user_error("tr-train --device tpu", "--device must be cpu or cuda");
+  expect_user_error("tr-train --mode turbo", "unknown mode 'turbo'");
+  expect_user_error("tr-train --optimizer adam", "unknown optimizer 'adam'");
+  expect_user_error("tr-train --lr -1", "--lr must be in");
+  expect_user_error("tr-train --model mlp --lowres-epochs 1 --synthetic --train-subset 64 --val-subset 64",
+                    "cannot train at a lower resolution");
+  expect_user_error("tr-train --ranks 2 --gpus 2", "not both");
+}
+
+TEST(TrTrainCli, BadDataFilesExitTwo) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(testing::TempDir()) / "tr_cli_bad_data";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  expect_user_error("tr-train --data-dir " + dir.string(), "train-images-idx3-ubyte");
+  // A truncated (non-gzip) images file: the reader names it and the problem.
+  {
+    std::ofstream f(dir / "train-images-idx3-ubyte", std::ios::binary);
+    const unsigned char hdr[] = {0, 0, 8, 3, 0, 0, 0xea, 0x60, 0, 0, 0, 28, 0, 0, 0, 28, 1, 2, 3};
+    f.write(reinterpret_cast<const char*>(hdr), sizeof(hdr));
+  }
+  {
+    std::ofstream f(dir / "train-labels-idx1-ubyte", std::ios::binary);
+    const unsigned char hdr[] = {0, 0, 8, 1, 0, 0, 0xea, 0x60};
+    f.write(reinterpret_cast<const char*>(hdr), sizeof(hdr));
+  }
+  expect_user_error("tr-train --data-dir " + dir.string(), "truncated");
+  expect_user_error("tr-train --data-dir /nonexistent/tr-data", "/nonexistent/tr-data");
+}
+
+}  // namespace
