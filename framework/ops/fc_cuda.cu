@@ -9,16 +9,18 @@
 //   FcBwdWeight: dw^T[K,M] = x^T[K,N] * dy[N,M]
 //                -> gemm(N, T, m=K, n=M, k=N, A=x lda=K, B=dy ldb=M, C=dw ldc=K)
 // fp32 and fp16 storage, fp32 compute (CUBLAS_COMPUTE_32F: no TF32, and fp16
-// split-K reductions kept in fp32). The bias is exact to the CPU's single
-// rounding: y is first filled with b, then the GEMM runs with beta = 1, so
-// y = round(scale * x w^T + b). db is a deterministic column sum (no atomics).
-// cuBLAS runs on the op's stream with the arena workspace set on every call,
-// so it never allocates (launches may be captured) and picks the same kernels
-// eagerly and under capture.
-//   workspace: cuBLAS uses what GpuHandles offers (NVIDIA recommends 32 MiB on
-//   Hopper; it runs with less); FcBwdWeight with a bias also needs
-//   channel_grid(N, M, ...).grid.x * M * 4 bytes (<= 4 * SMs * M * 4), at the same
-//   time as nothing else (the GEMM has finished by then on the same stream).
+// split-K reductions kept in fp32). The bias follows the CPU reference's
+// sequence: fp32 y = scale * x w^T, then y + b rounded once to T. For f32 the
+// GEMM writes y and the bias is added in place; for f16 the GEMM writes an fp32
+// copy into the workspace (cuBLAS's beta path would round through f16 first).
+// db is a deterministic column sum (no atomics). cuBLAS runs on the op's stream
+// with the arena workspace set on every call, so it never allocates (launches
+// may be captured) and picks the same kernels eagerly and under capture.
+//   workspace: cuBLAS uses what GpuHandles offers beyond the op's own scratch
+//   (NVIDIA recommends 32 MiB on Hopper; it runs with less). Own scratch:
+//   FcFwd f16 with bias: round_up(N * M * 4, 256) bytes;
+//   FcBwdWeight with bias: channel_grid(N, M, ...).grid.x * M * 4 bytes
+//   (<= 4 * SMs * M * 4), used after the GEMM on the same stream.
 #include <climits>
 
 #include "framework/ops/cuda_kernel_util_cuda.h"
@@ -31,28 +33,43 @@ using namespace tr::cuda;
 
 constexpr int kThreads = 256;
 
-void gemm(const GpuHandles& g, cudaStream_t s, DType dt, cublasOperation_t ta, cublasOperation_t tb, int64_t m,
-          int64_t n, int64_t k, float alpha, const void* a, int64_t lda, const void* b, int64_t ldb, float beta,
-          void* c, int64_t ldc) {
+// Column-major cuBLAS GEMM, fp32 compute. a/b have dtype ab, c has dtype cdt;
+// cuBLAS gets the workspace from ws_offset on (the op's scratch lies before it).
+void gemm(const GpuHandles& g, cudaStream_t s, DType ab, DType cdt, cublasOperation_t ta, cublasOperation_t tb,
+          int64_t m, int64_t n, int64_t k, float alpha, const void* a, int64_t lda, const void* b, int64_t ldb,
+          float beta, void* c, int64_t ldc, size_t ws_offset = 0) {
   for (int64_t v : {m, n, k, lda, ldb, ldc}) TR_CHECK(v >= 0 && v <= INT_MAX, "fc: GEMM dimension ", v, " too large");
   TR_CHECK(g.cublas != nullptr, "fc: no cuBLAS handle in GpuHandles");
   cublasHandle_t h = static_cast<cublasHandle_t>(g.cublas);
   TR_GPU_CHECK(cublasSetStream(h, s));  // resets the workspace: set it after
-  TR_GPU_CHECK(cublasSetWorkspace(h, g.workspace, g.workspace ? g.workspace_bytes : 0));
+  void* ws = nullptr;
+  size_t ws_bytes = 0;
+  if (g.workspace != nullptr && g.workspace_bytes > ws_offset) {
+    ws = static_cast<char*>(g.workspace) + ws_offset;
+    ws_bytes = g.workspace_bytes - ws_offset;
+  }
+  TR_GPU_CHECK(cublasSetWorkspace(h, ws, ws_bytes));
   TR_GPU_CHECK(cublasSetMathMode(
       h, cublasMath_t(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
-  const cudaDataType t = dt == DType::F16 ? CUDA_R_16F : CUDA_R_32F;
-  TR_GPU_CHECK(cublasGemmEx(h, ta, tb, int(m), int(n), int(k), &alpha, a, t, int(lda), b, t, int(ldb), &beta, c, t,
-                            int(ldc), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  auto cuda_t = [](DType t) { return t == DType::F16 ? CUDA_R_16F : CUDA_R_32F; };
+  TR_GPU_CHECK(cublasGemmEx(h, ta, tb, int(m), int(n), int(k), &alpha, a, cuda_t(ab), int(lda), b, cuda_t(ab),
+                            int(ldb), &beta, c, cuda_t(cdt), int(ldc), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
-// y[N,M] = b[M] broadcast over rows
-template <typename T, int VEC>
-__global__ void bias_fill_kernel(const T* __restrict__ b, T* __restrict__ y, int64_t N, int64_t M) {
+size_t round_up256(size_t v) { return (v + 255) / 256 * 256; }
+
+// y[n,m] = T(src[n,m] + b[m]); src is y itself (f32) or an fp32 GEMM result (f16)
+template <typename S, typename T, int VEC>
+__global__ void bias_add_kernel(const S* src, const T* __restrict__ b, T* y, int64_t N, int64_t M) {
   const int64_t G = M / VEC, total = N * G;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t g = i % G;
-    *reinterpret_cast<Vec<T, VEC>*>(y + i * VEC) = *reinterpret_cast<const Vec<T, VEC>*>(b + g * VEC);
+    float v[VEC], bb[VEC];
+    load_vec<S, VEC>(src + i * VEC, v);
+    load_vec<T, VEC>(b + g * VEC, bb);
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) v[j] += bb[j];
+    store_vec<T, VEC>(y + i * VEC, v);
   }
 }
 
@@ -85,15 +102,15 @@ bool vec_ok(int64_t inner, std::initializer_list<const void*> ptrs) {
   return true;
 }
 
-template <typename T>
-void launch_bias_fill(const T* b, T* y, int64_t N, int64_t M, int sms, cudaStream_t s) {
+template <typename S, typename T>
+void launch_bias_add(const S* src, const T* b, T* y, int64_t N, int64_t M, int sms, cudaStream_t s) {
   auto run = [&](auto vt) {
     constexpr int V = decltype(vt)::value;
     int64_t blocks = ceil_div(N * (M / V), kThreads);
     if (blocks > int64_t(sms) * 8) blocks = int64_t(sms) * 8;
-    bias_fill_kernel<T, V><<<unsigned(blocks < 1 ? 1 : blocks), kThreads, 0, s>>>(b, y, N, M);
+    bias_add_kernel<S, T, V><<<unsigned(blocks < 1 ? 1 : blocks), kThreads, 0, s>>>(src, b, y, N, M);
   };
-  if (vec_ok<T>(M, {b, y})) run(std::integral_constant<int, kVec16<T>>{});
+  if (vec_ok<T>(M, {src, b, y}) && aligned_to(src, sizeof(S) * kVec16<T>)) run(std::integral_constant<int, kVec16<T>>{});
   else run(std::integral_constant<int, 1>{});
   TR_LAUNCH_CHECK();
 }
@@ -144,9 +161,23 @@ void fc_fwd_cuda(const OpCall& c) {
   if (d.n == 0) return;
   dispatch_float(x.dtype, op, [&](auto tag) {
     using T = decltype(tag);
-    if (a.has_bias) launch_bias_fill<T>(c.in[2].as<T>(), y.as<T>(), d.n, d.m, sm_count(gh.device), s);
-    gemm(gh, s, x.dtype, CUBLAS_OP_T, CUBLAS_OP_N, d.m, d.n, d.k, a.scale, w.data, d.k, x.data, d.k,
-         a.has_bias ? 1.f : 0.f, y.data, d.m);
+    if (!a.has_bias) {
+      gemm(gh, s, x.dtype, x.dtype, CUBLAS_OP_T, CUBLAS_OP_N, d.m, d.n, d.k, a.scale, w.data, d.k, x.data, d.k, 0.f,
+           y.data, d.m);
+      return;
+    }
+    const int sms = sm_count(gh.device);
+    if constexpr (std::is_same_v<T, float>) {
+      gemm(gh, s, x.dtype, x.dtype, CUBLAS_OP_T, CUBLAS_OP_N, d.m, d.n, d.k, a.scale, w.data, d.k, x.data, d.k, 0.f,
+           y.data, d.m);
+      launch_bias_add<float, float>(y.as<float>(), c.in[2].as<float>(), y.as<float>(), d.n, d.m, sms, s);
+    } else {
+      const size_t acc_bytes = round_up256(size_t(d.n * d.m) * sizeof(float));
+      float* acc = static_cast<float*>(workspace(gh, acc_bytes, op));
+      gemm(gh, s, x.dtype, DType::F32, CUBLAS_OP_T, CUBLAS_OP_N, d.m, d.n, d.k, a.scale, w.data, d.k, x.data, d.k,
+           0.f, acc, d.m, acc_bytes);
+      launch_bias_add<float, T>(acc, c.in[2].as<T>(), y.as<T>(), d.n, d.m, sms, s);
+    }
   });
 }
 
@@ -167,7 +198,7 @@ void fc_bwd_data_cuda(const OpCall& c) {
   const cudaStream_t s = stream_of(c);
   if (d.n == 0) return;
   dispatch_float(dy.dtype, op, [&](auto) {
-    gemm(gh, s, dy.dtype, CUBLAS_OP_N, CUBLAS_OP_N, d.k, d.n, d.m, a.scale, w.data, d.k, dy.data, d.m, 0.f,
+    gemm(gh, s, dy.dtype, dy.dtype, CUBLAS_OP_N, CUBLAS_OP_N, d.k, d.n, d.m, a.scale, w.data, d.k, dy.data, d.m, 0.f,
          dx.data, d.k);
   });
 }
@@ -194,7 +225,7 @@ void fc_bwd_weight_cuda(const OpCall& c) {
   const cudaStream_t s = stream_of(c);
   dispatch_float(x.dtype, op, [&](auto tag) {
     using T = decltype(tag);
-    gemm(gh, s, x.dtype, CUBLAS_OP_N, CUBLAS_OP_T, d.k, d.m, d.n, a.scale, x.data, d.k, dy.data, d.m, 0.f, dw.data,
+    gemm(gh, s, x.dtype, x.dtype, CUBLAS_OP_N, CUBLAS_OP_T, d.k, d.m, d.n, a.scale, x.data, d.k, dy.data, d.m, 0.f, dw.data,
          d.k);
     if (a.has_bias) launch_col_sum<T>(gh, dy.as<T>(), c.out[1].as<T>(), d.n, d.m, s, op);
   });

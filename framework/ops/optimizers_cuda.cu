@@ -30,14 +30,8 @@ namespace {
 namespace cg = cooperative_groups;
 using range::kVec;
 
-#ifndef TR_LARS_MAX_CLUSTER
-#define TR_LARS_MAX_CLUSTER 16
-#endif
-#ifndef TR_LARS_THREADS
-#define TR_LARS_THREADS 512
-#endif
-constexpr int kLarsMaxCluster = TR_LARS_MAX_CLUSTER;  // blocks per segment where supported (else 8)
-constexpr int kLarsThreads = TR_LARS_THREADS;
+constexpr int kLarsMaxCluster = 16;  // blocks per segment where supported (else the portable 8)
+constexpr int kLarsThreads = 512;
 
 // ---- kernels ----
 
@@ -131,12 +125,11 @@ __global__ void __launch_bounds__(kLarsThreads)
       warp_sums[0][warp] = sp;
       warp_sums[1][warp] = sg;
     }
-#ifdef TR_LARS_CLUSTER_SYNC_ONLY
+    // Block barrier for warp_sums. A cluster barrier (a superset) rather than
+    // __syncthreads: compute-sanitizer synccheck flags a bar.sync mixed with the
+    // cluster barriers of this kernel; with cluster barriers only it is clean.
+    __syncwarp();
     cluster.sync();
-#else
-    __syncwarp();  // reconverge the warp before the block barrier (keeps synccheck quiet)
-    __syncthreads();
-#endif
     if (threadIdx.x == 0) {
       double a = 0, b = 0;
       for (int w = 0; w < kWarps; ++w) {
@@ -146,7 +139,7 @@ __global__ void __launch_bounds__(kLarsThreads)
       block_sums[0] = a;
       block_sums[1] = b;
     }
-    __syncwarp();
+    __syncwarp();  // converged warps at the (aligned) cluster barrier
     cluster.sync();  // every block's sums visible to the cluster
     if (threadIdx.x == 0) {
       double a = 0, b = 0;
@@ -186,9 +179,6 @@ int lars_cluster_size() {
   int size = cache[dev].load(std::memory_order_acquire);
   if (size != 0) return size;
   size = 8;
-#ifdef TR_LARS_FORCE_CLUSTER
-  return TR_LARS_FORCE_CLUSTER;
-#endif
   if (kLarsMaxCluster > 8 &&
       cudaFuncSetAttribute(lars_kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess) {
     cudaLaunchConfig_t cfg = {};

@@ -143,12 +143,12 @@ void CudaContext::stream_wait(StreamKind waiter, StreamKind on) {
   cudaEvent_t e = stream_events_[static_cast<size_t>(on)];
   TR_GPU_CHECK(cudaEventRecord(e, stream(on)));
   TR_GPU_CHECK(cudaStreamWaitEvent(stream(waiter), e, 0));
-  counters_.event_ops += 2;
+  launch_tally().event_ops += 2;
 }
 
 void CudaContext::record_transfer_done(int slot) {
   TR_GPU_CHECK(cudaEventRecord(transfer_done_[static_cast<size_t>(slot)], stream(StreamKind::TRANS)));
-  ++counters_.event_ops;
+  ++launch_tally().event_ops;
 }
 
 void CudaContext::wait_transfer_done(int slot) {

@@ -69,12 +69,6 @@ class DeviceContext {
   // Binds the calling thread to this rank's device (rank threads call it first).
   virtual void make_current() const {}
 
-  // Host-side submission counters (Note [launch accounting]).
-  struct Counters {
-    int64_t kernel_launches = 0, memcpy_calls = 0, graph_launches = 0, event_ops = 0;
-  };
-  Counters& counters() { return counters_; }
-
  protected:
   DeviceContext(int rank, int ranks, int device) {
     spec_.rank = rank;
@@ -88,7 +82,6 @@ class DeviceContext {
   std::array<HostBatch, 2> staging_{};
   std::array<uint8_t*, 2> staging_images_{};
   std::array<int32_t*, 2> staging_labels_{};
-  Counters counters_;
 };
 
 }  // namespace tr

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "framework/core/error.h"
+#include "framework/core/launch_tally.h"
 
 namespace tr {
 
@@ -43,4 +44,15 @@ inline void warn_status(Status s, const char* call, const char* file, int line) 
 #define TR_GPU_CHECK(call) ::tr::check_status((call), #call, __FILE__, __LINE__)
 #define TR_GPU_WARN(call) ::tr::warn_status((call), #call, __FILE__, __LINE__)
 // After every kernel launch: catches bad launch configurations at once.
-#define TR_LAUNCH_CHECK() ::tr::check_status(cudaGetLastError(), "kernel launch", __FILE__, __LINE__)
+// Counts the launch (Note [launch accounting]).
+#define TR_LAUNCH_CHECK()                                                       \
+  do {                                                                          \
+    ++::tr::launch_tally().kernels;                                             \
+    ::tr::check_status(cudaGetLastError(), "kernel launch", __FILE__, __LINE__); \
+  } while (0)
+// Wraps a cuDNN / cuBLAS call that launches kernels, counting it.
+#define TR_LIBRARY_LAUNCH(call)            \
+  do {                                     \
+    ++::tr::launch_tally().library_calls;  \
+    TR_GPU_CHECK(call);                    \
+  } while (0)

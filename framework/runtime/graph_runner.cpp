@@ -1,5 +1,8 @@
 #include "framework/runtime/graph_runner.h"
 
+#include "framework/core/launch_tally.h"
+#include "framework/runtime/nvtx.h"
+
 namespace tr {
 
 GraphRunner::GraphRunner(const ComputationGraph& cg, const PlanSet& plans, const GraphAtlas& atlas,
@@ -16,14 +19,18 @@ GraphRunner::GraphRunner(const ComputationGraph& cg, const PlanSet& plans, const
 }
 
 void GraphRunner::launch(GraphId g, Variant v) {
+  const AtlasSlot& s = atlas_.slot(v, g);
+  if (!s.present()) return;
+  nvtx::Range range(g);
   if (const CapturedGraph* c = table_[static_cast<size_t>(vidx(v))][static_cast<size_t>(g)]) {
     c->launch(ctx_);
     return;
   }
-  const AtlasSlot& s = atlas_.slot(v, g);
-  if (!s.present()) return;
   // Eager: interpret the nodes anew, as a framework without a compiled plan would.
-  for (const Node& n : cg_.nodes(g)) prepare_node(n, cg_, plans_, *s.plan, ctx_, s.stream).run();
+  for (const Node& n : cg_.nodes(g)) {
+    prepare_node(n, cg_, plans_, *s.plan, ctx_, s.stream).run();
+    ++launch_tally().nodes;
+  }
 }
 
 }  // namespace tr

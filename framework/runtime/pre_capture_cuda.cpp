@@ -119,7 +119,6 @@ void capture_cuda(PreCaptureResult& r, const ComputationGraph& cg, const PlanSet
   for (auto& g : r.graphs)
     if (g && warmup_safe(g->key())) g->launch(ctx0);
   ctx0.synchronize();
-  ctx0.counters() = DeviceContext::Counters{};
 }
 
 }  // namespace tr

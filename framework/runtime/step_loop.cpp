@@ -1,5 +1,7 @@
 #include "framework/runtime/step_loop.h"
 
+#include "framework/runtime/nvtx.h"
+
 namespace tr {
 namespace {
 
@@ -25,6 +27,7 @@ void transfer(GraphRunner& r, Variant v, int slot) {
 }
 
 void train_step(GraphRunner& r, Variant v, int cur, bool transfer_next, const StepHook* hook) {
+  nvtx::Range range(nvtx::Phase::TrainStep);
   DeviceContext& c = r.ctx();
   r.launch(GraphId::ZERO_GRAD, v);           // UPDATE, after last step's optimizer
   c.stream_wait(S::COMP_1, S::UPDATE);       // weights updated, grads cleared
@@ -66,6 +69,7 @@ void val_begin(GraphRunner& r, Variant v) {
 }
 
 void val_step(GraphRunner& r, Variant v, int cur, bool transfer_next) {
+  nvtx::Range range(nvtx::Phase::ValStep);
   DeviceContext& c = r.ctx();
   c.stream_wait(S::COMP_1, S::TRANS);
   r.launch(inf_main(cur), v);

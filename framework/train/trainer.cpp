@@ -5,10 +5,12 @@
 #include <cstring>
 #include <numeric>
 #include <thread>
+#include <time.h>
 
 #include "framework/comm/comm_factory.h"
 #include "framework/core/rng.h"
 #include "framework/runtime/context_factory.h"
+#include "framework/runtime/nvtx.h"
 #include "framework/train/param_init.h"
 
 namespace tr {
@@ -74,7 +76,10 @@ Trainer::Trainer(const RunOptions& opt, DataView train, DataView val) : opt_(opt
   tc.schedule_len = int64_t(opt.epochs) * steps_per_epoch_;
   int64_t max_batch = 0;
   for (const auto& d : dims) max_batch = std::max(max_batch, d.batch);
-  model_ = build_model(opt.model, tc, max_batch);
+  {
+    nvtx::Range range(nvtx::Phase::Compile);
+    model_ = build_model(opt.model, tc, max_batch);
+  }
   TR_USER_CHECK(opt.lowres_epochs == 0 || model_.supports_lowres, "model ", model_name(opt.model.kind),
                 " has a spatial fully connected layer and cannot train at a lower resolution");
 
@@ -85,8 +90,11 @@ Trainer::Trainer(const RunOptions& opt, DataView train, DataView val) : opt_(opt
     contexts_.push_back(make_context(opt.backend, r, ranks, opt.first_device + r, opt.deterministic, comm_.get()));
     workspace = std::max(workspace, contexts_.back()->prepare_workspace(model_, dims));
   }
-  plans_ = plan_memory(model_, dims, workspace);
-  atlas_ = build_atlas(model_.cg, plans_);
+  {
+    nvtx::Range range(nvtx::Phase::Plan);
+    plans_ = plan_memory(model_, dims, workspace);
+    atlas_ = build_atlas(model_.cg, plans_);
+  }
   ContextSpec spec;
   spec.arena_bytes = plans_.arena_bytes;
   spec.scalars_offset = plans_.scalars_offset;
@@ -107,7 +115,10 @@ Trainer::Trainer(const RunOptions& opt, DataView train, DataView val) : opt_(opt
 
   std::vector<DeviceContext*> raw;
   for (auto& c : contexts_) raw.push_back(c.get());
-  capture_ = pre_capture(atlas_, model_.cg, plans_, raw, opt.mode);
+  {
+    nvtx::Range range(nvtx::Phase::Capture);
+    capture_ = pre_capture(atlas_, model_.cg, plans_, raw, opt.mode);
+  }
   for (auto& c : contexts_) runners_.push_back(std::make_unique<GraphRunner>(model_.cg, plans_, atlas_, capture_, *c));
   // AMP: the compute copies start as casts of the masters.
   for (auto& r : runners_) {
@@ -211,6 +222,66 @@ void Trainer::validate_on_rank(int rank) {
   ctx.synchronize();
 }
 
+void Trainer::bench_prime(Variant v) {
+  const bool train = is_train(v);
+  const DataView& d = train ? train_ : val_;
+  const MemoryPlan& p = plans_.plan(v);
+  TR_USER_CHECK(p.present(), "variant ", variant_name(v), " is not part of this run");
+  const std::vector<int64_t> no_order;
+  for_each_rank([&](int r) {
+    DeviceContext& ctx = context(r);
+    ctx.synchronize();
+    for (int slot = 0; slot < 2; ++slot) {
+      const int64_t first = std::min<int64_t>(slot * p.dims.global_batch, d.count - p.dims.global_batch);
+      fill_staging(ctx, slot, d, no_order, std::max<int64_t>(first, 0), p.dims.global_batch, p.dims.batch);
+    }
+    GraphRunner& gr = *runners_[static_cast<size_t>(r)];
+    if (train) epoch_begin(gr, v);
+    transfer(gr, v, 0);
+    ctx.synchronize();
+  });
+  bench_cur_ = 0;
+}
+
+namespace {
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+}  // namespace
+
+Trainer::BenchStats Trainer::bench_steps(Variant v, int64_t steps) {
+  BenchStats st;
+  const bool train = is_train(v);
+  const int start = bench_cur_;
+  const auto t0 = std::chrono::steady_clock::now();
+  for_each_rank([&](int r) {
+    GraphRunner& gr = *runners_[static_cast<size_t>(r)];
+    const double c0 = r == 0 ? thread_cpu_seconds() : 0;
+    const LaunchTally l0 = launch_tally();
+    if (!train) val_begin(gr, v);
+    int cur = start;
+    for (int64_t i = 0; i < steps; ++i) {
+      if (train) {
+        train_step(gr, v, cur, true, &hook_);
+      } else {
+        val_step(gr, v, cur, true);
+      }
+      cur = 1 - cur;
+    }
+    if (!train) val_end(gr, v);
+    if (r == 0) {
+      st.rank0_cpu_s = thread_cpu_seconds() - c0;
+      st.rank0_tally = launch_tally() - l0;
+    }
+    gr.ctx().synchronize();
+  });
+  st.wall_s = seconds_since(t0);
+  bench_cur_ = static_cast<int>((start + steps) % 2);
+  return st;
+}
+
 EpochStats Trainer::run_epoch() {
   TR_USER_CHECK(epoch_ < opt_.epochs, "all ", opt_.epochs, " epochs (the length of the learning-rate schedule) are done");
   EpochStats st;
@@ -224,7 +295,10 @@ EpochStats Trainer::run_epoch() {
     for (int64_t i = train_.count - 1; i > 0; --i) std::swap(order[size_t(i)], order[size_t(rng.below(uint64_t(i + 1)))]);
   }
   auto t0 = std::chrono::steady_clock::now();
-  for_each_rank([&](int r) { train_epoch_on_rank(r, order, st.lowres); });
+  for_each_rank([&](int r) {
+    nvtx::Range range(nvtx::Phase::Epoch);
+    train_epoch_on_rank(r, order, st.lowres);
+  });
   st.train_seconds = seconds_since(t0);
 
   const MemoryPlan& p = plans_.plan(Variant::TrainBase);
@@ -239,7 +313,10 @@ EpochStats Trainer::run_epoch() {
   st.train_acc = correct / std::max(1.0, count);
   if (opt_.validate) {
     t0 = std::chrono::steady_clock::now();
-    for_each_rank([&](int r) { validate_on_rank(r); });
+    for_each_rank([&](int r) {
+      nvtx::Range range(nvtx::Phase::Validate);
+      validate_on_rank(r);
+    });
     st.val_seconds = seconds_since(t0);
     // After VAL_RESULT_COMM every rank holds the sums over all ranks.
     const auto vm = read_tensor(model_, p, context(0), model_.val_main_metrics);

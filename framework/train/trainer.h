@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "framework/comm/communicator.h"
+#include "framework/core/launch_tally.h"
 #include "framework/graph/model_builder.h"
 #include "framework/runtime/device_context.h"
 #include "framework/runtime/exec_mode.h"
@@ -61,6 +62,19 @@ class Trainer {
   ~Trainer();
 
   EpochStats run_epoch();
+
+  // Benchmark stepping (tr-bench). bench_prime fills both staging buffers once
+  // with the first batches of the training (or validation) set and transfers
+  // buffer A; bench_steps then runs `steps` steps of variant v, alternating A/B
+  // and transferring the other buffer every step, so the H2D copy stays inside
+  // the step while host-side data loading stays out of the measurement.
+  struct BenchStats {
+    double wall_s = 0;          // all ranks done, device idle
+    double rank0_cpu_s = 0;     // CPU time of rank 0's thread
+    LaunchTally rank0_tally;    // host submissions of rank 0's thread
+  };
+  void bench_prime(Variant v);
+  BenchStats bench_steps(Variant v, int64_t steps);
   int epochs_done() const { return epoch_; }
   int64_t steps_per_epoch() const { return steps_per_epoch_; }
 
@@ -95,6 +109,7 @@ class Trainer {
   std::unique_ptr<Communicator> comm_;
   StepHook hook_;
   int epoch_ = 0;
+  int bench_cur_ = 0;  // buffer the next bench step computes from
 };
 
 }  // namespace tr

@@ -1,0 +1,20 @@
+#include "harness/lib/bench_types.h"
+
+#include <set>
+
+namespace tr::bench {
+
+std::string BenchCase::name(const std::string& device_kind) const {
+  return "train_step/model:" + model + "/variant:" + variant + "/mode:" + mode + "/" +
+         (device_kind == "cuda" ? "gpus:" : "ranks:") + std::to_string(ranks) + "/batch:" + std::to_string(batch);
+}
+
+bool is_deterministic_counter(const std::string& key) {
+  static const std::set<std::string> k = {
+      "graph_launches_per_step", "kernel_launches_per_step", "library_calls_per_step", "memcpy_per_step",
+      "event_ops_per_step",      "node_launches_per_step",   "captured_graphs",        "unique_graphs",
+      "atlas_slots",             "reused_slots",             "arena_bytes",            "graph_kernel_nodes"};
+  return k.count(key) > 0;
+}
+
+}  // namespace tr::bench

@@ -1,0 +1,59 @@
+#pragma once
+// What one tr-bench run measured, before it becomes JSON (json_report.h) or a
+// chart (html_report.h). One BenchCase per (model, mode, variant, ranks, batch).
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tr::bench {
+
+constexpr int kReportSchemaVersion = 1;
+
+// The "context" block of the report (Google Benchmark's plus ours).
+struct BenchContext {
+  std::string date;          // ISO 8601, local time with offset
+  std::string host_name;
+  std::string executable;
+  int num_cpus = 0;
+  double mhz_per_cpu = 0;
+  std::string build_type;    // "release" / "debug" (Google Benchmark's library_build_type)
+  std::string device_kind;   // "cuda" or "cpu"
+  std::string device_name;   // e.g. "NVIDIA H200", or the CPU model
+  std::string driver_version, cuda_runtime_version, cudnn_version, nccl_version;
+  std::string git_commit;
+  std::string command_line;
+  int schema_version = kReportSchemaVersion;
+};
+
+struct BenchCase {
+  std::string model;         // "mlp" | "cnn"
+  std::string mode;          // "eager" | "partial-capture" | "full-capture"
+  std::string variant;       // "train_base", "val_base", ...
+  int ranks = 1;             // GPUs (cuda) or rank threads (cpu)
+  int64_t batch = 0;         // global batch
+  int iterations = 0;        // steps per repetition
+  std::vector<double> step_ms;  // per repetition: wall time per step (real_time)
+  std::vector<double> cpu_ms;   // per repetition: host CPU time per step (cpu_time)
+  // Deterministic counters (exact on any machine; CI gates on them):
+  //   graph_launches_per_step, kernel_launches_per_step (own kernels, eager),
+  //   library_calls_per_step, memcpy_per_step, event_ops_per_step, node_launches_per_step,
+  //   captured_graphs, unique_graphs, atlas_slots, reused_slots, arena_bytes, graph_kernel_nodes
+  // Measured counters (timing-dependent): samples_per_second, samples_per_second_per_gpu,
+  //   capture_ms, gpu_busy_fraction, gpu_kernel_ms_per_step, cupti_* cross-checks.
+  std::map<std::string, double> counters;
+
+  // "train_step/model:cnn/variant:train_base/mode:full-capture/gpus:1/batch:256"
+  // (gpus: on cuda, ranks: on cpu).
+  std::string name(const std::string& device_kind) const;
+};
+
+struct BenchReport {
+  BenchContext context;
+  std::vector<BenchCase> cases;
+};
+
+// Which counters are deterministic (gated exactly) vs measured (gated as ratios).
+bool is_deterministic_counter(const std::string& key);
+
+}  // namespace tr::bench
