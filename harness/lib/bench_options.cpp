@@ -1,0 +1,136 @@
+#include "harness/lib/bench_options.h"
+
+#include <unistd.h>
+
+#include <sstream>
+
+#include "framework/runtime/context_factory.h"
+#include "harness/lib/cli_args.h"
+
+namespace tr::bench {
+
+const char* kBenchUsage = R"(usage: tr-bench [run] [flags]
+       tr-bench gate --baseline A.json --current B.json [--threshold X] [--alpha X]
+       tr-bench report A.json [B.json ...] -o out.html
+
+Measures training steps of the reference models in the three execution modes
+and writes a Google-Benchmark-compatible JSON report.
+
+  --mode M[,M..]        eager | partial-capture | full-capture | all (default all)
+  --device cuda|cpu     default: cuda when a GPU is visible, else cpu
+  --gpus N[,N..]|auto   GPU counts to sweep (cuda; auto = 1 and every power of two up to all)
+  --ranks N[,N..]       rank-thread counts to sweep (cpu)
+  --model mlp|cnn[,..]  models (default cnn)
+  --batch N[,N..]       global batch sizes (default: cnn 64,256 on cpu / 64,256,1024,4096 on cuda; mlp 200)
+  --variants V[,V..]    train_base, train_last, train_lowres, train_lowres_last, val_base, val_last
+                        (default train_base)
+  --width X             cnn channel multiplier (default 1.0)
+  --amp                 fp16 storage/compute with fp32 master weights
+  --warmup N            steps before measuring (default 10)
+  --iters N             steps per repetition (default 50)
+  --repetitions N       repetitions per case (default 5)
+  --json FILE           write the report here
+  --no-cupti            do not use CUPTI (launch cross-check and GPU busy time)
+  --help                this text
+
+Examples:
+  tr-bench --mode full-capture --gpus 8 --json h200x8.json
+  tr-bench --model cnn,mlp --batch 256 --repetitions 10 --json run.json
+  tr-bench gate --baseline reports/baselines/cpu.json --current run.json
+  tr-bench report run.json -o run.html
+  nsys profile --capture-range=cudaProfilerApi --cuda-graph-trace=node tr-bench --mode full-capture
+)";
+
+namespace {
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    TR_USER_CHECK(!item.empty(), "empty item in list '", s, "'");
+    out.push_back(item);
+  }
+  return out;
+}
+
+std::vector<int64_t> int_list(const std::string& flag, const std::string& s, int64_t lo, int64_t hi) {
+  std::vector<int64_t> out;
+  for (const auto& it : split(s)) {
+    const auto v = parse_int(it);
+    TR_USER_CHECK(v.has_value(), flag, " expects integers, got '", it, "'");
+    TR_USER_CHECK(*v >= lo && *v <= hi, flag, " values must be in [", lo, ", ", hi, "], got ", *v);
+    out.push_back(*v);
+  }
+  return out;
+}
+
+Variant parse_variant(const std::string& s) {
+  for (Variant v : kAllVariants)
+    if (variant_name(v) == s) return v;
+  throw UserError(cat("unknown variant '", s, "' (expected train_base, train_last, train_lowres, train_lowres_last, "
+                      "val_base or val_last)"));
+}
+
+}  // namespace
+
+BenchOptions parse_bench_options(int argc, char** argv) {
+  CliArgs a(argc, argv,
+            {"--mode", "--device", "--gpus", "--ranks", "--model", "--batch", "--variants", "--width", "--warmup",
+             "--iters", "--repetitions", "--json"},
+            {"--amp", "--no-cupti", "--help"});
+  BenchOptions o;
+  for (int i = 0; i < argc; ++i) o.command_line += (i ? " " : "") + std::string(argv[i]);
+  if (a.flag("--help")) {
+    std::fputs(kBenchUsage, stdout);
+    std::exit(0);
+  }
+  TR_USER_CHECK(a.positional().empty() || (a.positional().size() == 1 && a.positional()[0] == "run"),
+                "unexpected argument '", a.positional().empty() ? "" : a.positional().back(), "' (see --help)");
+  const int gpus = cuda_device_count();
+  std::string device = a.str("--device", gpus > 0 ? "cuda" : "cpu");
+  TR_USER_CHECK(device == "cuda" || device == "cpu", "--device must be cuda or cpu, got '", device, "'");
+  o.backend = device == "cuda" ? Backend::Cuda : Backend::Cpu;
+  if (o.backend == Backend::Cuda) {
+    TR_USER_CHECK(gpus > 0, "--device cuda but no CUDA GPU is visible");
+    TR_USER_CHECK(!a.has("--ranks"), "--ranks is for --device cpu; use --gpus");
+    const std::string g = a.str("--gpus", "1");
+    o.ranks.clear();
+    if (g == "auto") {
+      for (int n = 1; n <= gpus; n *= 2) o.ranks.push_back(n);
+      if (o.ranks.back() != gpus) o.ranks.push_back(gpus);
+    } else {
+      for (int64_t n : int_list("--gpus", g, 1, 1024)) {
+        TR_USER_CHECK(n <= gpus, "--gpus asks for ", n, " GPUs but ", gpus, " are visible");
+        o.ranks.push_back(static_cast<int>(n));
+      }
+    }
+  } else {
+    TR_USER_CHECK(!a.has("--gpus"), "--gpus needs --device cuda; use --ranks on the CPU");
+    o.ranks.clear();
+    for (int64_t n : int_list("--ranks", a.str("--ranks", "1"), 1, 64)) o.ranks.push_back(static_cast<int>(n));
+  }
+  const std::string modes = a.str("--mode", "all");
+  if (modes != "all") {
+    o.modes.clear();
+    for (const auto& m : split(modes)) o.modes.push_back(parse_mode(m));
+  }
+  o.models.clear();
+  for (const auto& m : split(a.str("--model", "cnn"))) o.models.push_back(parse_model(m));
+  if (a.has("--batch")) o.batches = int_list("--batch", a.str("--batch", ""), 1, 1 << 20);
+  if (a.has("--variants")) {
+    o.variants.clear();
+    for (const auto& v : split(a.str("--variants", ""))) o.variants.push_back(parse_variant(v));
+  }
+  o.width = a.real("--width", 1.0, 1e-3, 16.0);
+  o.amp = a.flag("--amp");
+  o.warmup = static_cast<int>(a.integer("--warmup", 10, 0, 1000000));
+  o.iters = static_cast<int>(a.integer("--iters", 50, 1, 1000000));
+  o.repetitions = static_cast<int>(a.integer("--repetitions", 5, 1, 1000));
+  o.json_path = a.str("--json", "");
+  o.cupti = !a.flag("--no-cupti");
+  o.progress = isatty(2) != 0;
+  return o;
+}
+
+}  // namespace tr::bench

@@ -1,0 +1,39 @@
+#pragma once
+// tr-bench's run options, parsed from the command line (nccl-tests / Google
+// Benchmark style: lists sweep, every bad value is a one-line UserError).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "framework/graph/model_config.h"
+#include "framework/graph/variant.h"
+#include "framework/runtime/device_context.h"
+#include "framework/runtime/exec_mode.h"
+
+namespace tr::bench {
+
+struct BenchOptions {
+  Backend backend = Backend::Cpu;
+  std::vector<ModelKind> models = {ModelKind::Cnn};
+  std::vector<ExecMode> modes = {ExecMode::Eager, ExecMode::PartialCapture, ExecMode::FullCapture};
+  std::vector<int> ranks = {1};
+  std::vector<int64_t> batches;        // global batch; empty: per-model default
+  std::vector<Variant> variants = {Variant::TrainBase};
+  int warmup = 10;
+  int iters = 50;
+  int repetitions = 5;
+  double width = 1.0;
+  bool amp = false;
+  OptimizerKind cnn_optimizer = OptimizerKind::Lars;
+  std::string json_path;               // empty: no file
+  bool progress = false;               // stderr progress (a terminal only)
+  bool cupti = true;
+  std::string command_line;
+};
+
+extern const char* kBenchUsage;
+
+// argv[0] is the program; subcommands are handled before this.
+BenchOptions parse_bench_options(int argc, char** argv);
+
+}  // namespace tr::bench

@@ -1,0 +1,191 @@
+#include "harness/lib/bench_runner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <memory>
+
+#include "datasets/synthetic.h"
+#include "framework/runtime/nvtx.h"
+#include "framework/train/trainer.h"
+#include "harness/lib/context_info.h"
+#include "harness/lib/cupti_probe.h"
+#include "harness/lib/profiler_range.h"
+
+namespace tr::bench {
+namespace {
+
+DataView view_of(const data::ImageDataset& d) {
+  DataView v;
+  v.images = d.images.data();
+  v.labels = d.labels.data();
+  v.count = d.count;
+  v.height = d.height;
+  v.width = d.width;
+  v.channels = d.channels;
+  return v;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::vector<int64_t> default_batches(ModelKind m, Backend b) {
+  if (m == ModelKind::Mlp) return {200};
+  if (b == Backend::Cuda) return {64, 256, 1024, 4096};
+  return {64, 256};
+}
+
+bool wants(const std::vector<Variant>& vs, bool last, bool lowres, bool val) {
+  for (Variant v : vs) {
+    if (val != !is_train(v)) continue;
+    if (last && (v == Variant::TrainLast || v == Variant::TrainLowresLast || v == Variant::ValLast)) return true;
+    if (lowres && (v == Variant::TrainLowres || v == Variant::TrainLowresLast)) return true;
+    if (!last && !lowres) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+BenchReport run_bench(const BenchOptions& o) {
+  BenchReport report;
+  report.context = collect_context(o.backend, o.command_line);
+  std::unique_ptr<CuptiProbe> cupti;
+  if (o.backend == Backend::Cuda && o.cupti) cupti = CuptiProbe::create();
+  const bool any_val = wants(o.variants, false, false, true);
+  const bool any_last = wants(o.variants, true, false, true) || wants(o.variants, true, false, false);
+  const bool any_lowres = wants(o.variants, false, true, false);
+
+  for (ModelKind model : o.models) {
+    TR_USER_CHECK(!(model == ModelKind::Mlp && any_lowres), "mlp cannot run the low-resolution variants");
+    const auto batches = o.batches.empty() ? default_batches(model, o.backend) : o.batches;
+    for (int ranks : o.ranks) {
+      for (int64_t batch : batches) {
+        TR_USER_CHECK(batch % ranks == 0, "batch ", batch, " does not divide over ", ranks, " ranks");
+        // Two full batches (A and B) plus, when asked for, an incomplete last one.
+        const int64_t last = std::max<int64_t>(ranks, (batch / 2) / ranks * ranks);
+        const auto train = data::make_synthetic(2 * batch + (any_last ? last : 0), 28, 28, 1, 10, 1);
+        const auto val = data::make_synthetic(2 * batch + (any_last ? last : 0), 28, 28, 1, 10, 2);
+        for (ExecMode mode : o.modes) {
+          RunOptions ro;
+          ro.model.kind = model;
+          ro.model.width = o.width;
+          ro.train.optimizer = model == ModelKind::Mlp ? OptimizerKind::AdamW : o.cnn_optimizer;
+          ro.train.amp = o.amp;
+          ro.train.init_loss_scale = o.amp ? 65536.f : 1.f;
+          ro.train.ranks = ranks;
+          ro.backend = o.backend;
+          ro.mode = mode;
+          ro.batch = batch;
+          ro.epochs = 2;
+          ro.lowres_epochs = any_lowres ? 1 : 0;
+          ro.lowres_size = 20;
+          ro.validate = any_val;
+          ro.lr.base_lr = model == ModelKind::Mlp ? 1e-3f : 0.1f;
+          Trainer t(ro, view_of(train), view_of(val));
+          const PreCaptureResult& pc = t.capture();
+          for (Variant v : o.variants) {
+            BenchCase c;
+            c.model = model_name(model);
+            c.mode = mode_name(mode);
+            c.variant = std::string(variant_name(v));
+            c.ranks = ranks;
+            c.iterations = o.iters;
+            TR_USER_CHECK(t.plans().plan(v).present(), "variant ", variant_name(v), " is not part of this run");
+            c.batch = t.plans().plan(v).dims.global_batch;
+            if (o.progress) std::fprintf(stderr, "\rtr-bench: %-90s", c.name(report.context.device_kind).c_str());
+            t.bench_prime(v);
+            {
+              nvtx::Range r(nvtx::Phase::Warmup);
+              if (o.warmup > 0) t.bench_steps(v, o.warmup);
+            }
+            Trainer::BenchStats last_stats;
+            {
+              nvtx::Range r(nvtx::Phase::Measure);
+              ProfilerRange pr(o.backend);  // cudaProfilerStart/Stop around the steady state
+              for (int rep = 0; rep < o.repetitions; ++rep) {
+                last_stats = t.bench_steps(v, o.iters);
+                c.step_ms.push_back(1e3 * last_stats.wall_s / o.iters);
+                c.cpu_ms.push_back(1e3 * last_stats.rank0_cpu_s / o.iters);
+              }
+            }
+            // CUPTI tracing perturbs timing, so it gets one extra repetition of
+            // its own: launch counts and GPU busy time come from there.
+            CuptiCounts cc;
+            double cupti_wall_ms = 0;
+            if (cupti) {
+              cupti->start();
+              cupti_wall_ms = 1e3 * t.bench_steps(v, o.iters).wall_s;
+              cc = cupti->stop();
+            }
+            const double per = 1.0 / o.iters;
+            const LaunchTally& l = last_stats.rank0_tally;
+            auto& k = c.counters;
+            k["graph_launches_per_step"] = double(l.graph_launches) * per;
+            k["kernel_launches_per_step"] = double(l.kernels) * per;
+            k["library_calls_per_step"] = double(l.library_calls) * per;
+            k["memcpy_per_step"] = double(l.memcpys) * per;
+            k["event_ops_per_step"] = double(l.event_ops) * per;
+            k["node_launches_per_step"] = double(l.nodes) * per;
+            k["cpu_launches_per_step"] = double(l.graph_launches + l.kernels + l.library_calls + l.memcpys) * per;
+            k["captured_graphs"] = pc.captured;
+            k["unique_graphs"] = pc.dedup.unique;
+            k["atlas_slots"] = pc.dedup.total_slots;
+            k["reused_slots"] = pc.dedup.reused;
+            k["arena_bytes"] = double(t.plans().arena_bytes);
+            k["capture_ms"] = pc.capture_ms;
+            const double med = median(c.step_ms);
+            k["samples_per_second"] = double(c.batch) / (med * 1e-3);
+            k["samples_per_second_per_gpu"] = k["samples_per_second"] / ranks;
+            if (cc.valid) {
+              const double steps = double(o.iters);
+              const double wall_ms = cupti_wall_ms;
+              k["cupti_kernel_launches_per_step"] = double(cc.kernel_launches) / steps;
+              k["cupti_graph_launches_per_step"] = double(cc.graph_launches) / steps;
+              k["cupti_memcpy_per_step"] = double(cc.memcpy_async) / steps;
+              k["gpu_kernel_ms_per_step"] = cc.kernel_ms_sum / steps;
+              k["gpu_busy_fraction"] = cc.kernel_ms_union / wall_ms;
+              k["gpu_kernels_per_step"] = double(cc.kernels_executed) / steps;
+            }
+            report.cases.push_back(std::move(c));
+          }
+        }
+      }
+    }
+  }
+  if (o.progress) std::fprintf(stderr, "\r%-100s\r", "");
+  if (cupti && !cupti->note().empty()) std::fprintf(stderr, "tr-bench: %s\n", cupti->note().c_str());
+  return report;
+}
+
+void print_summary(const BenchReport& r, std::FILE* out) {
+  // Eager median per (model, variant, ranks, batch), for speedups in the same run.
+  std::map<std::string, double> eager;
+  auto key = [](const BenchCase& c) { return c.model + "/" + c.variant + "/" + std::to_string(c.ranks) + "/" + std::to_string(c.batch); };
+  for (const auto& c : r.cases)
+    if (c.mode == "eager") eager[key(c)] = median(c.step_ms);
+  std::fprintf(out, "%-5s %-16s %-11s %5s %6s %10s %8s %12s %8s %9s %9s %8s\n", "model", "mode", "variant",
+               r.context.device_kind == "cuda" ? "gpus" : "ranks", "batch", "step_ms", "cv_%", "samples/s",
+               "graphs", "kernels", "cpu_ms", "x_eager");
+  for (const auto& c : r.cases) {
+    const double med = median(c.step_ms);
+    double mean = 0, var = 0;
+    for (double s : c.step_ms) mean += s / double(c.step_ms.size());
+    for (double s : c.step_ms) var += (s - mean) * (s - mean) / double(std::max<size_t>(1, c.step_ms.size() - 1));
+    const auto it = eager.find(key(c));
+    const double kern = c.counters.count("cupti_kernel_launches_per_step") ? c.counters.at("cupti_kernel_launches_per_step")
+                                                                          : c.counters.at("kernel_launches_per_step") +
+                                                                                c.counters.at("library_calls_per_step");
+    std::fprintf(out, "%-5s %-16s %-11s %5d %6lld %10.4f %8.2f %12.0f %8.1f %9.1f %9.4f %8s\n", c.model.c_str(),
+                 c.mode.c_str(), c.variant.c_str(), c.ranks, static_cast<long long>(c.batch), med,
+                 mean > 0 ? 100.0 * std::sqrt(var) / mean : 0.0, c.counters.at("samples_per_second"),
+                 c.counters.at("graph_launches_per_step"), kern, median(c.cpu_ms),
+                 it == eager.end() ? "-" : cat(std::round(100.0 * it->second / med) / 100.0).c_str());
+  }
+}
+
+}  // namespace tr::bench

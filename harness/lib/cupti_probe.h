@@ -1,0 +1,35 @@
+#pragma once
+// An independent view of what the host submitted and what the GPU ran, from
+// CUPTI: runtime/driver API callbacks count kernel launches, graph launches and
+// async memcpys (cross-checking the framework's own LaunchTally), and activity
+// records give every kernel's start/end, so GPU busy time = the union of kernel
+// intervals. CUPTI is loaded with dlopen: without it, or when a profiler such as
+// Nsight Systems already holds it, the probe says so once (note()) and reports
+// nothing — never zeros as data.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace tr::bench {
+
+struct CuptiCounts {
+  bool valid = false;
+  int64_t kernel_launches = 0;   // cudaLaunchKernel* / cuLaunchKernel* outside other API calls
+  int64_t graph_launches = 0;    // cudaGraphLaunch / cuGraphLaunch
+  int64_t memcpy_async = 0;      // cudaMemcpyAsync / cuMemcpy*Async
+  int64_t kernels_executed = 0;  // kernel activity records (graph kernels included)
+  double kernel_ms_sum = 0;      // sum of kernel durations
+  double kernel_ms_union = 0;    // time with at least one kernel running
+};
+
+class CuptiProbe {
+ public:
+  // Never null; when CUPTI cannot be used, stop() returns valid=false and note() says why.
+  static std::unique_ptr<CuptiProbe> create();
+  virtual ~CuptiProbe() = default;
+  virtual void start() = 0;
+  virtual CuptiCounts stop() = 0;
+  virtual const std::string& note() const = 0;
+};
+
+}  // namespace tr::bench

@@ -1,0 +1,216 @@
+// CUPTI probe through dlopen (see cupti_probe.h).
+#include <cupti.h>
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "harness/lib/cupti_probe.h"
+
+namespace tr::bench {
+namespace {
+
+struct Api {
+  void* lib = nullptr;
+  decltype(&cuptiSubscribe) subscribe = nullptr;
+  decltype(&cuptiUnsubscribe) unsubscribe = nullptr;
+  decltype(&cuptiEnableDomain) enable_domain = nullptr;
+  decltype(&cuptiActivityEnable) activity_enable = nullptr;
+  decltype(&cuptiActivityDisable) activity_disable = nullptr;
+  decltype(&cuptiActivityRegisterCallbacks) register_callbacks = nullptr;
+  decltype(&cuptiActivityFlushAll) flush_all = nullptr;
+  decltype(&cuptiActivityGetNextRecord) next_record = nullptr;
+  decltype(&cuptiGetResultString) result_string = nullptr;
+
+  bool load(std::string* why) {
+    for (const char* name : {"libcupti.so", "libcupti.so.13", "libcupti.so.12"}) {
+      lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+      if (lib) break;
+    }
+    if (!lib) {
+      *why = "CUPTI unavailable: libcupti.so not found (add its folder to LD_LIBRARY_PATH)";
+      return false;
+    }
+    bool ok = true;
+    auto sym = [&](auto& f, const char* n) {
+      f = reinterpret_cast<std::remove_reference_t<decltype(f)>>(dlsym(lib, n));
+      ok = ok && f != nullptr;
+    };
+    sym(subscribe, "cuptiSubscribe");
+    sym(unsubscribe, "cuptiUnsubscribe");
+    sym(enable_domain, "cuptiEnableDomain");
+    sym(activity_enable, "cuptiActivityEnable");
+    sym(activity_disable, "cuptiActivityDisable");
+    sym(register_callbacks, "cuptiActivityRegisterCallbacks");
+    sym(flush_all, "cuptiActivityFlushAll");
+    sym(next_record, "cuptiActivityGetNextRecord");
+    sym(result_string, "cuptiGetResultString");
+    if (!ok) *why = "CUPTI unavailable: libcupti.so lacks expected symbols";
+    return ok;
+  }
+};
+
+// CUPTI's callbacks are plain functions; they reach the probe through these.
+struct Shared {
+  std::mutex mu;
+  std::vector<std::pair<uint64_t, uint64_t>> intervals;  // kernel [start, end) ns
+  int64_t kernel_launches = 0, graph_launches = 0, memcpy_async = 0;
+  bool recording = false;
+};
+Shared& shared() {
+  static Shared s;
+  return s;
+}
+thread_local int api_depth = 0;  // > 0 inside a runtime call: its driver calls are not counted again
+
+const Api* g_api = nullptr;
+
+void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  constexpr size_t kBytes = 8 << 20;
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kBytes));
+  *size = kBytes;
+  *max_records = 0;
+}
+
+void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+  CUpti_Activity* rec = nullptr;
+  std::vector<std::pair<uint64_t, uint64_t>> local;
+  while (g_api->next_record(buffer, valid, &rec) == CUPTI_SUCCESS) {
+    if (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || rec->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
+      const auto* k = reinterpret_cast<const CUpti_ActivityKernel9*>(rec);
+      local.emplace_back(k->start, k->end);
+    }
+  }
+  std::free(buffer);
+  std::lock_guard<std::mutex> lock(shared().mu);
+  if (shared().recording) shared().intervals.insert(shared().intervals.end(), local.begin(), local.end());
+}
+
+void CUPTIAPI on_api(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* data) {
+  const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+  Shared& s = shared();
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    if (cb->callbackSite == CUPTI_API_ENTER) {
+      ++api_depth;
+      switch (id) {
+        case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060:
+          ++s.kernel_launches;
+          break;
+        case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000:
+          ++s.graph_launches;
+          break;
+        case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000:
+          ++s.memcpy_async;
+          break;
+        default:
+          break;
+      }
+    } else {
+      --api_depth;
+    }
+    return;
+  }
+  if (domain != CUPTI_CB_DOMAIN_DRIVER_API || cb->callbackSite != CUPTI_API_ENTER || api_depth > 0) return;
+  switch (id) {  // libraries (cuDNN, cuBLAS) that call the driver directly
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
+      ++s.kernel_launches;
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz:
+      ++s.graph_launches;
+      break;
+    default:
+      break;
+  }
+}
+
+class Cupti final : public CuptiProbe {
+ public:
+  Cupti() {
+    if (!api_.load(&note_)) return;
+    g_api = &api_;
+    const CUptiResult r = api_.subscribe(&sub_, reinterpret_cast<CUpti_CallbackFunc>(on_api), nullptr);
+    if (r != CUPTI_SUCCESS) {
+      const char* msg = nullptr;
+      api_.result_string(r, &msg);
+      note_ = std::string("CUPTI unavailable: ") + (msg ? msg : "cuptiSubscribe failed") +
+              (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ? " (another profiler holds CUPTI)" : "") +
+              "; launch cross-check and GPU busy time are not reported";
+      sub_ = nullptr;
+      return;
+    }
+    api_.enable_domain(1, sub_, CUPTI_CB_DOMAIN_RUNTIME_API);
+    api_.enable_domain(1, sub_, CUPTI_CB_DOMAIN_DRIVER_API);
+    api_.register_callbacks(buffer_requested, buffer_completed);
+    ok_ = true;
+  }
+  ~Cupti() override {
+    if (sub_) api_.unsubscribe(sub_);
+  }
+  void start() override {
+    if (!ok_) return;
+    Shared& s = shared();
+    {
+      std::lock_guard<std::mutex> lock(s.mu);
+      s.intervals.clear();
+      s.kernel_launches = s.graph_launches = s.memcpy_async = 0;
+      s.recording = true;
+    }
+    api_.activity_enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  }
+  CuptiCounts stop() override {
+    CuptiCounts c;
+    if (!ok_) return c;
+    api_.flush_all(1);
+    api_.activity_disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    Shared& s = shared();
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.recording = false;
+    c.valid = true;
+    c.kernel_launches = s.kernel_launches;
+    c.graph_launches = s.graph_launches;
+    c.memcpy_async = s.memcpy_async;
+    c.kernels_executed = static_cast<int64_t>(s.intervals.size());
+    auto iv = s.intervals;
+    std::sort(iv.begin(), iv.end());
+    uint64_t cur_s = 0, cur_e = 0, uni = 0, sum = 0;
+    for (const auto& [b, e] : iv) {
+      sum += e - b;
+      if (b > cur_e) {
+        uni += cur_e - cur_s;
+        cur_s = b;
+        cur_e = e;
+      } else {
+        cur_e = std::max(cur_e, e);
+      }
+    }
+    uni += cur_e - cur_s;
+    c.kernel_ms_sum = double(sum) * 1e-6;
+    c.kernel_ms_union = double(uni) * 1e-6;
+    return c;
+  }
+  const std::string& note() const override { return note_; }
+
+ private:
+  Api api_;
+  CUpti_SubscriberHandle sub_ = nullptr;
+  bool ok_ = false;
+  std::string note_;
+};
+
+}  // namespace
+
+std::unique_ptr<CuptiProbe> CuptiProbe::create() { return std::make_unique<Cupti>(); }
+
+}  // namespace tr::bench

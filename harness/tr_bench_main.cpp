@@ -1,0 +1,44 @@
+// tr-bench: measures eager, partial-capture and full-capture training steps
+// and writes Google-Benchmark-compatible JSON; `gate` compares two reports,
+// `report` renders them as HTML.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+
+#include "framework/core/error.h"
+#include "harness/lib/bench_runner.h"
+#include "harness/lib/gate_cli.h"
+#include "harness/lib/json_report.h"
+#include "harness/lib/report_cli.h"
+
+namespace {
+
+int run(int argc, char** argv) {
+  using namespace tr::bench;
+  if (argc > 1 && std::strcmp(argv[1], "gate") == 0) return gate_main(argc - 1, argv + 1);
+  if (argc > 1 && std::strcmp(argv[1], "report") == 0) return report_main(argc - 1, argv + 1);
+  const BenchOptions o = parse_bench_options(argc, argv);
+  const BenchReport r = run_bench(o);
+  std::printf("tr-bench: %s on %s (%s), %d repetitions x %d steps after %d warm-up steps\n", r.context.device_kind.c_str(),
+              r.context.device_name.c_str(), r.context.host_name.c_str(), o.repetitions, o.iters, o.warmup);
+  print_summary(r, stdout);
+  if (!o.json_path.empty()) {
+    write_report(r, o.json_path);
+    std::printf("tr-bench: wrote %s\n", o.json_path.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const tr::UserError& e) {
+    std::fprintf(stderr, "tr-bench: error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tr-bench: internal error: %s\n", e.what());
+    return 1;
+  }
+}
