@@ -1,0 +1,271 @@
+// Training on the GPU: the CUDA path against the CPU oracle, AMP with a NaN
+// skip, bit-identical modes (the specification of eager / partial / full
+// capture), no device allocation after planning, zero kernel launches per step
+// in full capture, and a capture that fails half-way leaving nothing behind.
+// Every test skips without a GPU.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "framework/runtime/capture_guard_cuda.h"
+#include "framework/runtime/context_factory.h"
+#include "framework/runtime/cuda_context_cuda.h"
+#include "tests/train_test_util.h"
+
+namespace tr {
+namespace {
+
+using testing::small_run;
+using testing::state_of;
+using testing::view_of;
+
+#define SKIP_WITHOUT_GPU() \
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU"
+
+// Records the training loss of every step (the step metrics, read after the backward).
+struct LossRecorder {
+  Trainer* t = nullptr;
+  std::vector<double> losses;
+  static void hook(DeviceContext& ctx, void* u) {
+    auto* r = static_cast<LossRecorder*>(u);
+    const auto m = read_tensor(r->t->model(), r->t->plans().plan(Variant::TrainBase), ctx, r->t->model().step_metrics);
+    r->losses.push_back(m[kMetricLossSum] / m[kMetricCount]);
+  }
+};
+
+std::vector<double> losses_of(RunOptions o, const data::ImageDataset& train, const data::ImageDataset& val) {
+  Trainer t(o, view_of(train), view_of(val));
+  LossRecorder rec{&t, {}};
+  t.set_step_hook(StepHook{&LossRecorder::hook, &rec});
+  for (int e = 0; e < o.epochs; ++e) t.run_epoch();
+  return rec.losses;
+}
+
+// Tolerance: cuDNN's convolution algorithms and cuBLAS sum in other orders than
+// the CPU's im2col + OpenBLAS GEMMs (relative ~1e-6 per op); 20 steps of SGD
+// amplify that, and a near-tie in a max pool can flip. 1e-3 relative on the
+// loss of every step leaves room for that and catches any wrong op (>1e-2).
+TEST(GpuTraining, Fp32LossMatchesCpuOver20Steps) {
+  SKIP_WITHOUT_GPU();
+  const auto train = data::make_synthetic(20 * 32, 28, 28, 1, 10, 41);
+  const auto val = data::make_synthetic(64, 28, 28, 1, 10, 42);
+  for (ModelKind kind : {ModelKind::Mlp, ModelKind::Cnn}) {
+    RunOptions o = small_run(kind, kind == ModelKind::Mlp ? OptimizerKind::AdamW : OptimizerKind::Sgd,
+                             ExecMode::FullCapture, 32);
+    o.validate = false;
+    const auto cpu = losses_of(o, train, val);
+    o.backend = Backend::Cuda;
+    const auto gpu = losses_of(o, train, val);
+    ASSERT_EQ(cpu.size(), 20u);
+    ASSERT_EQ(gpu.size(), 20u);
+    double worst = 0;
+    for (size_t i = 0; i < cpu.size(); ++i) worst = std::max(worst, std::fabs(gpu[i] - cpu[i]) / std::fabs(cpu[i]));
+    std::printf("[ gpu vs cpu ] %s: loss %.5f -> %.5f (cpu) / %.5f -> %.5f (gpu), worst step difference %.3g\n",
+                model_name(kind).c_str(), cpu.front(), cpu.back(), gpu.front(), gpu.back(), worst);
+    EXPECT_LT(worst, 1e-3) << model_name(kind);
+    EXPECT_LT(gpu.back(), gpu.front());
+  }
+}
+
+struct NanOnce {
+  const CompiledModel* m = nullptr;
+  const PlanSet* p = nullptr;
+  int step = 0, at = 4;
+  std::vector<TrainScalars> scalars;
+  static void hook(DeviceContext& ctx, void* u) {
+    auto* s = static_cast<NanOnce*>(u);
+    s->scalars.push_back(read_scalars(*s->p, ctx));
+    if (s->step++ != s->at) return;
+    for (TensorId t = 0; t < s->m->cg.num_tensors(); ++t) {
+      const TensorInfo& ti = s->m->cg.tensor(t);
+      if (ti.role != Role::Grad || ti.group != ParamGroup::First) continue;
+      const uint16_t nan16 = 0x7e00;
+      ctx.upload(s->p->plan(Variant::TrainBase).offset_of(t) + 2 * 3, &nan16, 2);
+      return;
+    }
+  }
+};
+
+TEST(GpuTraining, AmpTrainsAndSkipsANanStep) {
+  SKIP_WITHOUT_GPU();
+  const auto train = data::make_synthetic(16 * 64, 28, 28, 1, 10, 43);
+  const auto val = data::make_synthetic(256, 28, 28, 1, 10, 44);
+  RunOptions o = small_run(ModelKind::Cnn, OptimizerKind::Lars, ExecMode::FullCapture, 64);
+  o.backend = Backend::Cuda;
+  o.model.width = 0.5;
+  o.train.amp = true;
+  o.train.init_loss_scale = 1024.f;
+  o.epochs = 3;
+  Trainer t(o, view_of(train), view_of(val));
+  NanOnce n{&t.model(), &t.plans()};
+  t.set_step_hook(StepHook{&NanOnce::hook, &n});
+  const EpochStats e0 = t.run_epoch();
+  t.run_epoch();
+  const EpochStats e2 = t.run_epoch();
+  std::printf("[ amp ] loss %.4f -> %.4f, val acc %.3f, skipped %d, scale %g\n", e0.train_loss, e2.train_loss, e2.val_acc,
+              e2.skipped_steps, e2.loss_scale);
+  EXPECT_EQ(n.scalars[size_t(n.at) + 1].skipped_steps, 1);
+  EXPECT_EQ(n.scalars[size_t(n.at) + 1].loss_scale, 512.f);
+  EXPECT_EQ(n.scalars[size_t(n.at) + 1].step, n.at);
+  EXPECT_EQ(e2.skipped_steps, 1);
+  EXPECT_LT(e2.train_loss, e0.train_loss);
+  EXPECT_GT(e2.val_acc, 0.5);
+}
+
+// The specification of the modes: 100 steps that include incomplete last
+// batches and a switch from low to full resolution leave weights, optimizer
+// state, EMA and BN statistics bit-identical in eager, partial and full capture.
+TEST(GpuTraining, ModesAreBitIdenticalOver100Steps) {
+  SKIP_WITHOUT_GPU();
+  const auto train = data::make_synthetic(25 * 48 - 20, 28, 28, 1, 10, 45);  // 25 steps/epoch, last one short
+  const auto val = data::make_synthetic(200, 28, 28, 1, 10, 46);
+  for (bool amp : {false, true}) {
+    std::map<std::string, std::vector<float>> ref;
+    for (ExecMode mode : {ExecMode::Eager, ExecMode::PartialCapture, ExecMode::FullCapture}) {
+      RunOptions o = small_run(ModelKind::Cnn, OptimizerKind::Lars, mode, 48);
+      o.backend = Backend::Cuda;
+      o.epochs = 4;
+      o.lowres_epochs = 2;
+      o.lowres_size = 20;
+      o.train.amp = amp;
+      o.train.init_loss_scale = amp ? 4096.f : 1.f;
+      Trainer t(o, view_of(train), view_of(val));
+      for (int e = 0; e < 4; ++e) t.run_epoch();
+      const auto s = state_of(t);
+      if (mode == ExecMode::Eager) {
+        ref = s;
+        continue;
+      }
+      int differing = 0;
+      for (const auto& [name, v] : ref)
+        if (std::memcmp(v.data(), s.at(name).data(), v.size() * 4) != 0) {
+          ++differing;
+          ADD_FAILURE() << name << " differs between eager and " << mode_name(mode) << (amp ? " (amp)" : "");
+        }
+      std::printf("[ modes ] %s %s: %zu state tensors, %d differ from eager\n", mode_name(mode).c_str(),
+                  amp ? "amp" : "fp32", s.size(), differing);
+    }
+  }
+}
+
+TEST(GpuRuntime, NoDeviceAllocationAfterPlanning) {
+  SKIP_WITHOUT_GPU();
+  const auto train = data::make_synthetic(6 * 64 - 10, 28, 28, 1, 10, 47);
+  const auto val = data::make_synthetic(100, 28, 28, 1, 10, 48);
+  RunOptions o = small_run(ModelKind::Cnn, OptimizerKind::Lars, ExecMode::FullCapture, 64);
+  o.backend = Backend::Cuda;
+  o.epochs = 3;
+  Trainer t(o, view_of(train), view_of(val));
+  t.run_epoch();  // first epoch: anything lazy has happened by now
+  size_t free0 = 0, total = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free0, &total), cudaSuccess);
+  t.run_epoch();
+  t.run_epoch();
+  size_t free1 = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free1, &total), cudaSuccess);
+  EXPECT_EQ(free0, free1) << "device memory changed while training";
+  auto& ctx = static_cast<CudaContext&>(t.context(0));
+  EXPECT_EQ(ctx.allocations(), 3);  // the arena and two pinned staging buffers
+}
+
+TEST(GpuRuntime, FullCaptureLaunchesOnlyGraphs) {
+  SKIP_WITHOUT_GPU();
+  const auto train = data::make_synthetic(4 * 64, 28, 28, 1, 10, 49);
+  const auto val = data::make_synthetic(64, 28, 28, 1, 10, 50);
+  for (ExecMode mode : {ExecMode::Eager, ExecMode::PartialCapture, ExecMode::FullCapture}) {
+    RunOptions o = small_run(ModelKind::Cnn, OptimizerKind::Lars, mode, 64);
+    o.backend = Backend::Cuda;
+    Trainer t(o, view_of(train), view_of(val));
+    t.bench_prime(Variant::TrainBase);
+    t.bench_steps(Variant::TrainBase, 3);
+    const auto s = t.bench_steps(Variant::TrainBase, 10);
+    const LaunchTally& l = s.rank0_tally;
+    std::printf("[ launches ] %-15s per step: %.1f graphs, %.1f kernels, %.1f library calls, %.1f memcpys, %.1f event ops\n",
+                mode_name(mode).c_str(), l.graph_launches / 10.0, l.kernels / 10.0, l.library_calls / 10.0,
+                l.memcpys / 10.0, l.event_ops / 10.0);
+    if (mode == ExecMode::FullCapture) {
+      EXPECT_EQ(l.kernels, 0);
+      EXPECT_EQ(l.library_calls, 0);
+      EXPECT_EQ(l.memcpys, 0);
+      EXPECT_GT(l.graph_launches, 0);
+    } else {
+      EXPECT_GT(l.kernels + l.library_calls, 0);
+    }
+  }
+}
+
+TEST(GpuRuntime, FailedCaptureLeavesNothingBehind) {
+  SKIP_WITHOUT_GPU();
+  const auto train = data::make_synthetic(2 * 32, 28, 28, 1, 10, 51);
+  const auto val = data::make_synthetic(32, 28, 28, 1, 10, 52);
+  RunOptions o = small_run(ModelKind::Cnn, OptimizerKind::Sgd, ExecMode::Eager, 32);
+  o.backend = Backend::Cuda;
+  o.validate = false;
+  Trainer t(o, view_of(train), view_of(val));
+  auto& ctx = static_cast<CudaContext&>(t.context(0));
+  // A node that throws in the middle of the capture: a convolution whose shape
+  // was never prepared (Note [conv plans before capture]) after a few good nodes.
+  const ComputationGraph& cg = t.model().cg;
+  std::vector<PreparedNode> nodes;
+  for (const Node& n : cg.nodes(GraphId::DEEP_FWD_BWD)) {
+    nodes.push_back(prepare_node(n, cg, t.plans(), t.plans().plan(Variant::TrainBase), ctx, StreamKind::COMP_1));
+    if (nodes.size() == 3) break;
+  }
+  Node bad = cg.nodes(GraphId::DEEP_FWD_BWD).front();  // l2 conv forward, fed a shape nobody prepared
+  ASSERT_EQ(bad.op, OpKind::Conv3x3Fwd);
+  PlanSet odd = t.plans();
+  MemoryPlan& p = odd.plans[size_t(vidx(Variant::TrainBase))];
+  p.shapes[size_t(bad.in[0])][0] = 7;  // batch 7: not prepared
+  p.shapes[size_t(bad.out[0])][0] = 7;
+  nodes.push_back(prepare_node(bad, cg, odd, p, ctx, StreamKind::COMP_1));
+  size_t free0 = 0, total = 0;
+  cudaMemGetInfo(&free0, &total);
+  try {
+    capture_nodes(nodes, ctx, GraphId::DEEP_FWD_BWD);
+    FAIL() << "capture should have failed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not prepared"), std::string::npos) << e.what();
+  }
+  cudaStreamCaptureStatus st;
+  ASSERT_EQ(cudaStreamIsCapturing(ctx.stream(StreamKind::COMP_1), &st), cudaSuccess);
+  EXPECT_EQ(st, cudaStreamCaptureStatusNone);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  size_t free1 = 0;
+  cudaMemGetInfo(&free1, &total);
+  EXPECT_EQ(free0, free1) << "a half-made graph leaked";
+  // The eager path still runs afterwards.
+  EXPECT_NO_THROW(t.run_epoch());
+}
+
+TEST(GpuRuntime, LearningRateChangesEveryStepWithoutRecapture) {
+  SKIP_WITHOUT_GPU();
+  const auto train = data::make_synthetic(8 * 32, 28, 28, 1, 10, 53);
+  const auto val = data::make_synthetic(32, 28, 28, 1, 10, 54);
+  RunOptions o = small_run(ModelKind::Mlp, OptimizerKind::Sgd, ExecMode::FullCapture, 32);
+  o.backend = Backend::Cuda;
+  o.lr.kind = LrSchedule::Cosine;
+  o.lr.warmup_fraction = 0.25f;
+  o.epochs = 2;
+  Trainer t(o, view_of(train), view_of(val));
+  struct Rec {
+    const PlanSet* plans;
+    std::vector<float> lrs;
+    static void hook(DeviceContext& ctx, void* u) {
+      auto* r = static_cast<Rec*>(u);
+      r->lrs.push_back(read_scalars(*r->plans, ctx).lr);
+    }
+  } rec{&t.plans(), {}};
+  t.set_step_hook(StepHook{&Rec::hook, &rec});
+  const int captured = t.capture().captured;
+  t.run_epoch();
+  t.run_epoch();
+  EXPECT_EQ(t.capture().captured, captured);
+  const auto table = make_lr_table(o.lr, 16);
+  ASSERT_EQ(rec.lrs.size(), 16u);
+  for (size_t i = 1; i < rec.lrs.size(); ++i) EXPECT_EQ(rec.lrs[i], table[i - 1]) << i;
+}
+
+}  // namespace
+}  // namespace tr
