@@ -34,6 +34,9 @@ struct Node {
   OpAttrs attrs;
   RangeAttrs range_attrs;
   bool collective = false;          // holds a cross-rank collective (B2.5)
+  // A side stream inside its graph (Note [streams inside a graph]); COUNT = the
+  // graph's own stream.
+  StreamKind stream = StreamKind::COUNT;
   std::string label;                // for NVTX and error messages, e.g. "conv1.fwd"
 };
 
@@ -55,6 +58,11 @@ class ComputationGraph {
   std::vector<TensorInfo> tensors_;
   std::array<std::vector<Node>, kGraphIdCount> buckets_;
 };
+
+// The stream node n of graph g runs on.
+inline StreamKind node_stream(const Node& n, GraphId g) {
+  return n.stream == StreamKind::COUNT ? stream_for(g) : n.stream;
+}
 
 // Convenience constructors for nodes.
 Node compute(OpKind op, std::vector<TensorId> in, std::vector<TensorId> out, std::string label,

@@ -159,11 +159,22 @@ PlanSet plan_memory(const CompiledModel& m, const std::array<VariantDims, kVaria
       last[i] = pos;
     };
     for (int g = 0; g < kGraphIdCount; ++g) {
-      for (const Node& n : cg.nodes(static_cast<GraphId>(g))) {
+      const auto& nodes = cg.nodes(static_cast<GraphId>(g));
+      const int graph_end = pos + static_cast<int>(nodes.size()) - 1;
+      for (const Node& n : nodes) {
         for (TensorId t : n.in) touch(t);
         for (TensorId t : n.out) touch(t);
         for (const RangeRef& r : n.operands)
           if (r.is_tensor) touch(r.tensor);
+        // Note [streams inside a graph]: a side-stream node may still be reading
+        // (or writing) its tensors until the graph joins its streams at the end.
+        if (n.stream != StreamKind::COUNT) {
+          const int here = pos;
+          pos = graph_end;
+          for (TensorId t : n.in) touch(t);
+          for (TensorId t : n.out) touch(t);
+          pos = here;
+        }
         ++pos;
       }
     }

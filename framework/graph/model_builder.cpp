@@ -255,6 +255,13 @@ class Builder {
     return y;
   }
 
+  // Note [streams inside a graph]: weight gradients depend on nothing later in
+  // the backward, so they run on COMP_2 beside the data-gradient chain on COMP_1.
+  static Node side(Node n) {
+    n.stream = StreamKind::COMP_2;
+    return n;
+  }
+
   // Backward of one layer: writes parameter grads, returns dx (or kNoTensor when
   // x is the network input, whose gradient nobody needs).
   TensorId layer_bwd(const TapeEntry& e, TensorId dy, bool need_dx, GraphId g) {
@@ -265,7 +272,7 @@ class Builder {
     switch (L.kind) {
       case LK::Conv3x3: {
         const Param& w = params_[i][0];
-        cg().add(g, compute(OpKind::Conv3x3BwdFilter, {e.x, dy}, {w.grad}, base + ".bwd_filter"));
+        cg().add(g, side(compute(OpKind::Conv3x3BwdFilter, {e.x, dy}, {w.grad}, base + ".bwd_filter")));
         if (need_dx) cg().add(g, compute(OpKind::Conv3x3BwdData, {dy, w.compute}, {dx}, base + ".bwd_data"));
         break;
       }
@@ -292,7 +299,7 @@ class Builder {
         a.has_bias = L.bias;
         std::vector<TensorId> grads = {params_[i][0].grad};
         if (L.bias) grads.push_back(params_[i][1].grad);
-        cg().add(g, compute(OpKind::FcBwdWeight, {e.x, dy}, grads, base + ".bwd_weight", a));
+        cg().add(g, side(compute(OpKind::FcBwdWeight, {e.x, dy}, grads, base + ".bwd_weight", a)));
         if (need_dx) cg().add(g, compute(OpKind::FcBwdData, {dy, params_[i][0].compute}, {dx}, base + ".bwd_data", a));
         break;
       }

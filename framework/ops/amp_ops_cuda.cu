@@ -131,9 +131,11 @@ void cast_cuda(const RangeCall& c) {
   cudaStream_t stream = range::stream_of(c);
   if (src.dtype == dst.dtype) {
     TR_CHECK(src.dtype == DType::F32 || src.dtype == DType::F16, "Cast: unsupported dtype");
-    if (src.data != dst.data)
+    if (src.data != dst.data) {
       TR_GPU_CHECK(cudaMemcpyAsync(dst.data, src.data, size_t(n) * dtype_size(src.dtype),
                                    cudaMemcpyDeviceToDevice, stream));
+      ++launch_tally().memcpys;  // Note [launch accounting]
+    }
     return;
   }
   range::check_aligned16(src.data, "Cast");
@@ -158,6 +160,7 @@ void check_finite_cuda(const RangeCall& c) {
              " must be f32 or f16, got ", dtype_name(c.ops[k].dtype));
   cudaStream_t stream = range::stream_of(c);
   TR_GPU_CHECK(cudaMemsetAsync(&s->found_inf, 0, sizeof(s->found_inf), stream));
+  ++launch_tally().memsets;
   range::OperandTable t;
   for (int k = 0; k < c.n_ops;) {
     k += range::fill_operand_table(c.ops, k, c.n_ops, t, "CheckFinite");

@@ -3,6 +3,7 @@
 
 #include <climits>
 
+#include "framework/ops/cuda_kernel_util_cuda.h"
 #include "framework/runtime/gpu_check_cuda.h"
 #include "framework/runtime/gpu_handles.h"
 
@@ -76,7 +77,12 @@ ConvDesc::~ConvDesc() {
 }
 }  // namespace cudnn_raii
 
+bool uses_small_c_kernel(const ConvKey& key) {
+  return key.c <= kSmallConvMaxC && (key.dir == ConvDir::Fwd || key.dir == ConvDir::BwdFilter);
+}
+
 std::string ConvPlan::describe() const {
+  if (impl == ConvImpl::SmallC) return cat(key.str(), ": direct small-C kernel, workspace ", workspace_bytes, " B");
   return cat(key.str(), ": algo ", algo, ", workspace ", workspace_bytes, " B, math ", int(math),
              time_ms >= 0 ? cat(", ", time_ms, " ms") : std::string());
 }
@@ -145,6 +151,13 @@ const ConvPlan& ConvPlanCache::prepare(const GpuHandles& g, const ConvKey& key) 
 
   auto p = std::make_unique<ConvPlan>();
   p->key = key;
+  if (uses_small_c_kernel(key)) {  // Note [small-C convolutions]
+    p->impl = ConvImpl::SmallC;
+    p->workspace_bytes = small_c_conv_workspace_bytes(key, cuda::sm_count(g.device));
+    const ConvPlan& ref = *p;
+    plans_.emplace(key, std::move(p));
+    return ref;
+  }
   TR_GPU_CHECK(cudnnSetTensor4dDescriptor(p->x.get(), CUDNN_TENSOR_NHWC, dt, n, c, hh, ww));
   TR_GPU_CHECK(cudnnSetTensor4dDescriptor(p->y.get(), CUDNN_TENSOR_NHWC, dt, n, k, hh, ww));
   TR_GPU_CHECK(cudnnSetFilter4dDescriptor(p->w.get(), dt, CUDNN_TENSOR_NHWC, k, c, 3, 3));

@@ -83,14 +83,28 @@ class ConvDesc {
 };
 }  // namespace cudnn_raii
 
+// Note [small-C convolutions]
+// With very few input channels (the first layer: C = 1 or 3) cuDNN's NHWC
+// kernels are slow (the f16 28x28x1->32 filter gradient took ~300 us at batch
+// 1024 on an H200). Forward and filter-gradient convolutions with
+// C <= kSmallConvMaxC therefore run direct, deterministic kernels of
+// conv3x3_cuda.cu; their plan has impl = SmallC and no cuDNN algorithm. They
+// are still prepared and looked up like every other plan.
+constexpr int64_t kSmallConvMaxC = 4;
+enum class ConvImpl : uint8_t { Cudnn, SmallC };
+bool uses_small_c_kernel(const ConvKey& key);
+// Workspace of the small-C kernel for `key` on a device with `sms` SMs (conv3x3_cuda.cu).
+size_t small_c_conv_workspace_bytes(const ConvKey& key, int sms);
+
 // Everything a launch needs for one key. Immutable after prepare().
 struct ConvPlan {
   ConvKey key;
+  ConvImpl impl = ConvImpl::Cudnn;
   cudnn_raii::TensorDesc x;   // [N,H,W,C] NHWC
   cudnn_raii::TensorDesc y;   // [N,H,W,K] NHWC
   cudnn_raii::FilterDesc w;   // [K,3,3,C] (cuDNN NHWC filter = KRSC)
   cudnn_raii::ConvDesc conv;  // pad 1, stride 1, cross-correlation, fp32 compute, math type set
-  int algo = 0;               // cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t of key.dir
+  int algo = -1;              // cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t of key.dir (-1: SmallC)
   size_t workspace_bytes = 0;
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
   float time_ms = -1.f;       // measured by cudnnFind (benchmark mode), else -1
@@ -101,8 +115,9 @@ class ConvPlanCache {
  public:
   struct Options {
     // Largest workspace an algorithm may ask for. The arena then reserves
-    // max_workspace_bytes() (never more than this).
-    size_t workspace_limit = size_t(256) << 20;
+    // max_workspace_bytes() (never more than this). Deterministic f32 filter
+    // and data gradients at batch 1024 already ask for ~300 MB.
+    size_t workspace_limit = size_t(2) << 30;
     // false (default): cudnnGet*_v7 heuristics, the same choice in every process,
     // so runs are reproducible bit for bit across processes too.
     // true: cudnnFind* times the candidates (allocates; before capture only);

@@ -273,6 +273,7 @@ void lars_cuda(const RangeCall& c) {
     cfg.numAttrs = 1;
     TR_GPU_CHECK(cudaLaunchKernelEx(&cfg, lars_kernel, t, f32(P), static_cast<const float*>(c.ops[1].data),
                                     f32(c.ops[2]), s, a.momentum, a.weight_decay, a.trust_coef));
+    TR_LAUNCH_CHECK();  // counts the launch (Note [launch accounting])
   }
 }
 

@@ -73,6 +73,7 @@ void copy_in_cuda(const RangeCall& c) {
     TR_CHECK(from[i] != nullptr, "CopyIn: staging slot ", c.attrs->slot, " has no ",
              i == 0 ? "images" : "labels");
     TR_GPU_CHECK(cudaMemcpyAsync(d.data, from[i], bytes, cudaMemcpyHostToDevice, range::stream_of(c)));
+    ++launch_tally().memcpys;  // Note [launch accounting]
   }
 }
 
@@ -82,6 +83,7 @@ void clear_cuda(const RangeCall& c) {
     const RangeOperand& d = c.ops[i];
     if (d.elems > 0)
       TR_GPU_CHECK(cudaMemsetAsync(d.data, 0, size_t(d.elems) * dtype_size(d.dtype), range::stream_of(c)));
+      ++launch_tally().memsets;
   }
 }
 

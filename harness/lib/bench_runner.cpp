@@ -129,9 +129,10 @@ BenchReport run_bench(const BenchOptions& o) {
             k["kernel_launches_per_step"] = double(l.kernels) * per;
             k["library_calls_per_step"] = double(l.library_calls) * per;
             k["memcpy_per_step"] = double(l.memcpys) * per;
+            k["memset_per_step"] = double(l.memsets) * per;
             k["event_ops_per_step"] = double(l.event_ops) * per;
             k["node_launches_per_step"] = double(l.nodes) * per;
-            k["cpu_launches_per_step"] = double(l.graph_launches + l.kernels + l.library_calls + l.memcpys) * per;
+            k["cpu_launches_per_step"] = double(l.graph_launches + l.kernels + l.library_calls + l.memcpys + l.memsets) * per;
             k["captured_graphs"] = pc.captured;
             k["unique_graphs"] = pc.dedup.unique;
             k["atlas_slots"] = pc.dedup.total_slots;
