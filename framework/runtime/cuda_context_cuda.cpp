@@ -80,12 +80,14 @@ int64_t CudaContext::prepare_workspace(const CompiledModel& m, const std::array<
   }
   big_slice_ = std::max<int64_t>(int64_t(conv_plans_.max_workspace_bytes()), kCublasBytes);
   big_slice_ = (big_slice_ + kArenaAlign - 1) / kArenaAlign * kArenaAlign;
-  return big_slice_ + (kStreamKindCount - 1) * kSmallSlice;
+  // COMP_1 and COMP_2 (weight gradients, Note [streams inside a graph]) run
+  // convolutions and GEMMs: both get the large slice.
+  return 2 * big_slice_ + (kStreamKindCount - 2) * kSmallSlice;
 }
 
 void CudaContext::allocate(const ContextSpec& spec) {
   TR_CHECK(!base_, "arena allocated twice");
-  TR_CHECK(spec.workspace_bytes >= big_slice_ + (kStreamKindCount - 1) * kSmallSlice, "workspace smaller than prepared");
+  TR_CHECK(spec.workspace_bytes >= 2 * big_slice_ + (kStreamKindCount - 2) * kSmallSlice, "workspace smaller than prepared");
   const bool det = spec_.deterministic;
   spec_ = spec;
   spec_.deterministic = det;
@@ -108,7 +110,7 @@ void CudaContext::allocate(const ContextSpec& spec) {
   int64_t off = spec.workspace_offset;
   for (int i = 0; i < kStreamKindCount; ++i) {
     const StreamKind k = static_cast<StreamKind>(i);
-    const int64_t bytes = k == StreamKind::COMP_1 ? big_slice_ : kSmallSlice;
+    const int64_t bytes = (k == StreamKind::COMP_1 || k == StreamKind::COMP_2) ? big_slice_ : kSmallSlice;
     GpuHandles& h = handles_[size_t(i)];
     h.workspace = base_ + off;
     h.workspace_bytes = static_cast<size_t>(bytes);

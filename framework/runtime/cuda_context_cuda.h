@@ -6,8 +6,8 @@
 //
 // Note [workspace per stream]: kernels use GpuHandles::workspace as scratch in
 // stream order. Streams can run concurrently (LARS groups on COMP_1/2/3), so
-// each stream gets its own slice of the arena's workspace: COMP_1 the large one
-// (cuDNN convolutions, cuBLAS), the others a small one (reductions).
+// each stream gets its own slice of the arena's workspace: COMP_1 and COMP_2 a
+// large one (cuDNN convolutions, cuBLAS), the others a small one (reductions).
 #include <cuda_runtime.h>
 
 #include <array>

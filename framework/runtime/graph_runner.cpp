@@ -2,6 +2,7 @@
 
 #include "framework/core/launch_tally.h"
 #include "framework/runtime/nvtx.h"
+#include "framework/runtime/stream_schedule.h"
 
 namespace tr {
 
@@ -27,10 +28,16 @@ void GraphRunner::launch(GraphId g, Variant v) {
     return;
   }
   // Eager: interpret the nodes anew, as a framework without a compiled plan would.
+  StreamSchedule sched(ctx_, s.stream);
   for (const Node& n : cg_.nodes(g)) {
-    prepare_node(n, cg_, plans_, *s.plan, ctx_, s.stream).run();
+    const StreamKind ns = node_stream(n, g);
+    const PreparedNode p = prepare_node(n, cg_, plans_, *s.plan, ctx_, ns);
+    sched.before(p, ns);
+    p.run();
+    sched.after(p, ns);
     ++launch_tally().nodes;
   }
+  sched.join();
 }
 
 }  // namespace tr

@@ -45,7 +45,7 @@ PreCaptureResult pre_capture(GraphAtlas& atlas, const ComputationGraph& cg, cons
       const MemoryPlan& plan = plans.plan(u.variant);
       for (DeviceContext* ctx : ranks) {
         std::vector<PreparedNode> ops;
-        for (const Node& n : cg.nodes(u.gid)) ops.push_back(prepare_node(n, cg, plans, plan, *ctx, stream_for(u.gid)));
+        for (const Node& n : cg.nodes(u.gid)) ops.push_back(prepare_node(n, cg, plans, plan, *ctx, node_stream(n, u.gid)));
         g->set_cpu_ops(ctx->rank(), std::move(ops));
       }
     }

@@ -5,6 +5,7 @@
 #include "framework/runtime/capture_guard_cuda.h"
 #include "framework/runtime/cuda_context_cuda.h"
 #include "framework/runtime/pre_capture.h"
+#include "framework/runtime/stream_schedule.h"
 
 namespace tr {
 namespace {
@@ -46,7 +47,7 @@ size_t count_kernel_nodes(cudaGraph_t g) {
 std::vector<PreparedNode> prepare_graph(const UniqueGraph& u, const ComputationGraph& cg, const PlanSet& plans,
                                         DeviceContext& ctx) {
   std::vector<PreparedNode> ops;
-  for (const Node& n : cg.nodes(u.gid)) ops.push_back(prepare_node(n, cg, plans, plans.plan(u.variant), ctx, stream_for(u.gid)));
+  for (const Node& n : cg.nodes(u.gid)) ops.push_back(prepare_node(n, cg, plans, plans.plan(u.variant), ctx, node_stream(n, u.gid)));
   return ops;
 }
 
@@ -61,7 +62,13 @@ std::unique_ptr<CudaGraphExec> capture_nodes(const std::vector<PreparedNode>& no
   cudaGraph_t graph = nullptr;
   {
     CaptureGuard guard(ctx.stream(stream_for(gid)));
-    for (const PreparedNode& p : nodes) p.run();
+    StreamSchedule sched(ctx, stream_for(gid));  // forks and joins side streams inside the capture
+    for (const PreparedNode& p : nodes) {
+      sched.before(p, p.stream());
+      p.run();
+      sched.after(p, p.stream());
+    }
+    sched.join();
     graph = guard.end();
   }
   cudaGraphExec_t exec = nullptr;
@@ -81,7 +88,13 @@ void capture_cuda(PreCaptureResult& r, const ComputationGraph& cg, const PlanSet
     ctx.make_current();
     for (const UniqueGraph& u : r.dedup.graphs) {
       if (!warmup_safe(u)) continue;
-      for (const PreparedNode& p : prepare_graph(u, cg, plans, ctx)) p.run();
+      StreamSchedule sched(ctx, stream_for(u.gid));
+      for (const PreparedNode& p : prepare_graph(u, cg, plans, ctx)) {
+        sched.before(p, p.stream());
+        p.run();
+        sched.after(p, p.stream());
+      }
+      sched.join();
     }
     ctx.synchronize();
   }

@@ -10,6 +10,7 @@ PreparedNode prepare_node(const Node& n, const ComputationGraph& cg, const PlanS
   p.node_ = &n;
   p.dims_ = plan.dims;
   p.env_ = &ctx.env(stream);
+  p.stream_ = stream;
   const bool cuda = ctx.backend() == Backend::Cuda;
   if (n.kind == Node::Kind::Compute) {
     const OpDef& def = op_def(n.op);

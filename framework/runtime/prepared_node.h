@@ -22,6 +22,9 @@ class PreparedNode {
   void run() const;
   const Node& node() const { return *node_; }
   const std::vector<RangeOperand>& operands() const { return operands_; }
+  const std::vector<TensorRef>& inputs() const { return in_; }
+  const std::vector<TensorRef>& outputs() const { return out_; }
+  StreamKind stream() const { return stream_; }
 
  private:
   friend PreparedNode prepare_node(const Node&, const ComputationGraph&, const PlanSet&, const MemoryPlan&,
@@ -34,6 +37,7 @@ class PreparedNode {
   std::vector<std::vector<Segment>> segs_;
   VariantDims dims_;
   const ExecEnv* env_ = nullptr;
+  StreamKind stream_ = StreamKind::COMP_1;
 };
 
 PreparedNode prepare_node(const Node& n, const ComputationGraph& cg, const PlanSet& ps, const MemoryPlan& plan,
