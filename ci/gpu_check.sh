@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The whole GPU check in one call (on a machine with an NVIDIA GPU): GPU and CPU
+# tests, op micro-benchmarks, tr-bench over the three modes, and the accuracy
+# run; logs and JSON go to $OUT (default ./gpu-check-out). Uses .device/ from
+# ci/pack_device.sh when present, else build/bin.
+#   TR_CHECK_PARTS="tests ops bench train" selects parts (default: all).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/gpu-check-out}
+mkdir -p "$OUT"
+PARTS=${TR_CHECK_PARTS:-"tests ops bench train"}
+BIN=build/bin
+[ -d .device/bin ] && BIN=.device/bin
+DATA=${TR_DATA_DIR:-/usr/share/datasets/fashion-mnist}
+[ -d .device/data ] && [ -n "$(ls .device/data)" ] && DATA=$PWD/.device/data
+SP=/opt/torch/.venv/lib/python3.12/site-packages
+export LD_LIBRARY_PATH="$PWD/.device/lib:$SP/nvidia/cudnn/lib:$SP/nvidia/nccl/lib:$SP/nvidia/cublas/lib:$SP/nvidia/cu13/lib:$SP/nvidia/cuda_cupti/lib:/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64:${LD_LIBRARY_PATH:-}"
+export NCCL_NVLS_ENABLE=0
+status=0
+note() { echo "== $*" | tee -a "$OUT/summary.txt"; }
+
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv > "$OUT/nvidia-smi.csv" 2>&1
+note "GPU: $(tail -1 "$OUT/nvidia-smi.csv")"
+
+if [[ " $PARTS " == *" tests "* ]]; then
+  timeout 400 "$BIN/tr_tests" --gtest_brief=0 > "$OUT/tests.log" 2>&1; rc=$?
+  [ $rc -ne 0 ] && status=1
+  note "tests (exit $rc): $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/tests.log" | tr '\n' ' ')"
+  grep -E '^\[ (gpu vs cpu|amp|modes|launches|dp|plan|atlas|mlp) \]|FAILED|Failure' "$OUT/tests.log" | head -40 | tee -a "$OUT/summary.txt"
+fi
+if [[ " $PARTS " == *" ops "* ]] && [ -x "$BIN/tr_bench_ops" ]; then
+  timeout 120 "$BIN/tr_bench_ops" --benchmark_min_time=0.05 --benchmark_format=console \
+    --benchmark_out="$OUT/ops_bench.json" --benchmark_out_format=json > "$OUT/ops_bench.log" 2>&1
+  note "op micro-benchmarks (exit $?): $OUT/ops_bench.json"
+fi
+if [[ " $PARTS " == *" bench "* ]]; then
+  timeout 300 "$BIN/tr-bench" --device cuda --model cnn --batch 64,256,1024,4096 --warmup 10 --iters 30 \
+    --repetitions 5 --json "$OUT/bench_cnn.json" > "$OUT/bench_cnn.log" 2>&1; rc=$?
+  [ $rc -ne 0 ] && status=1
+  timeout 100 "$BIN/tr-bench" --device cuda --model mlp --batch 200 --warmup 10 --iters 50 \
+    --repetitions 5 --json "$OUT/bench_mlp.json" > "$OUT/bench_mlp.log" 2>&1 || status=1
+  note "tr-bench (exit $rc)"
+  cat "$OUT/bench_cnn.log" "$OUT/bench_mlp.log" | tee -a "$OUT/summary.txt"
+fi
+if [[ " $PARTS " == *" train "* ]]; then
+  timeout 240 "$BIN/tr-train" --device cuda --model cnn --epochs 10 --data-dir "$DATA" > "$OUT/train_cnn.log" 2>&1 || status=1
+  note "cnn on Fashion-MNIST, 10 epochs on the GPU:"
+  tee -a "$OUT/summary.txt" < "$OUT/train_cnn.log"
+fi
+exit $status
