@@ -228,7 +228,7 @@ class OpsGpu : public ::testing::Test {
   GpuHandles gh_;
 };
 
-std::string tname(const char* op, DType t) { return std::string(op) + "/" + std::string(dtype_name(t)); }
+std::string tname(const char* op, DType t) { return cat(op, "/", dtype_name(t)); }
 
 HostTensor rnd(DType t, Shape s, Rng& rng, double lo = -1, double hi = 1) { return test::random_tensor(t, s, rng, lo, hi); }
 
@@ -247,7 +247,7 @@ TEST_F(OpsGpu, InputPrepMatchesCpu) {
     for (int64_t C : {1, 3})
       for (int64_t hw : {28, 20, 14}) {
         Case k;
-        k.name = tname("InputPrep", t) + " C=" + std::to_string(C) + " h=" + std::to_string(hw);
+        k.name = cat(tname("InputPrep", t), " C=", C, " h=", hw);
         k.variant = {6, 12, hw, hw};
         for (int ch = 0; ch < int(C); ++ch) {
           k.attrs.norm_mean[ch] = 0.2f + 0.1f * ch;
@@ -269,7 +269,10 @@ TEST_F(OpsGpu, InputPrepMatchesCpu) {
 struct ConvShape {
   int64_t n, h, w, c, k;
 };
-const ConvShape kConvShapes[] = {{4, 8, 8, 16, 32}, {3, 7, 5, 1, 32}, {2, 6, 9, 3, 8}, {2, 14, 14, 64, 64}};
+// C <= 4 forward and filter gradients run the direct small-C kernels (Note
+// [small-C convolutions]); the others cuDNN.
+const ConvShape kConvShapes[] = {{4, 8, 8, 16, 32}, {3, 7, 5, 1, 32}, {2, 6, 9, 3, 8},   {2, 14, 14, 64, 64},
+                                 {2, 5, 4, 4, 12},  {1, 3, 3, 2, 5},  {64, 28, 28, 1, 32}, {8, 12, 12, 3, 64}};
 
 double conv_tol(DType t) { return t == F16 ? 1e-3 : 1e-4; }
 
@@ -278,7 +281,7 @@ TEST_F(OpsGpu, Conv3x3FwdMatchesCpu) {
   for (DType t : {F32, F16})
     for (const ConvShape& s : kConvShapes) {
       Case k;
-      k.name = tname("Conv3x3Fwd", t) + " C=" + std::to_string(s.c) + " K=" + std::to_string(s.k);
+      k.name = cat(tname("Conv3x3Fwd", t), " x", s.n, "x", s.h, "x", s.w, "x", s.c, " K=", s.k);
       k.in = {rnd(t, {s.n, s.h, s.w, s.c}, rng), rnd(t, {s.k, 3, 3, s.c}, rng, -0.3, 0.3)};
       k.out = {HostTensor(t, {s.n, s.h, s.w, s.k})};
       k.tol = {conv_tol(t)};
@@ -292,7 +295,7 @@ TEST_F(OpsGpu, Conv3x3BwdDataMatchesCpu) {
   for (DType t : {F32, F16})
     for (const ConvShape& s : kConvShapes) {
       Case k;
-      k.name = tname("Conv3x3BwdData", t) + " C=" + std::to_string(s.c) + " K=" + std::to_string(s.k);
+      k.name = cat(tname("Conv3x3BwdData", t), " x", s.n, "x", s.h, "x", s.w, "x", s.c, " K=", s.k);
       k.in = {rnd(t, {s.n, s.h, s.w, s.k}, rng), rnd(t, {s.k, 3, 3, s.c}, rng, -0.3, 0.3)};
       k.out = {HostTensor(t, {s.n, s.h, s.w, s.c})};
       k.tol = {conv_tol(t)};
@@ -306,7 +309,7 @@ TEST_F(OpsGpu, Conv3x3BwdFilterMatchesCpu) {
   for (DType t : {F32, F16})
     for (const ConvShape& s : kConvShapes) {
       Case k;
-      k.name = tname("Conv3x3BwdFilter", t) + " C=" + std::to_string(s.c) + " K=" + std::to_string(s.k);
+      k.name = cat(tname("Conv3x3BwdFilter", t), " x", s.n, "x", s.h, "x", s.w, "x", s.c, " K=", s.k);
       k.in = {rnd(t, {s.n, s.h, s.w, s.c}, rng), rnd(t, {s.n, s.h, s.w, s.k}, rng, -0.3, 0.3)};
       k.out = {HostTensor(t, {s.k, 3, 3, s.c})};
       k.tol = {conv_tol(t)};
@@ -399,41 +402,41 @@ TEST_F(OpsGpuBn, AllPhasesMatchCpu) {
       for (const BnShape& s : kBnShapes) {
         const int64_t C = s.x[s.x.rank - 1];
         const BnData d = make(t, s, rng, relu);
-        const std::string tag = tname("", t) + " x" + s.x.str() + (relu ? " relu" : "");
+        const std::string tag = cat(tname("", t), " x", s.x.str(), relu ? " relu" : "");
         Case base;
         base.variant = {s.x[0], s.global_batch, 0, 0};
         base.attrs.relu = relu;
         base.attrs.eps = 1e-5f;
 
         Case st = base;
-        st.name = "BnStats" + tag;
+        st.name = cat("BnStats", tag);
         st.in = {d.x};
         st.out = {HostTensor(F32, {2, C})};
         st.tol = {1e-5};
         check(bn_stats_cpu, bn_stats_cuda, st);
 
         Case ap = base;
-        ap.name = "BnReluApply" + tag;
+        ap.name = cat("BnReluApply", tag);
         ap.in = {d.x, d.sums, d.gamma, d.beta};
         ap.out = {HostTensor(t, s.x), HostTensor(F32, {2, C})};
         ap.tol = {tol_for(t), 1e-6};
         check(bn_relu_apply_cpu, bn_relu_apply_cuda, ap);
 
         Case br = base;
-        br.name = "BnReluBwdReduce" + tag;
+        br.name = cat("BnReluBwdReduce", tag);
         br.in = {d.dy, d.y, d.x, d.batch};
         br.out = {HostTensor(t, {C}), HostTensor(t, {C}), HostTensor(F32, {2, C})};
         br.tol = {tol_for(t), tol_for(t), 1e-5};
         check(bn_relu_bwd_reduce_cpu, bn_relu_bwd_reduce_cuda, br);
 
         Case ba = base;
-        ba.name = "BnReluBwdApply" + tag;
+        ba.name = cat("BnReluBwdApply", tag);
         ba.in = {d.dy, d.y, d.x, d.batch, d.gamma, d.dsums};
         ba.out = {HostTensor(t, s.x)};
         check(bn_relu_bwd_apply_cpu, bn_relu_bwd_apply_cuda, ba);
 
         Case in = base;
-        in.name = "BnReluInfer" + tag;
+        in.name = cat("BnReluInfer", tag);
         HostTensor affine = rnd(F32, {2, C}, rng);
         in.in = {d.x, affine};
         in.out = {HostTensor(t, s.x)};
@@ -445,7 +448,7 @@ TEST_F(OpsGpu, BnFoldMatchesCpu) {
   Rng rng(8);
   for (int64_t C : {1, 32, 257}) {
     Case k;
-    k.name = "BnFold C=" + std::to_string(C);
+    k.name = cat("BnFold C=", C);
     HostTensor running = rnd(F32, {2, C}, rng);
     for (int64_t i = C; i < 2 * C; ++i) running.set(i, 0.1 + std::fabs(running.get(i)));  // variances > 0
     k.in = {rnd(F32, {C}, rng, 0.5, 1.5), rnd(F32, {C}, rng), running};
@@ -466,14 +469,14 @@ TEST_F(OpsGpu, MaxPool2MatchesCpu) {
       const Shape ys{s[0], s[1] / 2, s[2] / 2, s[3]};
       const HostTensor x = ties(t, s, rng);
       Case f;
-      f.name = tname("MaxPool2Fwd", t) + " x" + s.str();
+      f.name = cat(tname("MaxPool2Fwd", t), " x", s.str());
       f.in = {x};
       f.out = {HostTensor(t, ys)};
       f.tol = {0.0};
       check(maxpool2_fwd_cpu, maxpool2_fwd_cuda, f);
       const HostTensor y = run_cpu(maxpool2_fwd_cpu, f)[0];
       Case b;
-      b.name = tname("MaxPool2Bwd", t) + " x" + s.str();
+      b.name = cat(tname("MaxPool2Bwd", t), " x", s.str());
       b.in = {rnd(t, ys, rng), x, y};
       b.out = {HostTensor(t, s)};
       b.tol = {0.0};
@@ -488,14 +491,14 @@ TEST_F(OpsGpu, GlobalMaxPoolMatchesCpu) {
       const Shape ys{s[0], s[3]};
       const HostTensor x = ties(t, s, rng);
       Case f;
-      f.name = tname("GlobalMaxPoolFwd", t) + " x" + s.str();
+      f.name = cat(tname("GlobalMaxPoolFwd", t), " x", s.str());
       f.in = {x};
       f.out = {HostTensor(t, ys)};
       f.tol = {0.0};
       check(global_maxpool_fwd_cpu, global_maxpool_fwd_cuda, f);
       const HostTensor y = run_cpu(global_maxpool_fwd_cpu, f)[0];
       Case b;
-      b.name = tname("GlobalMaxPoolBwd", t) + " x" + s.str();
+      b.name = cat(tname("GlobalMaxPoolBwd", t), " x", s.str());
       b.in = {rnd(t, ys, rng), x, y};
       b.out = {HostTensor(t, s)};
       b.tol = {0.0};
@@ -518,13 +521,13 @@ TEST_F(OpsGpu, FcMatchesCpu) {
     for (bool bias : {true, false})
       for (const FcShape& s : kFcShapes) {
         const int64_t N = s.x[0], K = s.x.inner(), M = s.m;
-        const std::string tag = tname("", t) + " x" + s.x.str() + " M=" + std::to_string(M) + (bias ? " bias" : "");
+        const std::string tag = cat(tname("", t), " x", s.x.str(), " M=", M, bias ? " bias" : "");
         const float scale = bias ? 1.f : 0.125f;
         const HostTensor x = rnd(t, s.x, rng), w = rnd(t, {M, K}, rng, -0.1, 0.1), b = rnd(t, {M}, rng);
         const HostTensor dy = rnd(t, {N, M}, rng);
 
         Case f;
-        f.name = "FcFwd" + tag;
+        f.name = cat("FcFwd", tag);
         f.attrs.scale = scale;
         f.attrs.has_bias = bias;
         f.in = {x, w};
@@ -533,14 +536,14 @@ TEST_F(OpsGpu, FcMatchesCpu) {
         check(fc_fwd_cpu, fc_fwd_cuda, f);
 
         Case d;
-        d.name = "FcBwdData" + tag;
+        d.name = cat("FcBwdData", tag);
         d.attrs.scale = scale;
         d.in = {dy, w};
         d.out = {HostTensor(t, s.x)};
         check(fc_bwd_data_cpu, fc_bwd_data_cuda, d);
 
         Case g;
-        g.name = "FcBwdWeight" + tag;
+        g.name = cat("FcBwdWeight", tag);
         g.attrs.scale = scale;
         g.attrs.has_bias = bias;
         g.in = {x, dy};
@@ -559,14 +562,14 @@ TEST_F(OpsGpu, ReluMatchesCpu) {
       HostTensor x = rnd(t, s, rng);
       for (int64_t i = 0; i < x.numel(); i += 13) x.set(i, 0.0);
       Case f;
-      f.name = tname("ReluFwd", t) + " " + s.str();
+      f.name = cat(tname("ReluFwd", t), " ", s.str());
       f.in = {x};
       f.out = {HostTensor(t, s)};
       f.tol = {0.0};
       check(relu_fwd_cpu, relu_fwd_cuda, f);
       const HostTensor y = run_cpu(relu_fwd_cpu, f)[0];
       Case b;
-      b.name = tname("ReluBwd", t) + " " + s.str();
+      b.name = cat(tname("ReluBwd", t), " ", s.str());
       b.in = {rnd(t, s, rng), y};
       b.out = {HostTensor(t, s)};
       b.tol = {0.0};
@@ -592,8 +595,7 @@ TEST_F(OpsGpu, SoftmaxXentMatchesCpu) {
       for (int64_t M : {10, 100})
         for (int64_t N : {200, 7, 64}) {
           Case k;
-          k.name = tname("SoftmaxXent", t) + " N=" + std::to_string(N) + " M=" + std::to_string(M) +
-                   (grad ? " grad" : "");
+          k.name = cat(tname("SoftmaxXent", t), " N=", N, " M=", M, grad ? " grad" : "");
           k.attrs.label_smoothing = 0.1f;
           k.attrs.with_grad = grad;
           k.variant = {N, 2 * N, 0, 0};

@@ -41,7 +41,10 @@ struct Shape {
   bool operator!=(const Shape& o) const { return !(*this == o); }
   std::string str() const {
     std::string s = "[";
-    for (int i = 0; i < rank; ++i) s += (i ? "," : "") + std::to_string(dims[i]);
+    for (int i = 0; i < rank; ++i) {
+      if (i) s += ',';
+      s += std::to_string(dims[i]);
+    }
     return s + "]";
   }
 };
