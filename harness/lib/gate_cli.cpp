@@ -1,0 +1,61 @@
+#include "harness/lib/gate_cli.h"
+
+#include <cstdio>
+
+#include "framework/core/error.h"
+#include "harness/lib/cli_args.h"
+#include "harness/lib/gate.h"
+#include "harness/lib/json_report.h"
+
+namespace tr::bench {
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: tr-bench gate --baseline A.json --current B.json [--threshold 0.05] [--alpha 0.05]\n"
+    "\n"
+    "Compares two tr-bench JSON reports of the same device, build type and cases.\n"
+    "  deterministic counters (launches, graphs, arena bytes ...) must match exactly;\n"
+    "  a case's step time regresses when its median grew by more than --threshold\n"
+    "  (a fraction: 0.05 = 5%) and the Mann-Whitney U test over the repetitions gives\n"
+    "  p < --alpha; with fewer than 3 repetitions on a side the timing is not judged.\n"
+    "exit: 0 no regression, 1 regression, 2 the reports could not be compared\n";
+
+int run(int argc, char** argv) {
+  const CliArgs a(argc, argv, {"--baseline", "--current", "--threshold", "--alpha"}, {"--help"});
+  if (a.flag("--help")) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  TR_USER_CHECK(a.positional().empty(), "unexpected argument '", a.positional().empty() ? "" : a.positional()[0],
+                "' (reports are given with --baseline and --current)");
+  TR_USER_CHECK(a.has("--baseline"), "--baseline is required");
+  TR_USER_CHECK(a.has("--current"), "--current is required");
+  GateOptions opt;
+  opt.threshold = a.real("--threshold", opt.threshold, 0, 100);
+  opt.alpha = a.real("--alpha", opt.alpha, 0, 1);
+  const std::string base_path = a.str("--baseline", ""), cur_path = a.str("--current", "");
+  const BenchReport baseline = read_report(base_path);
+  const BenchReport current = read_report(cur_path);
+  const GateResult res = run_gate(baseline, current, opt);
+  std::printf("tr-bench gate: baseline %s vs current %s\n%s", base_path.c_str(), cur_path.c_str(),
+              format_gate_table(res, opt).c_str());
+  std::fflush(stdout);
+  return res.regressed() ? 1 : 0;
+}
+
+}  // namespace
+
+int gate_main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const UserError& e) {
+    std::fprintf(stderr, "tr-bench gate: error: %s\n", e.what());
+  } catch (const std::exception& e) {
+    // Not 1: that code means "regression" to CI.
+    std::fprintf(stderr, "tr-bench gate: internal error: %s\n", e.what());
+  }
+  return 2;
+}
+
+}  // namespace tr::bench

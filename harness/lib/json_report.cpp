@@ -1,0 +1,372 @@
+#include "harness/lib/json_report.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "framework/core/error.h"
+#include "harness/lib/statistics.h"
+
+namespace tr::bench {
+
+using ojson = nlohmann::ordered_json;
+using json = nlohmann::json;
+
+bool is_reserved_entry_key(const std::string& key) {
+  static const std::set<std::string> k = {
+      // Google Benchmark's entry keys (src/json_reporter.cc) ...
+      "name", "family_index", "per_family_instance_index", "run_name", "run_type", "repetitions",
+      "repetition_index", "threads", "aggregate_name", "aggregate_unit", "iterations", "real_time", "cpu_time",
+      "time_unit", "label", "error_occurred", "error_message", "skipped", "skip_message", "cpu_coefficient",
+      "real_coefficient", "big_o", "rms", "allocs_per_iter", "max_bytes_used",
+      // ... and ours, which rebuild the BenchCase.
+      "model", "mode", "variant", "ranks", "batch"};
+  return k.count(key) > 0;
+}
+
+namespace {
+
+// ---------------------------------------------------------------- writing
+
+struct Aggregate {
+  const char* name;
+  const char* unit;  // Google Benchmark's aggregate_unit: cv is a ratio, the rest a time
+  double (*fn)(const std::vector<double>&);
+};
+constexpr Aggregate kAggregates[] = {
+    {"mean", "time", &mean}, {"median", "time", &median}, {"stddev", "time", &stddev}, {"cv", "percentage", &cv}};
+
+void check_finite(double v, const std::string& what, const std::string& case_name) {
+  // JSON has no NaN/Inf (nlohmann would write null): a non-finite measurement
+  // is a bug in whatever produced it.
+  TR_CHECK(std::isfinite(v), what, " of ", case_name, " is not finite: ", v);
+}
+
+// Whole numbers (launch counts, bytes, MHz) as JSON integers, which read better
+// and parse back to the same double; everything else in shortest round-trip form.
+ojson number(double v) {
+  if (std::trunc(v) == v && std::abs(v) < 9007199254740992.0) return static_cast<int64_t>(v);
+  return v;
+}
+
+void put_case_keys(ojson& e, const BenchCase& c) {
+  e["model"] = c.model;
+  e["mode"] = c.mode;
+  e["variant"] = c.variant;
+  e["ranks"] = c.ranks;
+  e["batch"] = c.batch;
+}
+
+}  // namespace
+
+ojson to_json(const BenchReport& r) {
+  const BenchContext& x = r.context;
+  ojson ctx;
+  ctx["date"] = x.date;
+  ctx["host_name"] = x.host_name;
+  ctx["executable"] = x.executable;
+  ctx["num_cpus"] = x.num_cpus;
+  ctx["mhz_per_cpu"] = number(x.mhz_per_cpu);
+  ctx["cpu_scaling_enabled"] = false;
+  ctx["caches"] = ojson::array();
+  ctx["load_avg"] = ojson::array();
+  ctx["library_build_type"] = x.build_type;
+  ctx["tr_schema_version"] = x.schema_version;
+  ctx["device_kind"] = x.device_kind;
+  ctx["device_name"] = x.device_name;
+  ctx["driver_version"] = x.driver_version;
+  ctx["cuda_runtime_version"] = x.cuda_runtime_version;
+  ctx["cudnn_version"] = x.cudnn_version;
+  ctx["nccl_version"] = x.nccl_version;
+  ctx["git_commit"] = x.git_commit;
+  ctx["command_line"] = x.command_line;
+
+  ojson benchmarks = ojson::array();
+  std::set<std::string> names;
+  for (size_t ci = 0; ci < r.cases.size(); ++ci) {
+    const BenchCase& c = r.cases[ci];
+    const std::string name = c.name(x.device_kind);
+    TR_CHECK(names.insert(name).second, "two cases named ", name);
+    const size_t reps = c.step_ms.size();
+    TR_CHECK(reps >= 1, name, " has no repetitions");
+    TR_CHECK(c.cpu_ms.size() == reps, name, ": ", reps, " step times but ", c.cpu_ms.size(), " cpu times");
+    for (size_t i = 0; i < reps; ++i) {
+      check_finite(c.step_ms[i], "step_ms", name);
+      check_finite(c.cpu_ms[i], "cpu_ms", name);
+    }
+    for (const auto& [k, v] : c.counters) {
+      TR_CHECK(!is_reserved_entry_key(k), "counter '", k, "' of ", name, " collides with a report key");
+      check_finite(v, "counter " + k, name);
+    }
+
+    // Google Benchmark: one family ("train_step"), one instance per case.
+    auto header = [&](ojson& e, const std::string& entry_name) {
+      e["name"] = entry_name;
+      e["family_index"] = 0;
+      e["per_family_instance_index"] = ci;
+      e["run_name"] = name;
+    };
+    for (size_t i = 0; i < reps; ++i) {
+      ojson e;
+      header(e, name);
+      e["run_type"] = "iteration";
+      e["repetitions"] = reps;
+      e["repetition_index"] = i;
+      e["threads"] = 1;
+      e["iterations"] = c.iterations;
+      e["real_time"] = c.step_ms[i];
+      e["cpu_time"] = c.cpu_ms[i];
+      e["time_unit"] = "ms";
+      put_case_keys(e, c);
+      // BenchCase holds one value per counter, so every repetition carries it.
+      for (const auto& [k, v] : c.counters) e[k] = number(v);
+      benchmarks.push_back(std::move(e));
+    }
+    for (const Aggregate& a : kAggregates) {
+      ojson e;
+      header(e, name + "_" + a.name);
+      e["run_type"] = "aggregate";
+      e["repetitions"] = reps;
+      e["threads"] = 1;
+      e["aggregate_name"] = a.name;
+      e["aggregate_unit"] = a.unit;
+      e["iterations"] = reps;  // as Google Benchmark: the number of repetitions aggregated
+      e["real_time"] = a.fn(c.step_ms);
+      e["cpu_time"] = a.fn(c.cpu_ms);
+      e["time_unit"] = "ms";
+      put_case_keys(e, c);
+      // One value per counter (see above): its mean and median are the value
+      // itself, its spread is zero.
+      const bool spread = a.fn == &stddev || a.fn == &cv;
+      for (const auto& [k, v] : c.counters) e[k] = spread ? ojson(0) : number(v);
+      benchmarks.push_back(std::move(e));
+    }
+  }
+
+  ojson j;
+  j["context"] = std::move(ctx);
+  j["benchmarks"] = std::move(benchmarks);
+  return j;
+}
+
+void write_report(const BenchReport& report, const std::string& path) {
+  const std::string text = to_json(report).dump(2) + "\n";
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) throw UserError(cat("cannot write report '", path, "': ", std::strerror(errno)));
+  f << text;
+  f.close();
+  if (!f) throw UserError(cat("cannot write report '", path, "': write failed"));
+}
+
+// ---------------------------------------------------------------- reading
+
+namespace {
+
+std::string one_line(std::string s) {
+  for (char& ch : s)
+    if (ch == '\n' || ch == '\r') ch = ' ';
+  return s;
+}
+
+// Field access that fails with one line naming the file, the place and the key.
+class Reader {
+ public:
+  explicit Reader(const std::string& path) : path_(path) {}
+
+  [[noreturn]] void fail(const std::string& where, const std::string& what) const {
+    throw UserError(one_line(cat("report '", path_, "': ", where.empty() ? "" : where + ": ", what)));
+  }
+
+  const json& field(const json& obj, const std::string& key, const std::string& where) const {
+    const auto it = obj.find(key);
+    if (it == obj.end()) fail(where, cat("missing '", key, "'"));
+    return *it;
+  }
+  std::string str(const json& obj, const std::string& key, const std::string& where) const {
+    const json& v = field(obj, key, where);
+    if (!v.is_string()) fail(where, cat("'", key, "' is not a string"));
+    return v.get<std::string>();
+  }
+  double num(const json& obj, const std::string& key, const std::string& where) const {
+    const json& v = field(obj, key, where);
+    if (!v.is_number()) fail(where, cat("'", key, "' is not a number"));
+    return v.get<double>();
+  }
+  int64_t integer(const json& obj, const std::string& key, const std::string& where) const {
+    const json& v = field(obj, key, where);
+    if (v.is_number_integer()) return v.get<int64_t>();
+    if (v.is_number_float()) {
+      const double d = v.get<double>();
+      if (std::trunc(d) == d && std::abs(d) < 9e15) return static_cast<int64_t>(d);
+    }
+    fail(where, cat("'", key, "' is not an integer"));
+  }
+
+ private:
+  std::string path_;
+};
+
+double ms_per_unit(const Reader& rd, const std::string& unit, const std::string& where) {
+  if (unit == "ms") return 1;
+  if (unit == "us") return 1e-3;
+  if (unit == "ns") return 1e-6;
+  if (unit == "s") return 1e3;
+  rd.fail(where, cat("unknown time_unit '", unit, "'"));
+}
+
+// One case while its repetitions are collected.
+struct Partial {
+  BenchCase c;
+  std::string where;  // of the first entry, for errors
+  int64_t repetitions = 0;
+  std::vector<std::optional<double>> step, cpu;
+  std::vector<std::map<std::string, double>> counters;
+};
+
+}  // namespace
+
+BenchReport report_from_json(const json& j, const std::string& path) {
+  const Reader rd(path);
+  if (!j.is_object()) rd.fail("", "top level is not a JSON object");
+  const json& ctx = rd.field(j, "context", "");
+  if (!ctx.is_object()) rd.fail("", "'context' is not an object");
+  if (!ctx.contains("tr_schema_version"))
+    rd.fail("", "not a tr-bench report: context.tr_schema_version is missing (a plain Google Benchmark file?)");
+  BenchReport r;
+  BenchContext& x = r.context;
+  x.schema_version = static_cast<int>(rd.integer(ctx, "tr_schema_version", "context"));
+  if (x.schema_version != kReportSchemaVersion)
+    rd.fail("", cat("schema version ", x.schema_version, "; this tr-bench reads version ", kReportSchemaVersion));
+  x.date = rd.str(ctx, "date", "context");
+  x.host_name = rd.str(ctx, "host_name", "context");
+  x.executable = rd.str(ctx, "executable", "context");
+  x.num_cpus = static_cast<int>(rd.integer(ctx, "num_cpus", "context"));
+  x.mhz_per_cpu = rd.num(ctx, "mhz_per_cpu", "context");
+  x.build_type = rd.str(ctx, "library_build_type", "context");
+  x.device_kind = rd.str(ctx, "device_kind", "context");
+  x.device_name = rd.str(ctx, "device_name", "context");
+  x.driver_version = rd.str(ctx, "driver_version", "context");
+  x.cuda_runtime_version = rd.str(ctx, "cuda_runtime_version", "context");
+  x.cudnn_version = rd.str(ctx, "cudnn_version", "context");
+  x.nccl_version = rd.str(ctx, "nccl_version", "context");
+  x.git_commit = rd.str(ctx, "git_commit", "context");
+  x.command_line = rd.str(ctx, "command_line", "context");
+
+  const json& benchmarks = rd.field(j, "benchmarks", "");
+  if (!benchmarks.is_array()) rd.fail("", "'benchmarks' is not an array");
+
+  std::vector<std::string> order;  // run names in order of first appearance
+  std::map<std::string, Partial> parts;
+  for (size_t bi = 0; bi < benchmarks.size(); ++bi) {
+    const json& e = benchmarks[bi];
+    std::string where = cat("benchmarks[", bi, "]");
+    if (!e.is_object()) rd.fail(where, "not an object");
+    const std::string name = rd.str(e, "name", where);
+    where += " ('" + name + "')";
+    const std::string run_type = rd.str(e, "run_type", where);
+    if (run_type == "aggregate") continue;  // recomputed from the repetitions
+    if (run_type != "iteration") rd.fail(where, cat("unknown run_type '", run_type, "'"));
+
+    BenchCase c;
+    c.model = rd.str(e, "model", where);
+    c.mode = rd.str(e, "mode", where);
+    c.variant = rd.str(e, "variant", where);
+    c.ranks = static_cast<int>(rd.integer(e, "ranks", where));
+    c.batch = rd.integer(e, "batch", where);
+    c.iterations = static_cast<int>(rd.integer(e, "iterations", where));
+    if (const std::string expect = c.name(x.device_kind); name != expect)
+      rd.fail(where, cat("name does not match its model/variant/mode/ranks/batch keys (expected '", expect, "')"));
+    const std::string run_name = e.contains("run_name") ? rd.str(e, "run_name", where) : name;
+    if (run_name != name) rd.fail(where, cat("run_name '", run_name, "' differs from name"));
+    const int64_t reps = rd.integer(e, "repetitions", where);
+    if (reps < 1 || reps > 1000000) rd.fail(where, cat("repetitions ", reps, " out of range"));
+    const int64_t index = rd.integer(e, "repetition_index", where);
+    if (index < 0 || index >= reps) rd.fail(where, cat("repetition_index ", index, " not in [0, ", reps, ")"));
+    const double unit = ms_per_unit(rd, rd.str(e, "time_unit", where), where);
+    const double real = rd.num(e, "real_time", where) * unit;
+    const double cpu = rd.num(e, "cpu_time", where) * unit;
+    std::map<std::string, double> counters;
+    for (auto it = e.begin(); it != e.end(); ++it)
+      if (!is_reserved_entry_key(it.key()) && it->is_number()) counters[it.key()] = it->get<double>();
+
+    auto [pit, fresh] = parts.try_emplace(name);
+    Partial& p = pit->second;
+    if (fresh) {
+      order.push_back(name);
+      p.c = c;
+      p.where = where;
+      p.repetitions = reps;
+      p.step.resize(reps);
+      p.cpu.resize(reps);
+      p.counters.resize(reps);
+    } else {
+      auto agree = [&](bool same, const char* key) {
+        if (!same) rd.fail(where, cat("'", key, "' differs from ", p.where));
+      };
+      agree(p.repetitions == reps, "repetitions");
+      agree(p.c.iterations == c.iterations, "iterations");
+    }
+    if (p.step[index]) rd.fail(where, cat("repetition_index ", index, " appears twice"));
+    p.step[index] = real;
+    p.cpu[index] = cpu;
+    p.counters[index] = std::move(counters);
+  }
+
+  for (const std::string& name : order) {
+    Partial& p = parts.at(name);
+    for (int64_t i = 0; i < p.repetitions; ++i)
+      if (!p.step[i]) rd.fail(p.where, cat("repetition_index ", i, " of ", p.repetitions, " is missing"));
+    BenchCase c = p.c;
+    for (int64_t i = 0; i < p.repetitions; ++i) {
+      c.step_ms.push_back(*p.step[i]);
+      c.cpu_ms.push_back(*p.cpu[i]);
+    }
+    // Every repetition must carry the same counters; deterministic ones must
+    // agree exactly, measured ones are averaged when they differ.
+    for (const auto& [key, first] : p.counters[0]) {
+      std::vector<double> values;
+      for (int64_t i = 0; i < p.repetitions; ++i) {
+        const auto it = p.counters[i].find(key);
+        if (it == p.counters[i].end())
+          rd.fail(p.where, cat("counter '", key, "' is missing from repetition ", i));
+        values.push_back(it->second);
+      }
+      const bool all_same = min_value(values) == max_value(values);
+      if (!all_same && is_deterministic_counter(key))
+        rd.fail(p.where, cat("deterministic counter '", key, "' differs between repetitions"));
+      c.counters[key] = all_same ? first : mean(values);
+    }
+    for (int64_t i = 1; i < p.repetitions; ++i)
+      if (p.counters[i].size() != p.counters[0].size())
+        rd.fail(p.where, cat("repetition ", i, " has counters that repetition 0 lacks"));
+    r.cases.push_back(std::move(c));
+  }
+  return r;
+}
+
+BenchReport read_report(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw UserError(cat("report '", path, "': no such file"));
+  if (!fs::is_regular_file(path, ec)) throw UserError(cat("report '", path, "': not a regular file"));
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw UserError(cat("report '", path, "': cannot open (", std::strerror(errno), ")"));
+  json j;
+  try {
+    j = json::parse(f);
+  } catch (const json::parse_error& e) {
+    // "[json.exception.parse_error.101] parse error at line 1, ..." -> drop the tag
+    std::string what = e.what();
+    if (const auto close = what.find("] "); what.rfind("[json.exception", 0) == 0 && close != std::string::npos)
+      what = what.substr(close + 2);
+    throw UserError(one_line(cat("report '", path, "': not valid JSON (", what, ")")));
+  }
+  return report_from_json(j, path);
+}
+
+}  // namespace tr::bench

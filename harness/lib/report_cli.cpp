@@ -1,0 +1,76 @@
+#include "harness/lib/report_cli.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "framework/core/error.h"
+#include "harness/lib/cli_args.h"
+#include "harness/lib/html_report.h"
+#include "harness/lib/json_report.h"
+
+namespace tr::bench {
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: tr-bench report A.json [B.json ...] -o out.html\n"
+    "\n"
+    "Renders tr-bench JSON reports as one self-contained HTML page (inline SVG charts,\n"
+    "no scripts, no network): context, step time and samples/s per model by mode,\n"
+    "variant, batch and ranks, launches per step by mode, and a table of every case.\n"
+    "With several reports, a table compares the median step times across them.\n"
+    "  -o, --output FILE   the HTML file to write (required)\n";
+
+int run(int argc, char** argv) {
+  // CliArgs knows only long flags: spell -o as --output.
+  std::vector<std::string> args(argv, argv + argc);
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (args[i] == "-o") args[i] = "--output";
+    else if (args[i].size() > 1 && args[i][0] == '-' && args[i][1] != '-')
+      throw UserError(cat("unknown flag ", args[i], " (see --help)"));
+  }
+  std::vector<char*> ptrs;
+  for (std::string& s : args) ptrs.push_back(s.data());
+  const CliArgs a(static_cast<int>(ptrs.size()), ptrs.data(), {"--output"}, {"--help"});
+  if (a.flag("--help")) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  TR_USER_CHECK(!a.positional().empty(), "no reports given (usage: tr-bench report A.json [B.json ...] -o out.html)");
+  TR_USER_CHECK(a.has("--output"), "-o out.html is required");
+  const std::string out = a.str("--output", "");
+  std::vector<LabeledReport> reports;
+  for (const std::string& path : a.positional())
+    reports.push_back({std::filesystem::path(path).filename().string(), read_report(path)});
+  const std::string html = render_html(reports);
+  std::ofstream f(out, std::ios::binary | std::ios::trunc);
+  if (!f) throw UserError(cat("cannot write '", out, "': ", std::strerror(errno)));
+  f << html;
+  f.close();
+  if (!f) throw UserError(cat("cannot write '", out, "': write failed"));
+  size_t cases = 0;
+  for (const LabeledReport& r : reports) cases += r.report.cases.size();
+  std::printf("tr-bench report: wrote %s (%zu cases from %zu report%s)\n", out.c_str(), cases, reports.size(),
+              reports.size() == 1 ? "" : "s");
+  return 0;
+}
+
+}  // namespace
+
+int report_main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const UserError& e) {
+    std::fprintf(stderr, "tr-bench report: error: %s\n", e.what());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tr-bench report: internal error: %s\n", e.what());
+  }
+  return 2;
+}
+
+}  // namespace tr::bench

@@ -1,0 +1,311 @@
+// The regression gate: what counts as a regression, an improvement, noise or
+// too little data, and which reports it refuses to compare.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+
+#include "framework/core/error.h"
+#include "harness/lib/gate.h"
+#include "harness/lib/gate_cli.h"
+#include "harness/lib/json_report.h"
+
+namespace tr::bench {
+namespace {
+
+std::string golden_dir() {
+  if (const char* s = std::getenv("TR_SOURCE_DIR")) return std::string(s) + "/tests/golden";
+  return (std::filesystem::path(__FILE__).parent_path() / "golden").string();
+}
+
+BenchCase make_case(const std::string& mode, std::vector<double> step) {
+  BenchCase c;
+  c.model = "cnn";
+  c.mode = mode;
+  c.variant = "train_base";
+  c.ranks = 1;
+  c.batch = 256;
+  c.iterations = 20;
+  c.cpu_ms = step;
+  c.step_ms = std::move(step);
+  c.counters = {{"graph_launches_per_step", 17}, {"kernel_launches_per_step", 0}, {"arena_bytes", 214958080},
+                {"samples_per_second", 50000}};
+  return c;
+}
+
+BenchReport make_report(std::vector<double> full_step, std::vector<double> eager_step = {9.8, 9.7, 9.9, 9.75, 9.85}) {
+  BenchReport r;
+  r.context.device_kind = "cuda";
+  r.context.device_name = "NVIDIA H200";
+  r.context.build_type = "release";
+  r.context.driver_version = "560.35.03";
+  r.cases.push_back(make_case("eager", std::move(eager_step)));
+  r.cases.back().counters["kernel_launches_per_step"] = 212;
+  r.cases.back().counters["graph_launches_per_step"] = 0;
+  r.cases.push_back(make_case("full-capture", std::move(full_step)));
+  return r;
+}
+
+const std::vector<double> kBase = {10.0, 10.1, 9.9, 10.05, 9.95};
+const std::string kFull = "train_step/model:cnn/variant:train_base/mode:full-capture/gpus:1/batch:256";
+
+std::vector<double> scaled(std::vector<double> v, double f) {
+  for (double& x : v) x *= f;
+  return v;
+}
+
+const GateRow& row_of(const GateResult& r, const std::string& case_name, const std::string& metric) {
+  const auto it = std::find_if(r.rows.begin(), r.rows.end(), [&](const GateRow& x) {
+    return x.case_name == case_name && x.metric == metric;
+  });
+  if (it == r.rows.end()) throw std::runtime_error("no row " + case_name + " / " + metric);
+  return *it;
+}
+const char* kStep = "step time median (ms)";
+
+TEST(Gate, IdenticalReportsPass) {
+  const BenchReport a = make_report(kBase);
+  const GateResult r = run_gate(a, a, {});
+  EXPECT_FALSE(r.regressed());
+  EXPECT_EQ(r.cases, 2);
+  EXPECT_EQ(r.improvements + r.not_significant + r.not_judged, 0);
+  for (const GateRow& x : r.rows) EXPECT_EQ(x.verdict, Verdict::kOk) << x.case_name << " " << x.metric;
+  EXPECT_EQ(row_of(r, kFull, "deterministic counters").baseline, "3 identical");
+  EXPECT_EQ(row_of(r, kFull, kStep).p_value, 1.0);
+  EXPECT_NE(format_gate_table(r, {}).find("gate: passed"), std::string::npos);
+}
+
+TEST(Gate, DeterministicCounterChangeFailsNamingIt) {
+  const BenchReport a = make_report(kBase);
+  BenchReport b = a;
+  b.cases[1].counters["graph_launches_per_step"] = 18;
+  b.cases[1].counters["samples_per_second"] = 1;  // measured: not gated
+  const GateResult r = run_gate(a, b, {});
+  EXPECT_TRUE(r.regressed());
+  EXPECT_EQ(r.regressions, 1);
+  const GateRow& x = row_of(r, kFull, "graph_launches_per_step");
+  EXPECT_EQ(x.verdict, Verdict::kRegression);
+  EXPECT_EQ(x.baseline, "17");
+  EXPECT_EQ(x.current, "18");
+  EXPECT_EQ(x.change, "+1 (+5.9%)");
+  const std::string table = format_gate_table(r, {});
+  EXPECT_NE(table.find("graph_launches_per_step"), std::string::npos);
+  EXPECT_NE(table.find("REGRESSION"), std::string::npos);
+  EXPECT_NE(table.find("gate: FAILED: 1 regression(s)"), std::string::npos) << table;
+  // Even a change in the last bit counts, and shows.
+  b = a;
+  b.cases[1].counters["arena_bytes"] = std::nextafter(214958080.0, 1e300);
+  const GateResult r2 = run_gate(a, b, {});
+  EXPECT_TRUE(r2.regressed());
+  EXPECT_NE(row_of(r2, kFull, "arena_bytes").current, row_of(r2, kFull, "arena_bytes").baseline);
+}
+
+TEST(Gate, LostCounterRegressesNewCounterIsNoted) {
+  const BenchReport a = make_report(kBase);
+  BenchReport b = a;
+  b.cases[1].counters.erase("arena_bytes");
+  b.cases[1].counters["captured_graphs"] = 17;
+  const GateResult r = run_gate(a, b, {});
+  EXPECT_EQ(r.regressions, 1);
+  EXPECT_EQ(row_of(r, kFull, "arena_bytes").current, "missing");
+  EXPECT_EQ(row_of(r, kFull, "arena_bytes").verdict, Verdict::kRegression);
+  EXPECT_EQ(row_of(r, kFull, "captured_graphs").verdict, Verdict::kNew);
+}
+
+TEST(Gate, ClearlySlowerFails) {
+  // Every current repetition is ~10% above every baseline one: p = 2/252.
+  const GateResult r = run_gate(make_report(kBase), make_report(scaled(kBase, 1.10)), {});
+  EXPECT_TRUE(r.regressed());
+  const GateRow& x = row_of(r, kFull, kStep);
+  EXPECT_EQ(x.verdict, Verdict::kRegression);
+  EXPECT_EQ(x.change, "+10.0%");
+  EXPECT_LT(x.p_value, 0.01);
+  EXPECT_EQ(row_of(r, "train_step/model:cnn/variant:train_base/mode:eager/gpus:1/batch:256", kStep).verdict,
+            Verdict::kOk);
+}
+
+TEST(Gate, SlowerButNoisyIsNotSignificant) {
+  // Medians 10 -> 11 (+10%) but the repetitions overlap: p = 0.34.
+  const GateResult r = run_gate(make_report({8, 12, 9, 11, 10}), make_report({9, 13, 10, 12.5, 11}), {});
+  EXPECT_FALSE(r.regressed());
+  EXPECT_EQ(r.not_significant, 1);
+  const GateRow& x = row_of(r, kFull, kStep);
+  EXPECT_EQ(x.verdict, Verdict::kNotSignificant);
+  EXPECT_EQ(x.change, "+10.0%");
+  EXPECT_GT(x.p_value, 0.05);
+}
+
+TEST(Gate, ClearlyFasterIsAnImprovement) {
+  const GateResult r = run_gate(make_report(kBase), make_report(scaled(kBase, 0.9)), {});
+  EXPECT_FALSE(r.regressed());
+  EXPECT_EQ(r.improvements, 1);
+  EXPECT_EQ(row_of(r, kFull, kStep).verdict, Verdict::kImprovement);
+}
+
+TEST(Gate, WithinThresholdIsOkEvenWhenSignificant) {
+  const GateResult r = run_gate(make_report(kBase), make_report(scaled(kBase, 1.03)), {});
+  EXPECT_FALSE(r.regressed());
+  EXPECT_EQ(row_of(r, kFull, kStep).verdict, Verdict::kOk);
+  GateOptions tight;
+  tight.threshold = 0.02;
+  EXPECT_TRUE(run_gate(make_report(kBase), make_report(scaled(kBase, 1.03)), tight).regressed());
+}
+
+TEST(Gate, TooFewRepetitionsAreNotJudged) {
+  // 50% slower, but two repetitions on one side: never a regression.
+  const GateResult r = run_gate(make_report({10, 10.1}), make_report({15, 15.2, 15.1}), {});
+  EXPECT_FALSE(r.regressed());
+  EXPECT_EQ(r.not_judged, 1);
+  const GateRow& x = row_of(r, kFull, kStep);
+  EXPECT_EQ(x.verdict, Verdict::kNotJudged);
+  EXPECT_NE(x.detail.find("2 vs 3 reps"), std::string::npos) << x.detail;
+  // Three each is judged, but cannot reach p < 0.05 (floor 0.1): the table says so.
+  const GateResult r3 = run_gate(make_report({10, 10.1, 10.2}), make_report({15, 15.2, 15.1}), {});
+  const GateRow& y = row_of(r3, kFull, kStep);
+  EXPECT_EQ(y.verdict, Verdict::kNotSignificant);
+  EXPECT_NE(y.detail.find("cannot reach p<0.05"), std::string::npos) << y.detail;
+}
+
+void expect_refusal(const BenchReport& a, const BenchReport& b, const std::string& needle) {
+  try {
+    run_gate(a, b, {});
+    ADD_FAILURE() << "no refusal (wanted: " << needle << ")";
+  } catch (const UserError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find(needle), std::string::npos) << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  }
+}
+
+TEST(Gate, RefusesIncomparableReports) {
+  const BenchReport a = make_report(kBase);
+  BenchReport b = a;
+  b.context.device_name = "NVIDIA A100-SXM4-80GB";
+  expect_refusal(a, b, "device_name differs (baseline 'NVIDIA H200', current 'NVIDIA A100-SXM4-80GB')");
+  b = a;
+  b.context.build_type = "debug";
+  expect_refusal(a, b, "build type differs (baseline 'release', current 'debug')");
+  b = a;
+  b.context.device_kind = "cpu";
+  expect_refusal(a, b, "device_kind differs");
+  b = a;
+  b.cases.pop_back();
+  b.cases[0].batch = 128;
+  expect_refusal(a, b,
+                 "only in baseline: train_step/model:cnn/variant:train_base/mode:eager/gpus:1/batch:256, " + kFull +
+                     "; only in current: train_step/model:cnn/variant:train_base/mode:eager/gpus:1/batch:128");
+}
+
+TEST(Gate, OtherContextDifferencesAreNotes) {
+  const BenchReport a = make_report(kBase);
+  BenchReport b = a;
+  b.context.driver_version = "565.57.01";
+  const GateResult r = run_gate(a, b, {});
+  EXPECT_FALSE(r.regressed());
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_NE(r.notes[0].find("driver_version differs"), std::string::npos);
+  EXPECT_EQ(format_gate_table(r, {}).rfind("note: driver_version", 0), 0u);
+}
+
+TEST(Gate, TableIsAligned) {
+  const std::string t = format_gate_table(run_gate(make_report(kBase), make_report(scaled(kBase, 1.1)), {}), {});
+  // Header, rule and rows: the "verdict" column starts at the same offset.
+  std::istringstream in(t);
+  std::string line, header;
+  std::getline(in, header);
+  const size_t col = header.find("verdict");
+  ASSERT_NE(col, std::string::npos);
+  std::getline(in, line);  // rule
+  int rows = 0;
+  while (std::getline(in, line) && !line.empty()) {
+    ++rows;
+    const std::string v = line.substr(col, 10);
+    EXPECT_TRUE(v.rfind("ok", 0) == 0 || v.rfind("REGRESSION", 0) == 0) << line;
+  }
+  EXPECT_EQ(rows, 4);  // two cases: step time + counter summary each
+}
+
+// ---------------------------------------------------------------- the CLI
+
+struct CliRun {
+  int code;
+  std::string out, err;
+};
+
+CliRun gate_cli(std::vector<std::string> args) {
+  args.insert(args.begin(), "gate");
+  std::vector<char*> argv;
+  for (std::string& s : args) argv.push_back(s.data());
+  testing::internal::CaptureStdout();
+  testing::internal::CaptureStderr();
+  const int code = gate_main(static_cast<int>(argv.size()), argv.data());
+  CliRun r{code, testing::internal::GetCapturedStdout(), testing::internal::GetCapturedStderr()};
+  return r;
+}
+
+std::string temp_report(const std::string& name, const BenchReport& r) {
+  const std::string path = testing::TempDir() + "tr_gate_" + name;
+  write_report(r, path);
+  return path;
+}
+
+TEST(Gate, CliExitCodes) {
+  const std::string a = temp_report("a.json", make_report(kBase));
+  const std::string slow = temp_report("slow.json", make_report(scaled(kBase, 1.1)));
+  BenchReport other = make_report(kBase);
+  other.context.device_name = "NVIDIA A100";
+  const std::string a100 = temp_report("a100.json", other);
+
+  CliRun r = gate_cli({"--baseline", a, "--current", a});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("gate: passed"), std::string::npos) << r.out;
+
+  r = gate_cli({"--baseline", a, "--current", slow});
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.out.find("REGRESSION"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(kFull), std::string::npos);
+
+  r = gate_cli({"--baseline", a, "--current", slow, "--threshold", "0.2"});
+  EXPECT_EQ(r.code, 0) << r.out;
+
+  r = gate_cli({"--baseline=" + a, "--current=" + a100});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("device_name differs"), std::string::npos) << r.err;
+
+  for (const auto& [args, needle] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--baseline", a}, "--current is required"},
+           {{"--current", a}, "--baseline is required"},
+           {{"--baseline", a, "--current", a, "--alpha", "often"}, "--alpha expects a number"},
+           {{"--baseline", a, "--current", a, "--threshold", "-1"}, "--threshold must be in"},
+           {{"--baseline", a, "--current", a, "--bogus"}, "unknown flag --bogus"},
+           {{"--baseline", a, "--current", a, "extra.json"}, "unexpected argument 'extra.json'"},
+           {{"--baseline", a, "--current", "/nonexistent.json"}, "report '/nonexistent.json': no such file"},
+       }) {
+    r = gate_cli(args);
+    EXPECT_EQ(r.code, 2) << needle;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_EQ(r.err.rfind("tr-bench gate: error: ", 0), 0u) << r.err;
+  }
+  r = gate_cli({"--help"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("--threshold"), std::string::npos);
+}
+
+TEST(Gate, GoldenPair) {
+  // tests/golden/report_small_b.json: mlp full-capture ~10% slower, cnn eager ~8% faster.
+  const std::string a = golden_dir() + "/report_small.json", b = golden_dir() + "/report_small_b.json";
+  const CliRun r = gate_cli({"--baseline", a, "--current", b});
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  const GateResult g = run_gate(read_report(a), read_report(b), {});
+  EXPECT_EQ(g.regressions, 1);
+  EXPECT_EQ(g.improvements, 1);
+  EXPECT_EQ(row_of(g, "train_step/model:mlp/variant:train_base/mode:full-capture/gpus:1/batch:200", kStep).verdict,
+            Verdict::kRegression);
+  EXPECT_EQ(row_of(g, "train_step/model:cnn/variant:train_base/mode:eager/gpus:1/batch:256", kStep).verdict,
+            Verdict::kImprovement);
+}
+
+}  // namespace
+}  // namespace tr::bench
