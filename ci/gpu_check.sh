@@ -23,7 +23,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm 
 note "GPU: $(tail -1 "$OUT/nvidia-smi.csv")"
 
 if [[ " $PARTS " == *" tests "* ]]; then
-  timeout 400 "$BIN/tr_tests" --gtest_brief=0 > "$OUT/tests.log" 2>&1; rc=$?
+  timeout ${TR_T_TESTS:-400} "$BIN/tr_tests" --gtest_brief=0 > "$OUT/tests.log" 2>&1; rc=$?
   [ $rc -ne 0 ] && status=1
   note "tests (exit $rc): $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/tests.log" | tr '\n' ' ')"
   grep -E '^\[ (gpu vs cpu|amp|modes|launches|dp|plan|atlas|mlp) \]|FAILED|Failure' "$OUT/tests.log" | head -40 | tee -a "$OUT/summary.txt"
@@ -34,16 +34,16 @@ if [[ " $PARTS " == *" ops "* ]] && [ -x "$BIN/tr_bench_ops" ]; then
   note "op micro-benchmarks (exit $?): $OUT/ops_bench.json"
 fi
 if [[ " $PARTS " == *" bench "* ]]; then
-  timeout 300 "$BIN/tr-bench" --device cuda --model cnn --batch 64,256,1024,4096 --warmup 10 --iters 30 \
+  timeout ${TR_T_BENCH:-300} "$BIN/tr-bench" --device cuda --model cnn --batch 64,256,1024,4096 --warmup 10 --iters 30 \
     --repetitions 5 --json "$OUT/bench_cnn.json" > "$OUT/bench_cnn.log" 2>&1; rc=$?
   [ $rc -ne 0 ] && status=1
-  timeout 100 "$BIN/tr-bench" --device cuda --model mlp --batch 200 --warmup 10 --iters 50 \
+  timeout ${TR_T_MLP:-100} "$BIN/tr-bench" --device cuda --model mlp --batch 200 --warmup 10 --iters 50 \
     --repetitions 5 --json "$OUT/bench_mlp.json" > "$OUT/bench_mlp.log" 2>&1 || status=1
   note "tr-bench (exit $rc)"
   cat "$OUT/bench_cnn.log" "$OUT/bench_mlp.log" | tee -a "$OUT/summary.txt"
 fi
 if [[ " $PARTS " == *" train "* ]]; then
-  timeout 240 "$BIN/tr-train" --device cuda --model cnn --epochs 10 --data-dir "$DATA" > "$OUT/train_cnn.log" 2>&1 || status=1
+  timeout ${TR_T_TRAIN:-240} "$BIN/tr-train" --device cuda --model cnn --epochs 10 --data-dir "$DATA" > "$OUT/train_cnn.log" 2>&1 || status=1
   note "cnn on Fashion-MNIST, 10 epochs on the GPU:"
   tee -a "$OUT/summary.txt" < "$OUT/train_cnn.log"
 fi
