@@ -17,9 +17,16 @@ struct Result {
   std::string out, err;
 };
 
+// The tools sit beside this test executable (build/bin, or a packed copy).
+std::string bin_dir() {
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string(TR_BIN_DIR) : self.parent_path().string();
+}
+
 Result run(const std::string& args) {
   const std::string err_file = testing::TempDir() + "tr_cli_stderr.txt";
-  const std::string cmd = std::string(TR_BIN_DIR) + "/" + args + " 2>" + err_file;
+  const std::string cmd = bin_dir() + "/" + args + " 2>" + err_file;
   Result r;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;

