@@ -67,7 +67,11 @@ void add_timing_row(GateResult& res, const std::string& name, const BenchCase& b
   const double rel = relative_change(mb, mc);
   row.change = percent(rel);
   const MannWhitney t = mann_whitney_u(b.step_ms, c.step_ms);
-  if (!t.decidable) {
+  if (opt.counters_only) {
+    row.verdict = Verdict::kNotJudged;
+    row.detail = "--counters-only";
+    ++res.not_judged;
+  } else if (!t.decidable) {
     row.verdict = Verdict::kNotJudged;
     row.detail = cat(reps(b.step_ms.size(), c.step_ms.size()), "; the U test needs >= ", kMinRepetitionsForUTest,
                      " on each side");

@@ -13,16 +13,18 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: tr-bench gate --baseline A.json --current B.json [--threshold 0.05] [--alpha 0.05]\n"
+    "                     [--counters-only]\n"
     "\n"
     "Compares two tr-bench JSON reports of the same device, build type and cases.\n"
     "  deterministic counters (launches, graphs, arena bytes ...) must match exactly;\n"
     "  a case's step time regresses when its median grew by more than --threshold\n"
     "  (a fraction: 0.05 = 5%) and the Mann-Whitney U test over the repetitions gives\n"
     "  p < --alpha; with fewer than 3 repetitions on a side the timing is not judged.\n"
+    "  --counters-only judges the deterministic counters alone (a noisy shared machine).\n"
     "exit: 0 no regression, 1 regression, 2 the reports could not be compared\n";
 
 int run(int argc, char** argv) {
-  const CliArgs a(argc, argv, {"--baseline", "--current", "--threshold", "--alpha"}, {"--help"});
+  const CliArgs a(argc, argv, {"--baseline", "--current", "--threshold", "--alpha"}, {"--counters-only", "--help"});
   if (a.flag("--help")) {
     std::fputs(kUsage, stdout);
     return 0;
@@ -34,6 +36,7 @@ int run(int argc, char** argv) {
   GateOptions opt;
   opt.threshold = a.real("--threshold", opt.threshold, 0, 100);
   opt.alpha = a.real("--alpha", opt.alpha, 0, 1);
+  opt.counters_only = a.flag("--counters-only");
   const std::string base_path = a.str("--baseline", ""), cur_path = a.str("--current", "");
   const BenchReport baseline = read_report(base_path);
   const BenchReport current = read_report(cur_path);
