@@ -25,7 +25,8 @@ and writes a Google-Benchmark-compatible JSON report.
   --variants V[,V..]    train_base, train_last, train_lowres, train_lowres_last, val_base, val_last
                         (default train_base)
   --width X             cnn channel multiplier (default 1.0)
-  --amp                 fp16 storage/compute with fp32 master weights
+  --precision P         fp32 | amp: fp16 storage/compute with fp32 master weights
+                        (default: amp on cuda, fp32 on cpu)
   --warmup N            steps before measuring (default 10)
   --iters N             steps per repetition (default 50)
   --repetitions N       repetitions per case (default 5)
@@ -77,8 +78,8 @@ Variant parse_variant(const std::string& s) {
 BenchOptions parse_bench_options(int argc, char** argv) {
   CliArgs a(argc, argv,
             {"--mode", "--device", "--gpus", "--ranks", "--model", "--batch", "--variants", "--width", "--warmup",
-             "--iters", "--repetitions", "--json"},
-            {"--amp", "--no-cupti", "--help"});
+             "--iters", "--repetitions", "--json", "--precision"},
+            {"--no-cupti", "--help"});
   BenchOptions o;
   for (int i = 0; i < argc; ++i) o.command_line += (i ? " " : "") + std::string(argv[i]);
   if (a.flag("--help")) {
@@ -123,7 +124,9 @@ BenchOptions parse_bench_options(int argc, char** argv) {
     for (const auto& v : split(a.str("--variants", ""))) o.variants.push_back(parse_variant(v));
   }
   o.width = a.real("--width", 1.0, 1e-3, 16.0);
-  o.amp = a.flag("--amp");
+  const std::string prec = a.str("--precision", o.backend == Backend::Cuda ? "amp" : "fp32");
+  TR_USER_CHECK(prec == "fp32" || prec == "amp", "--precision must be fp32 or amp, got '", prec, "'");
+  o.amp = prec == "amp";
   o.warmup = static_cast<int>(a.integer("--warmup", 10, 0, 1000000));
   o.iters = static_cast<int>(a.integer("--iters", 50, 1, 1000000));
   o.repetitions = static_cast<int>(a.integer("--repetitions", 5, 1, 1000));

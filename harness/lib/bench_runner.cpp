@@ -49,6 +49,7 @@ bool wants(const std::vector<Variant>& vs, bool last, bool lowres, bool val) {
 BenchReport run_bench(const BenchOptions& o) {
   BenchReport report;
   report.context = collect_context(o.backend, o.command_line);
+  report.context.precision = o.amp ? "amp" : "fp32";
   std::unique_ptr<CuptiProbe> cupti;
   if (o.backend == Backend::Cuda && o.cupti) cupti = CuptiProbe::create();
   const bool any_val = wants(o.variants, false, false, true);

@@ -23,6 +23,7 @@ struct BenchContext {
   std::string driver_version, cuda_runtime_version, cudnn_version, nccl_version;
   std::string git_commit;
   std::string command_line;
+  std::string precision = "fp32";  // "fp32" or "amp" (fp16 storage/compute, fp32 master weights)
   int schema_version = kReportSchemaVersion;
 };
 

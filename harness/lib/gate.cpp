@@ -154,6 +154,7 @@ void check_comparable(const BenchReport& baseline, const BenchReport& current) {
   same(b.device_kind, c.device_kind, "device_kind");
   same(b.device_name, c.device_name, "device_name");
   same(b.build_type, c.build_type, "build type");
+  same(b.precision, c.precision, "precision");
   if (problems.empty()) {
     std::set<std::string> nb, nc;
     for (const BenchCase& x : baseline.cases) nb.insert(x.name(b.device_kind));

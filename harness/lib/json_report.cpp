@@ -85,6 +85,7 @@ ojson to_json(const BenchReport& r) {
   ctx["nccl_version"] = x.nccl_version;
   ctx["git_commit"] = x.git_commit;
   ctx["command_line"] = x.command_line;
+  ctx["precision"] = x.precision;
 
   ojson benchmarks = ojson::array();
   std::set<std::string> names;
@@ -256,6 +257,7 @@ BenchReport report_from_json(const json& j, const std::string& path) {
   x.nccl_version = rd.str(ctx, "nccl_version", "context");
   x.git_commit = rd.str(ctx, "git_commit", "context");
   x.command_line = rd.str(ctx, "command_line", "context");
+  x.precision = ctx.contains("precision") && ctx["precision"].is_string() ? ctx["precision"].get<std::string>() : "fp32";
 
   const json& benchmarks = rd.field(j, "benchmarks", "");
   if (!benchmarks.is_array()) rd.fail("", "'benchmarks' is not an array");
