@@ -8,7 +8,8 @@
 // [conv plans before capture]); a launch only looks them up, so it is
 // capture-safe and uses the same algorithm eagerly and in graphs.
 //   workspace: the plan's workspace_bytes (ConvPlanCache::max_workspace_bytes()).
-//   Small-C filter gradient: channel_grid(N*H*W, K, 1, SMs, 8, 16).grid.x * K*9*C * 4 bytes.
+//   Small-C filter gradient: blocks * K*9*C * 4 bytes, blocks = min(4 * SMs / ceil(K/32),
+//   tiles) (<= 4 * SMs * K*9*C * 4).
 #include "framework/ops/conv3x3.h"
 #include "framework/ops/conv_plan_cache_cuda.h"
 #include "framework/ops/cuda_kernel_util_cuda.h"
@@ -19,111 +20,213 @@ namespace {
 using namespace tr::cuda;
 
 // ---------------------------------------------------------------- small-C kernels
+// 32-bit indices: run_small_c checks N*H*W*K < 2^31.
 
 constexpr int kSmallThreads = 256;
-constexpr int kSmallFilterBlocksPerSm = 8;
-constexpr int64_t kSmallFilterMinRows = 16;
-constexpr int kPixUnroll = 8;
+constexpr int kSmallTW = 32;             // filter gradient: columns per tile
+constexpr int kSmallFilterBlocksPerSm = 4;
+constexpr int kTileLoadUnroll = 4;       // loads in flight per thread while filling a tile
 
 // y[p, k0..k0+KV) = sum over taps (r,s) and c of x[nbr(p,r,s), c] * w[k, r, s, c]
-// One thread per (pixel, KV output channels); weights staged in shared memory
-// as sw[(tap*C + c) * K + k]. Taps accumulate in (r, s, c) order.
+// Block (bx, by) = (KV-channel groups, image rows): thread (kg, row) walks its
+// row left to right with the 3x3xC input window in registers (one new column
+// per step) and writes KV outputs per pixel. Weights are staged in shared
+// memory as sw[(tap*C + c) * K + k]. Taps accumulate in (r, s, c) order.
 template <typename T, int C, int KV>
 __global__ void conv_small_fwd_kernel(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ y, int N,
                                       int H, int W, int K) {
   extern __shared__ float sw[];
-  for (int i = threadIdx.x; i < K * 9 * C; i += blockDim.x) {
+  const int tid = threadIdx.y * blockDim.x + threadIdx.x;
+  for (int i = tid; i < K * 9 * C; i += blockDim.x * blockDim.y) {
     const int k = i / (9 * C), j = i % (9 * C);
     sw[j * K + k] = to_f(w[i]);
   }
   __syncthreads();
-  const int KG = K / KV;
-  const int64_t total = int64_t(N) * H * W * KG;
-  for (int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
-       idx += int64_t(gridDim.x) * blockDim.x) {
-    const int kg = int(idx % KG);
-    const int64_t p = idx / KG;
-    const int wq = int(p % W);
-    const int64_t t = p / W;
-    const int h = int(t % H);
-    const int64_t n = t / H;
-    float acc[KV];
+  const int kg = blockIdx.y * blockDim.x + threadIdx.x;
+  if (kg * KV >= K) return;
+  const int NH = N * H;
+  for (int q = blockIdx.x * blockDim.y + threadIdx.y; q < NH; q += gridDim.x * blockDim.y) {
+    const int h = q % H;
+    float xw[3][3][C];  // [tap row][column w-1, w, w+1][c]
+    auto load_col = [&](int col, int slot) {
 #pragma unroll
-    for (int j = 0; j < KV; ++j) acc[j] = 0.f;
+      for (int r = 0; r < 3; ++r) {
+        const int ih = h + r - 1;
+        const bool ok = ih >= 0 && ih < H && col >= 0 && col < W;
+        const T* xp = x + ((q + r - 1) * W + col) * C;
 #pragma unroll
-    for (int r = 0; r < 3; ++r) {
-      const int ih = h + r - 1;
-      if (ih < 0 || ih >= H) continue;
+        for (int c = 0; c < C; ++c) xw[r][slot][c] = ok ? to_f(xp[c]) : 0.f;
+      }
+    };
+    load_col(-1, 0);
+    load_col(0, 1);
+#pragma unroll 2
+    for (int wq = 0; wq < W; ++wq) {
+      load_col(wq + 1, 2);
+      float acc[KV];
 #pragma unroll
-      for (int s = 0; s < 3; ++s) {
-        const int iw = wq + s - 1;
-        if (iw < 0 || iw >= W) continue;
-        const T* xp = x + ((n * H + ih) * W + iw) * C;
+      for (int j = 0; j < KV; ++j) acc[j] = 0.f;
+#pragma unroll
+      for (int r = 0; r < 3; ++r)
+#pragma unroll
+        for (int s = 0; s < 3; ++s)
+#pragma unroll
+          for (int c = 0; c < C; ++c) {
+            const float xv = xw[r][s][c];
+            const float* wr = sw + ((r * 3 + s) * C + c) * K + kg * KV;
+            if constexpr (KV % 4 == 0) {
+#pragma unroll
+              for (int j = 0; j < KV; j += 4) {
+                const float4 w4 = *reinterpret_cast<const float4*>(wr + j);
+                acc[j] = fmaf(xv, w4.x, acc[j]);
+                acc[j + 1] = fmaf(xv, w4.y, acc[j + 1]);
+                acc[j + 2] = fmaf(xv, w4.z, acc[j + 2]);
+                acc[j + 3] = fmaf(xv, w4.w, acc[j + 3]);
+              }
+            } else {
+#pragma unroll
+              for (int j = 0; j < KV; ++j) acc[j] = fmaf(xv, wr[j], acc[j]);
+            }
+          }
+      store_vec<T, KV>(y + (q * W + wq) * K + kg * KV, acc);
+#pragma unroll
+      for (int r = 0; r < 3; ++r)
 #pragma unroll
         for (int c = 0; c < C; ++c) {
-          const float xv = to_f(xp[c]);
-          const float* wr = sw + ((r * 3 + s) * C + c) * K + kg * KV;
-#pragma unroll
-          for (int j = 0; j < KV; ++j) acc[j] = fmaf(xv, wr[j], acc[j]);
+          xw[r][0][c] = xw[r][1][c];
+          xw[r][1][c] = xw[r][2][c];
         }
-      }
     }
-    store_vec<T, KV>(y + p * K + int64_t(kg) * KV, acc);
   }
+}
+
+// Filter-gradient geometry: block (bx, by) = (output-channel lanes, tile rows);
+// a tile is by image rows (flattened n*H + h) x kSmallTW columns x bx channels;
+// blocks take tiles blockIdx.x, blockIdx.x + gridDim.x, ... (a fixed set).
+struct SmallFilterGeom {
+  int bx = 1, by = 1, row_tiles = 1, w_tiles = 1;
+  dim3 grid, block;
+};
+SmallFilterGeom small_filter_geom(const ConvKey& key, int sms) {
+  SmallFilterGeom g;
+  g.bx = key.k >= 32 ? 32 : next_pow2(int(key.k));
+  g.by = kSmallThreads / g.bx;
+  const int chan_blocks = int(ceil_div(key.k, g.bx));
+  g.row_tiles = int(ceil_div(key.n * key.h, g.by));
+  g.w_tiles = int(ceil_div(key.w, kSmallTW));
+  const int64_t tiles = int64_t(g.row_tiles) * g.w_tiles;
+  int64_t blocks = int64_t(sms) * kSmallFilterBlocksPerSm / chan_blocks;
+  if (blocks < 1) blocks = 1;
+  if (blocks > tiles) blocks = tiles;
+  g.grid = dim3(unsigned(blocks), unsigned(chan_blocks));
+  g.block = dim3(unsigned(g.bx), unsigned(g.by));
+  return g;
+}
+template <int C>
+constexpr size_t small_filter_smem_bytes() {
+  const size_t tile = size_t(kSmallThreads) * kSmallTW * sizeof(float);
+  const size_t red = sum_smem_bytes<1, 9 * C>();
+  return tile > red ? tile : red;
 }
 
 // dw[k, r, s, c] = sum over pixels p of x[nbr(p,r,s), c] * dy[p, k]
-// Block (bx, by): tx -> output channel k, ty -> pixel lane; each thread keeps
-// the 9*C sums of its k over a fixed pixel set (kPixUnroll dy loads in flight),
-// then block_sum_store / finalize_sums add them in a fixed order (Note
+// Per tile: the block copies dy[rows, cols, its channels] into shared memory
+// (VL-element loads, kTileLoadUnroll in flight per thread); then thread (k, row)
+// walks its row left to right with the 3x3xC input window in registers (one new
+// column per step). Each thread keeps 9*C sums over a fixed pixel order; the
+// block and the blocks are added by block_sum_store / finalize_sums (Note
 // [deterministic kernels]); output index k*9C + tap*C + c is dw's KRSC layout.
-template <typename T, int C>
+template <typename T, int C, int VL>
 __global__ void conv_small_bwd_filter_kernel(const T* __restrict__ x, const T* __restrict__ dy, int N, int H, int W,
-                                             int K, SumOut<T, 1> out) {
-  const int k = int(blockIdx.y) * blockDim.x + threadIdx.x;
+                                             int K, int row_tiles, int w_tiles, SumOut<T, 1> out) {
+  extern __shared__ float sdy[];  // [by][kSmallTW][bx]; reused by block_sum_store at the end
+  const int tx = threadIdx.x, ty = threadIdx.y, bx = blockDim.x, by = blockDim.y;
+  const int tid = ty * bx + tx;
+  const int k0 = blockIdx.y * bx;
+  const int k = k0 + tx;
   const bool active = k < K;
+  const int NH = N * H;
   float acc[1][9 * C];
 #pragma unroll
   for (int i = 0; i < 9 * C; ++i) acc[0][i] = 0.f;
-  if (active) {
-    const int64_t P = int64_t(N) * H * W;
-    const int64_t stride = int64_t(gridDim.x) * blockDim.y;
-    for (int64_t p0 = int64_t(blockIdx.x) * blockDim.y + threadIdx.y; p0 < P; p0 += kPixUnroll * stride) {
-      float d[kPixUnroll];
+  const int tiles = row_tiles * w_tiles;
+  for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    const int q0 = (tile / w_tiles) * by;
+    const int w0 = (tile % w_tiles) * kSmallTW;
+    const int tw = min(kSmallTW, W - w0);
+    __syncthreads();  // the previous tile's readers are done
+    const int upr = bx / VL;  // load units per pixel
+    const int units = by * tw * upr;
+    for (int base = tid; base < units; base += kSmallThreads * kTileLoadUnroll) {
+      float v[kTileLoadUnroll][VL];
 #pragma unroll
-      for (int u = 0; u < kPixUnroll; ++u) {
-        const int64_t p = p0 + u * stride;
-        d[u] = p < P ? to_f(dy[p * K + k]) : 0.f;
+      for (int u = 0; u < kTileLoadUnroll; ++u) {
+        const int e = base + u * kSmallThreads;
+        const int r = e / (tw * upr), rem = e % (tw * upr);
+        const int j = rem / upr, kk = (rem % upr) * VL;
+        const int q = q0 + r;
+        if (e < units && q < NH && k0 + kk < K) {
+          load_vec<T, VL>(dy + (int64_t(q) * W + w0 + j) * K + k0 + kk, v[u]);
+        } else {
+#pragma unroll
+          for (int i = 0; i < VL; ++i) v[u][i] = 0.f;
+        }
       }
 #pragma unroll
-      for (int u = 0; u < kPixUnroll; ++u) {
-        const int64_t p = p0 + u * stride;
-        if (p >= P) break;
-        const int wq = int(p % W);
-        const int64_t t = p / W;
-        const int h = int(t % H);
-        const int64_t n = t / H;
+      for (int u = 0; u < kTileLoadUnroll; ++u) {
+        const int e = base + u * kSmallThreads;
+        if (e >= units) break;
+        const int r = e / (tw * upr), rem = e % (tw * upr);
+        const int j = rem / upr, kk = (rem % upr) * VL;
+        float* dst = sdy + (r * kSmallTW + j) * bx + kk;
+        if constexpr (VL % 4 == 0) {  // 16-byte shared stores: fewer bank conflicts
 #pragma unroll
-        for (int r = 0; r < 3; ++r) {
-          const int ih = h + r - 1;
-          if (ih < 0 || ih >= H) continue;
+          for (int i = 0; i < VL; i += 4)
+            *reinterpret_cast<float4*>(dst + i) = make_float4(v[u][i], v[u][i + 1], v[u][i + 2], v[u][i + 3]);
+        } else {
 #pragma unroll
-          for (int s = 0; s < 3; ++s) {
-            const int iw = wq + s - 1;
-            if (iw < 0 || iw >= W) continue;
-            const T* xp = x + ((n * H + ih) * W + iw) * C;
-#pragma unroll
-            for (int c = 0; c < C; ++c) acc[0][(r * 3 + s) * C + c] = fmaf(to_f(xp[c]), d[u], acc[0][(r * 3 + s) * C + c]);
-          }
+          for (int i = 0; i < VL; ++i) dst[i] = v[u][i];
         }
       }
     }
+    __syncthreads();
+    const int q = q0 + ty;
+    if (!active || q >= NH) continue;
+    const int h = q % H;
+    float xw[3][3][C];  // [tap row][column w-1, w, w+1][c]
+    auto load_col = [&](int col, int slot) {
+#pragma unroll
+      for (int r = 0; r < 3; ++r) {
+        const int ih = h + r - 1;
+        const bool ok = ih >= 0 && ih < H && col >= 0 && col < W;
+        const T* xp = x + ((int64_t(q) + r - 1) * W + col) * C;
+#pragma unroll
+        for (int c = 0; c < C; ++c) xw[r][slot][c] = ok ? to_f(xp[c]) : 0.f;
+      }
+    };
+    load_col(w0 - 1, 0);
+    load_col(w0, 1);
+#pragma unroll 4
+    for (int j = 0; j < tw; ++j) {
+      load_col(w0 + j + 1, 2);
+      const float d = sdy[(ty * kSmallTW + j) * bx + tx];
+#pragma unroll
+      for (int r = 0; r < 3; ++r)
+#pragma unroll
+        for (int s = 0; s < 3; ++s)
+#pragma unroll
+          for (int c = 0; c < C; ++c) acc[0][(r * 3 + s) * C + c] = fmaf(xw[r][s][c], d, acc[0][(r * 3 + s) * C + c]);
+#pragma unroll
+      for (int r = 0; r < 3; ++r)
+#pragma unroll
+        for (int c = 0; c < C; ++c) {
+          xw[r][0][c] = xw[r][1][c];
+          xw[r][1][c] = xw[r][2][c];
+        }
+    }
   }
+  __syncthreads();  // sdy is reused for the block reduction
   block_sum_store<T, 1, 9 * C>(acc, int64_t(k) * 9 * C, active, int64_t(K) * 9 * C, out);
-}
-
-ChannelGrid small_filter_grid(const ConvKey& key, int sms) {
-  return channel_grid(key.n * key.h * key.w, key.k, 1, sms, kSmallFilterBlocksPerSm, kSmallFilterMinRows);
 }
 
 template <typename T, int C>
@@ -135,9 +238,14 @@ void launch_small_c(const ConvKey& key, const OpCall& c, const GpuHandles& gh, v
     TR_CHECK(smem <= 48 * 1024, "Conv3x3Fwd: small-C weights need ", smem, " B of shared memory");
     auto run = [&](auto kv) {
       constexpr int KV = decltype(kv)::value;
-      int64_t blocks = ceil_div(key.n * key.h * key.w * (key.k / KV), kSmallThreads);
-      if (blocks > int64_t(sms) * 8) blocks = int64_t(sms) * 8;
-      conv_small_fwd_kernel<T, C, KV><<<unsigned(blocks < 1 ? 1 : blocks), kSmallThreads, smem, s>>>(
+      const int kgs = K / KV;
+      const int bx = kgs >= 32 ? 32 : next_pow2(kgs);
+      const int by = kSmallThreads / bx;
+      const unsigned chan_blocks = unsigned(ceil_div(kgs, bx));
+      int64_t row_blocks = ceil_div(key.n * key.h, by);
+      const int64_t cap = int64_t(sms) * 8 / chan_blocks;
+      if (row_blocks > cap) row_blocks = cap < 1 ? 1 : cap;
+      conv_small_fwd_kernel<T, C, KV><<<dim3(unsigned(row_blocks), chan_blocks), dim3(bx, by), smem, s>>>(
           c.in[0].as<T>(), c.in[1].as<T>(), c.out[0].as<T>(), N, H, W, K);
     };
     if (key.k % kVec16<T> == 0 && aligned_to(c.out[0].data, 16)) run(std::integral_constant<int, kVec16<T>>{});
@@ -145,20 +253,28 @@ void launch_small_c(const ConvKey& key, const OpCall& c, const GpuHandles& gh, v
     TR_LAUNCH_CHECK();
     return;
   }
-  const ChannelGrid g = small_filter_grid(key, sms);
-  const int64_t outs = key.k * 9 * C;
+  const SmallFilterGeom g = small_filter_geom(key, sms);
   SumOut<T, 1> out;
   out.partial = static_cast<float*>(ws);
   out.t[0] = c.out[0].as<T>();
   TR_CHECK(g.grid.x <= 1 || ws != nullptr, "Conv3x3BwdFilter: small-C kernel without workspace");
-  conv_small_bwd_filter_kernel<T, C><<<g.grid, g.block, sum_smem_bytes<1, 9 * C>(), s>>>(
-      c.in[0].as<T>(), c.in[1].as<T>(), N, H, W, K, out);
+  constexpr int V = kVec16<T>;
+  const bool vec = g.bx % V == 0 && K % V == 0 && aligned_to(c.in[1].data, 16);
+  auto run = [&](auto vl) {
+    constexpr int VL = decltype(vl)::value;
+    conv_small_bwd_filter_kernel<T, C, VL><<<g.grid, g.block, small_filter_smem_bytes<C>(), s>>>(
+        c.in[0].as<T>(), c.in[1].as<T>(), N, H, W, K, g.row_tiles, g.w_tiles, out);
+  };
+  if (vec) run(std::integral_constant<int, V>{});
+  else run(std::integral_constant<int, 1>{});
   TR_LAUNCH_CHECK();
-  launch_finalize<T, 1>(g, outs, out, s);
+  ChannelGrid fg;  // launch_finalize needs only the number of row blocks
+  fg.grid = g.grid;
+  launch_finalize<T, 1>(fg, key.k * 9 * C, out, s);
 }
 
 void run_small_c(const ConvKey& key, const OpCall& c, const GpuHandles& gh, void* ws, cudaStream_t s) {
-  TR_CHECK(key.n * key.h * key.w < (int64_t(1) << 31) && key.k <= 4096, "conv3x3: small-C kernel shape too large: ",
+  TR_CHECK(key.n * key.h * key.w * key.k < (int64_t(1) << 31), "conv3x3: small-C kernel shape too large: ",
            key.str());
   dispatch_float(key.dtype, "conv3x3", [&](auto tag) {
     using T = decltype(tag);
@@ -220,7 +336,7 @@ void conv3x3_fwd_cuda(const OpCall& c) {
   const ConvLaunch l = begin(c, OpKind::Conv3x3Fwd, "Conv3x3Fwd");
   if (l.done) return;
   const float alpha = 1.f, beta = 0.f;
-  TR_GPU_CHECK(cudnnConvolutionForward(l.h, &alpha, l.plan->x.get(), c.in[0].data, l.plan->w.get(), c.in[1].data,
+  TR_LIBRARY_LAUNCH(cudnnConvolutionForward(l.h, &alpha, l.plan->x.get(), c.in[0].data, l.plan->w.get(), c.in[1].data,
                                        l.plan->conv.get(), cudnnConvolutionFwdAlgo_t(l.plan->algo), l.ws,
                                        l.plan->workspace_bytes, &beta, l.plan->y.get(), c.out[0].data));
 }
@@ -230,7 +346,7 @@ void conv3x3_bwd_data_cuda(const OpCall& c) {
   const ConvLaunch l = begin(c, OpKind::Conv3x3BwdData, "Conv3x3BwdData");
   if (l.done) return;
   const float alpha = 1.f, beta = 0.f;
-  TR_GPU_CHECK(cudnnConvolutionBackwardData(l.h, &alpha, l.plan->w.get(), c.in[1].data, l.plan->y.get(),
+  TR_LIBRARY_LAUNCH(cudnnConvolutionBackwardData(l.h, &alpha, l.plan->w.get(), c.in[1].data, l.plan->y.get(),
                                             c.in[0].data, l.plan->conv.get(),
                                             cudnnConvolutionBwdDataAlgo_t(l.plan->algo), l.ws,
                                             l.plan->workspace_bytes, &beta, l.plan->x.get(), c.out[0].data));
@@ -241,7 +357,7 @@ void conv3x3_bwd_filter_cuda(const OpCall& c) {
   const ConvLaunch l = begin(c, OpKind::Conv3x3BwdFilter, "Conv3x3BwdFilter");
   if (l.done) return;
   const float alpha = 1.f, beta = 0.f;
-  TR_GPU_CHECK(cudnnConvolutionBackwardFilter(l.h, &alpha, l.plan->x.get(), c.in[0].data, l.plan->y.get(),
+  TR_LIBRARY_LAUNCH(cudnnConvolutionBackwardFilter(l.h, &alpha, l.plan->x.get(), c.in[0].data, l.plan->y.get(),
                                               c.in[1].data, l.plan->conv.get(),
                                               cudnnConvolutionBwdFilterAlgo_t(l.plan->algo), l.ws,
                                               l.plan->workspace_bytes, &beta, l.plan->w.get(), c.out[0].data));
@@ -249,7 +365,8 @@ void conv3x3_bwd_filter_cuda(const OpCall& c) {
 
 size_t small_c_conv_workspace_bytes(const ConvKey& key, int sms) {
   if (key.dir != ConvDir::BwdFilter) return 0;
-  return sum_partial_bytes<1>(small_filter_grid(key, sms), key.k * 9 * key.c);
+  const SmallFilterGeom g = small_filter_geom(key, sms);
+  return g.grid.x > 1 ? size_t(g.grid.x) * size_t(key.k * 9 * key.c) * sizeof(float) : 0;
 }
 
 }  // namespace tr

@@ -52,7 +52,7 @@ void gemm(const GpuHandles& g, cudaStream_t s, DType ab, DType cdt, cublasOperat
   TR_GPU_CHECK(cublasSetMathMode(
       h, cublasMath_t(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
   auto cuda_t = [](DType t) { return t == DType::F16 ? CUDA_R_16F : CUDA_R_32F; };
-  TR_GPU_CHECK(cublasGemmEx(h, ta, tb, int(m), int(n), int(k), &alpha, a, cuda_t(ab), int(lda), b, cuda_t(ab),
+  TR_LIBRARY_LAUNCH(cublasGemmEx(h, ta, tb, int(m), int(n), int(k), &alpha, a, cuda_t(ab), int(lda), b, cuda_t(ab),
                             int(ldb), &beta, c, cuda_t(cdt), int(ldc), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
