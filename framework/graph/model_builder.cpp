@@ -256,7 +256,8 @@ class Builder {
   }
 
   // Note [streams inside a graph]: weight gradients depend on nothing later in
-  // the backward, so they run on COMP_2 beside the data-gradient chain on COMP_1.
+  // the backward, so they may run on COMP_2 beside the data-gradient chain on
+  // COMP_1 (TrainConfig::side_streams).
   Node side(Node n) const {
     if (tc_.side_streams) n.stream = StreamKind::COMP_2;
     return n;

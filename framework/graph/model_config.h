@@ -31,7 +31,12 @@ struct TrainConfig {
   float init_loss_scale = 1.f;    // AMP defaults to 65536 (set by the caller)
   int loss_scale_growth_interval = 1000;
   int64_t schedule_len = 1;       // entries in the device-side learning-rate table
-  bool side_streams = true;       // weight gradients on COMP_2 (Note [streams inside a graph])
+  // Weight gradients on COMP_2 beside the data-gradient chain (Note [streams
+  // inside a graph]). Off by default: cuBLAS (and cuDNN) guarantee bitwise
+  // reproducible results only while a single stream is active; with concurrent
+  // streams they may pick other internal implementations, which broke the
+  // bit-identity of eager / partial / full capture on the H200.
+  bool side_streams = false;
 };
 
 std::string model_name(ModelKind k);

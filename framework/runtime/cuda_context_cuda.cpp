@@ -21,20 +21,22 @@ CudaContext::CudaContext(int rank, int ranks, int device, bool deterministic, Co
     TR_GPU_CHECK(cudaEventCreateWithFlags(&stream_events_[i], cudaEventDisableTiming));
   }
   for (auto& e : transfer_done_) TR_GPU_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-  cudnnHandle_t dnn = nullptr;
-  TR_GPU_CHECK(cudnnCreate(&dnn));
-  cudnn_ = dnn;
-  cublasHandle_t blas = nullptr;
-  TR_GPU_CHECK(cublasCreate(&blas));
-  cublas_ = blas;
-  cublasLtHandle_t lt = nullptr;
-  TR_GPU_CHECK(cublasLtCreate(&lt));
-  cublaslt_ = lt;
-  for (auto& h : handles_) {
+  for (size_t i = 0; i < handles_.size(); ++i) {
+    cudnnHandle_t dnn = nullptr;
+    TR_GPU_CHECK(cudnnCreate(&dnn));
+    cudnn_[i] = dnn;
+    TR_GPU_CHECK(cudnnSetStream(dnn, streams_[i]));
+    cublasHandle_t blas = nullptr;
+    TR_GPU_CHECK(cublasCreate(&blas));
+    cublas_[i] = blas;
+    cublasLtHandle_t lt = nullptr;
+    TR_GPU_CHECK(cublasLtCreate(&lt));
+    cublaslt_[i] = lt;
+    GpuHandles& h = handles_[i];
     h.device = device;
-    h.cudnn = cudnn_;
-    h.cublas = cublas_;
-    h.cublaslt = cublaslt_;
+    h.cudnn = cudnn_[i];
+    h.cublas = cublas_[i];
+    h.cublaslt = cublaslt_[i];
     h.conv_plans = &conv_plans_;
     h.deterministic = deterministic;
   }
@@ -47,9 +49,12 @@ CudaContext::~CudaContext() {
   for (auto p : pinned_)
     if (p) TR_GPU_WARN(cudaFreeHost(p));
   if (base_) TR_GPU_WARN(cudaFree(base_));
-  if (cublaslt_) TR_GPU_WARN(cublasLtDestroy(static_cast<cublasLtHandle_t>(cublaslt_)));
-  if (cublas_) TR_GPU_WARN(cublasDestroy(static_cast<cublasHandle_t>(cublas_)));
-  if (cudnn_) TR_GPU_WARN(cudnnDestroy(static_cast<cudnnHandle_t>(cudnn_)));
+  for (auto h : cublaslt_)
+    if (h) TR_GPU_WARN(cublasLtDestroy(static_cast<cublasLtHandle_t>(h)));
+  for (auto h : cublas_)
+    if (h) TR_GPU_WARN(cublasDestroy(static_cast<cublasHandle_t>(h)));
+  for (auto h : cudnn_)
+    if (h) TR_GPU_WARN(cudnnDestroy(static_cast<cudnnHandle_t>(h)));
   for (auto e : transfer_done_)
     if (e) TR_GPU_WARN(cudaEventDestroy(e));
   for (auto e : stream_events_)
@@ -64,7 +69,6 @@ void CudaContext::make_current() const { TR_GPU_CHECK(cudaSetDevice(spec_.device
 // prepared here, before the arena exists and long before any capture.
 int64_t CudaContext::prepare_workspace(const CompiledModel& m, const std::array<VariantDims, kVariantCount>& dims) {
   make_current();
-  TR_GPU_CHECK(cudnnSetStream(static_cast<cudnnHandle_t>(cudnn_), stream(StreamKind::COMP_1)));
   const GpuHandles& h = handles_[static_cast<size_t>(StreamKind::COMP_1)];
   for (Variant v : kAllVariants) {
     const VariantDims& d = dims[static_cast<size_t>(vidx(v))];

@@ -49,9 +49,13 @@ class CudaContext final : public DeviceContext {
   std::array<cudaEvent_t, kStreamKindCount> stream_events_{};
   std::array<cudaEvent_t, 2> transfer_done_{};
   std::array<GpuHandles, kStreamKindCount> handles_{};
-  void* cudnn_ = nullptr;
-  void* cublas_ = nullptr;
-  void* cublaslt_ = nullptr;
+  // Note [a library handle per stream]: cuDNN and cuBLAS keep per-handle state
+  // and scratch, so one handle used from two concurrent streams races (seen on
+  // the H200: weight gradients on COMP_2 beside data gradients on COMP_1 made
+  // runs nondeterministic). Each stream gets its own handles.
+  std::array<void*, kStreamKindCount> cudnn_{};
+  std::array<void*, kStreamKindCount> cublas_{};
+  std::array<void*, kStreamKindCount> cublaslt_{};
   ConvPlanCache conv_plans_;
   int64_t big_slice_ = 0;
   std::array<void*, 2> pinned_{};

@@ -32,6 +32,7 @@ and writes a Google-Benchmark-compatible JSON report.
   --repetitions N       repetitions per case (default 5)
   --json FILE           write the report here
   --no-cupti            do not use CUPTI (launch cross-check and GPU busy time)
+  --side-streams        weight gradients on a second stream inside the backward graphs
   --help                this text
 
 Examples:
@@ -79,7 +80,7 @@ BenchOptions parse_bench_options(int argc, char** argv) {
   CliArgs a(argc, argv,
             {"--mode", "--device", "--gpus", "--ranks", "--model", "--batch", "--variants", "--width", "--warmup",
              "--iters", "--repetitions", "--json", "--precision"},
-            {"--no-cupti", "--help"});
+            {"--no-cupti", "--side-streams", "--help"});
   BenchOptions o;
   for (int i = 0; i < argc; ++i) o.command_line += (i ? " " : "") + std::string(argv[i]);
   if (a.flag("--help")) {
@@ -132,6 +133,7 @@ BenchOptions parse_bench_options(int argc, char** argv) {
   o.repetitions = static_cast<int>(a.integer("--repetitions", 5, 1, 1000));
   o.json_path = a.str("--json", "");
   o.cupti = !a.flag("--no-cupti");
+  o.side_streams = a.flag("--side-streams");
   o.progress = isatty(2) != 0;
   return o;
 }

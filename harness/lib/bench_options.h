@@ -28,6 +28,7 @@ struct BenchOptions {
   std::string json_path;               // empty: no file
   bool progress = false;               // stderr progress (a terminal only)
   bool cupti = true;
+  bool side_streams = false;
   std::string command_line;
 };
 
