@@ -175,3 +175,26 @@ TEST(DataParallel, WatchdogNamesTheHungRank) {
 
 }  // namespace
 }  // namespace tr
+
+namespace tr {
+namespace {
+
+// Collectives forced with one rank (what a single GPU runs to keep NCCL inside
+// its graphs): the shared-memory all-reduce over one rank changes nothing.
+TEST(DataParallel, ForcedCollectivesWithOneRankChangeNothing) {
+  const auto train = data::make_synthetic(6 * 32, 28, 28, 1, 10, 61);
+  const auto val = data::make_synthetic(64, 28, 28, 1, 10, 62);
+  std::map<std::string, std::vector<float>> s[2];
+  for (int forced = 0; forced < 2; ++forced) {
+    RunOptions o = dp_run(1, ExecMode::FullCapture);
+    o.train.force_collectives = forced == 1;
+    Trainer t(o, view_of(train), view_of(val));
+    if (forced) EXPECT_GT(t.capture().collective, 0);
+    t.run_epoch();
+    s[forced] = state_of(t);
+  }
+  for (const auto& [name, v] : s[0]) EXPECT_EQ(0, std::memcmp(v.data(), s[1].at(name).data(), v.size() * 4)) << name;
+}
+
+}  // namespace
+}  // namespace tr

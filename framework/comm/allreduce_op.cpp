@@ -7,8 +7,10 @@ namespace tr {
 
 void allreduce_sum_op(const RangeCall& c) {
   const ExecEnv& e = *c.env;
-  if (e.ranks == 1) return;
-  TR_CHECK(e.comm != nullptr, "AllReduceSum with ", e.ranks, " ranks but no communicator");
+  if (e.comm == nullptr) {  // one rank without a communicator: the sum is the value
+    TR_CHECK(e.ranks == 1, "AllReduceSum with ", e.ranks, " ranks but no communicator");
+    return;
+  }
   TR_CHECK(!c.attrs->average, "averaging all-reduce is not used by any graph");
   for (int i = 0; i < c.n_ops; ++i) e.comm->allreduce_sum(e.rank, c.ops[i].data, c.ops[i].elems, c.ops[i].dtype, e.stream);
 }

@@ -1,7 +1,7 @@
 #pragma once
 // The AllReduceSum RANGE op: every operand summed over ranks through
 // env.comm (then scaled by 1/ranks when attrs.average). With one rank it does
-// nothing, so graphs stay identical in shape.
+// nothing when there is no communicator (one rank, collectives not forced).
 #include "framework/ops/op_registry.h"
 
 namespace tr {

@@ -202,7 +202,7 @@ class Builder {
   }
 
   void allreduce(const std::vector<GraphId>& gs, TensorId t, const std::string& label) {
-    if (tc_.ranks == 1) return;
+    if (!tc_.has_collectives()) return;
     emit(gs, range(RangeOp::AllReduceSum, {RangeRef::of(t)}, label));
   }
 
@@ -371,7 +371,7 @@ class Builder {
                       RangeRef::region(Role::GradMaster, group_bit(ParamGroup::First))},
                      "cast_first_grad"));
     }
-    if (tc_.ranks > 1) {
+    if (tc_.has_collectives()) {
       cg().add(GraphId::DEEP_COMM, range(RangeOp::AllReduceSum, {RangeRef::region(grads, kDeepGroups)}, "deep_allreduce"));
       cg().add(GraphId::FIRST_COMM,
                range(RangeOp::AllReduceSum, {RangeRef::region(grads, group_bit(ParamGroup::First))}, "first_allreduce"));
@@ -484,7 +484,7 @@ class Builder {
     cg().add(GraphId::INF_EMA, compute(OpKind::SoftmaxXent, {x, lv}, {val_step_ema_}, "val_ema.loss", la));
     cg().add(GraphId::INF_EMA,
              range(RangeOp::Accumulate, {RangeRef::of(out_.val_ema_metrics), RangeRef::of(val_step_ema_)}, "val_ema.accum"));
-    if (tc_.ranks > 1)
+    if (tc_.has_collectives())
       cg().add(GraphId::VAL_RESULT_COMM,
                range(RangeOp::AllReduceSum, {RangeRef::of(out_.val_main_metrics), RangeRef::of(out_.val_ema_metrics)},
                      "val_allreduce"));

@@ -37,6 +37,10 @@ struct TrainConfig {
   // streams they may pick other internal implementations, which broke the
   // bit-identity of eager / partial / full capture on the H200.
   bool side_streams = false;
+  // Emit the collectives (gradient buckets, BN statistics, validation metrics)
+  // even with one rank, so a single GPU runs NCCL inside its captured graphs.
+  bool force_collectives = false;
+  bool has_collectives() const { return ranks > 1 || force_collectives; }
 };
 
 std::string model_name(ModelKind k);

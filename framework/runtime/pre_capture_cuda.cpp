@@ -1,4 +1,5 @@
 #include <chrono>
+#include <functional>
 #include <thread>
 
 #include "framework/core/error.h"
@@ -99,25 +100,21 @@ void capture_cuda(PreCaptureResult& r, const ComputationGraph& cg, const PlanSet
     ctx.synchronize();
   }
   // B3: ordinary graphs; rank 0 serially, the other ranks in parallel threads.
-  // B3.5 (collectives across ranks) needs every rank capturing together.
-  auto capture_rank = [&](DeviceContext* d) {
+  auto capture_rank = [&](DeviceContext* d, bool collective) {
     auto& ctx = static_cast<CudaContext&>(*d);
     ctx.make_current();
     for (auto& g : r.graphs) {
-      if (!g) continue;
-      const UniqueGraph& u = g->key();
-      TR_CHECK(!u.collective || ranks.size() == 1, "coordinated capture of collective graphs is not implemented yet");
-      g->set_native(ctx.rank(), capture_nodes(prepare_graph(u, cg, plans, ctx), ctx, u.gid));
+      if (!g || g->key().collective != collective) continue;
+      g->set_native(ctx.rank(), capture_nodes(prepare_graph(g->key(), cg, plans, ctx), ctx, g->key().gid));
     }
   };
-  capture_rank(ranks.front());
-  if (ranks.size() > 1) {
+  auto on_all_ranks = [&](size_t first, const std::function<void(size_t)>& fn) {
     std::vector<std::thread> threads;
     std::vector<std::exception_ptr> errors(ranks.size());
-    for (size_t i = 1; i < ranks.size(); ++i)
+    for (size_t i = first; i < ranks.size(); ++i)
       threads.emplace_back([&, i] {
         try {
-          capture_rank(ranks[i]);
+          fn(i);
         } catch (...) {
           errors[i] = std::current_exception();
         }
@@ -125,6 +122,21 @@ void capture_cuda(PreCaptureResult& r, const ComputationGraph& cg, const PlanSet
     for (auto& t : threads) t.join();
     for (auto& e : errors)
       if (e) std::rethrow_exception(e);
+  };
+  capture_rank(ranks.front(), false);
+  if (ranks.size() > 1) on_all_ranks(1, [&](size_t i) { capture_rank(ranks[i], false); });
+  // B3.5: graphs holding collectives. NCCL pairs the k-th collective of every
+  // rank, and its first use of a communicator connects the ranks, so every rank
+  // must capture the same graph at the same time: one thread per rank, all
+  // capturing graph k together. (Not ncclGroupStart/End around all ranks' nodes:
+  // inside a group NCCL defers its kernels to ncclGroupEnd, which would reorder
+  // them after the compute nodes that follow an all-reduce, e.g. synchronised BN
+  // inside DEEP_FWD_BWD.) Capture mode is thread-local, so captures on the rank
+  // threads do not disturb each other.
+  if (ranks.size() == 1) {
+    capture_rank(ranks.front(), true);
+  } else {
+    on_all_ranks(0, [&](size_t i) { capture_rank(ranks[i], true); });
   }
   // B4: one warm-up launch of the safe, non-collective graphs on rank 0.
   auto& ctx0 = static_cast<CudaContext&>(*ranks.front());

@@ -84,7 +84,7 @@ Trainer::Trainer(const RunOptions& opt, DataView train, DataView val) : opt_(opt
                 " has a spatial fully connected layer and cannot train at a lower resolution");
 
   // Contexts: phase 1 (library plans), memory plan, phase 2 (arena).
-  if (ranks > 1) comm_ = make_communicator(opt.backend, ranks, opt.first_device, std::chrono::milliseconds(opt.watchdog_ms));
+  if (opt.train.has_collectives()) comm_ = make_communicator(opt.backend, ranks, opt.first_device, std::chrono::milliseconds(opt.watchdog_ms));
   int64_t workspace = 0;
   for (int r = 0; r < ranks; ++r) {
     contexts_.push_back(make_context(opt.backend, r, ranks, opt.first_device + r, opt.deterministic, comm_.get()));

@@ -61,7 +61,7 @@ struct GateResult {
 };
 
 // Throws UserError naming every blocking difference (rule 1).
-void check_comparable(const BenchReport& baseline, const BenchReport& current);
+void check_comparable(const BenchReport& baseline, const BenchReport& current, bool counters_only = false);
 
 // check_comparable, then rules 2 and 3.
 GateResult run_gate(const BenchReport& baseline, const BenchReport& current, const GateOptions& opt);
