@@ -189,7 +189,9 @@ TEST(DataParallel, ForcedCollectivesWithOneRankChangeNothing) {
     RunOptions o = dp_run(1, ExecMode::FullCapture);
     o.train.force_collectives = forced == 1;
     Trainer t(o, view_of(train), view_of(val));
-    if (forced) EXPECT_GT(t.capture().collective, 0);
+    if (forced) {
+      EXPECT_GT(t.capture().collective, 0);
+    }
     t.run_epoch();
     s[forced] = state_of(t);
   }
