@@ -90,3 +90,37 @@ TEST(TrTrainCli, BadDataFilesExitTwo) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(TrBenchCli, HelpAndBadInput) {
+  const Result h = run("tr-bench --help");
+  EXPECT_EQ(h.code, 0);
+  EXPECT_NE(h.out.find("--mode"), std::string::npos);
+  EXPECT_NE(h.out.find("nsys profile"), std::string::npos);
+  expect_user_error("tr-bench --device cpu --bogus", "unknown flag --bogus");
+  expect_user_error("tr-bench --device cpu --mode turbo", "unknown mode 'turbo'");
+  expect_user_error("tr-bench --device cpu --batch 64,x", "--batch expects integers");
+  expect_user_error("tr-bench --device cpu --batch 64,,128", "empty item");
+  expect_user_error("tr-bench --device cpu --variants train_first", "unknown variant 'train_first'");
+  expect_user_error("tr-bench --device cpu --gpus 2", "--gpus needs --device cuda");
+  expect_user_error("tr-bench --device cpu --precision fp8", "--precision must be fp32 or amp");
+  expect_user_error("tr-bench --device cpu --model mlp --variants train_lowres --iters 1 --repetitions 1 --warmup 0",
+                    "mlp cannot run the low-resolution variants");
+  expect_user_error("tr-bench --device cpu --ranks 3 --batch 64 --iters 1", "does not divide");
+  expect_user_error("tr-bench gate --baseline /nonexistent/a.json --current /nonexistent/b.json", "/nonexistent/a.json");
+  expect_user_error("tr-bench report -o /tmp/x.html", "");
+}
+
+TEST(TrBenchCli, ShortCpuRunWritesAReport) {
+  const std::string json = testing::TempDir() + "tr_bench_cli.json";
+  const Result r = run("tr-bench --device cpu --model mlp --batch 16 --mode eager,full-capture --warmup 1 --iters 2 "
+                       "--repetitions 2 --json " + json);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("full-capture"), std::string::npos) << r.out;
+  EXPECT_TRUE(std::filesystem::exists(json));
+  const Result g = run("tr-bench gate --counters-only --baseline " + json + " --current " + json);
+  EXPECT_EQ(g.code, 0) << g.out << g.err;
+}
+
+}  // namespace
