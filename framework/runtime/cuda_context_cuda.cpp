@@ -1,6 +1,7 @@
 #include "framework/runtime/cuda_context_cuda.h"
 
 #include <algorithm>
+#include <thread>
 
 #include "framework/graph/shape_inference.h"
 #include "framework/runtime/context_factory.h"
@@ -94,7 +95,7 @@ void CudaContext::allocate(const ContextSpec& spec) {
   TR_CHECK(spec.workspace_bytes >= 2 * big_slice_ + (kStreamKindCount - 2) * kSmallSlice, "workspace smaller than prepared");
   const bool det = spec_.deterministic;
   spec_ = spec;
-  spec_.deterministic = det;
+  spec_.deterministic = det;  // fixed at construction (the conv plans were chosen with it)
   make_current();
   void* p = nullptr;
   TR_GPU_CHECK(cudaMalloc(&p, static_cast<size_t>(spec.arena_bytes)));
@@ -157,12 +158,30 @@ void CudaContext::record_transfer_done(int slot) {
   ++launch_tally().event_ops;
 }
 
+void CudaContext::wait_or_throw(cudaEvent_t e, const char* what) const {
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto limit = std::chrono::milliseconds(spec_.watchdog_ms);
+  for (int spins = 0;; ++spins) {
+    const cudaError_t st = cudaEventQuery(e);
+    if (st == cudaSuccess) return;
+    if (st != cudaErrorNotReady) TR_GPU_CHECK(st);
+    const auto waited = std::chrono::steady_clock::now() - t0;
+    if (waited > limit)
+      throw Error(cat("watchdog: rank ", spec_.rank, " (device ", spec_.device, "): ", what, " did not finish within ",
+                      spec_.watchdog_ms, " ms"));
+    if (spins > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
 void CudaContext::wait_transfer_done(int slot) {
-  TR_GPU_CHECK(cudaEventSynchronize(transfer_done_[static_cast<size_t>(slot)]));
+  wait_or_throw(transfer_done_[static_cast<size_t>(slot)], "an input transfer");
 }
 
 void CudaContext::synchronize() {
-  for (auto s : streams_) TR_GPU_CHECK(cudaStreamSynchronize(s));
+  for (size_t i = 0; i < streams_.size(); ++i) {
+    TR_GPU_CHECK(cudaEventRecord(stream_events_[i], streams_[i]));
+    wait_or_throw(stream_events_[i], "the work on a stream");
+  }
 }
 
 std::unique_ptr<DeviceContext> make_cuda_context(int rank, int ranks, int device, bool deterministic,

@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include <array>
+#include <chrono>
 #include <memory>
 
 #include "framework/ops/conv_plan_cache_cuda.h"
@@ -40,6 +41,11 @@ class CudaContext final : public DeviceContext {
   // Device allocations this context made (arena + staging): the test that no
   // allocation happens after planning compares this and cudaMemGetInfo.
   int allocations() const { return allocations_; }
+
+  // Waits for `e` on the host; past spec().watchdog_ms throws an Error naming the
+  // rank and what hung (a collective whose peers never came, a kernel that spins)
+  // instead of blocking forever.
+  void wait_or_throw(cudaEvent_t e, const char* what) const;
 
   static constexpr int64_t kSmallSlice = int64_t(8) << 20;
   static constexpr int64_t kCublasBytes = int64_t(32) << 20;

@@ -28,6 +28,7 @@ struct ContextSpec {
   int64_t staging_image_bytes = 0;  // per buffer: max_batch * H0 * W0 * C
   int64_t staging_label_count = 0;  // per buffer: max_batch
   bool deterministic = true;
+  int64_t watchdog_ms = 120000;     // host waits on device work longer than this are an error
 };
 
 class DeviceContext {

@@ -103,6 +103,7 @@ Trainer::Trainer(const RunOptions& opt, DataView train, DataView val) : opt_(opt
   spec.staging_image_bytes = max_batch * H * opt.model.in_width * opt.model.in_channels;
   spec.staging_label_count = max_batch;
   spec.deterministic = opt.deterministic;
+  spec.watchdog_ms = opt.watchdog_ms;
   const auto lr_table = make_lr_table(opt.lr, tc.schedule_len);
   for (auto& ctx : contexts_) {
     ContextSpec s = spec;
