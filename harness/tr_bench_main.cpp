@@ -7,6 +7,7 @@
 
 #include "framework/core/error.h"
 #include "harness/lib/bench_runner.h"
+#include "harness/lib/cli_main.h"
 #include "harness/lib/gate_cli.h"
 #include "harness/lib/json_report.h"
 #include "harness/lib/report_cli.h"
@@ -31,14 +32,4 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const tr::UserError& e) {
-    std::fprintf(stderr, "tr-bench: error: %s\n", e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "tr-bench: internal error: %s\n", e.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return tr::run_cli("tr-bench", [&] { return run(argc, argv); }); }

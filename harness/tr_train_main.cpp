@@ -7,12 +7,14 @@
 #include <exception>
 #include <string>
 
+#include "datasets/data_view.h"
 #include "datasets/fashion_mnist.h"
 #include "datasets/synthetic.h"
 #include "framework/core/error.h"
 #include "framework/runtime/context_factory.h"
 #include "framework/train/trainer.h"
 #include "harness/lib/cli_args.h"
+#include "harness/lib/cli_main.h"
 
 namespace {
 
@@ -52,17 +54,6 @@ Trains a reference model with the whole training step compiled into graphs.
 
 Exit codes: 0 success, 2 bad input (flags, data files), 1 other errors.
 )";
-
-tr::DataView view_of(const tr::data::ImageDataset& d, int64_t limit) {
-  tr::DataView v;
-  v.images = d.images.data();
-  v.labels = d.labels.data();
-  v.count = limit > 0 ? std::min<int64_t>(limit, d.count) : d.count;
-  v.height = d.height;
-  v.width = d.width;
-  v.channels = d.channels;
-  return v;
-}
 
 int run(int argc, char** argv) {
   using namespace tr;
@@ -125,7 +116,7 @@ int run(int argc, char** argv) {
   const int64_t ntrain = a.integer("--train-subset", 0, 1, train.count);
   const int64_t nval = a.integer("--val-subset", 0, 1, test.count);
 
-  Trainer t(o, view_of(train, ntrain), view_of(test, nval));
+  Trainer t(o, data::data_view(train, ntrain), data::data_view(test, nval));
   const auto& pc = t.capture();
   std::printf("tr-train: model %s%s, %s, mode %s, %s, batch %lld, %d rank(s), %lld steps/epoch\n",
               model_name(o.model.kind).c_str(), cnn ? cat(" (width ", o.model.width, ")").c_str() : "",
@@ -150,14 +141,4 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const tr::UserError& e) {
-    std::fprintf(stderr, "tr-train: error: %s\n", e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "tr-train: internal error: %s\n", e.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return tr::run_cli("tr-train", [&] { return run(argc, argv); }); }

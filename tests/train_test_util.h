@@ -4,22 +4,14 @@
 #include <string>
 #include <vector>
 
+#include "datasets/data_view.h"
 #include "datasets/synthetic.h"
 #include "framework/train/param_init.h"
 #include "framework/train/trainer.h"
 
 namespace tr::testing {
 
-inline DataView view_of(const data::ImageDataset& d) {
-  DataView v;
-  v.images = d.images.data();
-  v.labels = d.labels.data();
-  v.count = d.count;
-  v.height = d.height;
-  v.width = d.width;
-  v.channels = d.channels;
-  return v;
-}
+inline DataView view_of(const data::ImageDataset& d) { return data::data_view(d); }
 
 // A small run: `count` synthetic 28x28x1 images, batch `batch`.
 inline RunOptions small_run(ModelKind kind, OptimizerKind opt, ExecMode mode, int64_t batch) {

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 
+#include "datasets/data_view.h"
 #include "datasets/synthetic.h"
 #include "framework/runtime/nvtx.h"
 #include "framework/train/trainer.h"
@@ -16,17 +17,6 @@
 
 namespace tr::bench {
 namespace {
-
-DataView view_of(const data::ImageDataset& d) {
-  DataView v;
-  v.images = d.images.data();
-  v.labels = d.labels.data();
-  v.count = d.count;
-  v.height = d.height;
-  v.width = d.width;
-  v.channels = d.channels;
-  return v;
-}
 
 std::vector<int64_t> default_batches(ModelKind m, Backend b) {
   if (m == ModelKind::Mlp) return {200};
@@ -83,7 +73,7 @@ BenchReport run_bench(const BenchOptions& o) {
           ro.lowres_size = 20;
           ro.validate = any_val;
           ro.lr.base_lr = model == ModelKind::Mlp ? 1e-3f : 0.1f;
-          Trainer t(ro, view_of(train), view_of(val));
+          Trainer t(ro, data::data_view(train), data::data_view(val));
           const PreCaptureResult& pc = t.capture();
           for (Variant v : o.variants) {
             BenchCase c;
