@@ -143,6 +143,21 @@ BenchReport run_bench(const BenchOptions& o) {
               k["gpu_kernel_ms_per_step"] = cc.kernel_ms_sum / steps;
               k["gpu_busy_fraction"] = cc.kernel_ms_union / wall_ms;
               k["gpu_kernels_per_step"] = double(cc.kernels_executed) / steps;
+              // Cross-check (Note [launch accounting]): graph launches and memcpys
+              // must match exactly; every kernel launch we count is one CUPTI sees
+              // (a cuDNN / cuBLAS call may start several), and zero means zero.
+              const double ours_k = k["kernel_launches_per_step"] + k["library_calls_per_step"];
+              const double cupti_k = k["cupti_kernel_launches_per_step"];
+              const bool ok = k["cupti_graph_launches_per_step"] == k["graph_launches_per_step"] &&
+                              k["cupti_memcpy_per_step"] == k["memcpy_per_step"] && cupti_k >= ours_k &&
+                              (ours_k == 0) == (cupti_k == 0);
+              k["launch_crosscheck_ok"] = ok ? 1 : 0;
+              if (!ok)
+                std::fprintf(stderr, "tr-bench: warning: %s: framework and CUPTI launch counts disagree "
+                             "(graphs %g vs %g, memcpys %g vs %g, kernels %g vs %g)\n",
+                             c.name(report.context.device_kind).c_str(), k["graph_launches_per_step"],
+                             k["cupti_graph_launches_per_step"], k["memcpy_per_step"], k["cupti_memcpy_per_step"],
+                             ours_k, cupti_k);
             }
             report.cases.push_back(std::move(c));
           }
