@@ -34,17 +34,24 @@ if [[ " $PARTS " == *" ops "* ]] && [ -x "$BIN/tr_bench_ops" ]; then
   note "op micro-benchmarks (exit $?): $OUT/ops_bench.json"
 fi
 if [[ " $PARTS " == *" bench "* ]]; then
-  timeout ${TR_T_BENCH:-300} "$BIN/tr-bench" --device cuda --model cnn --batch 64,256,1024,4096 --warmup 10 --iters 30 \
-    --repetitions 5 --json "$OUT/bench_cnn.json" > "$OUT/bench_cnn.log" 2>&1; rc=$?
-  [ $rc -ne 0 ] && status=1
-  timeout ${TR_T_MLP:-100} "$BIN/tr-bench" --device cuda --model mlp --batch 200 --warmup 10 --iters 50 \
-    --repetitions 5 --json "$OUT/bench_mlp.json" > "$OUT/bench_mlp.log" 2>&1 || status=1
-  note "tr-bench (exit $rc)"
-  cat "$OUT/bench_cnn.log" "$OUT/bench_mlp.log" | tee -a "$OUT/summary.txt"
+  for prec in amp fp32; do
+    timeout ${TR_T_BENCH:-300} "$BIN/tr-bench" --device cuda --precision $prec --model cnn --batch 64,256,1024,4096 \
+      --warmup 10 --iters 30 --repetitions 5 --json "$OUT/bench_cnn_$prec.json" > "$OUT/bench_cnn_$prec.log" 2>&1 || status=1
+    timeout ${TR_T_MLP:-100} "$BIN/tr-bench" --device cuda --precision $prec --model mlp --batch 200 \
+      --warmup 10 --iters 50 --repetitions 5 --json "$OUT/bench_mlp_$prec.json" > "$OUT/bench_mlp_$prec.log" 2>&1 || status=1
+    note "tr-bench ($prec)"
+    cat "$OUT/bench_cnn_$prec.log" "$OUT/bench_mlp_$prec.log" | tee -a "$OUT/summary.txt"
+  done
 fi
 if [[ " $PARTS " == *" train "* ]]; then
-  timeout ${TR_T_TRAIN:-240} "$BIN/tr-train" --device cuda --model cnn --epochs 10 --data-dir "$DATA" > "$OUT/train_cnn.log" 2>&1 || status=1
-  note "cnn on Fashion-MNIST, 10 epochs on the GPU:"
-  tee -a "$OUT/summary.txt" < "$OUT/train_cnn.log"
+  # The eager baseline must train as well as the captured modes (they are bit-identical).
+  timeout ${TR_T_TRAIN:-240} "$BIN/tr-train" --device cuda --model cnn --mode eager --epochs 10 --data-dir "$DATA" \
+    > "$OUT/train_cnn_eager.log" 2>&1 || status=1
+  note "cnn on Fashion-MNIST, 10 epochs on the GPU, eager, fp32:"
+  tee -a "$OUT/summary.txt" < "$OUT/train_cnn_eager.log"
+  timeout ${TR_T_TRAIN:-240} "$BIN/tr-train" --device cuda --model cnn --amp --epochs 10 --data-dir "$DATA" \
+    > "$OUT/train_cnn_full_amp.log" 2>&1 || status=1
+  note "cnn on Fashion-MNIST, 10 epochs on the GPU, full capture, AMP:"
+  tee -a "$OUT/summary.txt" < "$OUT/train_cnn_full_amp.log"
 fi
 exit $status
