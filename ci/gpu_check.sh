@@ -7,6 +7,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-check-out}
+SUMMARY_DIR=$OUT
+OUT=$SUMMARY_DIR/detail  # every log and JSON; packed into detail.tgz at the end
 mkdir -p "$OUT"
 PARTS=${TR_CHECK_PARTS:-"tests ops bench train"}
 BIN=build/bin
@@ -18,6 +20,11 @@ export LD_LIBRARY_PATH="$PWD/.device/lib:$SP/nvidia/cudnn/lib:$SP/nvidia/nccl/li
 export NCCL_NVLS_ENABLE=0
 status=0
 note() { echo "== $*" | tee -a "$OUT/summary.txt"; }
+pack() {  # few files travel back from a lent machine: one summary and one archive
+  cp "$OUT/summary.txt" "$SUMMARY_DIR/summary.txt" 2>/dev/null
+  tar czf "$SUMMARY_DIR/detail.tgz" -C "$SUMMARY_DIR" detail && rm -rf "$OUT"
+}
+trap pack EXIT
 
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv > "$OUT/nvidia-smi.csv" 2>&1
 note "GPU: $(tail -1 "$OUT/nvidia-smi.csv")"
