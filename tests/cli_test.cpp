@@ -2,6 +2,7 @@
 // exit code 2; --help exits 0.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -25,7 +26,10 @@ std::string bin_dir() {
 }
 
 Result run(const std::string& args) {
-  const std::string err_file = testing::TempDir() + "tr_cli_stderr.txt";
+  // ctest runs test cases as parallel processes: one stderr file per call.
+  static int calls = 0;
+  const std::string err_file =
+      testing::TempDir() + "tr_cli_stderr_" + std::to_string(getpid()) + "_" + std::to_string(calls++) + ".txt";
   const std::string cmd = bin_dir() + "/" + args + " 2>" + err_file;
   Result r;
   FILE* p = popen(cmd.c_str(), "r");
@@ -70,7 +74,7 @@ TEST(TrTrainCli, BadFlagsAndValues) {
 
 TEST(TrTrainCli, BadDataFilesExitTwo) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::path(testing::TempDir()) / "tr_cli_bad_data";
+  const fs::path dir = fs::path(testing::TempDir()) / ("tr_cli_bad_data_" + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   expect_user_error("tr-train --data-dir " + dir.string(), "train-images-idx3-ubyte");
@@ -113,7 +117,7 @@ TEST(TrBenchCli, HelpAndBadInput) {
 }
 
 TEST(TrBenchCli, ShortCpuRunWritesAReport) {
-  const std::string json = testing::TempDir() + "tr_bench_cli.json";
+  const std::string json = testing::TempDir() + "tr_bench_cli_" + std::to_string(getpid()) + ".json";
   const Result r = run("tr-bench --device cpu --model mlp --batch 16 --mode eager,full-capture --warmup 1 --iters 2 "
                        "--repetitions 2 --json " + json);
   EXPECT_EQ(r.code, 0) << r.err;

@@ -1,6 +1,7 @@
 // The regression gate: what counts as a regression, an improvement, noise or
 // too little data, and which reports it refuses to compare.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -245,7 +246,7 @@ CliRun gate_cli(std::vector<std::string> args) {
 }
 
 std::string temp_report(const std::string& name, const BenchReport& r) {
-  const std::string path = testing::TempDir() + "tr_gate_" + name;
+  const std::string path = testing::TempDir() + "tr_gate_" + std::to_string(getpid()) + "_" + name;
   write_report(r, path);
   return path;
 }

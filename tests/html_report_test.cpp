@@ -1,6 +1,7 @@
 // The HTML report: self-contained (no scripts, no external resources), one
 // chart set per model, every case in the table, every string escaped.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -105,7 +106,7 @@ CliRun report_cli(std::vector<std::string> args) {
 
 TEST(HtmlReport, Cli) {
   const std::string a = golden_dir() + "/report_small.json", b = golden_dir() + "/report_small_b.json";
-  const std::string out = testing::TempDir() + "tr_html_report_test.html";
+  const std::string out = testing::TempDir() + "tr_html_report_test_" + std::to_string(getpid()) + ".html";
   std::filesystem::remove(out);
   CliRun r = report_cli({a, b, "-o", out});
   ASSERT_EQ(r.code, 0) << r.err;

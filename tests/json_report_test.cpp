@@ -7,6 +7,7 @@
 //   TR_UPDATE_GOLDEN=1 build/bin/tr_tests --gtest_filter='JsonReport.Golden*'
 // and review the diff.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -38,7 +39,9 @@ void write_file(const std::string& path, const std::string& text) {
   f << text;
 }
 
-std::string temp_path(const std::string& name) { return testing::TempDir() + "tr_json_report_" + name; }
+std::string temp_path(const std::string& name) {
+  return testing::TempDir() + "tr_json_report_" + std::to_string(getpid()) + "_" + name;
+}
 
 BenchCase make_case(const std::string& model, const std::string& mode, int ranks, int64_t batch,
                     std::vector<double> step, std::vector<double> cpu, std::map<std::string, double> counters) {

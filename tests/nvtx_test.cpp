@@ -3,6 +3,8 @@
 // and pop of the "tr" domain: names, nesting and balance.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -30,7 +32,8 @@ std::vector<Range> record(const std::string& args) {
   (void)args;
   return {};
 #else
-  const std::string log = testing::TempDir() + "tr_nvtx.log";
+  // ctest runs test cases as parallel processes: one log per process.
+  const std::string log = testing::TempDir() + "tr_nvtx_" + std::to_string(getpid()) + ".log";
   std::filesystem::remove(log);
   const std::string cmd = "NVTX_INJECTION64_PATH=" + std::string(TR_NVTX_RECORDER) + " TR_NVTX_LOG=" + log + " " +
                           bin_dir() + "/" + args + " > /dev/null";
