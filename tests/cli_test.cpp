@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -70,6 +71,13 @@ TEST(TrTrainCli, BadFlagsAndValues) {
   expect_user_error("tr-train --model mlp --lowres-epochs 1 --synthetic --train-subset 64 --val-subset 64",
                     "cannot train at a lower resolution");
   expect_user_error("tr-train --ranks 2 --gpus 2", "not both");
+  expect_user_error("tr-train --device cpu --gpus 2", "--gpus needs --device cuda");
+  expect_user_error("tr-train --device cuda --ranks 2", "--ranks is for --device cpu");
+}
+
+// More GPUs than exist is a clear error (here: a machine with fewer than 64 GPUs).
+TEST(TrTrainCli, MoreGpusThanExistIsAnError) {
+  expect_user_error("tr-train --device cuda --gpus 64", "asked for 64 GPUs but");
 }
 
 TEST(TrTrainCli, BadDataFilesExitTwo) {
@@ -108,6 +116,11 @@ TEST(TrBenchCli, HelpAndBadInput) {
   expect_user_error("tr-bench --device cpu --batch 64,,128", "empty item");
   expect_user_error("tr-bench --device cpu --variants train_first", "unknown variant 'train_first'");
   expect_user_error("tr-bench --device cpu --gpus 2", "--gpus needs --device cuda");
+  if (!std::system("nvidia-smi -L > /dev/null 2>&1")) {
+    expect_user_error("tr-bench --device cuda --gpus 64", "--gpus asks for 64 GPUs but");
+  } else {
+    expect_user_error("tr-bench --device cuda", "no CUDA GPU is visible");
+  }
   expect_user_error("tr-bench --device cpu --precision fp8", "--precision must be fp32 or amp");
   expect_user_error("tr-bench --device cpu --model mlp --variants train_lowres --iters 1 --repetitions 1 --warmup 0",
                     "mlp cannot run the low-resolution variants");
