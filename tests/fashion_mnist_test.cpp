@@ -1,0 +1,279 @@
+// Specification of the Fashion-MNIST loader: crafted splits (every bad file
+// named with its problem), TR_DATA_DIR, and the installed data when present.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "datasets/fashion_mnist.h"
+#include "datasets/idx_reader.h"
+#include "datasets/synthetic.h"
+#include "framework/core/error.h"
+#include "tests/dataset_test_util.h"
+
+namespace {
+
+using namespace tr::testing;  // NOLINT: test helpers
+
+// ---- Fashion-MNIST loader on crafted files ---------------------------------
+
+constexpr uint32_t kTestCount = 10000;
+constexpr uint32_t kSide = 28;
+
+Bytes crafted_images(uint32_t count, uint32_t side = kSide) {
+  Bytes b(size_t(count) * side * side);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = uint8_t(i % 251);
+  return b;
+}
+
+Bytes crafted_labels(uint32_t count) {
+  Bytes b(count);
+  for (uint32_t i = 0; i < count; ++i) b[i] = uint8_t(i % 10);
+  return b;
+}
+
+// A well-formed "test" split (t10k-*) in dir; tests then spoil one part of it.
+void write_test_split(const TempDir& dir) {
+  write_gz(dir.file("t10k-images-idx3-ubyte.gz"),
+           idx_file(kImagesMagic, {kTestCount, kSide, kSide}, crafted_images(kTestCount)));
+  write_gz(dir.file("t10k-labels-idx1-ubyte.gz"),
+           idx_file(kLabelsMagic, {kTestCount}, crafted_labels(kTestCount)));
+}
+
+TEST(FashionMnistTest, LoadsCraftedTestSplit) {
+  TempDir dir;
+  write_test_split(dir);
+  const tr::data::ImageDataset ds = tr::data::load_fashion_mnist(dir.path().string(), Split::Test);
+  EXPECT_EQ(ds.count, 10000);
+  EXPECT_EQ(ds.height, 28);
+  EXPECT_EQ(ds.width, 28);
+  EXPECT_EQ(ds.channels, 1);
+  EXPECT_EQ(ds.num_classes, 10);
+  EXPECT_EQ(ds.image_bytes(), 784);
+  EXPECT_EQ(ds.images, crafted_images(kTestCount));
+  ASSERT_EQ(ds.labels.size(), 10000u);
+  for (size_t i = 0; i < ds.labels.size(); ++i) ASSERT_EQ(ds.labels[i], int32_t(i % 10));
+}
+
+TEST(FashionMnistTest, FallsBackToUncompressedFiles) {
+  TempDir dir;
+  write_plain(dir.file("t10k-images-idx3-ubyte"),
+              idx_file(kImagesMagic, {kTestCount, kSide, kSide}, crafted_images(kTestCount)));
+  write_plain(dir.file("t10k-labels-idx1-ubyte"),
+              idx_file(kLabelsMagic, {kTestCount}, crafted_labels(kTestCount)));
+  const tr::data::ImageDataset ds = tr::data::load_fashion_mnist(dir.path().string(), Split::Test);
+  EXPECT_EQ(ds.count, 10000);
+  EXPECT_EQ(ds.images, crafted_images(kTestCount));
+}
+
+TEST(FashionMnistTest, MissingDirectory) {
+  TempDir dir;
+  const std::string missing = dir.file("no-such-dir");
+  expect_message(user_error([&] { tr::data::load_fashion_mnist(missing, Split::Train); }), missing,
+                 {"data directory does not exist", "TR_DATA_DIR"});
+}
+
+TEST(FashionMnistTest, DirectoryIsAFile) {
+  TempDir dir;
+  const std::string file = dir.file("plain-file");
+  write_plain(file, {1, 2, 3});
+  expect_message(user_error([&] { tr::data::load_fashion_mnist(file, Split::Train); }), file,
+                 {"not a directory"});
+}
+
+TEST(FashionMnistTest, RelativeDirectoryIsReportedAbsolute) {
+  const std::string msg =
+      user_error([] { tr::data::load_fashion_mnist("tr-no-such-relative-dir", Split::Test); });
+  EXPECT_EQ(msg.rfind((fs::current_path() / "tr-no-such-relative-dir").string() + ": ", 0), 0u)
+      << msg;
+}
+
+TEST(FashionMnistTest, MissingImagesFile) {
+  TempDir dir;  // empty: neither train file exists
+  expect_message(
+      user_error([&] { tr::data::load_fashion_mnist(dir.path().string(), Split::Train); }),
+      dir.file("train-images-idx3-ubyte.gz"), {"missing", dir.file("train-images-idx3-ubyte)")});
+}
+
+TEST(FashionMnistTest, MissingLabelsFile) {
+  TempDir dir;
+  write_test_split(dir);
+  fs::remove(dir.path() / "t10k-labels-idx1-ubyte.gz");
+  expect_message(
+      user_error([&] { tr::data::load_fashion_mnist(dir.path().string(), Split::Test); }),
+      dir.file("t10k-labels-idx1-ubyte.gz"), {"missing"});
+}
+
+TEST(FashionMnistTest, LabelsFileWithImagesMagic) {
+  TempDir dir;
+  write_test_split(dir);
+  write_gz(dir.file("t10k-labels-idx1-ubyte.gz"),
+           idx_file(kImagesMagic, {kTestCount, 1, 1}, crafted_labels(kTestCount)));
+  expect_message(
+      user_error([&] { tr::data::load_fashion_mnist(dir.path().string(), Split::Test); }),
+      dir.file("t10k-labels-idx1-ubyte.gz"),
+      {"bad magic number 0x00000803, expected 0x00000801"});
+}
+
+TEST(FashionMnistTest, ImagesNot28x28) {
+  TempDir dir;
+  write_test_split(dir);
+  write_gz(dir.file("t10k-images-idx3-ubyte.gz"),
+           idx_file(kImagesMagic, {kTestCount, 32, 32}, crafted_images(kTestCount, 32)));
+  expect_message(
+      user_error([&] { tr::data::load_fashion_mnist(dir.path().string(), Split::Test); }),
+      dir.file("t10k-images-idx3-ubyte.gz"), {"header declares images of 32x32, expected 28x28"});
+}
+
+TEST(FashionMnistTest, ImageCountNotTheSplits) {
+  TempDir dir;
+  write_test_split(dir);
+  write_gz(dir.file("t10k-images-idx3-ubyte.gz"),
+           idx_file(kImagesMagic, {9999, kSide, kSide}, crafted_images(9999)));
+  expect_message(
+      user_error([&] { tr::data::load_fashion_mnist(dir.path().string(), Split::Test); }),
+      dir.file("t10k-images-idx3-ubyte.gz"), {"header declares 9999 images, expected 10000"});
+}
+
+TEST(FashionMnistTest, TruncatedImagesFile) {
+  TempDir dir;
+  write_test_split(dir);
+  write_gz(dir.file("t10k-images-idx3-ubyte.gz"),
+           idx_file(kImagesMagic, {kTestCount, kSide, kSide}, Bytes(1234)));
+  expect_message(
+      user_error([&] { tr::data::load_fashion_mnist(dir.path().string(), Split::Test); }),
+      dir.file("t10k-images-idx3-ubyte.gz"),
+      {"truncated: header declares 10000 images of 28x28 (7840000 bytes) but the file holds 1234"});
+}
+
+TEST(FashionMnistTest, TrailingGarbageInLabelsFile) {
+  TempDir dir;
+  write_test_split(dir);
+  Bytes labels = crafted_labels(kTestCount);
+  labels.push_back(0);
+  write_gz(dir.file("t10k-labels-idx1-ubyte.gz"), idx_file(kLabelsMagic, {kTestCount}, labels));
+  expect_message(
+      user_error([&] { tr::data::load_fashion_mnist(dir.path().string(), Split::Test); }),
+      dir.file("t10k-labels-idx1-ubyte.gz"),
+      {"trailing data: header declares 10000 labels (10000 bytes) but 1 more bytes follow them"});
+}
+
+TEST(FashionMnistTest, CorruptGzipImages) {
+  TempDir dir;
+  write_test_split(dir);
+  const fs::path p = dir.path() / "t10k-images-idx3-ubyte.gz";
+  Bytes gz = read_all(p);
+  for (size_t i = gz.size() / 2; i < gz.size() / 2 + 32; ++i) gz[i] ^= 0xa5;
+  write_plain(p, gz);
+  expect_message(
+      user_error([&] { tr::data::load_fashion_mnist(dir.path().string(), Split::Test); }),
+      p.string(), {"corrupt gzip data (zlib: "});
+}
+
+TEST(FashionMnistTest, LabelAndImageCountsDisagree) {
+  TempDir dir;
+  write_test_split(dir);
+  write_gz(dir.file("t10k-labels-idx1-ubyte.gz"),
+           idx_file(kLabelsMagic, {9999}, crafted_labels(9999)));
+  expect_message(
+      user_error([&] { tr::data::load_fashion_mnist(dir.path().string(), Split::Test); }),
+      dir.file("t10k-labels-idx1-ubyte.gz"),
+      {"holds 9999 labels but " + dir.file("t10k-images-idx3-ubyte.gz") + " holds 10000 images"});
+}
+
+TEST(FashionMnistTest, LabelOutOfRange) {
+  TempDir dir;
+  write_test_split(dir);
+  Bytes labels = crafted_labels(kTestCount);
+  labels[1234] = 10;
+  write_gz(dir.file("t10k-labels-idx1-ubyte.gz"), idx_file(kLabelsMagic, {kTestCount}, labels));
+  expect_message(
+      user_error([&] { tr::data::load_fashion_mnist(dir.path().string(), Split::Test); }),
+      dir.file("t10k-labels-idx1-ubyte.gz"), {"label 10 of item 1234 is outside [0, 10)"});
+}
+
+// Sets or unsets an environment variable for one scope, restoring it afterwards.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    value ? setenv(name, value, 1) : unsetenv(name);
+  }
+  ~ScopedEnv() { old_ ? setenv(name_, old_->c_str(), 1) : unsetenv(name_); }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+TEST(FashionMnistTest, DefaultDataDirHonoursTrDataDir) {
+  {
+    ScopedEnv env("TR_DATA_DIR", nullptr);
+    EXPECT_EQ(tr::data::default_data_dir(), kInstalledDir);
+  }
+  {
+    ScopedEnv env("TR_DATA_DIR", "");
+    EXPECT_EQ(tr::data::default_data_dir(), kInstalledDir);
+  }
+  TempDir dir;
+  write_test_split(dir);
+  ScopedEnv env("TR_DATA_DIR", dir.path().c_str());
+  EXPECT_EQ(tr::data::default_data_dir(), dir.path().string());
+  const tr::data::ImageDataset ds =
+      tr::data::load_fashion_mnist(tr::data::default_data_dir(), Split::Test);
+  EXPECT_EQ(ds.count, 10000);
+  EXPECT_EQ(ds.labels[7], 7);
+}
+
+// ---- Fashion-MNIST loader on the installed data -----------------------------
+
+bool real_data_installed() { return fs::is_directory(kInstalledDir); }
+
+void expect_real_split(Split split, int64_t count, const std::array<int32_t, 10>& first_labels) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const tr::data::ImageDataset ds = tr::data::load_fashion_mnist(kInstalledDir, split);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ::testing::Test::RecordProperty("load_seconds", std::to_string(seconds));
+  std::printf("load_fashion_mnist(%s): %.3f s\n", tr::data::split_name(split), seconds);
+
+  EXPECT_EQ(ds.count, count);
+  EXPECT_EQ(ds.height, 28);
+  EXPECT_EQ(ds.width, 28);
+  EXPECT_EQ(ds.channels, 1);
+  EXPECT_EQ(ds.num_classes, 10);
+  EXPECT_EQ(int64_t(ds.images.size()), count * 784);
+  ASSERT_EQ(int64_t(ds.labels.size()), count);
+  std::array<int64_t, 10> histogram{};
+  for (int32_t l : ds.labels) {
+    ASSERT_GE(l, 0);
+    ASSERT_LT(l, 10);
+    ++histogram[size_t(l)];
+  }
+  for (int c = 0; c < 10; ++c) EXPECT_EQ(histogram[size_t(c)], count / 10) << "class " << c;
+  for (size_t i = 0; i < first_labels.size(); ++i) EXPECT_EQ(ds.labels[i], first_labels[i]) << i;
+  // Fashion-MNIST's mean intensity is about 0.286 * 255.
+  double sum = 0;
+  for (uint8_t p : ds.images) sum += p;
+  EXPECT_NEAR(sum / double(ds.images.size()), 0.286 * 255, 2.0);
+}
+
+TEST(FashionMnistRealDataTest, TrainSplit) {
+  if (!real_data_installed()) GTEST_SKIP() << kInstalledDir << " not installed";
+  expect_real_split(Split::Train, 60000, {9, 0, 0, 3, 0, 2, 7, 2, 5, 5});
+}
+
+TEST(FashionMnistRealDataTest, TestSplit) {
+  if (!real_data_installed()) GTEST_SKIP() << kInstalledDir << " not installed";
+  expect_real_split(Split::Test, 10000, {9, 2, 1, 1, 6, 1, 4, 6, 5, 7});
+}
+
+
+}  // namespace
