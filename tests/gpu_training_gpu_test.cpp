@@ -206,9 +206,8 @@ TEST(GpuTraining, ModesAreBitIdenticalOver100Steps) {
 
 // Where two runs part: the first step after which their weights differ. With
 // side streams off (the default) every pair must agree bit for bit; with side
-// streams on, cuBLAS / cuDNN may pick other implementations while two streams
-// are active (their documented reproducibility holds for one active stream), so
-// that line is printed, not asserted.
+// streams on the line is printed, not asserted (cuBLAS documents bitwise
+// reproducibility only with one active stream).
 struct StepSnapshots {
   Trainer* t = nullptr;
   std::vector<std::map<std::string, std::vector<float>>> states;

@@ -156,7 +156,7 @@ PlanSet plan_memory(const CompiledModel& m, const std::array<VariantDims, kVaria
       if (cg.tensor(t).role != Role::Activation) return;
       const size_t i = static_cast<size_t>(t);
       if (first[i] < 0) first[i] = pos;
-      last[i] = pos;
+      last[i] = std::max(last[i], pos);  // a side node may have extended it already
     };
     for (int g = 0; g < kGraphIdCount; ++g) {
       const auto& nodes = cg.nodes(static_cast<GraphId>(g));

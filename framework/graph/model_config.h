@@ -32,10 +32,10 @@ struct TrainConfig {
   int loss_scale_growth_interval = 1000;
   int64_t schedule_len = 1;       // entries in the device-side learning-rate table
   // Weight gradients on COMP_2 beside the data-gradient chain (Note [streams
-  // inside a graph]). Off by default: cuBLAS (and cuDNN) guarantee bitwise
-  // reproducible results only while a single stream is active; with concurrent
-  // streams they may pick other internal implementations, which broke the
-  // bit-identity of eager / partial / full capture on the H200.
+  // inside a graph]). Off by default until side streams are shown bitwise
+  // reproducible on the GPU: the runs that showed them non-reproducible had a
+  // memory-plan bug since fixed (memory_plan.cpp), and cuBLAS documents bitwise
+  // reproducibility only while a single stream is active.
   bool side_streams = false;
   // Emit the collectives (gradient buckets, BN statistics, validation metrics)
   // even with one rank, so a single GPU runs NCCL inside its captured graphs.

@@ -7,7 +7,7 @@
 
 namespace tr {
 
-class CpuContext final : public DeviceContext {
+class CpuContext : public DeviceContext {
  public:
   CpuContext(int rank, int ranks, Communicator* comm = nullptr);
   ~CpuContext() override;
