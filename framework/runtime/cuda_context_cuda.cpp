@@ -178,6 +178,7 @@ void CudaContext::wait_transfer_done(int slot) {
 }
 
 void CudaContext::synchronize() {
+  make_current();  // also called from threads that drive several ranks
   for (size_t i = 0; i < streams_.size(); ++i) {
     TR_GPU_CHECK(cudaEventRecord(stream_events_[i], streams_[i]));
     wait_or_throw(stream_events_[i], "the work on a stream");

@@ -123,6 +123,7 @@ Trainer::Trainer(const RunOptions& opt, DataView train, DataView val) : opt_(opt
   for (auto& c : contexts_) runners_.push_back(std::make_unique<GraphRunner>(model_.cg, plans_, atlas_, capture_, *c));
   // AMP: the compute copies start as casts of the masters.
   for (auto& r : runners_) {
+    r->ctx().make_current();  // this thread drives every rank in turn
     r->launch(GraphId::CAST_MAIN_FP32_TO_FP16, Variant::TrainBase);
     r->ctx().synchronize();
   }
