@@ -1,0 +1,74 @@
+#pragma once
+// Helpers shared by the CPU op tests (ops_cpu_*_test.cpp).
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "framework/ops/batchnorm.h"
+#include "framework/ops/conv3x3.h"
+#include "framework/ops/fc.h"
+#include "framework/ops/input_prep.h"
+#include "framework/ops/pool.h"
+#include "framework/ops/relu.h"
+#include "framework/ops/softmax_xent.h"
+#include "tests/op_test_util.h"
+
+namespace tr::test {
+
+inline constexpr DType F16 = DType::F16, F32 = DType::F32, F64 = DType::F64;
+inline constexpr double kFdTol = 1e-6;
+
+inline double dot(const HostTensor& a, const HostTensor& b) {
+  double s = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) s += a.get(i) * b.get(i);
+  return s;
+}
+
+// Values on a shuffled ramp: all distinct, gaps >= 0.09 (no max ties, no kinks
+// within a finite-difference step).
+inline HostTensor distinct_tensor(DType t, Shape s, Rng& rng) {
+  HostTensor r(t, s);
+  std::vector<int64_t> perm(size_t(r.numel()));
+  std::iota(perm.begin(), perm.end(), 0);
+  for (size_t i = perm.size(); i > 1; --i) std::swap(perm[i - 1], perm[rng.below(i)]);
+  for (int64_t i = 0; i < r.numel(); ++i)
+    r.set(i, double(perm[size_t(i)] - r.numel() / 2) * 0.1 + 0.01 * rng.uniform());
+  return r;
+}
+
+
+// BnStats -> BnReluApply, and BnReluBwdReduce -> BnReluBwdApply, on one rank.
+struct BnChain {
+  OpRunner run;
+  HostTensor x, gamma, beta, sums, y, batch;
+  HostTensor dgamma, dbeta, dsums, dx;
+
+  BnChain(DType t, Shape xs, Rng& rng, bool relu, int64_t global_batch) {
+    const DType st = t == F64 ? F64 : F32;  // "f32" statistics
+    const int64_t C = xs[3];
+    run.attrs.relu = relu;
+    run.attrs.eps = 1e-3f;
+    run.variant.batch = xs[0];
+    run.variant.global_batch = global_batch;
+    x = random_tensor(t, xs, rng, -1, 2);
+    gamma = random_tensor(t, {C}, rng, 0.5, 1.5);
+    beta = random_tensor(t, {C}, rng, -0.5, 0.5);
+    sums = HostTensor(st, {2, C});
+    batch = HostTensor(st, {2, C});
+    dsums = HostTensor(st, {2, C});
+    y = HostTensor(t, xs);
+    dx = HostTensor(t, xs);
+    dgamma = HostTensor(t, {C});
+    dbeta = HostTensor(t, {C});
+  }
+  void forward() {
+    run.run(bn_stats_cpu, {&x}, {&sums});
+    run.run(bn_relu_apply_cpu, {&x, &sums, &gamma, &beta}, {&y, &batch});
+  }
+  void backward(const HostTensor& dy) {
+    run.run(bn_relu_bwd_reduce_cpu, {&dy, &y, &x, &batch}, {&dgamma, &dbeta, &dsums});
+    run.run(bn_relu_bwd_apply_cpu, {&dy, &y, &x, &batch, &gamma, &dsums}, {&dx});
+  }
+};
+
+}  // namespace tr::test
