@@ -20,16 +20,16 @@ and writes a Google-Benchmark-compatible JSON report.
   --device cuda|cpu     default: cuda when a GPU is visible, else cpu
   --gpus N[,N..]|auto   GPU counts to sweep (cuda; auto = 1 and every power of two up to all)
   --ranks N[,N..]       rank-thread counts to sweep (cpu)
-  --model mlp|cnn[,..]  models (default cnn)
-  --batch N[,N..]       global batch sizes (default: cnn 64,256 on cpu / 64,256,1024,4096 on cuda; mlp 200)
+  --model mlp|cnn[,..]  models (default cnn,mlp)
+  --batch N[,N..]       global batch sizes (default: cnn 64,256,1024,4096 on cuda, 32 on cpu; mlp 200)
   --variants V[,V..]    train_base, train_last, train_lowres, train_lowres_last, val_base, val_last
                         (default train_base)
   --width X             cnn channel multiplier (default 1.0)
   --precision P         fp32 | amp: fp16 storage/compute with fp32 master weights
                         (default: amp on cuda, fp32 on cpu)
-  --warmup N            steps before measuring (default 10)
-  --iters N             steps per repetition (default 50)
-  --repetitions N       repetitions per case (default 5)
+  --warmup N            steps before measuring (default 10 on cuda, 2 on cpu)
+  --iters N             steps per repetition (default 50 on cuda, 5 on cpu)
+  --repetitions N       repetitions per case (default 5 on cuda, 3 on cpu)
   --json FILE           write the report here
   --no-cupti            do not use CUPTI (launch cross-check and GPU busy time)
   --side-streams        weight gradients on a second stream inside the backward graphs
@@ -118,7 +118,7 @@ BenchOptions parse_bench_options(int argc, char** argv) {
     for (const auto& m : split(modes)) o.modes.push_back(parse_mode(m));
   }
   o.models.clear();
-  for (const auto& m : split(a.str("--model", "cnn"))) o.models.push_back(parse_model(m));
+  for (const auto& m : split(a.str("--model", "cnn,mlp"))) o.models.push_back(parse_model(m));
   if (a.has("--batch")) o.batches = int_list("--batch", a.str("--batch", ""), 1, 1 << 20);
   if (a.has("--variants")) {
     o.variants.clear();
@@ -128,9 +128,12 @@ BenchOptions parse_bench_options(int argc, char** argv) {
   const std::string prec = a.str("--precision", o.backend == Backend::Cuda ? "amp" : "fp32");
   TR_USER_CHECK(prec == "fp32" || prec == "amp", "--precision must be fp32 or amp, got '", prec, "'");
   o.amp = prec == "amp";
-  o.warmup = static_cast<int>(a.integer("--warmup", 10, 0, 1000000));
-  o.iters = static_cast<int>(a.integer("--iters", 50, 1, 1000000));
-  o.repetitions = static_cast<int>(a.integer("--repetitions", 5, 1, 1000));
+  // The default sweep fits the device: a few minutes on a GPU, about a minute
+  // on a 2-core CPU.
+  const bool gpu = o.backend == Backend::Cuda;
+  o.warmup = static_cast<int>(a.integer("--warmup", gpu ? 10 : 2, 0, 1000000));
+  o.iters = static_cast<int>(a.integer("--iters", gpu ? 50 : 5, 1, 1000000));
+  o.repetitions = static_cast<int>(a.integer("--repetitions", gpu ? 5 : 3, 1, 1000));
   o.json_path = a.str("--json", "");
   o.cupti = !a.flag("--no-cupti");
   o.side_streams = a.flag("--side-streams");
