@@ -19,6 +19,10 @@ int run(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "gate") == 0) return gate_main(argc - 1, argv + 1);
   if (argc > 1 && std::strcmp(argv[1], "report") == 0) return report_main(argc - 1, argv + 1);
   const BenchOptions o = parse_bench_options(argc, argv);
+  if (o.help) {
+    std::fputs(kBenchUsage, stdout);
+    return 0;
+  }
   const BenchReport r = run_bench(o);
   std::printf("tr-bench: %s on %s (%s), %d repetitions x %d steps after %d warm-up steps\n", r.context.device_kind.c_str(),
               r.context.device_name.c_str(), r.context.host_name.c_str(), o.repetitions, o.iters, o.warmup);

@@ -84,8 +84,8 @@ BenchOptions parse_bench_options(int argc, char** argv) {
   BenchOptions o;
   for (int i = 0; i < argc; ++i) o.command_line += (i ? " " : "") + std::string(argv[i]);
   if (a.flag("--help")) {
-    std::fputs(kBenchUsage, stdout);
-    std::exit(0);
+    o.help = true;
+    return o;
   }
   TR_USER_CHECK(a.positional().empty() || (a.positional().size() == 1 && a.positional()[0] == "run"),
                 "unexpected argument '", a.positional().empty() ? "" : a.positional().back(), "' (see --help)");
