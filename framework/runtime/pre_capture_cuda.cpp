@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "framework/core/error.h"
+#include "framework/comm/communicator.h"
 #include "framework/runtime/capture_guard_cuda.h"
 #include "framework/runtime/cuda_context_cuda.h"
 #include "framework/runtime/pre_capture.h"
@@ -135,7 +136,18 @@ void capture_cuda(PreCaptureResult& r, const ComputationGraph& cg, const PlanSet
   // threads do not disturb each other.
   if (ranks.size() == 1) {
     capture_rank(ranks.front(), true);
-  } else {
+  } else if (r.collective > 0) {
+    // Connect the communicators eagerly first (a tiny all-reduce of scratch on
+    // every rank), so no connection set-up has to happen under capture.
+    on_all_ranks(0, [&](size_t i) {
+      auto& ctx = static_cast<CudaContext&>(*ranks[i]);
+      ctx.make_current();
+      const ExecEnv& e = ctx.env(StreamKind::UPDATE);
+      const auto* gh = static_cast<const GpuHandles*>(e.gpu);
+      TR_CHECK(e.comm && gh && gh->workspace_bytes >= 256, "rank ", i, " has no communicator or scratch");
+      e.comm->allreduce_sum(ctx.rank(), gh->workspace, 64, DType::F32, e.stream);
+      ctx.synchronize();
+    });
     on_all_ranks(0, [&](size_t i) { capture_rank(ranks[i], true); });
   }
   // B4: one warm-up launch of the safe, non-collective graphs on rank 0.
