@@ -157,6 +157,15 @@ inline int next_pow2(int v) {
 // channel vectors (VEC channels each), by lanes over rows. Each thread keeps its
 // channels for the whole kernel and walks the rows blockIdx.x*by + ty + k*stride,
 // so per-channel parameters sit in registers and reductions have a fixed order.
+// Blocks for a grid-stride loop over `work` items with `threads` per block,
+// capped at blocks_per_sm per multiprocessor (the loop covers the rest).
+inline unsigned grid_stride_blocks(int64_t work, int sms, int threads = 256, int blocks_per_sm = 8) {
+  int64_t b = ceil_div(work, threads);
+  const int64_t cap = int64_t(sms) * blocks_per_sm;
+  if (b > cap) b = cap;
+  return unsigned(b < 1 ? 1 : b);
+}
+
 constexpr int kChannelBlockThreads = 256;
 
 struct ChannelGrid {

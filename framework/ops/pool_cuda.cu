@@ -14,13 +14,7 @@ using namespace tr::cuda;
 constexpr int kThreads = 256;
 constexpr int kBlocksPerSm = 8;
 
-// Grid-stride launch size for `work` items (bounded by the SM count).
-unsigned grid_for(int64_t work, int sms) {
-  int64_t b = ceil_div(work, kThreads);
-  const int64_t cap = int64_t(sms) * kBlocksPerSm;
-  if (b > cap) b = cap;
-  return unsigned(b < 1 ? 1 : b);
-}
+unsigned grid_for(int64_t work, int sms) { return grid_stride_blocks(work, sms, kThreads, kBlocksPerSm); }
 
 // x[N,H,W,C] -> y[N,H/2,W/2,C]; item = (n, oh, ow, channel vector)
 template <typename T, int VEC>

@@ -12,12 +12,7 @@ using namespace tr::cuda;
 constexpr int kThreads = 256;
 constexpr int kBlocksPerSm = 8;
 
-unsigned grid_for(int64_t work, int sms) {
-  int64_t b = ceil_div(work, kThreads);
-  const int64_t cap = int64_t(sms) * kBlocksPerSm;
-  if (b > cap) b = cap;
-  return unsigned(b < 1 ? 1 : b);
-}
+unsigned grid_for(int64_t work, int sms) { return grid_stride_blocks(work, sms, kThreads, kBlocksPerSm); }
 
 // y = x > 0 ? x : 0 (NaN -> 0, like the CPU's comparison)
 template <typename T, int VEC>
