@@ -33,12 +33,13 @@ if [[ " $PARTS " == *" tests "* ]]; then
   timeout ${TR_T_TESTS:-400} "$BIN/tr_tests" --gtest_brief=0 > "$OUT/tests.log" 2>&1; rc=$?
   [ $rc -ne 0 ] && status=1
   note "tests (exit $rc): $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/tests.log" | tr '\n' ' ')"
-  grep -E '^\[ (gpu vs cpu|amp|modes|launches|dp|plan|atlas|mlp) \]|FAILED|Failure' "$OUT/tests.log" | head -40 | tee -a "$OUT/summary.txt"
+  grep -E '^\[ (gpu vs cpu|amp|modes|launches|dp|plan|atlas|mlp|diag|nccl) \]|FAILED|Failure' "$OUT/tests.log" | head -40 | tee -a "$OUT/summary.txt"
 fi
 if [[ " $PARTS " == *" ops "* ]] && [ -x "$BIN/tr_bench_ops" ]; then
-  timeout 120 "$BIN/tr_bench_ops" --benchmark_min_time=0.05 --benchmark_format=console \
+  timeout ${TR_T_OPS:-300} "$BIN/tr_bench_ops" --benchmark_min_time=0.01 --benchmark_format=console \
     --benchmark_out="$OUT/ops_bench.json" --benchmark_out_format=json > "$OUT/ops_bench.log" 2>&1
   note "op micro-benchmarks (exit $?): $OUT/ops_bench.json"
+  grep -E "^BM_(Launch|OneGraph)" "$OUT/ops_bench.log" | tee -a "$OUT/summary.txt"
 fi
 if [[ " $PARTS " == *" bench "* ]]; then
   for prec in amp fp32; do

@@ -44,6 +44,8 @@ Trains a reference model with the whole training step compiled into graphs.
   --side-streams           weight gradients on a second stream inside the backward graphs
                            (faster on small batches; cuBLAS/cuDNN then no longer promise
                            bitwise-reproducible results)
+  --split-steps            full capture launches a training step as its dozen sub-graphs
+                           (DESIGN §3) instead of one step graph composed of them
   --lowres-epochs N        train the first N epochs at --lowres-size (cnn only)
   --lowres-size S          low resolution side (default 20)
   --ranks N                data-parallel ranks on the CPU (default 1)
@@ -61,7 +63,7 @@ int run(int argc, char** argv) {
             {"--model", "--device", "--mode", "--epochs", "--batch", "--data-dir", "--train-subset", "--val-subset",
              "--width", "--optimizer", "--lr", "--schedule", "--warmup", "--weight-decay", "--label-smoothing",
              "--ema-decay", "--lowres-epochs", "--lowres-size", "--ranks", "--gpus", "--seed"},
-            {"--synthetic", "--amp", "--no-shuffle", "--side-streams", "--help"});
+            {"--synthetic", "--amp", "--no-shuffle", "--side-streams", "--split-steps", "--help"});
   if (a.flag("--help")) {
     std::fputs(kUsage, stdout);
     return 0;
@@ -88,6 +90,7 @@ int run(int argc, char** argv) {
   o.train.ema_decay = static_cast<float>(a.real("--ema-decay", 0.99, 0.0, 0.999999));
   o.train.amp = a.flag("--amp");
   o.train.side_streams = a.flag("--side-streams");
+  o.step_graphs = !a.flag("--split-steps");
   if (o.train.amp) o.train.init_loss_scale = 65536.f;
   o.lowres_epochs = static_cast<int>(a.integer("--lowres-epochs", 0, 0, o.epochs));
   o.lowres_size = static_cast<int>(a.integer("--lowres-size", 20, 1, 4096));
@@ -123,10 +126,10 @@ int run(int argc, char** argv) {
               device.c_str(), mode_name(o.mode).c_str(), o.train.amp ? "amp fp16" : "fp32",
               static_cast<long long>(o.batch), o.train.ranks, static_cast<long long>(t.steps_per_epoch()));
   std::printf("tr-train: %zu nodes, arena %.1f MiB (activations %.1f MiB, %.1f MiB without reuse); atlas %d slots, "
-              "%d unique, %d reused; %d captured in %.1f ms\n",
+              "%d unique, %d reused; %d captured, %d step graphs, in %.1f ms\n",
               t.model().cg.total_nodes(), t.plans().arena_bytes / 1048576.0, t.plans().activation_pool_bytes / 1048576.0,
               t.plans().activation_no_reuse_bytes / 1048576.0, pc.dedup.total_slots, pc.dedup.unique, pc.dedup.reused,
-              pc.captured, pc.capture_ms);
+              pc.captured, pc.step_graphs, pc.capture_ms);
   std::printf("%5s %5s %10s %9s %9s %9s %9s %9s %8s %8s %6s\n", "epoch", "res", "train_loss", "train_acc",
               "val_loss", "val_acc", "ema_loss", "ema_acc", "train_s", "val_s", "skip");
   for (int e = 0; e < o.epochs; ++e) {

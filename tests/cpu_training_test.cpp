@@ -22,8 +22,11 @@ TEST(CpuTraining, ReplayEqualsEagerBitForBit) {
   const auto val = data::make_synthetic(50, 28, 28, 1, 10, 4);
   for (bool amp : {false, true}) {
     std::map<std::string, std::vector<float>> ref;
-    for (ExecMode mode : {ExecMode::Eager, ExecMode::PartialCapture, ExecMode::FullCapture}) {
+    // Full capture twice: whole-step graphs (the default) and --split-steps.
+    for (auto [mode, split] : {std::pair{ExecMode::Eager, false}, std::pair{ExecMode::PartialCapture, false},
+                               std::pair{ExecMode::FullCapture, false}, std::pair{ExecMode::FullCapture, true}}) {
       RunOptions o = small_run(ModelKind::Cnn, OptimizerKind::Lars, mode, 32);
+      o.step_graphs = !split;
       o.epochs = 2;
       o.lowres_epochs = 1;
       o.lowres_size = 20;
@@ -42,7 +45,8 @@ TEST(CpuTraining, ReplayEqualsEagerBitForBit) {
         const auto& w = s.at(name);
         ASSERT_EQ(v.size(), w.size()) << name;
         EXPECT_EQ(0, std::memcmp(v.data(), w.data(), v.size() * sizeof(float)))
-            << name << " differs between eager and " << mode_name(mode) << (amp ? " (amp)" : "");
+            << name << " differs between eager and " << mode_name(mode) << (split ? " split" : "")
+            << (amp ? " (amp)" : "");
       }
     }
   }

@@ -177,9 +177,12 @@ TEST(GpuTraining, ModesAreBitIdenticalOver100Steps) {
   const auto val = data::make_synthetic(200, 28, 28, 1, 10, 46);
   for (bool amp : {false, true}) {
     std::map<std::string, std::vector<float>> ref;
-    for (ExecMode mode : {ExecMode::Eager, ExecMode::PartialCapture, ExecMode::FullCapture}) {
+    // Full capture twice: whole-step graphs (the default) and --split-steps.
+    for (auto [mode, split] : {std::pair{ExecMode::Eager, false}, std::pair{ExecMode::PartialCapture, false},
+                               std::pair{ExecMode::FullCapture, false}, std::pair{ExecMode::FullCapture, true}}) {
       RunOptions o = small_run(ModelKind::Cnn, OptimizerKind::Lars, mode, 48);
       o.backend = Backend::Cuda;
+      o.step_graphs = !split;
       o.epochs = 4;
       o.lowres_epochs = 2;
       o.lowres_size = 20;
@@ -196,10 +199,11 @@ TEST(GpuTraining, ModesAreBitIdenticalOver100Steps) {
       for (const auto& [name, v] : ref)
         if (std::memcmp(v.data(), s.at(name).data(), v.size() * 4) != 0) {
           ++differing;
-          ADD_FAILURE() << name << " differs between eager and " << mode_name(mode) << (amp ? " (amp)" : "");
+          ADD_FAILURE() << name << " differs between eager and " << mode_name(mode) << (split ? " split" : "")
+                        << (amp ? " (amp)" : "");
         }
-      std::printf("[ modes ] %s %s: %zu state tensors, %d differ from eager\n", mode_name(mode).c_str(),
-                  amp ? "amp" : "fp32", s.size(), differing);
+      std::printf("[ modes ] %s%s %s: %zu state tensors, %d differ from eager\n", mode_name(mode).c_str(),
+                  split ? " (split steps)" : "", amp ? "amp" : "fp32", s.size(), differing);
     }
   }
 }
@@ -314,22 +318,29 @@ TEST(GpuRuntime, FullCaptureLaunchesOnlyGraphs) {
   SKIP_WITHOUT_GPU();
   const auto train = data::make_synthetic(4 * 64, 28, 28, 1, 10, 49);
   const auto val = data::make_synthetic(64, 28, 28, 1, 10, 50);
-  for (ExecMode mode : {ExecMode::Eager, ExecMode::PartialCapture, ExecMode::FullCapture}) {
+  for (auto [mode, split] : {std::pair{ExecMode::Eager, false}, std::pair{ExecMode::PartialCapture, false},
+                             std::pair{ExecMode::FullCapture, false}, std::pair{ExecMode::FullCapture, true}}) {
     RunOptions o = small_run(ModelKind::Cnn, OptimizerKind::Lars, mode, 64);
     o.backend = Backend::Cuda;
+    o.step_graphs = !split;
     Trainer t(o, view_of(train), view_of(val));
     t.bench_prime(Variant::TrainBase);
     t.bench_steps(Variant::TrainBase, 3);
     const auto s = t.bench_steps(Variant::TrainBase, 10);
     const LaunchTally& l = s.rank0_tally;
-    std::printf("[ launches ] %-15s per step: %.1f graphs, %.1f kernels, %.1f library calls, %.1f memcpys, %.1f event ops\n",
-                mode_name(mode).c_str(), l.graph_launches / 10.0, l.kernels / 10.0, l.library_calls / 10.0,
-                l.memcpys / 10.0, l.event_ops / 10.0);
+    std::printf("[ launches ] %-15s%s per step: %.1f graphs, %.1f kernels, %.1f library calls, %.1f memcpys, "
+                "%.1f event ops\n",
+                mode_name(mode).c_str(), split ? " (split)" : "        ", l.graph_launches / 10.0, l.kernels / 10.0,
+                l.library_calls / 10.0, l.memcpys / 10.0, l.event_ops / 10.0);
     if (mode == ExecMode::FullCapture) {
       EXPECT_EQ(l.kernels, 0);
       EXPECT_EQ(l.library_calls, 0);
       EXPECT_EQ(l.memcpys, 0);
-      EXPECT_GT(l.graph_launches, 0);
+      if (split) {
+        EXPECT_GT(l.graph_launches, 10);
+      } else {
+        EXPECT_EQ(l.graph_launches, 10);  // one step graph per step
+      }
     } else {
       EXPECT_GT(l.kernels + l.library_calls, 0);
     }

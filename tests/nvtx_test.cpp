@@ -26,16 +26,27 @@ std::string bin_dir() {
   return std::filesystem::read_symlink("/proc/self/exe", ec).parent_path().string();
 }
 
+#ifdef TR_NVTX_RECORDER
+// The recorder beside the executables (a packed copy on another machine, see
+// ci/pack_device.sh) or where the build left it.
+std::string recorder_path() {
+  const std::filesystem::path packed =
+      std::filesystem::path(bin_dir()) / std::filesystem::path(TR_NVTX_RECORDER).filename();
+  return std::filesystem::exists(packed) ? packed.string() : std::string(TR_NVTX_RECORDER);
+}
+#endif
+
 // Runs a tool with the recorder and returns its ranges in push order.
 std::vector<Range> record(const std::string& args) {
 #ifndef TR_NVTX_RECORDER
   (void)args;
   return {};
 #else
+  EXPECT_TRUE(std::filesystem::exists(recorder_path())) << "NVTX recorder missing: " << recorder_path();
   // ctest runs test cases as parallel processes: one log per process.
   const std::string log = testing::TempDir() + "tr_nvtx_" + std::to_string(getpid()) + ".log";
   std::filesystem::remove(log);
-  const std::string cmd = "NVTX_INJECTION64_PATH=" + std::string(TR_NVTX_RECORDER) + " TR_NVTX_LOG=" + log + " " +
+  const std::string cmd = "NVTX_INJECTION64_PATH=" + recorder_path() + " TR_NVTX_LOG=" + log + " " +
                           bin_dir() + "/" + args + " > /dev/null";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
   std::ifstream f(log);
@@ -73,8 +84,8 @@ TEST(Nvtx, TrainRangesNestAsPhasesStepsAndGraphs) {
 #ifndef TR_NVTX_RECORDER
   GTEST_SKIP() << "built without NVTX headers";
 #endif
-  // mlp, 4 steps of 50, validation of 2 batches.
-  const auto rs = record("tr-train --synthetic --train-subset 200 --val-subset 100 --batch 50 --epochs 1");
+  // mlp, 4 steps of 50, validation of 2 batches; steps as their sub-graphs.
+  const auto rs = record("tr-train --synthetic --train-subset 200 --val-subset 100 --batch 50 --epochs 1 --split-steps");
   ASSERT_FALSE(rs.empty());
   EXPECT_EQ(rs[0].name, "compile");
   EXPECT_EQ(count(rs, "compile", ""), 1);
@@ -104,7 +115,22 @@ TEST(Nvtx, BenchRangesCoverWarmupAndMeasure) {
   EXPECT_EQ(count(rs, "measure", ""), 1);
   EXPECT_EQ(count(rs, "train_step", "warmup"), 2);
   EXPECT_EQ(count(rs, "train_step", "measure"), 6);
+  // Full capture runs a step as one step graph; its sub-graphs have no ranges then.
+  EXPECT_EQ(count(rs, "step_graph", "train_step"), 8);
+  EXPECT_EQ(count(rs, "DEEP_FWD_BWD", "train_step"), 0);
+  EXPECT_EQ(count(rs, "capture", ""), 1);
+}
+
+TEST(Nvtx, SplitStepsShowEverySubGraph) {
+#ifndef TR_NVTX_RECORDER
+  GTEST_SKIP() << "built without NVTX headers";
+#endif
+  const auto rs = record("tr-bench --device cpu --model mlp --batch 32 --mode full-capture --warmup 2 --iters 3 "
+                         "--repetitions 2 --split-steps");
+  EXPECT_EQ(count(rs, "train_step", "measure"), 6);
+  EXPECT_EQ(count(rs, "step_graph", "train_step"), 0);
   EXPECT_EQ(count(rs, "DEEP_FWD_BWD", "train_step"), 8);
+  EXPECT_EQ(count(rs, "OPTIMIZER", "train_step"), 8);
 }
 
 }  // namespace

@@ -39,21 +39,29 @@ class CaptureGuard {
   bool active_ = false;
 };
 
-// One rank's instantiated graph.
+// One rank's instantiated graph. The graph it came from is kept: a step graph
+// clones it as a child node (splice).
 class CudaGraphExec final : public NativeExec {
  public:
-  CudaGraphExec(cudaGraphExec_t exec, size_t kernels) : exec_(exec), kernels_(kernels) {}
-  ~CudaGraphExec() override {
-    if (exec_) TR_GPU_WARN(cudaGraphExecDestroy(exec_));
-  }
+  // Takes ownership of both; instantiates `graph`.
+  CudaGraphExec(cudaGraph_t graph, size_t kernels);
+  ~CudaGraphExec() override;
+  CudaGraphExec(const CudaGraphExec&) = delete;
+  CudaGraphExec& operator=(const CudaGraphExec&) = delete;
+
   void launch(DeviceContext& ctx, StreamKind stream) const override;
+  void splice(DeviceContext& ctx, StreamKind stream) const override;
   size_t kernel_nodes() const override { return kernels_; }
   cudaGraphExec_t get() const { return exec_; }
 
  private:
+  cudaGraph_t graph_ = nullptr;
   cudaGraphExec_t exec_ = nullptr;
   size_t kernels_ = 0;
 };
+
+// Kernel nodes in g, child graphs included.
+size_t count_kernel_nodes(cudaGraph_t g);
 
 class CudaContext;
 

@@ -11,7 +11,19 @@ void CapturedGraph::launch(DeviceContext& ctx) const {
     n->launch(ctx, stream_for(key_.gid));
     return;
   }
-  for (const PreparedNode& p : cpu_ops_.at(r)) p.run();
+  run_cpu(ctx);
+}
+
+void CapturedGraph::splice(DeviceContext& ctx, std::vector<const CapturedGraph*>& cpu_seq) const {
+  if (const auto& n = native_.at(static_cast<size_t>(ctx.rank()))) {
+    n->splice(ctx, stream_for(key_.gid));
+    return;
+  }
+  cpu_seq.push_back(this);
+}
+
+void CapturedGraph::run_cpu(DeviceContext& ctx) const {
+  for (const PreparedNode& p : cpu_ops_.at(static_cast<size_t>(ctx.rank()))) p.run();
 }
 
 }  // namespace tr

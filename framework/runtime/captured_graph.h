@@ -15,6 +15,9 @@ class NativeExec {
  public:
   virtual ~NativeExec() = default;
   virtual void launch(DeviceContext& ctx, StreamKind stream) const = 0;
+  // Adds this graph as one node of the capture in progress on `stream` (a step
+  // graph being built, step_graphs.h), after the work captured there so far.
+  virtual void splice(DeviceContext& ctx, StreamKind stream) const = 0;
   virtual size_t kernel_nodes() const = 0;  // kernels inside: what one launch replaces
 };
 
@@ -32,6 +35,11 @@ class CapturedGraph {
 
   // Runs the whole graph on ctx's rank, on the stream its GraphId belongs to.
   void launch(DeviceContext& ctx) const;
+  // Adds the graph to a step graph being built for ctx's rank: on CUDA a child
+  // node of the capture running on its stream; on the CPU an entry of `cpu_seq`.
+  void splice(DeviceContext& ctx, std::vector<const CapturedGraph*>& cpu_seq) const;
+  // Runs the CPU ops of ctx's rank (what a CPU step graph replays).
+  void run_cpu(DeviceContext& ctx) const;
 
  private:
   UniqueGraph key_;

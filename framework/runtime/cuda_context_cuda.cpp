@@ -154,7 +154,13 @@ void CudaContext::stream_wait(StreamKind waiter, StreamKind on) {
 }
 
 void CudaContext::record_transfer_done(int slot) {
-  TR_GPU_CHECK(cudaEventRecord(transfer_done_[static_cast<size_t>(slot)], stream(StreamKind::TRANS)));
+  cudaStream_t s = stream(StreamKind::TRANS);
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  TR_GPU_CHECK(cudaStreamIsCapturing(s, &status));
+  // Inside a step graph the record becomes an event-record node that fires at
+  // every launch, so the host's wait_transfer_done still sees each copy finish.
+  const unsigned flags = status == cudaStreamCaptureStatusActive ? cudaEventRecordExternal : cudaEventRecordDefault;
+  TR_GPU_CHECK(cudaEventRecordWithFlags(transfer_done_[static_cast<size_t>(slot)], s, flags));
   ++launch_tally().event_ops;
 }
 

@@ -1,5 +1,6 @@
 #include "framework/runtime/graph_runner.h"
 
+#include "framework/core/error.h"
 #include "framework/core/launch_tally.h"
 #include "framework/runtime/nvtx.h"
 #include "framework/runtime/stream_schedule.h"
@@ -22,8 +23,14 @@ GraphRunner::GraphRunner(const ComputationGraph& cg, const PlanSet& plans, const
 void GraphRunner::launch(GraphId g, Variant v) {
   const AtlasSlot& s = atlas_.slot(v, g);
   if (!s.present()) return;
+  const CapturedGraph* c = table_[static_cast<size_t>(vidx(v))][static_cast<size_t>(g)];
+  if (splice_) {
+    TR_CHECK(c != nullptr, "step graph: ", graph_name(g), " of ", variant_name(v), " is not captured");
+    c->splice(ctx_, *splice_);
+    return;
+  }
   nvtx::Range range(g);
-  if (const CapturedGraph* c = table_[static_cast<size_t>(vidx(v))][static_cast<size_t>(g)]) {
+  if (c) {
     c->launch(ctx_);
     return;
   }

@@ -20,12 +20,18 @@ class GraphRunner {
   bool has(GraphId g, Variant v) const { return atlas_.slot(v, g).present(); }
   DeviceContext& ctx() { return ctx_; }
 
+  // While a target is set, launch() adds each captured graph to a step graph
+  // being built (CapturedGraph::splice) instead of running it; every graph
+  // launched then must be captured. Null ends splicing.
+  void splice_into(std::vector<const CapturedGraph*>* cpu_seq) { splice_ = cpu_seq; }
+
  private:
   const ComputationGraph& cg_;
   const PlanSet& plans_;
   const GraphAtlas& atlas_;
   DeviceContext& ctx_;
   std::array<std::array<const CapturedGraph*, kGraphIdCount>, kVariantCount> table_{};
+  std::vector<const CapturedGraph*>* splice_ = nullptr;
 };
 
 }  // namespace tr

@@ -21,6 +21,7 @@ std::string_view phase_name(Phase p) {
     case Phase::ValStep: return "val_step";
     case Phase::Epoch: return "epoch";
     case Phase::Validate: return "validate";
+    case Phase::StepGraph: return "step_graph";
     case Phase::COUNT: break;
   }
   return "?";

@@ -5,14 +5,15 @@
 //
 // Ranges: phases (compile, plan, capture, warmup, measure), every step
 // (train_step / val_step) and every graph launch at replay time (named by its
-// GraphId). Ranges pushed inside a stream capture are only seen at capture time.
+// GraphId, or step_graph for a whole step launched as one graph). Ranges
+// pushed inside a stream capture are only seen at capture time.
 #include <string_view>
 
 #include "framework/graph/graph_id.h"
 
 namespace tr::nvtx {
 
-enum class Phase : int { Compile, Plan, Capture, Warmup, Measure, TrainStep, ValStep, Epoch, Validate, COUNT };
+enum class Phase : int { Compile, Plan, Capture, Warmup, Measure, TrainStep, ValStep, Epoch, Validate, StepGraph, COUNT };
 
 void push(Phase p);
 void push(GraphId g);

@@ -32,6 +32,15 @@ bool warmup_safe(const UniqueGraph& u) {
   }
 }
 
+std::vector<PreparedNode> prepare_graph(const UniqueGraph& u, const ComputationGraph& cg, const PlanSet& plans,
+                                        DeviceContext& ctx) {
+  std::vector<PreparedNode> ops;
+  for (const Node& n : cg.nodes(u.gid)) ops.push_back(prepare_node(n, cg, plans, plans.plan(u.variant), ctx, node_stream(n, u.gid)));
+  return ops;
+}
+
+}  // namespace
+
 size_t count_kernel_nodes(cudaGraph_t g) {
   size_t n = 0;
   TR_GPU_CHECK(cudaGraphGetNodes(g, nullptr, &n));
@@ -42,22 +51,46 @@ size_t count_kernel_nodes(cudaGraph_t g) {
     cudaGraphNodeType t;
     TR_GPU_CHECK(cudaGraphNodeGetType(node, &t));
     if (t == cudaGraphNodeTypeKernel) ++k;
+    if (t == cudaGraphNodeTypeGraph) {
+      cudaGraph_t child = nullptr;
+      TR_GPU_CHECK(cudaGraphChildGraphNodeGetGraph(node, &child));
+      k += count_kernel_nodes(child);
+    }
   }
   return k;
 }
 
-std::vector<PreparedNode> prepare_graph(const UniqueGraph& u, const ComputationGraph& cg, const PlanSet& plans,
-                                        DeviceContext& ctx) {
-  std::vector<PreparedNode> ops;
-  for (const Node& n : cg.nodes(u.gid)) ops.push_back(prepare_node(n, cg, plans, plans.plan(u.variant), ctx, node_stream(n, u.gid)));
-  return ops;
+CudaGraphExec::CudaGraphExec(cudaGraph_t graph, size_t kernels) : graph_(graph), kernels_(kernels) {
+  const cudaError_t st = cudaGraphInstantiate(&exec_, graph_, 0);
+  if (st != cudaSuccess) {
+    TR_GPU_WARN(cudaGraphDestroy(graph_));
+    TR_GPU_CHECK(st);
+  }
 }
 
-}  // namespace
+CudaGraphExec::~CudaGraphExec() {
+  if (exec_) TR_GPU_WARN(cudaGraphExecDestroy(exec_));
+  if (graph_) TR_GPU_WARN(cudaGraphDestroy(graph_));
+}
 
 void CudaGraphExec::launch(DeviceContext& ctx, StreamKind stream) const {
   auto& c = static_cast<CudaContext&>(ctx);
   TR_GPU_CHECK(cudaGraphLaunch(exec_, c.stream(stream)));
+}
+
+void CudaGraphExec::splice(DeviceContext& ctx, StreamKind stream) const {
+  cudaStream_t s = static_cast<CudaContext&>(ctx).stream(stream);
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  cudaGraph_t into = nullptr;
+  const cudaGraphNode_t* deps = nullptr;
+  size_t n = 0;
+  TR_GPU_CHECK(cudaStreamGetCaptureInfo(s, &status, nullptr, &into, &deps, nullptr, &n));
+  TR_CHECK(status == cudaStreamCaptureStatusActive, "splice: stream ", stream_name(stream), " is not capturing");
+  // The child node follows what the stream captured so far; the stream's next
+  // node follows the child.
+  cudaGraphNode_t node = nullptr;
+  TR_GPU_CHECK(cudaGraphAddChildGraphNode(&node, into, deps, n, graph_));
+  TR_GPU_CHECK(cudaStreamUpdateCaptureDependencies(s, &node, nullptr, 1, cudaStreamSetCaptureDependencies));
 }
 
 std::unique_ptr<CudaGraphExec> capture_nodes(const std::vector<PreparedNode>& nodes, CudaContext& ctx, GraphId gid) {
@@ -73,12 +106,14 @@ std::unique_ptr<CudaGraphExec> capture_nodes(const std::vector<PreparedNode>& no
     sched.join();
     graph = guard.end();
   }
-  cudaGraphExec_t exec = nullptr;
-  const size_t kernels = count_kernel_nodes(graph);
-  const cudaError_t st = cudaGraphInstantiate(&exec, graph, 0);
-  TR_GPU_WARN(cudaGraphDestroy(graph));
-  TR_GPU_CHECK(st);
-  return std::make_unique<CudaGraphExec>(exec, kernels);
+  size_t kernels = 0;
+  try {
+    kernels = count_kernel_nodes(graph);
+  } catch (...) {
+    TR_GPU_WARN(cudaGraphDestroy(graph));
+    throw;
+  }
+  return std::make_unique<CudaGraphExec>(graph, kernels);
 }
 
 void capture_cuda(PreCaptureResult& r, const ComputationGraph& cg, const PlanSet& plans,

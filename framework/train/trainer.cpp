@@ -119,8 +119,19 @@ Trainer::Trainer(const RunOptions& opt, DataView train, DataView val) : opt_(opt
   {
     nvtx::Range range(nvtx::Phase::Capture);
     capture_ = pre_capture(atlas_, model_.cg, plans_, raw, opt.mode);
+    for (auto& c : contexts_) runners_.push_back(std::make_unique<GraphRunner>(model_.cg, plans_, atlas_, capture_, *c));
+    // Full capture: compose each rank's training steps into step graphs.
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<Variant> step_variants;
+    if (opt.mode == ExecMode::FullCapture && opt.step_graphs)
+      for (Variant v : kAllVariants)
+        if (is_train(v) && plans_.plan(v).present()) step_variants.push_back(v);
+    for (auto& r : runners_) {
+      steps_.push_back(std::make_unique<StepGraphs>(*r, step_variants));
+      capture_.step_graphs += steps_.back()->built();
+    }
+    capture_.capture_ms += seconds_since(t0) * 1e3;
   }
-  for (auto& c : contexts_) runners_.push_back(std::make_unique<GraphRunner>(model_.cg, plans_, atlas_, capture_, *c));
   // AMP: the compute copies start as casts of the masters.
   for (auto& r : runners_) {
     r->ctx().make_current();  // this thread drives every rank in turn
@@ -194,7 +205,7 @@ void Trainer::train_epoch_on_rank(int rank, const std::vector<int64_t>& order, b
       ctx.wait_transfer_done(1 - cur);
       fill_staging(ctx, 1 - cur, train_, order, (i + 1) * B, plans_.plan(nv).dims.global_batch, per_rank(nv));
     }
-    train_step(r, v, cur, has_next, &hook_);
+    steps_[static_cast<size_t>(rank)]->train_step(v, cur, has_next, &hook_);
   }
   ctx.synchronize();
 }
@@ -266,7 +277,7 @@ Trainer::BenchStats Trainer::bench_steps(Variant v, int64_t steps) {
     int cur = start;
     for (int64_t i = 0; i < steps; ++i) {
       if (train) {
-        train_step(gr, v, cur, true, &hook_);
+        steps_[static_cast<size_t>(r)]->train_step(v, cur, true, &hook_);
       } else {
         val_step(gr, v, cur, true);
       }

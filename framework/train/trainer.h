@@ -13,6 +13,7 @@
 #include "framework/runtime/device_context.h"
 #include "framework/runtime/exec_mode.h"
 #include "framework/runtime/graph_runner.h"
+#include "framework/runtime/step_graphs.h"
 #include "framework/runtime/step_loop.h"
 #include "framework/train/lr_schedule.h"
 
@@ -43,6 +44,7 @@ struct RunOptions {
   bool deterministic = true;    // deterministic library algorithms (CUDA)
   int first_device = 0;         // CUDA: ranks use devices first_device .. + ranks-1
   int watchdog_ms = 120000;     // a rank waiting this long in a collective is an error
+  bool step_graphs = true;      // full capture: a training step is one graph (step_graphs.h)
 };
 
 struct EpochStats {
@@ -106,6 +108,7 @@ class Trainer {
   std::vector<std::unique_ptr<DeviceContext>> contexts_;
   PreCaptureResult capture_;
   std::vector<std::unique_ptr<GraphRunner>> runners_;
+  std::vector<std::unique_ptr<StepGraphs>> steps_;  // per rank
   std::unique_ptr<Communicator> comm_;
   StepHook hook_;
   int epoch_ = 0;

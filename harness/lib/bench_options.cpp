@@ -33,6 +33,8 @@ and writes a Google-Benchmark-compatible JSON report.
   --json FILE           write the report here
   --no-cupti            do not use CUPTI (launch cross-check and GPU busy time)
   --side-streams        weight gradients on a second stream inside the backward graphs
+  --split-steps         full capture launches a training step as its dozen sub-graphs
+                        (DESIGN §3) instead of one step graph composed of them
   --help                this text
 
 Examples:
@@ -80,7 +82,7 @@ BenchOptions parse_bench_options(int argc, char** argv) {
   CliArgs a(argc, argv,
             {"--mode", "--device", "--gpus", "--ranks", "--model", "--batch", "--variants", "--width", "--warmup",
              "--iters", "--repetitions", "--json", "--precision"},
-            {"--no-cupti", "--side-streams", "--help"});
+            {"--no-cupti", "--side-streams", "--split-steps", "--help"});
   BenchOptions o;
   for (int i = 0; i < argc; ++i) o.command_line += (i ? " " : "") + std::string(argv[i]);
   if (a.flag("--help")) {
@@ -137,6 +139,7 @@ BenchOptions parse_bench_options(int argc, char** argv) {
   o.json_path = a.str("--json", "");
   o.cupti = !a.flag("--no-cupti");
   o.side_streams = a.flag("--side-streams");
+  o.step_graphs = !a.flag("--split-steps");
   o.progress = isatty(2) != 0;
   return o;
 }

@@ -29,6 +29,7 @@ struct BenchOptions {
   bool progress = false;               // stderr progress (a terminal only)
   bool cupti = true;
   bool side_streams = false;
+  bool step_graphs = true;  // full capture: one graph per training step (--split-steps: off)
   bool help = false;                   // --help: print kBenchUsage and do nothing else
   std::string command_line;
 };

@@ -63,6 +63,7 @@ BenchReport run_bench(const BenchOptions& o) {
           ro.train.optimizer = model == ModelKind::Mlp ? OptimizerKind::AdamW : o.cnn_optimizer;
           ro.train.amp = o.amp;
           ro.train.side_streams = o.side_streams;
+          ro.step_graphs = o.step_graphs;
           ro.train.init_loss_scale = o.amp ? 65536.f : 1.f;
           ro.train.ranks = ranks;
           ro.backend = o.backend;

@@ -1,0 +1,78 @@
+// Step graphs (framework/runtime/step_graphs.h): in full capture a training
+// step is one launch, built for every training variant x A/B x next-transfer;
+// other modes and hooked steps keep the sequence of sub-graphs. That a step
+// graph trains exactly like the sequence is checked with the modes
+// (cpu_training_test.cpp, gpu_training_gpu_test.cpp).
+#include <gtest/gtest.h>
+
+#include "tests/train_test_util.h"
+
+namespace tr {
+namespace {
+
+using testing::small_run;
+using testing::view_of;
+
+struct Counted {
+  int calls = 0;
+  static void hook(DeviceContext&, void* u) { ++static_cast<Counted*>(u)->calls; }
+};
+
+LaunchTally tally_of(Trainer& t, int64_t steps) {
+  t.bench_prime(Variant::TrainBase);
+  return t.bench_steps(Variant::TrainBase, steps).rank0_tally;
+}
+
+TEST(StepGraphs, FullCaptureLaunchesOneGraphPerStep) {
+  const auto train = data::make_synthetic(4 * 32 - 8, 28, 28, 1, 10, 11);  // train_base and train_last
+  const auto val = data::make_synthetic(32, 28, 28, 1, 10, 12);
+  RunOptions o = small_run(ModelKind::Cnn, OptimizerKind::Sgd, ExecMode::FullCapture, 32);
+  Trainer t(o, view_of(train), view_of(val));
+  EXPECT_EQ(t.capture().step_graphs, 2 * 2 * 2);  // 2 variants x A/B x next or not
+  const LaunchTally l = tally_of(t, 6);
+  EXPECT_EQ(l.graph_launches, 6);
+  EXPECT_EQ(l.nodes, 0);
+}
+
+TEST(StepGraphs, SplitStepsLaunchEverySubGraph) {
+  const auto train = data::make_synthetic(4 * 32, 28, 28, 1, 10, 11);
+  const auto val = data::make_synthetic(32, 28, 28, 1, 10, 12);
+  RunOptions o = small_run(ModelKind::Cnn, OptimizerKind::Sgd, ExecMode::FullCapture, 32);
+  o.step_graphs = false;
+  Trainer t(o, view_of(train), view_of(val));
+  EXPECT_EQ(t.capture().step_graphs, 0);
+  const LaunchTally l = tally_of(t, 6);
+  // ZERO_GRAD, FIRST_LAYER_FWD, TRANSFER, DEEP_FWD_BWD, FIRST_LAYER_BWD, metrics,
+  // NaN check, BN statistics, optimizer, EMA: at least ten per step.
+  EXPECT_GE(l.graph_launches, 6 * 10);
+  EXPECT_EQ(l.graph_launches % 6, 0);
+  EXPECT_EQ(l.nodes, 0);
+}
+
+TEST(StepGraphs, OnlyFullCaptureBuildsThem) {
+  const auto train = data::make_synthetic(2 * 32, 28, 28, 1, 10, 11);
+  const auto val = data::make_synthetic(32, 28, 28, 1, 10, 12);
+  for (ExecMode mode : {ExecMode::Eager, ExecMode::PartialCapture}) {
+    Trainer t(small_run(ModelKind::Mlp, OptimizerKind::AdamW, mode, 32), view_of(train), view_of(val));
+    EXPECT_EQ(t.capture().step_graphs, 0) << mode_name(mode);
+  }
+}
+
+TEST(StepGraphs, AHookBetweenSubGraphsRunsTheSequence) {
+  // A hook after the backward graphs (tests inject faults there) cannot run in
+  // the middle of one graph: those steps fall back to the sequence, and the
+  // hook sees every step.
+  const auto train = data::make_synthetic(3 * 32, 28, 28, 1, 10, 11);
+  const auto val = data::make_synthetic(32, 28, 28, 1, 10, 12);
+  RunOptions o = small_run(ModelKind::Mlp, OptimizerKind::AdamW, ExecMode::FullCapture, 32);
+  Trainer t(o, view_of(train), view_of(val));
+  ASSERT_GT(t.capture().step_graphs, 0);
+  Counted c;
+  t.set_step_hook(StepHook{&Counted::hook, &c});
+  const LaunchTally l = tally_of(t, 4);
+  EXPECT_EQ(c.calls, 4);
+  EXPECT_GT(l.graph_launches, 4 * 5);
+}
+
+}  // namespace
+}  // namespace tr
