@@ -122,6 +122,7 @@ TEST(TrBenchCli, HelpAndBadInput) {
     expect_user_error("tr-bench --device cuda", "no CUDA GPU is visible");
   }
   expect_user_error("tr-bench --device cpu --precision fp8", "--precision must be fp32 or amp");
+  expect_user_error("tr-bench --device cpu --cnn-optimizer rmsprop", "unknown optimizer");
   expect_user_error("tr-bench --device cpu --model mlp --variants train_lowres --iters 1 --repetitions 1 --warmup 0",
                     "mlp cannot run the low-resolution variants");
   expect_user_error("tr-bench --device cpu --ranks 3 --batch 64 --iters 1", "does not divide");

@@ -25,6 +25,7 @@ and writes a Google-Benchmark-compatible JSON report.
   --variants V[,V..]    train_base, train_last, train_lowres, train_lowres_last, val_base, val_last
                         (default train_base)
   --width X             cnn channel multiplier (default 1.0)
+  --cnn-optimizer O     sgd | lars | adamw for cnn (default lars; mlp always uses adamw)
   --precision P         fp32 | amp: fp16 storage/compute with fp32 master weights
                         (default: amp on cuda, fp32 on cpu)
   --warmup N            steps before measuring (default 10 on cuda, 2 on cpu)
@@ -81,7 +82,7 @@ Variant parse_variant(const std::string& s) {
 BenchOptions parse_bench_options(int argc, char** argv) {
   CliArgs a(argc, argv,
             {"--mode", "--device", "--gpus", "--ranks", "--model", "--batch", "--variants", "--width", "--warmup",
-             "--iters", "--repetitions", "--json", "--precision"},
+             "--iters", "--repetitions", "--json", "--precision", "--cnn-optimizer"},
             {"--no-cupti", "--side-streams", "--split-steps", "--help"});
   BenchOptions o;
   for (int i = 0; i < argc; ++i) o.command_line += (i ? " " : "") + std::string(argv[i]);
@@ -127,6 +128,7 @@ BenchOptions parse_bench_options(int argc, char** argv) {
     for (const auto& v : split(a.str("--variants", ""))) o.variants.push_back(parse_variant(v));
   }
   o.width = a.real("--width", 1.0, 1e-3, 16.0);
+  o.cnn_optimizer = parse_optimizer(a.str("--cnn-optimizer", "lars"));
   const std::string prec = a.str("--precision", o.backend == Backend::Cuda ? "amp" : "fp32");
   TR_USER_CHECK(prec == "fp32" || prec == "amp", "--precision must be fp32 or amp, got '", prec, "'");
   o.amp = prec == "amp";

@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""The same training step in PyTorch, timed the way tr-bench times ours.
+
+Peer numbers for tr-bench's three modes, on the same GPU in the same check:
+  eager           PyTorch eager with torch.amp.GradScaler (what most users run)
+  partial-capture torch.cuda.make_graphed_callables on the model (forward and
+                  backward captured; loss scaling, optimizer, EMA, metrics eager)
+  full-capture    the whole step captured with torch.cuda.graph (static loss
+                  scale: GradScaler's inf check reads the device from the host,
+                  which a captured step cannot do)
+
+Models mirror tr's reference models (NHWC / channels_last, AMP fp16, fp32
+masters): cnn = conv3x3(32)+BN+ReLU, then for 64/128/256 conv+maxpool+BN+ReLU,
+conv+BN+ReLU; global max pool; linear to 10 classes scaled by 1/8. mlp =
+784-1024-512-256-10 with ReLU. Loss: softmax cross-entropy, label smoothing 0.1.
+cnn trains with SGD (Nesterov, momentum 0.9, lr 0.1), mlp with AdamW (lr 1e-3);
+weight decay 0 (as tr-bench); EMA of the weights (decay 0.99) and on-device
+metrics every step; each step copies its u8 batch from pinned memory (H2D).
+
+Step time: CUDA events around --iters steps after --warmup steps, median of
+--repetitions. Writes one JSON object (see --json) and prints a table.
+"""
+import argparse
+import json
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def cnn(width=1.0):
+    def w(c):
+        return max(1, round(c * width))
+
+    layers = [nn.Conv2d(1, w(32), 3, padding=1, bias=False), nn.BatchNorm2d(w(32)), nn.ReLU()]
+    cin = w(32)
+    for base in (64, 128, 256):
+        c = w(base)
+        layers += [nn.Conv2d(cin, c, 3, padding=1, bias=False), nn.MaxPool2d(2), nn.BatchNorm2d(c), nn.ReLU(),
+                   nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c), nn.ReLU()]
+        cin = c
+    layers += [nn.AdaptiveMaxPool2d(1), nn.Flatten(), nn.Linear(cin, 10, bias=False)]
+    return nn.Sequential(*layers)
+
+
+def mlp():
+    return nn.Sequential(nn.Flatten(), nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 512), nn.ReLU(),
+                         nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 10))
+
+
+class Step:
+    """One model, optimizer, EMA and metric state; step() runs one training step."""
+
+    def __init__(self, model_name, batch, mode):
+        self.model_name, self.mode = model_name, mode
+        dev = torch.device("cuda")
+        net = cnn() if model_name == "cnn" else mlp()
+        self.net = net.to(dev).to(memory_format=torch.channels_last)
+        self.logit_scale = 0.125 if model_name == "cnn" else 1.0
+        if model_name == "cnn":
+            self.opt = torch.optim.SGD(self.net.parameters(), lr=0.1, momentum=0.9, nesterov=True, foreach=True)
+        else:
+            self.opt = torch.optim.AdamW(self.net.parameters(), lr=1e-3, weight_decay=0.0, foreach=True,
+                                         capturable=(mode == "full-capture"))
+        self.params = [p for p in self.net.parameters()]
+        self.ema = [p.detach().clone() for p in self.params]
+        self.correct = torch.zeros((), device=dev, dtype=torch.int64)
+        self.loss_sum = torch.zeros((), device=dev)
+        # Two pinned host batches (A/B) and the device input, as tr-bench does.
+        g = torch.Generator().manual_seed(1)
+        self.host_x = [torch.randint(0, 256, (batch, 28, 28, 1), dtype=torch.uint8, generator=g).pin_memory()
+                       for _ in range(2)]
+        self.host_y = [torch.randint(0, 10, (batch,), dtype=torch.int64, generator=g).pin_memory() for _ in range(2)]
+        self.x_u8 = torch.empty((batch, 28, 28, 1), dtype=torch.uint8, device=dev)
+        self.y = torch.empty((batch,), dtype=torch.int64, device=dev)
+        self.mean, self.std = 0.2860, 0.3530
+        if mode == "full-capture":
+            self.scale = 1024.0  # static loss scale
+        else:
+            self.scaler = torch.amp.GradScaler("cuda", init_scale=65536.0)
+        if mode == "partial-capture":
+            sample = torch.randn((batch, 1, 28, 28), device=dev).to(memory_format=torch.channels_last)
+            # Graphed callables need autocast's weight-cast cache off (PyTorch docs).
+            with torch.autocast("cuda", dtype=torch.float16, cache_enabled=False):
+                self.fwd = torch.cuda.make_graphed_callables(self.net, (sample.requires_grad_(False),))
+        else:
+            self.fwd = self.net
+        self.graph = None
+        self.slot = 0
+
+    def _input(self):
+        x = self.x_u8.permute(0, 3, 1, 2).float().div_(255.0).sub_(self.mean).div_(self.std)
+        return x.contiguous(memory_format=torch.channels_last)
+
+    def _body(self, slot):
+        self.x_u8.copy_(self.host_x[slot], non_blocking=True)
+        self.y.copy_(self.host_y[slot], non_blocking=True)
+        self.opt.zero_grad(set_to_none=False)
+        with torch.autocast("cuda", dtype=torch.float16, cache_enabled=self.mode != "partial-capture"):
+            logits = self.fwd(self._input()) * self.logit_scale
+            loss = F.cross_entropy(logits.float(), self.y, label_smoothing=0.1)
+        if self.mode == "full-capture":
+            (loss * self.scale).backward()
+            torch._foreach_mul_([p.grad for p in self.params], 1.0 / self.scale)
+            self.opt.step()
+        else:
+            self.scaler.scale(loss).backward()
+            self.scaler.step(self.opt)
+            self.scaler.update()
+        with torch.no_grad():
+            torch._foreach_lerp_(self.ema, self.params, 0.01)
+            self.correct += (logits.argmax(1) == self.y).sum()
+            self.loss_sum += loss.detach()
+
+    def capture(self):
+        # PyTorch's recipe: warm up on a side stream, then capture the whole step.
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for i in range(3):
+                self._body(i % 2)
+        torch.cuda.current_stream().wait_stream(s)
+        self.graphs = []
+        for slot in (0, 1):
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                self._body(slot)
+            self.graphs.append(g)
+
+    def step(self):
+        if self.mode == "full-capture":
+            self.graphs[self.slot].replay()
+        else:
+            self._body(self.slot)
+        self.slot = 1 - self.slot
+
+
+def time_case(model, batch, mode, warmup, iters, reps):
+    torch.manual_seed(0)
+    st = Step(model, batch, mode)
+    if mode == "full-capture":
+        st.capture()
+    for _ in range(warmup):
+        st.step()
+    torch.cuda.synchronize()
+    times, cpu = [], []
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for _ in range(reps):
+        c0 = time.thread_time()
+        e0.record()
+        for _ in range(iters):
+            st.step()
+        e1.record()
+        c1 = time.thread_time()
+        e1.synchronize()
+        times.append(e0.elapsed_time(e1) / iters)
+        cpu.append((c1 - c0) * 1e3 / iters)
+    return statistics.median(times), statistics.median(cpu)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default="cnn,mlp")
+    ap.add_argument("--batch", default="64,256,1024,4096")
+    ap.add_argument("--mlp-batch", default="200")
+    ap.add_argument("--mode", default="eager,partial-capture,full-capture")
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--iters", type=int, default=30)
+    ap.add_argument("--repetitions", type=int, default=5)
+    ap.add_argument("--json", default="")
+    a = ap.parse_args()
+    if not torch.cuda.is_available():
+        print("torch_step: no CUDA device", file=sys.stderr)
+        return 2
+    torch.backends.cudnn.benchmark = True  # the peer may pick its fastest kernels
+    modes = a.mode.split(",")
+    for m in modes:
+        if m not in ("eager", "partial-capture", "full-capture"):
+            print(f"torch_step: unknown mode '{m}'", file=sys.stderr)
+            return 2
+    out = {"context": {"torch_version": torch.__version__, "cuda": torch.version.cuda,
+                       "cudnn": torch.backends.cudnn.version(), "device_name": torch.cuda.get_device_name(),
+                       "command_line": " ".join(sys.argv)},
+           "benchmarks": []}
+    print(f"torch_step: torch {torch.__version__} on {torch.cuda.get_device_name()}, "
+          f"{a.repetitions} repetitions x {a.iters} steps after {a.warmup} warm-up steps")
+    print(f"{'model':5} {'mode':16} {'batch':>6} {'step_ms':>9} {'cpu_ms':>8} {'x_eager':>8}")
+    for model in a.model.split(","):
+        batches = a.batch if model == "cnn" else a.mlp_batch
+        for b in [int(x) for x in batches.split(",")]:
+            eager_ms = None
+            for m in modes:
+                try:
+                    ms, cpu_ms = time_case(model, b, m, a.warmup, a.iters, a.repetitions)
+                except Exception as e:  # one failed case must not hide the others
+                    print(f"{model:5} {m:16} {b:6d} failed: {e}")
+                    out["benchmarks"].append({"name": f"torch_step/model:{model}/mode:{m}/batch:{b}",
+                                              "error": str(e)})
+                    continue
+                if m == "eager":
+                    eager_ms = ms
+                ratio = f"{eager_ms / ms:.2f}" if eager_ms else "-"
+                print(f"{model:5} {m:16} {b:6d} {ms:9.4f} {cpu_ms:8.4f} {ratio:>8}", flush=True)
+                out["benchmarks"].append({"name": f"torch_step/model:{model}/mode:{m}/batch:{b}",
+                                          "real_time": ms, "cpu_time": cpu_ms, "time_unit": "ms",
+                                          "samples_per_second": b / ms * 1e3})
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(out, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
