@@ -1,0 +1,183 @@
+// The fused multi-tensor optimizers on the GPU (SGD with Nesterov momentum,
+// AdamW, LARS) against the CPU reference, bitwise where the math is identical,
+// LARS within 1e-6; two runs bitwise equal; a step with a found Inf changes
+// nothing. Skips without a CUDA device.
+#include "tests/range_ops_gpu_fixture.h"
+
+namespace tr {
+namespace {
+
+using namespace gpu_test;
+
+enum class Opt { Sgd, AdamW, Lars };
+
+struct OptState {
+  std::vector<float> p, g, a, b;  // a: momentum / m, b: v (AdamW)
+};
+
+class RangeOpsGpuOptim : public RangeOpsGpu {
+ protected:
+  // One step on both sides; gpu buffers are uploaded from/downloaded to `gpu`.
+  void step(Opt opt, const Layout& l, OptState& cpu, OptState& gpu, int t) {
+    TrainScalars s;
+    s.lr = 0.05f;
+    s.step = t;
+    set_scalars(s);
+    const RangeAttrs a = opt_attrs();
+    DevBuf<float> p(gpu.p), g(gpu.g), ma(gpu.a), vb(gpu.b);
+    const std::vector<Segment>* sg = &l.segs;
+    switch (opt) {
+      case Opt::Sgd:
+        run_gpu(sgd_nesterov_cuda, {operand(p, sg), operand(g, sg), operand(ma, sg)}, a);
+        run_cpu(sgd_nesterov_cpu, {operand(cpu.p, sg), operand(cpu.g, sg), operand(cpu.a, sg)}, a);
+        break;
+      case Opt::AdamW:
+        run_gpu(adamw_cuda, {operand(p, sg), operand(g, sg), operand(ma, sg), operand(vb, sg)}, a);
+        run_cpu(adamw_cpu,
+                {operand(cpu.p, sg), operand(cpu.g, sg), operand(cpu.a, sg), operand(cpu.b, sg)}, a);
+        break;
+      case Opt::Lars:
+        run_gpu(lars_cuda, {operand(p, sg), operand(g, sg), operand(ma, sg)}, a);
+        run_cpu(lars_cpu, {operand(cpu.p, sg), operand(cpu.g, sg), operand(cpu.a, sg)}, a);
+        break;
+    }
+    gpu.p = p.download();
+    gpu.a = ma.download();
+    gpu.b = vb.download();
+  }
+
+  void compare(Opt opt, const Layout& l, uint32_t seed) {
+    std::mt19937 rng(seed);
+    OptState cpu;
+    cpu.p = l.random(rng, -1, 1);
+    cpu.a = l.random(rng, -0.1f, 0.1f);
+    cpu.b = l.random(rng, 0, 0.01f);
+    OptState gpu = cpu;
+    for (int t = 1; t <= 3; ++t) {
+      cpu.g = l.random(rng, -1, 1);
+      gpu.g = cpu.g;
+      step(opt, l, cpu, gpu, t);
+      if (opt != Opt::Lars) {
+        expect_bitwise(gpu.p, cpu.p, "param");
+        expect_bitwise(gpu.a, cpu.a, "state a");
+        expect_bitwise(gpu.b, cpu.b, "state b");
+      } else {
+        // Norms are summed in a different order: allow 1e-6 relative, count exact matches.
+        size_t exact = 0;
+        double worst = 0;
+        for (int64_t i = 0; i < l.elems; ++i) {
+          for (auto [x, y] : {std::pair{gpu.p[i], cpu.p[i]}, std::pair{gpu.a[i], cpu.a[i]}}) {
+            exact += bitwise_equal(&x, &y, 4);
+            worst = std::max(worst, std::fabs(double(x) - y) / std::max(1e-6, std::fabs(double(y))));
+          }
+          ASSERT_TRUE(bitwise_equal(&gpu.b[i], &cpu.b[i], 4)) << "untouched state at " << i;
+        }
+        EXPECT_LE(worst, 1e-6) << "step " << t;
+        RecordProperty("lars_exact_fraction_x1000", int(1000 * exact / (2 * l.elems)));
+        // For padding the GPU must match exactly (zeros).
+        for (int64_t i = 0; i < l.elems; ++i)
+          if (!l.in_seg[i]) {
+            ASSERT_EQ(gpu.p[i], 0.f) << i;
+          }
+        gpu.p = cpu.p;  // continue from the same state
+        gpu.a = cpu.a;
+      }
+    }
+  }
+
+  // Two GPU runs from the same state give the same bits.
+  void determinism(Opt opt, const Layout& l, uint32_t seed) {
+    std::mt19937 rng(seed);
+    OptState s0;
+    s0.p = l.random(rng, -1, 1);
+    s0.g = l.random(rng, -1, 1);
+    s0.a = l.random(rng, -0.1f, 0.1f);
+    s0.b = l.random(rng, 0, 0.01f);
+    OptState c1 = s0, g1 = s0, c2 = s0, g2 = s0;
+    step(opt, l, c1, g1, 2);
+    step(opt, l, c2, g2, 2);
+    expect_bitwise(g1.p, g2.p, "determinism param");
+    expect_bitwise(g1.a, g2.a, "determinism a");
+    expect_bitwise(g1.b, g2.b, "determinism b");
+  }
+};
+
+TEST_F(RangeOpsGpuOptim, SgdNesterovMatchesCpuBitwise) {
+  std::mt19937 rng(21);
+  compare(Opt::Sgd, Layout(rng, 24, true), 1);
+  compare(Opt::Sgd, Layout(rng, 300, false), 2);  // more segments than one launch holds
+}
+
+TEST_F(RangeOpsGpuOptim, AdamWMatchesCpuBitwise) {
+  std::mt19937 rng(22);
+  compare(Opt::AdamW, Layout(rng, 24, true), 3);
+  compare(Opt::AdamW, Layout(rng, 300, false), 4);
+}
+
+TEST_F(RangeOpsGpuOptim, LarsMatchesCpuWithinOneMillionth) {
+  std::mt19937 rng(23);
+  compare(Opt::Lars, Layout(rng, 24, true), 5);
+  compare(Opt::Lars, Layout(rng, 300, false), 6);
+}
+
+TEST_F(RangeOpsGpuOptim, LarsZeroNormSegmentsMatchCpu) {
+  std::mt19937 rng(24);
+  Layout l(rng, 6, false);
+  for (Segment& s : l.segs) s.decay = true;
+  OptState cpu;
+  cpu.p = l.random(rng, -1, 1);
+  cpu.g = l.random(rng, -1, 1);
+  cpu.a = l.random(rng, -0.1f, 0.1f);
+  cpu.b = l.random(rng, 0, 1);
+  for (int64_t i = l.segs[1].offset; i < l.segs[1].offset + l.segs[1].elems; ++i) cpu.p[i] = 0.f;
+  for (int64_t i = l.segs[3].offset; i < l.segs[3].offset + l.segs[3].elems; ++i) cpu.g[i] = 0.f;
+  OptState gpu = cpu;
+  step(Opt::Lars, l, cpu, gpu, 1);
+  for (int64_t i = 0; i < l.elems; ++i) {
+    ASSERT_NEAR(gpu.p[i], cpu.p[i], 1e-6 * (std::fabs(cpu.p[i]) + 1e-30)) << i;
+    ASSERT_NEAR(gpu.a[i], cpu.a[i], 1e-6 * (std::fabs(cpu.a[i]) + 1e-30)) << i;
+  }
+}
+
+TEST_F(RangeOpsGpuOptim, TwoRunsAreBitwiseEqual) {
+  std::mt19937 rng(25);
+  const Layout l(rng, 40, true);
+  determinism(Opt::Sgd, l, 7);
+  determinism(Opt::AdamW, l, 8);
+  determinism(Opt::Lars, l, 9);
+}
+
+TEST_F(RangeOpsGpuOptim, AFoundInfStepChangesNothing) {
+  std::mt19937 rng(26);
+  const Layout l(rng, 10, true);
+  OptState s0;
+  s0.p = l.random(rng, -1, 1);
+  s0.g = l.random(rng, -1, 1);
+  s0.a = l.random(rng, -0.1f, 0.1f);
+  s0.b = l.random(rng, 0, 0.01f);
+  for (Opt opt : {Opt::Sgd, Opt::AdamW, Opt::Lars}) {
+    DevBuf<float> p(s0.p), g(s0.g), ma(s0.a), vb(s0.b);
+    TrainScalars s;
+    s.lr = 0.1f;
+    s.step = 2;
+    s.found_inf = 1;
+    set_scalars(s);
+    const RangeAttrs a = opt_attrs();
+    const std::vector<Segment>* sg = &l.segs;
+    if (opt == Opt::Sgd) run_gpu(sgd_nesterov_cuda, {operand(p, sg), operand(g, sg), operand(ma, sg)}, a);
+    if (opt == Opt::AdamW)
+      run_gpu(adamw_cuda, {operand(p, sg), operand(g, sg), operand(ma, sg), operand(vb, sg)}, a);
+    if (opt == Opt::Lars) run_gpu(lars_cuda, {operand(p, sg), operand(g, sg), operand(ma, sg)}, a);
+    expect_bitwise(p.download(), s0.p, "param");
+    expect_bitwise(ma.download(), s0.a, "state a");
+    expect_bitwise(vb.download(), s0.b, "state b");
+  }
+}
+
+// ---------------------------------------------------------------- capture
+
+// A whole AMP step captured once into a CUDA Graph and replayed with new
+// gradients (one of them overflowing): the captured launchers read every
+// per-step value from device memory, so replays track the CPU step by step.
+}  // namespace
+}  // namespace tr
