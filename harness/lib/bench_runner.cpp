@@ -142,7 +142,13 @@ BenchReport run_bench(const BenchOptions& o) {
               k["cupti_graph_launches_per_step"] = double(cc.graph_launches) / steps;
               k["cupti_memcpy_per_step"] = double(cc.memcpy_async) / steps;
               k["gpu_kernel_ms_per_step"] = cc.kernel_ms_sum / steps;
-              k["gpu_busy_fraction"] = cc.kernel_ms_union / wall_ms;
+              // Note [busy fraction]: kernel time per step (union of kernel
+              // intervals, so concurrent kernels count once) over the median step
+              // time of the timed, untraced repetitions. Tracing lengthens the
+              // gaps between kernels, so the traced repetition's own ratio is
+              // lower; it is kept as gpu_busy_fraction_traced.
+              k["gpu_busy_fraction"] = cc.kernel_ms_union / steps / med;
+              k["gpu_busy_fraction_traced"] = cc.kernel_ms_union / wall_ms;
               k["gpu_kernels_per_step"] = double(cc.kernels_executed) / steps;
               // Cross-check (Note [launch accounting]): graph launches and memcpys
               // must match exactly; every kernel launch we count is one CUPTI sees
