@@ -15,6 +15,7 @@ BIN=build/bin
 [ -d .device/bin ] && BIN=.device/bin
 DATA=${TR_DATA_DIR:-/usr/share/datasets/fashion-mnist}
 [ -d .device/data ] && [ -n "$(ls .device/data)" ] && DATA=$PWD/.device/data
+export TR_DATA_DIR=$DATA  # the real-data tests read it
 SP=/opt/torch/.venv/lib/python3.12/site-packages
 export LD_LIBRARY_PATH="$PWD/.device/lib:$SP/nvidia/cudnn/lib:$SP/nvidia/nccl/lib:$SP/nvidia/cublas/lib:$SP/nvidia/cu13/lib:$SP/nvidia/cuda_cupti/lib:/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64:${LD_LIBRARY_PATH:-}"
 export NCCL_NVLS_ENABLE=0
