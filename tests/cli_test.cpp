@@ -123,6 +123,7 @@ TEST(TrBenchCli, HelpAndBadInput) {
   }
   expect_user_error("tr-bench --device cpu --precision fp8", "--precision must be fp32 or amp");
   expect_user_error("tr-bench --device cpu --cnn-optimizer rmsprop", "unknown optimizer");
+  expect_user_error("tr-bench --device cpu --batch 64 --batch-per-gpu 32", "not both");
   expect_user_error("tr-bench --device cpu --model mlp --variants train_lowres --iters 1 --repetitions 1 --warmup 0",
                     "mlp cannot run the low-resolution variants");
   expect_user_error("tr-bench --device cpu --ranks 3 --batch 64 --iters 1", "does not divide");
@@ -139,6 +140,18 @@ TEST(TrBenchCli, ShortCpuRunWritesAReport) {
   EXPECT_TRUE(std::filesystem::exists(json));
   const Result g = run("tr-bench gate --counters-only --baseline " + json + " --current " + json);
   EXPECT_EQ(g.code, 0) << g.out << g.err;
+}
+
+TEST(TrBenchCli, BatchPerGpuSweepsRanksAndPrintsWeakScaling) {
+  const std::string json = testing::TempDir() + "tr_bench_weak_" + std::to_string(getpid()) + ".json";
+  const Result r = run("tr-bench --device cpu --model mlp --ranks 1,2 --batch-per-gpu 16 --mode full-capture "
+                       "--warmup 0 --iters 2 --repetitions 1 --json " + json);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("weak scaling efficiency"), std::string::npos) << r.out;
+  std::ifstream f(json);
+  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("ranks:2/batch:32"), std::string::npos);  // global batch = 16 x 2
+  EXPECT_NE(text.find("weak_scaling_efficiency"), std::string::npos);
 }
 
 }  // namespace

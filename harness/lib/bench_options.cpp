@@ -22,6 +22,8 @@ and writes a Google-Benchmark-compatible JSON report.
   --ranks N[,N..]       rank-thread counts to sweep (cpu)
   --model mlp|cnn[,..]  models (default cnn,mlp)
   --batch N[,N..]       global batch sizes (default: cnn 64,256,1024,4096 on cuda, 32 on cpu; mlp 200)
+  --batch-per-gpu N[,N..]  batch sizes per GPU (per rank on cpu) instead: the global batch grows
+                        with the GPU count (weak scaling; the table then shows its efficiency)
   --variants V[,V..]    train_base, train_last, train_lowres, train_lowres_last, val_base, val_last
                         (default train_base)
   --width X             cnn channel multiplier (default 1.0)
@@ -40,6 +42,7 @@ and writes a Google-Benchmark-compatible JSON report.
 
 Examples:
   tr-bench --mode full-capture --gpus 8 --json h200x8.json
+  tr-bench --mode all --gpus 1,2,4,8 --model cnn --batch-per-gpu 256,1024 --json scaling.json
   tr-bench --model cnn,mlp --batch 256 --repetitions 10 --json run.json
   tr-bench gate --baseline reports/baselines/cpu.json --current run.json
   tr-bench report run.json -o run.html
@@ -82,7 +85,7 @@ Variant parse_variant(const std::string& s) {
 BenchOptions parse_bench_options(int argc, char** argv) {
   CliArgs a(argc, argv,
             {"--mode", "--device", "--gpus", "--ranks", "--model", "--batch", "--variants", "--width", "--warmup",
-             "--iters", "--repetitions", "--json", "--precision", "--cnn-optimizer"},
+             "--iters", "--repetitions", "--json", "--precision", "--cnn-optimizer", "--batch-per-gpu"},
             {"--no-cupti", "--side-streams", "--split-steps", "--help"});
   BenchOptions o;
   for (int i = 0; i < argc; ++i) o.command_line += (i ? " " : "") + std::string(argv[i]);
@@ -122,7 +125,12 @@ BenchOptions parse_bench_options(int argc, char** argv) {
   }
   o.models.clear();
   for (const auto& m : split(a.str("--model", "cnn,mlp"))) o.models.push_back(parse_model(m));
+  TR_USER_CHECK(!(a.has("--batch") && a.has("--batch-per-gpu")), "give --batch (global) or --batch-per-gpu, not both");
   if (a.has("--batch")) o.batches = int_list("--batch", a.str("--batch", ""), 1, 1 << 20);
+  if (a.has("--batch-per-gpu")) {
+    o.batches = int_list("--batch-per-gpu", a.str("--batch-per-gpu", ""), 1, 1 << 20);
+    o.batch_per_rank = true;
+  }
   if (a.has("--variants")) {
     o.variants.clear();
     for (const auto& v : split(a.str("--variants", ""))) o.variants.push_back(parse_variant(v));

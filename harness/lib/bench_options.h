@@ -18,6 +18,7 @@ struct BenchOptions {
   std::vector<ExecMode> modes = {ExecMode::Eager, ExecMode::PartialCapture, ExecMode::FullCapture};
   std::vector<int> ranks = {1};
   std::vector<int64_t> batches;        // global batch; empty: per-model default
+  bool batch_per_rank = false;         // --batch-per-gpu: `batches` are per rank (weak scaling)
   std::vector<Variant> variants = {Variant::TrainBase};
   int warmup = 10;
   int iters = 50;

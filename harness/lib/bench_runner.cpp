@@ -14,6 +14,7 @@
 #include "harness/lib/cupti_probe.h"
 #include "harness/lib/profiler_range.h"
 #include "harness/lib/statistics.h"
+#include "harness/lib/weak_scaling.h"
 
 namespace tr::bench {
 namespace {
@@ -50,7 +51,8 @@ BenchReport run_bench(const BenchOptions& o) {
     TR_USER_CHECK(!(model == ModelKind::Mlp && any_lowres), "mlp cannot run the low-resolution variants");
     const auto batches = o.batches.empty() ? default_batches(model, o.backend) : o.batches;
     for (int ranks : o.ranks) {
-      for (int64_t batch : batches) {
+      for (int64_t listed : batches) {
+        const int64_t batch = o.batch_per_rank ? listed * ranks : listed;  // global
         TR_USER_CHECK(batch % ranks == 0, "batch ", batch, " does not divide over ", ranks, " ranks");
         // Two full batches (A and B) plus, when asked for, an incomplete last one.
         const int64_t last = std::max<int64_t>(ranks, (batch / 2) / ranks * ranks);
@@ -174,6 +176,7 @@ BenchReport run_bench(const BenchOptions& o) {
   }
   if (o.progress) std::fprintf(stderr, "\r%-100s\r", "");
   if (cupti && !cupti->note().empty()) std::fprintf(stderr, "tr-bench: %s\n", cupti->note().c_str());
+  add_weak_scaling(report);
   return report;
 }
 

@@ -41,7 +41,8 @@ struct BenchCase {
   //   library_calls_per_step, memcpy_per_step, event_ops_per_step, node_launches_per_step,
   //   captured_graphs, unique_graphs, atlas_slots, reused_slots, arena_bytes, graph_kernel_nodes
   // Measured counters (timing-dependent): samples_per_second, samples_per_second_per_gpu,
-  //   capture_ms, gpu_busy_fraction, gpu_kernel_ms_per_step, cupti_* cross-checks.
+  //   capture_ms, gpu_busy_fraction(_traced), gpu_kernel_ms_per_step, cupti_* cross-checks,
+  //   weak_scaling_efficiency (weak_scaling.h).
   std::map<std::string, double> counters;
 
   // "train_step/model:cnn/variant:train_base/mode:full-capture/gpus:1/batch:256"
