@@ -3,14 +3,15 @@
 # tests, op micro-benchmarks, tr-bench over the three modes, and the accuracy
 # run; logs and JSON go to $OUT (default ./gpu-check-out). Uses .device/ from
 # ci/pack_device.sh when present, else build/bin.
-#   TR_CHECK_PARTS="tests ops bench train" selects parts (default: all).
+#   TR_CHECK_PARTS="tests ops bench train scaling" selects parts (default: all;
+#   scaling needs 2 or more GPUs and says so otherwise).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-check-out}
 SUMMARY_DIR=$OUT
 OUT=$SUMMARY_DIR/detail  # every log and JSON; packed into detail.tgz at the end
 mkdir -p "$OUT"
-PARTS=${TR_CHECK_PARTS:-"tests ops bench train"}
+PARTS=${TR_CHECK_PARTS:-"tests ops bench train scaling"}
 BIN=build/bin
 [ -d .device/bin ] && BIN=.device/bin
 DATA=${TR_DATA_DIR:-/usr/share/datasets/fashion-mnist}
@@ -34,7 +35,7 @@ if [[ " $PARTS " == *" tests "* ]]; then
   timeout ${TR_T_TESTS:-400} "$BIN/tr_tests" --gtest_brief=0 > "$OUT/tests.log" 2>&1; rc=$?
   [ $rc -ne 0 ] && status=1
   note "tests (exit $rc): $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/tests.log" | tr '\n' ' ')"
-  grep -E '^\[ (gpu vs cpu|amp|modes|launches|dp|plan|atlas|mlp|diag|nccl) \]|FAILED|Failure' "$OUT/tests.log" | head -40 | tee -a "$OUT/summary.txt"
+  grep -E '^\[ (gpu vs cpu|amp|modes|launches|dp|gpu dp|plan|atlas|mlp|diag|nccl|allreduce) \]|FAILED|Failure' "$OUT/tests.log" | head -60 | tee -a "$OUT/summary.txt"
 fi
 if [[ " $PARTS " == *" ops "* ]] && [ -x "$BIN/tr_bench_ops" ]; then
   timeout ${TR_T_OPS:-300} "$BIN/tr_bench_ops" --benchmark_min_time=0.01 --benchmark_format=console \
@@ -82,5 +83,22 @@ if [[ " $PARTS " == *" train "* ]]; then
     > "$OUT/train_cnn_full_amp.log" 2>&1 || status=1
   note "cnn on Fashion-MNIST, 10 epochs on the GPU, full capture, AMP:"
   tee -a "$OUT/summary.txt" < "$OUT/train_cnn_full_amp.log"
+fi
+if [[ " $PARTS " == *" scaling "* ]]; then
+  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+  if [ "$gpus" -lt 2 ]; then
+    note "scaling skipped: $gpus GPU visible (needs 2 or more)"
+  else
+    # Weak scaling over 1, 2, 4, ... GPUs at a fixed batch per GPU, all modes,
+    # with the gradient all-reduce inside the step beside NCCL alone.
+    common="--device cuda --mode all --gpus auto --cnn-optimizer sgd --warmup 10 --iters 30 --repetitions 5"
+    timeout ${TR_T_SCALING:-400} "$BIN/tr-bench" $common --model cnn --batch-per-gpu 256,1024 \
+      --json "$OUT/scaling_cnn.json" > "$OUT/scaling_cnn.log" 2>&1 || status=1
+    timeout ${TR_T_SCALING:-400} "$BIN/tr-bench" $common --model mlp --batch-per-gpu 200 \
+      --json "$OUT/scaling_mlp.json" > "$OUT/scaling_mlp.log" 2>&1 || status=1
+    "$BIN/tr-bench" report "$OUT/scaling_cnn.json" "$OUT/scaling_mlp.json" -o "$OUT/scaling.html" > /dev/null 2>&1 || status=1
+    note "tr-bench weak scaling on $gpus GPUs"
+    cat "$OUT/scaling_cnn.log" "$OUT/scaling_mlp.log" | tee -a "$OUT/summary.txt"
+  fi
 fi
 exit $status

@@ -7,6 +7,7 @@
 
 #include "framework/core/error.h"
 #include "harness/lib/bench_runner.h"
+#include "harness/lib/allreduce_table.h"
 #include "harness/lib/weak_scaling.h"
 #include "harness/lib/cli_main.h"
 #include "harness/lib/gate_cli.h"
@@ -29,6 +30,7 @@ int run(int argc, char** argv) {
               r.context.device_name.c_str(), r.context.host_name.c_str(), o.repetitions, o.iters, o.warmup);
   print_summary(r, stdout);
   print_weak_scaling(r, stdout);
+  print_allreduce_table(r, stdout);
   if (!o.json_path.empty()) {
     write_report(r, o.json_path);
     std::printf("tr-bench: wrote %s\n", o.json_path.c_str());

@@ -60,30 +60,16 @@ TEST(DataParallel, RanksMatchOneRankWithTheWholeBatch) {
     ASSERT_EQ(t.steps_per_epoch(), 20);
     const EpochStats sn = t.run_epoch();
     const auto s0 = state_of(t, 0);
-    double diff2 = 0, move2 = 0, worst = 0;
-    std::string wn;
-    for (const auto& [name, v] : ref) {
-      if (name.find(".opt") != std::string::npos) continue;  // optimizer state follows the weights
-      double d2 = 0, m2 = 0;
-      for (size_t i = 0; i < v.size(); ++i) {
-        const double d = double(v[i]) - s0.at(name)[i], m = double(v[i]) - init.at(name)[i];
-        d2 += d * d;
-        m2 += m * m;
-      }
-      diff2 += d2;
-      move2 += m2;
-      if (m2 > 0 && std::sqrt(d2 / m2) > worst) worst = std::sqrt(d2 / m2), wn = name;
-    }
+    const testing::UpdateDiff u = testing::update_diff(init, ref, s0);
     for (int r = 1; r < ranks; ++r) {  // every rank holds bit-identical state
       const auto s = state_of(t, r);
       for (const auto& [name, v] : s0)
         EXPECT_EQ(0, std::memcmp(v.data(), s.at(name).data(), v.size() * 4)) << name << " rank " << r;
     }
-    const double total = std::sqrt(diff2 / move2);
     std::printf("[ dp ] %d ranks x %d vs 1 rank x 32, 20 steps: update differs by %.3g overall, worst tensor %.3g (%s)\n",
-                ranks, 32 / ranks, total, worst, wn.c_str());
-    EXPECT_LT(total, 2e-3);
-    EXPECT_LT(worst, 0.05) << wn;
+                ranks, 32 / ranks, u.total, u.worst, u.worst_name.c_str());
+    EXPECT_LT(u.total, 2e-3);
+    EXPECT_LT(u.worst, 0.05) << u.worst_name;
     EXPECT_NEAR(sn.val_acc, s1.val_acc, 0.05);
     EXPECT_NEAR(sn.train_loss, s1.train_loss, 2e-3);
   }

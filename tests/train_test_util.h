@@ -1,5 +1,6 @@
 #pragma once
 // Helpers for tests that train small models on the CPU (and on the GPU).
+#include <cmath>
 #include <map>
 #include <string>
 #include <vector>
@@ -47,6 +48,36 @@ inline std::map<std::string, std::vector<float>> state_of(Trainer& t, int rank =
     }
   }
   return out;
+}
+
+// How far a data-parallel run's update is from the one-rank reference:
+// L2 norm of (got - ref) over the L2 norm of how far the reference moved from
+// init (ref - init), overall and for the worst tensor. Optimizer state follows
+// the weights and is left out. See DataParallel.RanksMatchOneRankWithTheWholeBatch
+// for why the bound is on the update and not on bits.
+struct UpdateDiff {
+  double total = 0, worst = 0;
+  std::string worst_name;
+};
+inline UpdateDiff update_diff(const std::map<std::string, std::vector<float>>& init,
+                              const std::map<std::string, std::vector<float>>& ref,
+                              const std::map<std::string, std::vector<float>>& got) {
+  UpdateDiff u;
+  double diff2 = 0, move2 = 0;
+  for (const auto& [name, v] : ref) {
+    if (name.find(".opt") != std::string::npos) continue;
+    double d2 = 0, m2 = 0;
+    for (size_t i = 0; i < v.size(); ++i) {
+      const double d = double(v[i]) - got.at(name)[i], m = double(v[i]) - init.at(name)[i];
+      d2 += d * d;
+      m2 += m * m;
+    }
+    diff2 += d2;
+    move2 += m2;
+    if (m2 > 0 && std::sqrt(d2 / m2) > u.worst) u.worst = std::sqrt(d2 / m2), u.worst_name = name;
+  }
+  u.total = move2 > 0 ? std::sqrt(diff2 / move2) : 0;
+  return u;
 }
 
 }  // namespace tr::testing

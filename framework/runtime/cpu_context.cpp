@@ -1,5 +1,7 @@
 #include "framework/runtime/cpu_context.h"
 
+#include <chrono>
+
 #include <cstdlib>
 #include <cstring>
 
@@ -43,6 +45,17 @@ void CpuContext::upload(int64_t offset, const void* src, size_t bytes) {
 void CpuContext::download(int64_t offset, void* dst, size_t bytes) const {
   TR_CHECK(offset >= 0 && offset + int64_t(bytes) <= spec_.arena_bytes, "download out of the arena");
   std::memcpy(dst, base_ + offset, bytes);
+}
+
+void CpuContext::mark_time(StreamKind, int slot) {
+  TR_CHECK(slot >= 0 && slot < kTimeSlots, "time slot ", slot, " out of range");
+  marks_ms_[static_cast<size_t>(slot)] =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double CpuContext::elapsed_ms(int from, int to) const {
+  TR_CHECK(from >= 0 && from < kTimeSlots && to >= 0 && to < kTimeSlots, "time slots out of range");
+  return marks_ms_[static_cast<size_t>(to)] - marks_ms_[static_cast<size_t>(from)];
 }
 
 }  // namespace tr

@@ -21,11 +21,15 @@ class CpuContext : public DeviceContext {
   void record_transfer_done(int) override {}
   void wait_transfer_done(int) override {}
   void synchronize() override {}
+  // Launches run to completion, so the host clock times the stream.
+  void mark_time(StreamKind, int slot) override;
+  double elapsed_ms(int from, int to) const override;
 
  private:
   Communicator* comm_ = nullptr;
   std::vector<uint8_t> staging_img_[2];
   std::vector<int32_t> staging_lbl_[2];
+  std::array<double, kTimeSlots> marks_ms_{};
 };
 
 }  // namespace tr

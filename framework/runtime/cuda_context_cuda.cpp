@@ -22,6 +22,7 @@ CudaContext::CudaContext(int rank, int ranks, int device, bool deterministic, Co
     TR_GPU_CHECK(cudaEventCreateWithFlags(&stream_events_[i], cudaEventDisableTiming));
   }
   for (auto& e : transfer_done_) TR_GPU_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  for (auto& e : time_marks_) TR_GPU_CHECK(cudaEventCreate(&e));
   for (size_t i = 0; i < handles_.size(); ++i) {
     cudnnHandle_t dnn = nullptr;
     TR_GPU_CHECK(cudnnCreate(&dnn));
@@ -57,6 +58,8 @@ CudaContext::~CudaContext() {
   for (auto h : cudnn_)
     if (h) TR_GPU_WARN(cudnnDestroy(static_cast<cudnnHandle_t>(h)));
   for (auto e : transfer_done_)
+    if (e) TR_GPU_WARN(cudaEventDestroy(e));
+  for (auto e : time_marks_)
     if (e) TR_GPU_WARN(cudaEventDestroy(e));
   for (auto e : stream_events_)
     if (e) TR_GPU_WARN(cudaEventDestroy(e));
@@ -181,6 +184,18 @@ void CudaContext::wait_or_throw(cudaEvent_t e, const char* what) const {
 
 void CudaContext::wait_transfer_done(int slot) {
   wait_or_throw(transfer_done_[static_cast<size_t>(slot)], "an input transfer");
+}
+
+void CudaContext::mark_time(StreamKind s, int slot) {
+  TR_CHECK(slot >= 0 && slot < kTimeSlots, "time slot ", slot, " out of range");
+  TR_GPU_CHECK(cudaEventRecord(time_marks_[static_cast<size_t>(slot)], stream(s)));
+}
+
+double CudaContext::elapsed_ms(int from, int to) const {
+  TR_CHECK(from >= 0 && from < kTimeSlots && to >= 0 && to < kTimeSlots, "time slots out of range");
+  float ms = 0;
+  TR_GPU_CHECK(cudaEventElapsedTime(&ms, time_marks_[static_cast<size_t>(from)], time_marks_[static_cast<size_t>(to)]));
+  return ms;
 }
 
 void CudaContext::synchronize() {

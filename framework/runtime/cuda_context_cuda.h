@@ -34,6 +34,8 @@ class CudaContext final : public DeviceContext {
   void record_transfer_done(int slot) override;
   void wait_transfer_done(int slot) override;
   void synchronize() override;
+  void mark_time(StreamKind s, int slot) override;
+  double elapsed_ms(int from, int to) const override;
 
   void make_current() const override;
   cudaStream_t stream(StreamKind s) const { return streams_[static_cast<size_t>(s)]; }
@@ -54,6 +56,7 @@ class CudaContext final : public DeviceContext {
   std::array<cudaStream_t, kStreamKindCount> streams_{};
   std::array<cudaEvent_t, kStreamKindCount> stream_events_{};
   std::array<cudaEvent_t, 2> transfer_done_{};
+  std::array<cudaEvent_t, kTimeSlots> time_marks_{};  // timing-enabled, unlike the others
   std::array<GpuHandles, kStreamKindCount> handles_{};
   // Note [a library handle per stream]: cuDNN and cuBLAS keep per-handle state
   // and scratch, so one handle used from two concurrent streams races (seen on

@@ -67,6 +67,12 @@ class DeviceContext {
   virtual void record_transfer_done(int slot) = 0;
   virtual void wait_transfer_done(int slot) = 0;  // host blocks
   virtual void synchronize() = 0;                 // host blocks on every stream
+  // Interval timing for measurements (tr-bench), never in a capture: mark_time
+  // stamps slot i when stream s reaches it; after synchronize(), elapsed_ms(i, j)
+  // is the time from mark i to mark j.
+  static constexpr int kTimeSlots = 4;
+  virtual void mark_time(StreamKind s, int slot) = 0;
+  virtual double elapsed_ms(int from, int to) const = 0;
   // Binds the calling thread to this rank's device (rank threads call it first).
   virtual void make_current() const {}
 

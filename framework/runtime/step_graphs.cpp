@@ -45,7 +45,7 @@ StepGraphs::~StepGraphs() = default;
 
 void StepGraphs::train_step(Variant v, int cur, bool transfer_next, const StepHook* hook) {
   const Exec* e = table_[size_t(vidx(v))][size_t(cur)][transfer_next ? 1 : 0].get();
-  if (e == nullptr || (hook && hook->after_backward)) {
+  if (e == nullptr || (hook && (hook->after_backward || hook->time_grad_allreduce))) {
     tr::train_step(r_, v, cur, transfer_next, hook);
     return;
   }

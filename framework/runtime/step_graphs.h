@@ -29,7 +29,7 @@ class StepGraphs {
   StepGraphs& operator=(const StepGraphs&) = delete;
 
   // One training step: the step graph if one was built (and no hook asks for a
-  // stop between graphs), else the step loop's sequence of launches.
+  // stop or a time mark between graphs), else the step loop's sequence.
   void train_step(Variant v, int cur, bool transfer_next, const StepHook* hook);
   int built() const { return built_; }
 

@@ -39,13 +39,18 @@ void train_step(GraphRunner& r, Variant v, int cur, bool transfer_next, const St
   }
   r.launch(GraphId::DEEP_FWD_BWD, v);        // COMP_1
   c.stream_wait(S::UPDATE, S::COMP_1);
+  const bool timed = hook && hook->time_grad_allreduce;
   r.launch(GraphId::CAST_DEEP_GRAD_FP16_TO_FP32, v);  // UPDATE: deep bucket cast + all-reduce
+  if (timed) c.mark_time(S::UPDATE, 0);
   r.launch(GraphId::DEEP_COMM, v);                    //   overlap the first layer's backward
+  if (timed) c.mark_time(S::UPDATE, 1);
   r.launch(GraphId::FIRST_LAYER_BWD, v);     // COMP_1
   c.stream_wait(S::UPDATE, S::COMP_1);
   if (hook && hook->after_backward) hook->after_backward(c, hook->user);
   r.launch(GraphId::CAST_FIRST_GRAD_FP16_TO_FP32, v);
+  if (timed) c.mark_time(S::UPDATE, 2);
   r.launch(GraphId::FIRST_COMM, v);
+  if (timed) c.mark_time(S::UPDATE, 3);
   r.launch(GraphId::ACCUM_METRICS, v);
   r.launch(GraphId::NAN_CHECK_AND_GRAD_SCALING, v);
   r.launch(GraphId::UPDATE_STATS, v);

@@ -21,6 +21,9 @@ using AfterBackwardHook = void (*)(DeviceContext& ctx, void* user);
 struct StepHook {
   AfterBackwardHook after_backward = nullptr;
   void* user = nullptr;
+  // Marks time slots 0/1 around DEEP_COMM and 2/3 around FIRST_COMM on UPDATE:
+  // the gradient all-reduce inside the step (DeviceContext::mark_time).
+  bool time_grad_allreduce = false;
 };
 
 // One training step on buffer `cur`; optionally launches the transfer of the next batch.

@@ -295,6 +295,74 @@ Trainer::BenchStats Trainer::bench_steps(Variant v, int64_t steps) {
   return st;
 }
 
+std::vector<Trainer::Message> Trainer::grad_allreduce_messages(Variant v) const {
+  std::vector<Message> out;
+  const MemoryPlan& p = plans_.plan(v);
+  if (!p.present() || !is_train(v)) return out;
+  for (GraphId g : {GraphId::DEEP_COMM, GraphId::FIRST_COMM}) {
+    if (!atlas_.slot(v, g).present()) continue;
+    for (const Node& n : model_.cg.nodes(g)) {
+      if (!n.collective) continue;
+      const PreparedNode pn = prepare_node(n, model_.cg, plans_, p, *contexts_.front(), stream_for(g));
+      for (const RangeOperand& op : pn.operands()) out.push_back({op.elems, op.dtype});
+    }
+  }
+  return out;
+}
+
+Trainer::AllreduceTiming Trainer::bench_allreduce(Variant v, int64_t steps) {
+  const std::vector<Message> msgs = grad_allreduce_messages(v);
+  TR_CHECK(!msgs.empty() && comm_ != nullptr, "variant ", variant_name(v), " has no gradient all-reduce");
+  TR_CHECK(steps >= 1, "bench_allreduce needs at least one step");
+  AllreduceTiming at;
+  StepHook timed = hook_;
+  timed.time_grad_allreduce = true;
+  const int start = bench_cur_;
+  for_each_rank([&](int r) {
+    DeviceContext& ctx = context(r);
+    int cur = start;
+    for (int64_t i = 0; i < steps; ++i) {
+      steps_[static_cast<size_t>(r)]->train_step(v, cur, true, &timed);
+      ctx.synchronize();
+      if (r == 0) at.in_step_ms += ctx.elapsed_ms(0, 1) + ctx.elapsed_ms(2, 3);
+      cur = 1 - cur;
+    }
+  });
+  bench_cur_ = static_cast<int>((start + steps) % 2);
+  at.in_step_ms /= double(steps);
+
+  int64_t largest = 0;
+  for (const Message& m : msgs) largest = std::max(largest, m.bytes());
+  for_each_rank([&](int r) {
+    DeviceContext& ctx = context(r);
+    ctx.synchronize();
+    // Scratch: the arena's library workspace on CUDA (no allocation after
+    // planning); host memory on the CPU.
+    std::vector<uint8_t> host;
+    void* scratch = nullptr;
+    if (ctx.backend() == Backend::Cuda) {
+      TR_CHECK(largest <= ctx.spec().workspace_bytes, "an all-reduce of ", largest, " bytes does not fit the ",
+               ctx.spec().workspace_bytes, "-byte workspace");
+      scratch = ctx.ptr_at(ctx.spec().workspace_offset);
+    } else {
+      host.assign(static_cast<size_t>(largest), 0);
+      scratch = host.data();
+    }
+    const ExecEnv& e = ctx.env(StreamKind::COMP_1);
+    auto round = [&] {
+      for (const Message& m : msgs) comm_->allreduce_sum(r, scratch, m.elems, m.dtype, e.stream);
+    };
+    round();  // warm-up
+    ctx.synchronize();
+    ctx.mark_time(StreamKind::COMP_1, 0);
+    for (int64_t i = 0; i < steps; ++i) round();
+    ctx.mark_time(StreamKind::COMP_1, 1);
+    ctx.synchronize();
+    if (r == 0) at.alone_ms = ctx.elapsed_ms(0, 1) / double(steps);
+  });
+  return at;
+}
+
 EpochStats Trainer::run_epoch() {
   TR_USER_CHECK(epoch_ < opt_.epochs, "all ", opt_.epochs, " epochs (the length of the learning-rate schedule) are done");
   EpochStats st;

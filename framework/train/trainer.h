@@ -77,6 +77,26 @@ class Trainer {
   };
   void bench_prime(Variant v);
   BenchStats bench_steps(Variant v, int64_t steps);
+
+  // Data parallel: the collective calls of the gradient all-reduce in one
+  // training step of v (DEEP_COMM, FIRST_COMM), in order. Empty without collectives.
+  struct Message {
+    int64_t elems = 0;
+    DType dtype = DType::F32;
+    int64_t bytes() const { return elems * static_cast<int64_t>(dtype_size(dtype)); }
+  };
+  std::vector<Message> grad_allreduce_messages(Variant v) const;
+  // Times the gradient all-reduce two ways on rank 0, per step:
+  //  - in_step_ms: inside `steps` training steps of v (their sub-graphs launched
+  //    in sequence with time marks around the two all-reduce graphs on UPDATE,
+  //    the host synchronising after each step), while the rest of the step runs;
+  //  - alone_ms: the same messages all-reduced back to back on their own
+  //    (scratch memory, all ranks), `steps` times.
+  struct AllreduceTiming {
+    double in_step_ms = 0;
+    double alone_ms = 0;
+  };
+  AllreduceTiming bench_allreduce(Variant v, int64_t steps);
   int epochs_done() const { return epoch_; }
   int64_t steps_per_epoch() const { return steps_per_epoch_; }
 

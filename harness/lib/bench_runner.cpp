@@ -14,6 +14,7 @@
 #include "harness/lib/cupti_probe.h"
 #include "harness/lib/profiler_range.h"
 #include "harness/lib/statistics.h"
+#include "harness/lib/allreduce_table.h"
 #include "harness/lib/weak_scaling.h"
 
 namespace tr::bench {
@@ -167,6 +168,20 @@ BenchReport run_bench(const BenchOptions& o) {
                              c.name(report.context.device_kind).c_str(), k["graph_launches_per_step"],
                              k["cupti_graph_launches_per_step"], k["memcpy_per_step"], k["cupti_memcpy_per_step"],
                              ours_k, cupti_k);
+            }
+            // Data parallel: the gradient all-reduce inside the step and alone
+            // (Note [all-reduce bandwidth], allreduce_table.h).
+            const auto msgs = t.grad_allreduce_messages(v);
+            if (!msgs.empty()) {
+              double bytes = 0;
+              for (const auto& m : msgs) bytes += double(m.bytes());
+              const auto at = t.bench_allreduce(v, o.iters);
+              k["grad_allreduce_bytes_per_step"] = bytes;
+              k["grad_allreduce_messages_per_step"] = double(msgs.size());
+              k["grad_allreduce_ms_per_step"] = at.in_step_ms;
+              k["allreduce_alone_ms_per_step"] = at.alone_ms;
+              k["grad_allreduce_busbw_gbps"] = bus_bandwidth_gbps(bytes, ranks, at.in_step_ms);
+              k["allreduce_alone_busbw_gbps"] = bus_bandwidth_gbps(bytes, ranks, at.alone_ms);
             }
             report.cases.push_back(std::move(c));
           }

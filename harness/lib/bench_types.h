@@ -39,10 +39,13 @@ struct BenchCase {
   // Deterministic counters (exact on any machine; CI gates on them):
   //   graph_launches_per_step, kernel_launches_per_step (own kernels, eager),
   //   library_calls_per_step, memcpy_per_step, event_ops_per_step, node_launches_per_step,
-  //   captured_graphs, unique_graphs, atlas_slots, reused_slots, arena_bytes, graph_kernel_nodes
+  //   captured_graphs, unique_graphs, atlas_slots, reused_slots, arena_bytes, graph_kernel_nodes,
+  //   grad_allreduce_bytes_per_step, grad_allreduce_messages_per_step
   // Measured counters (timing-dependent): samples_per_second, samples_per_second_per_gpu,
   //   capture_ms, gpu_busy_fraction(_traced), gpu_kernel_ms_per_step, cupti_* cross-checks,
-  //   weak_scaling_efficiency (weak_scaling.h).
+  //   weak_scaling_efficiency (weak_scaling.h), grad_allreduce_ms_per_step,
+  //   grad_allreduce_busbw_gbps, allreduce_alone_ms_per_step, allreduce_alone_busbw_gbps
+  //   (allreduce_table.h).
   std::map<std::string, double> counters;
 
   // "train_step/model:cnn/variant:train_base/mode:full-capture/gpus:1/batch:256"

@@ -1,0 +1,150 @@
+// Data parallelism on the GPUs of one host (NCCL, one thread per GPU, NVLink
+// multicast left off by the GPU check):
+//  - N GPUs x B/N train like 1 GPU x B (the bound of the CPU test,
+//    data_parallel_test.cpp, for the same reasons), and every GPU holds the
+//    same state bit for bit;
+//  - eager, partial and full capture stay bit-identical with N GPUs;
+//  - on one GPU, with collectives forced: NCCL inside the captured graphs, and
+//    the gradient all-reduce timing that tr-bench reports.
+// Tests that need N GPUs skip when fewer are visible; every test skips without a GPU.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+
+#include "framework/runtime/context_factory.h"
+#include "tests/train_test_util.h"
+
+namespace tr {
+namespace {
+
+using testing::small_run;
+using testing::state_of;
+using testing::view_of;
+
+#define SKIP_WITHOUT_GPU() \
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU"
+
+RunOptions gpu_dp_run(int gpus, ExecMode mode) {
+  RunOptions o = small_run(ModelKind::Cnn, OptimizerKind::Lars, mode, 32);
+  o.backend = Backend::Cuda;
+  o.train.ranks = gpus;
+  o.epochs = 1;
+  return o;
+}
+
+TEST(GpuDataParallel, GpusMatchOneGpuWithTheWholeBatch) {
+  const int have = cuda_device_count();
+  if (have < 2) GTEST_SKIP() << "needs 2 or more GPUs, " << have << " visible";
+  const auto train = data::make_synthetic(20 * 32, 28, 28, 1, 10, 21);
+  const auto val = data::make_synthetic(64, 28, 28, 1, 10, 22);
+  Trainer one(gpu_dp_run(1, ExecMode::FullCapture), view_of(train), view_of(val));
+  const auto init = state_of(one);
+  const EpochStats s1 = one.run_epoch();
+  const auto ref = state_of(one);
+  for (int gpus : {2, 4, 8}) {
+    if (gpus > have) break;
+    Trainer t(gpu_dp_run(gpus, ExecMode::FullCapture), view_of(train), view_of(val));
+    const EpochStats sn = t.run_epoch();
+    const auto s0 = state_of(t, 0);
+    for (int r = 1; r < gpus; ++r) {
+      const auto s = state_of(t, r);
+      for (const auto& [name, v] : s0)
+        EXPECT_EQ(0, std::memcmp(v.data(), s.at(name).data(), v.size() * 4)) << name << " gpu " << r;
+    }
+    const testing::UpdateDiff u = testing::update_diff(init, ref, s0);
+    std::printf("[ gpu dp ] %d GPUs x %d vs 1 GPU x 32, 20 steps: update differs by %.3g overall, worst tensor "
+                "%.3g (%s); val acc %.3f vs %.3f\n",
+                gpus, 32 / gpus, u.total, u.worst, u.worst_name.c_str(), sn.val_acc, s1.val_acc);
+    EXPECT_LT(u.total, 2e-3);
+    EXPECT_LT(u.worst, 0.05) << u.worst_name;
+    EXPECT_NEAR(sn.val_acc, s1.val_acc, 0.05);
+    EXPECT_NEAR(sn.train_loss, s1.train_loss, 2e-3);
+  }
+}
+
+TEST(GpuDataParallel, ModesStayBitIdenticalOnSeveralGpus) {
+  const int have = cuda_device_count();
+  if (have < 2) GTEST_SKIP() << "needs 2 or more GPUs, " << have << " visible";
+  const int gpus = have >= 8 ? 8 : have >= 4 ? 4 : 2;
+  const auto train = data::make_synthetic(10 * 32 - 8, 28, 28, 1, 10, 23);  // incomplete last batch
+  const auto val = data::make_synthetic(64, 28, 28, 1, 10, 24);
+  std::map<std::string, std::vector<float>> ref;
+  for (auto [mode, split] : {std::pair{ExecMode::Eager, false}, std::pair{ExecMode::PartialCapture, false},
+                             std::pair{ExecMode::FullCapture, false}, std::pair{ExecMode::FullCapture, true}}) {
+    RunOptions o = gpu_dp_run(gpus, mode);
+    o.step_graphs = !split;
+    Trainer t(o, view_of(train), view_of(val));
+    t.run_epoch();
+    const auto s = state_of(t, gpus - 1);
+    if (mode == ExecMode::Eager) {
+      ref = s;
+      continue;
+    }
+    int differing = 0;
+    for (const auto& [name, v] : ref)
+      if (std::memcmp(v.data(), s.at(name).data(), v.size() * 4) != 0) {
+        ++differing;
+        ADD_FAILURE() << name << " differs between eager and " << mode_name(mode) << (split ? " split" : "");
+      }
+    std::printf("[ gpu dp ] %d GPUs, %s%s: %zu state tensors, %d differ from eager\n", gpus, mode_name(mode).c_str(),
+                split ? " (split steps)" : "", s.size(), differing);
+  }
+}
+
+// One GPU with NCCL inside its captured graphs (collectives forced with one
+// rank): gradient buckets, BN statistics and validation metrics go through
+// ncclAllReduce, captured; the result is bit-identical to eager and to a run
+// without collectives (a sum over one rank is the value itself).
+TEST(GpuDataParallel, OneRankRunsNcclInsideCapturedGraphs) {
+  SKIP_WITHOUT_GPU();
+  const auto train = data::make_synthetic(10 * 32 - 8, 28, 28, 1, 10, 59);
+  const auto val = data::make_synthetic(64, 28, 28, 1, 10, 60);
+  auto run = [&](ExecMode mode, bool collectives, int* captured_collective) {
+    RunOptions o = small_run(ModelKind::Cnn, OptimizerKind::Lars, mode, 32);
+    o.backend = Backend::Cuda;
+    o.epochs = 2;
+    o.train.force_collectives = collectives;
+    Trainer t(o, view_of(train), view_of(val));
+    if (captured_collective) *captured_collective = t.capture().collective;
+    EpochStats s;
+    for (int e = 0; e < 2; ++e) s = t.run_epoch();
+    EXPECT_GT(s.val_acc, 0.0);
+    return state_of(t);
+  };
+  int collective_graphs = 0;
+  const auto full = run(ExecMode::FullCapture, true, &collective_graphs);
+  const auto eager = run(ExecMode::Eager, true, nullptr);
+  const auto plain = run(ExecMode::FullCapture, false, nullptr);
+  std::printf("[ nccl ] one rank: %d captured graphs hold NCCL all-reduces\n", collective_graphs);
+  EXPECT_GE(collective_graphs, 3);  // DEEP_FWD_BWD (sync BN), DEEP_COMM, FIRST_COMM, ...
+  for (const auto& [name, v] : full) {
+    EXPECT_EQ(0, std::memcmp(v.data(), eager.at(name).data(), v.size() * 4)) << name << ": full vs eager";
+    EXPECT_EQ(0, std::memcmp(v.data(), plain.at(name).data(), v.size() * 4)) << name << ": with vs without NCCL";
+  }
+}
+
+TEST(GpuDataParallel, GradientAllreduceIsTimedInsideTheStepAndAlone) {
+  SKIP_WITHOUT_GPU();
+  const auto train = data::make_synthetic(4 * 64, 28, 28, 1, 10, 61);
+  const auto val = data::make_synthetic(64, 28, 28, 1, 10, 62);
+  const int gpus = cuda_device_count() >= 2 ? 2 : 1;
+  RunOptions o = gpu_dp_run(gpus, ExecMode::FullCapture);
+  o.batch = 64;
+  o.train.force_collectives = gpus == 1;
+  Trainer t(o, view_of(train), view_of(val));
+  const auto msgs = t.grad_allreduce_messages(Variant::TrainBase);
+  ASSERT_FALSE(msgs.empty());
+  int64_t bytes = 0;
+  for (const auto& m : msgs) bytes += m.bytes();
+  t.bench_prime(Variant::TrainBase);
+  t.bench_steps(Variant::TrainBase, 3);
+  const auto at = t.bench_allreduce(Variant::TrainBase, 10);
+  std::printf("[ allreduce ] %d GPU(s): %.3f MB in %zu messages per step: %.4f ms inside the step, %.4f ms alone\n",
+              gpus, bytes / 1e6, msgs.size(), at.in_step_ms, at.alone_ms);
+  EXPECT_GT(at.in_step_ms, 0);
+  EXPECT_GT(at.alone_ms, 0);
+}
+
+}  // namespace
+}  // namespace tr
