@@ -52,6 +52,19 @@ TEST(HtmlReport, GoldenReportRenders) {
   EXPECT_EQ(html.find("Comparison"), std::string::npos);  // one report: nothing to compare
 }
 
+TEST(HtmlReport, ScalingAndAllreduceColumnsAppearWithTheirCounters) {
+  BenchReport r = read_report(golden_dir() + "/report_small.json");
+  const std::string plain = render_html({{"a.json", r}});
+  EXPECT_EQ(plain.find("weak scaling efficiency"), std::string::npos);
+  EXPECT_EQ(plain.find("all-reduce GB/s"), std::string::npos);
+  r.cases[0].counters["weak_scaling_efficiency"] = 0.9731;
+  r.cases[0].counters["grad_allreduce_busbw_gbps"] = 123.45;
+  r.cases[0].counters["allreduce_alone_busbw_gbps"] = 234.56;
+  const std::string html = render_html({{"a.json", r}});
+  for (const char* s : {"weak scaling efficiency", "grad all-reduce GB/s in step", "0.973", "123.5", "234.6"})
+    EXPECT_NE(html.find(s), std::string::npos) << s;
+}
+
 TEST(HtmlReport, EscapesEveryString) {
   BenchReport r = read_report(golden_dir() + "/report_small.json");
   r.context.command_line = "tr-bench --tag '<script>alert(1)</script>' && \"x\"";

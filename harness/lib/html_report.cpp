@@ -359,16 +359,21 @@ std::string context_table(const std::vector<LabeledReport>& reports) {
 
 std::string case_table(const BenchReport& r) {
   const std::string& kind = r.context.device_kind;
-  bool busy = false, nodes = false;
+  bool busy = false, nodes = false, weak = false, allreduce = false;
   for (const BenchCase& c : r.cases) {
     busy = busy || counter(c, "gpu_busy_fraction").has_value();
     nodes = nodes || counter(c, "node_launches_per_step").has_value();
+    weak = weak || counter(c, "weak_scaling_efficiency").has_value();
+    allreduce = allreduce || counter(c, "grad_allreduce_busbw_gbps").has_value();
   }
   std::ostringstream o;
   o << "<div class=\"wide\"><table class=\"cases\"><tr><th>case</th><th>reps</th><th>steps/rep</th><th>median ms</th>"
        "<th>stddev ms</th><th>cv</th><th>min ms</th><th>max ms</th><th>samples/s</th>"
        "<th>graph launches/step</th><th>kernel launches/step</th>"
-    << (nodes ? "<th>node launches/step</th>" : "") << (busy ? "<th>GPU busy</th>" : "") << "</tr>\n";
+    << (nodes ? "<th>node launches/step</th>" : "") << (busy ? "<th>GPU busy</th>" : "")
+    << (weak ? "<th>weak scaling efficiency</th>" : "")
+    << (allreduce ? "<th>grad all-reduce GB/s in step (bus)</th><th>all-reduce GB/s alone (bus)</th>" : "")
+    << "</tr>\n";
   auto opt_int = [](std::optional<double> v) { return v ? grouped(*v) : std::string("<span class=\"na\">-</span>"); };
   for (const BenchCase& c : r.cases) {
     const Summary s = summarize(c.step_ms);
@@ -378,9 +383,15 @@ std::string case_table(const BenchReport& r) {
       << "</td><td>" << opt_int(counter(c, "graph_launches_per_step")) << "</td><td>"
       << opt_int(counter(c, "kernel_launches_per_step")) << "</td>";
     if (nodes) o << "<td>" << opt_int(counter(c, "node_launches_per_step")) << "</td>";
-    if (busy) {
-      const auto b = counter(c, "gpu_busy_fraction");
-      o << "<td>" << (b ? fmt("%.1f%%", *b * 100) : "<span class=\"na\">-</span>") << "</td>";
+    auto cell = [&](const char* key, const char* format, double scale) {
+      const auto v = counter(c, key);
+      o << "<td>" << (v ? fmt(format, *v * scale) : "<span class=\"na\">-</span>") << "</td>";
+    };
+    if (busy) cell("gpu_busy_fraction", "%.1f%%", 100);
+    if (weak) cell("weak_scaling_efficiency", "%.3f", 1);
+    if (allreduce) {
+      cell("grad_allreduce_busbw_gbps", "%.1f", 1);
+      cell("allreduce_alone_busbw_gbps", "%.1f", 1);
     }
     o << "</tr>\n";
   }
