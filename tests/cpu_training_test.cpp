@@ -22,9 +22,7 @@ TEST(CpuTraining, ReplayEqualsEagerBitForBit) {
   const auto val = data::make_synthetic(50, 28, 28, 1, 10, 4);
   for (bool amp : {false, true}) {
     std::map<std::string, std::vector<float>> ref;
-    // Full capture twice: whole-step graphs (the default) and --split-steps.
-    for (auto [mode, split] : {std::pair{ExecMode::Eager, false}, std::pair{ExecMode::PartialCapture, false},
-                               std::pair{ExecMode::FullCapture, false}, std::pair{ExecMode::FullCapture, true}}) {
+    for (auto [mode, split] : testing::kModeRuns) {
       RunOptions o = small_run(ModelKind::Cnn, OptimizerKind::Lars, mode, 32);
       o.step_graphs = !split;
       o.epochs = 2;

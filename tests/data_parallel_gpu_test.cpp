@@ -13,6 +13,7 @@
 #include <map>
 
 #include "framework/runtime/context_factory.h"
+#include "tests/gpu_test_util.h"
 #include "tests/train_test_util.h"
 
 namespace tr {
@@ -21,9 +22,6 @@ namespace {
 using testing::small_run;
 using testing::state_of;
 using testing::view_of;
-
-#define SKIP_WITHOUT_GPU() \
-  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU"
 
 RunOptions gpu_dp_run(int gpus, ExecMode mode) {
   RunOptions o = small_run(ModelKind::Cnn, OptimizerKind::Lars, mode, 32);
@@ -70,8 +68,7 @@ TEST(GpuDataParallel, ModesStayBitIdenticalOnSeveralGpus) {
   const auto train = data::make_synthetic(10 * 32 - 8, 28, 28, 1, 10, 23);  // incomplete last batch
   const auto val = data::make_synthetic(64, 28, 28, 1, 10, 24);
   std::map<std::string, std::vector<float>> ref;
-  for (auto [mode, split] : {std::pair{ExecMode::Eager, false}, std::pair{ExecMode::PartialCapture, false},
-                             std::pair{ExecMode::FullCapture, false}, std::pair{ExecMode::FullCapture, true}}) {
+  for (auto [mode, split] : testing::kModeRuns) {
     RunOptions o = gpu_dp_run(gpus, mode);
     o.step_graphs = !split;
     Trainer t(o, view_of(train), view_of(val));

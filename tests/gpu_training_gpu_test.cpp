@@ -13,6 +13,7 @@
 #include "framework/runtime/capture_guard_cuda.h"
 #include "framework/runtime/context_factory.h"
 #include "framework/runtime/cuda_context_cuda.h"
+#include "tests/gpu_test_util.h"
 #include "tests/train_test_util.h"
 
 namespace tr {
@@ -21,9 +22,6 @@ namespace {
 using testing::small_run;
 using testing::state_of;
 using testing::view_of;
-
-#define SKIP_WITHOUT_GPU() \
-  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU"
 
 // Records the training loss of every step (the step metrics, read after the backward).
 struct LossRecorder {
@@ -177,9 +175,7 @@ TEST(GpuTraining, ModesAreBitIdenticalOver100Steps) {
   const auto val = data::make_synthetic(200, 28, 28, 1, 10, 46);
   for (bool amp : {false, true}) {
     std::map<std::string, std::vector<float>> ref;
-    // Full capture twice: whole-step graphs (the default) and --split-steps.
-    for (auto [mode, split] : {std::pair{ExecMode::Eager, false}, std::pair{ExecMode::PartialCapture, false},
-                               std::pair{ExecMode::FullCapture, false}, std::pair{ExecMode::FullCapture, true}}) {
+    for (auto [mode, split] : testing::kModeRuns) {
       RunOptions o = small_run(ModelKind::Cnn, OptimizerKind::Lars, mode, 48);
       o.backend = Backend::Cuda;
       o.step_graphs = !split;
@@ -286,8 +282,7 @@ TEST(GpuRuntime, FullCaptureLaunchesOnlyGraphs) {
   SKIP_WITHOUT_GPU();
   const auto train = data::make_synthetic(4 * 64, 28, 28, 1, 10, 49);
   const auto val = data::make_synthetic(64, 28, 28, 1, 10, 50);
-  for (auto [mode, split] : {std::pair{ExecMode::Eager, false}, std::pair{ExecMode::PartialCapture, false},
-                             std::pair{ExecMode::FullCapture, false}, std::pair{ExecMode::FullCapture, true}}) {
+  for (auto [mode, split] : testing::kModeRuns) {
     RunOptions o = small_run(ModelKind::Cnn, OptimizerKind::Lars, mode, 64);
     o.backend = Backend::Cuda;
     o.step_graphs = !split;

@@ -1,6 +1,8 @@
 #pragma once
 // Helpers for tests that train small models on the CPU (and on the GPU).
+#include <array>
 #include <cmath>
+#include <utility>
 #include <map>
 #include <string>
 #include <vector>
@@ -13,6 +15,12 @@
 namespace tr::testing {
 
 inline DataView view_of(const data::ImageDataset& d) { return data::data_view(d); }
+
+// The modes the equivalence tests compare, eager first: (mode, split steps).
+// Full capture twice: whole-step graphs (the default) and --split-steps.
+inline constexpr std::array<std::pair<ExecMode, bool>, 4> kModeRuns = {
+    std::pair{ExecMode::Eager, false}, std::pair{ExecMode::PartialCapture, false},
+    std::pair{ExecMode::FullCapture, false}, std::pair{ExecMode::FullCapture, true}};
 
 // A small run: `count` synthetic 28x28x1 images, batch `batch`.
 inline RunOptions small_run(ModelKind kind, OptimizerKind opt, ExecMode mode, int64_t batch) {

@@ -43,8 +43,9 @@ class CaptureGuard {
 // clones it as a child node (splice).
 class CudaGraphExec final : public NativeExec {
  public:
-  // Takes ownership of both; instantiates `graph`.
-  CudaGraphExec(cudaGraph_t graph, size_t kernels);
+  // Takes ownership of `graph`, counts its kernels and instantiates it; on
+  // failure destroys it and throws.
+  explicit CudaGraphExec(cudaGraph_t graph);
   ~CudaGraphExec() override;
   CudaGraphExec(const CudaGraphExec&) = delete;
   CudaGraphExec& operator=(const CudaGraphExec&) = delete;

@@ -60,7 +60,13 @@ size_t count_kernel_nodes(cudaGraph_t g) {
   return k;
 }
 
-CudaGraphExec::CudaGraphExec(cudaGraph_t graph, size_t kernels) : graph_(graph), kernels_(kernels) {
+CudaGraphExec::CudaGraphExec(cudaGraph_t graph) : graph_(graph) {
+  try {
+    kernels_ = count_kernel_nodes(graph_);
+  } catch (...) {
+    TR_GPU_WARN(cudaGraphDestroy(graph_));
+    throw;
+  }
   const cudaError_t st = cudaGraphInstantiate(&exec_, graph_, 0);
   if (st != cudaSuccess) {
     TR_GPU_WARN(cudaGraphDestroy(graph_));
@@ -106,14 +112,7 @@ std::unique_ptr<CudaGraphExec> capture_nodes(const std::vector<PreparedNode>& no
     sched.join();
     graph = guard.end();
   }
-  size_t kernels = 0;
-  try {
-    kernels = count_kernel_nodes(graph);
-  } catch (...) {
-    TR_GPU_WARN(cudaGraphDestroy(graph));
-    throw;
-  }
-  return std::make_unique<CudaGraphExec>(graph, kernels);
+  return std::make_unique<CudaGraphExec>(graph);
 }
 
 void capture_cuda(PreCaptureResult& r, const ComputationGraph& cg, const PlanSet& plans,

@@ -18,14 +18,7 @@ std::unique_ptr<NativeExec> capture_step_cuda(DeviceContext& ctx, const std::fun
     for (int s = 0; s < kStreamKindCount; ++s) c.stream_wait(kOrigin, StreamKind(s));
     graph = guard.end();
   }
-  size_t kernels = 0;
-  try {
-    kernels = count_kernel_nodes(graph);
-  } catch (...) {
-    TR_GPU_WARN(cudaGraphDestroy(graph));
-    throw;
-  }
-  return std::make_unique<CudaGraphExec>(graph, kernels);
+  return std::make_unique<CudaGraphExec>(graph);
 }
 
 }  // namespace tr
