@@ -235,11 +235,13 @@ TEST(FashionMnistTest, DefaultDataDirHonoursTrDataDir) {
 
 // ---- Fashion-MNIST loader on the installed data -----------------------------
 
-bool real_data_installed() { return fs::is_directory(kInstalledDir); }
+// The real files where a run would look for them: $TR_DATA_DIR, else the
+// Debian package's directory.
+bool real_data_installed() { return fs::is_directory(tr::data::default_data_dir()); }
 
 void expect_real_split(Split split, int64_t count, const std::array<int32_t, 10>& first_labels) {
   const auto t0 = std::chrono::steady_clock::now();
-  const tr::data::ImageDataset ds = tr::data::load_fashion_mnist(kInstalledDir, split);
+  const tr::data::ImageDataset ds = tr::data::load_fashion_mnist(tr::data::default_data_dir(), split);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ::testing::Test::RecordProperty("load_seconds", std::to_string(seconds));
   std::printf("load_fashion_mnist(%s): %.3f s\n", tr::data::split_name(split), seconds);
@@ -266,14 +268,13 @@ void expect_real_split(Split split, int64_t count, const std::array<int32_t, 10>
 }
 
 TEST(FashionMnistRealDataTest, TrainSplit) {
-  if (!real_data_installed()) GTEST_SKIP() << kInstalledDir << " not installed";
+  if (!real_data_installed()) GTEST_SKIP() << tr::data::default_data_dir() << " not found";
   expect_real_split(Split::Train, 60000, {9, 0, 0, 3, 0, 2, 7, 2, 5, 5});
 }
 
 TEST(FashionMnistRealDataTest, TestSplit) {
-  if (!real_data_installed()) GTEST_SKIP() << kInstalledDir << " not installed";
+  if (!real_data_installed()) GTEST_SKIP() << tr::data::default_data_dir() << " not found";
   expect_real_split(Split::Test, 10000, {9, 2, 1, 1, 6, 1, 4, 6, 5, 7});
 }
-
 
 }  // namespace
