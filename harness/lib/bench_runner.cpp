@@ -26,6 +26,18 @@ std::vector<int64_t> default_batches(ModelKind m, Backend b) {
   return {32};
 }
 
+// The summary's GPU busy column: empty when no case has it, "-" for a case without it.
+std::string busy_cell(bool column, const double* v) {
+  if (!column) return "";
+  char buf[32];
+  if (v == nullptr) {
+    std::snprintf(buf, sizeof buf, " %9s", "-");
+  } else {
+    std::snprintf(buf, sizeof buf, " %9.3f", *v);
+  }
+  return buf;
+}
+
 bool wants(const std::vector<Variant>& vs, bool last, bool lowres, bool val) {
   for (Variant v : vs) {
     if (val != !is_train(v)) continue;
@@ -201,9 +213,12 @@ void print_summary(const BenchReport& r, std::FILE* out) {
   auto key = [](const BenchCase& c) { return c.model + "/" + c.variant + "/" + std::to_string(c.ranks) + "/" + std::to_string(c.batch); };
   for (const auto& c : r.cases)
     if (c.mode == "eager") eager[key(c)] = median(c.step_ms);
-  std::fprintf(out, "%-5s %-16s %-11s %5s %6s %10s %8s %12s %8s %9s %9s %8s\n", "model", "mode", "variant",
+  bool busy = false;
+  for (const auto& c : r.cases) busy = busy || c.counters.count("gpu_busy_fraction");
+  std::fprintf(out, "%-5s %-16s %-11s %5s %6s %10s %8s %12s %8s %9s %9s %8s%s\n", "model", "mode", "variant",
                r.context.device_kind == "cuda" ? "gpus" : "ranks", "batch", "step_ms", "cv_%", "samples/s",
-               "graphs", r.context.device_kind == "cuda" ? "kernels" : "nodes", "cpu_ms", "x_eager");
+               "graphs", r.context.device_kind == "cuda" ? "kernels" : "nodes", "cpu_ms", "x_eager",
+               busy ? "  gpu_busy" : "");
   for (const auto& c : r.cases) {
     const double med = median(c.step_ms);
     const auto it = eager.find(key(c));
@@ -213,11 +228,13 @@ void print_summary(const BenchReport& r, std::FILE* out) {
                         : c.counters.count("cupti_kernel_launches_per_step")
                             ? c.counters.at("cupti_kernel_launches_per_step")
                             : c.counters.at("kernel_launches_per_step") + c.counters.at("library_calls_per_step");
-    std::fprintf(out, "%-5s %-16s %-11s %5d %6lld %10.4f %8.2f %12.0f %8.1f %9.1f %9.4f %8s\n", c.model.c_str(),
+    const auto b = c.counters.find("gpu_busy_fraction");
+    std::fprintf(out, "%-5s %-16s %-11s %5d %6lld %10.4f %8.2f %12.0f %8.1f %9.1f %9.4f %8s%s\n", c.model.c_str(),
                  c.mode.c_str(), c.variant.c_str(), c.ranks, static_cast<long long>(c.batch), med,
                  100.0 * cv(c.step_ms), c.counters.at("samples_per_second"),
                  c.counters.at("graph_launches_per_step"), kern, median(c.cpu_ms),
-                 it == eager.end() ? "-" : cat(std::round(100.0 * it->second / med) / 100.0).c_str());
+                 it == eager.end() ? "-" : cat(std::round(100.0 * it->second / med) / 100.0).c_str(),
+                 busy_cell(busy, b == c.counters.end() ? nullptr : &b->second).c_str());
   }
 }
 
