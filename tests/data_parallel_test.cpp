@@ -106,6 +106,24 @@ TEST(DataParallel, ModesStayBitIdenticalWithSeveralRanks) {
   }
 }
 
+// Note [one collective at a time]: only where both graphs hold collectives
+// does the first layer's backward wait for the deep all-reduce.
+TEST(DataParallel, FirstLayerBackwardWaitsForTheDeepAllreduceOnlyWhenBothHoldCollectives) {
+  auto waits = [](ModelKind kind, int ranks, bool force) {
+    ModelConfig mc;
+    mc.kind = kind;
+    mc.width = 0.25;
+    TrainConfig tc;
+    tc.ranks = ranks;
+    tc.force_collectives = force;
+    return first_layer_bwd_waits_for_deep_comm(build_model(mc, tc, 32).cg);
+  };
+  EXPECT_TRUE(waits(ModelKind::Cnn, 2, false));   // synchronised BN in the first layer
+  EXPECT_TRUE(waits(ModelKind::Cnn, 1, true));
+  EXPECT_FALSE(waits(ModelKind::Cnn, 1, false));  // no collectives at all
+  EXPECT_FALSE(waits(ModelKind::Mlp, 2, false));  // no BatchNorm: the overlap stays
+}
+
 TEST(DataParallel, MismatchedCollectiveSequenceIsRefused) {
   std::vector<CollectiveSig> a = {{GraphId::DEEP_FWD_BWD, RangeOp::AllReduceSum, 128, DType::F32},
                                   {GraphId::DEEP_COMM, RangeOp::AllReduceSum, 4096, DType::F32},

@@ -19,6 +19,7 @@ class GraphRunner {
   void launch(GraphId g, Variant v);
   bool has(GraphId g, Variant v) const { return atlas_.slot(v, g).present(); }
   DeviceContext& ctx() { return ctx_; }
+  const ComputationGraph& graph() const { return cg_; }
 
   // While a target is set, launch() adds each captured graph to a step graph
   // being built (CapturedGraph::splice) instead of running it; every graph

@@ -7,6 +7,7 @@
 // Note [A/B double buffering]: batch i computes from input buffer `cur` while
 // batch i+1 is copied into the other one. Before calling a step with
 // transfer_next, the caller fills staging[1 - cur] (after wait_transfer_done).
+#include "framework/graph/computation_graph.h"
 #include "framework/runtime/graph_runner.h"
 
 namespace tr {
@@ -25,6 +26,16 @@ struct StepHook {
   // the gradient all-reduce inside the step (DeviceContext::mark_time).
   bool time_grad_allreduce = false;
 };
+
+// Note [one collective at a time]: the NCCL collectives of a communicator must
+// run one after another, in the same order on every rank; two of them running
+// at once on one GPU can wait on each other's peers forever. Within a captured
+// graph NCCL orders its own kernels, but nothing orders two graphs that run
+// side by side. In a step the only such pair is DEEP_COMM on UPDATE and
+// FIRST_LAYER_BWD on COMP_1, when the first layer's synchronised BatchNorm
+// all-reduces its backward sums. Then FIRST_LAYER_BWD waits for DEEP_COMM, which
+// gives up overlapping the deep all-reduce with the first layer's backward.
+bool first_layer_bwd_waits_for_deep_comm(const ComputationGraph& cg);
 
 // One training step on buffer `cur`; optionally launches the transfer of the next batch.
 void train_step(GraphRunner& r, Variant v, int cur, bool transfer_next, const StepHook* hook = nullptr);
