@@ -121,7 +121,7 @@ BenchReport run_bench(const BenchOptions& o) {
             CuptiCounts cc;
             double cupti_wall_ms = 0;
             if (cupti) {
-              cupti->start();
+              cupti->start(ro.first_device);  // rank 0's GPU
               cupti_wall_ms = 1e3 * t.bench_steps(v, o.iters).wall_s;
               cc = cupti->stop();
             }
@@ -153,9 +153,11 @@ BenchReport run_bench(const BenchOptions& o) {
             if (cc.valid) {
               const double steps = double(o.iters);
               const double wall_ms = cupti_wall_ms;
-              k["cupti_kernel_launches_per_step"] = double(cc.kernel_launches) / steps;
-              k["cupti_graph_launches_per_step"] = double(cc.graph_launches) / steps;
-              k["cupti_memcpy_per_step"] = double(cc.memcpy_async) / steps;
+              // Every rank thread launches the same, and CUPTI counts them all:
+              // per rank, to compare with rank 0's own tally.
+              k["cupti_kernel_launches_per_step"] = double(cc.kernel_launches) / steps / ranks;
+              k["cupti_graph_launches_per_step"] = double(cc.graph_launches) / steps / ranks;
+              k["cupti_memcpy_per_step"] = double(cc.memcpy_async) / steps / ranks;
               k["gpu_kernel_ms_per_step"] = cc.kernel_ms_sum / steps;
               // Note [busy fraction]: kernel time per step (union of kernel
               // intervals, so concurrent kernels count once) over the median step

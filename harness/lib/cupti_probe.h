@@ -27,7 +27,9 @@ class CuptiProbe {
   // Never null; when CUPTI cannot be used, stop() returns valid=false and note() says why.
   static std::unique_ptr<CuptiProbe> create();
   virtual ~CuptiProbe() = default;
-  virtual void start() = 0;
+  // Kernel intervals are kept for CUDA device `device` only (rank 0's GPU, so
+  // that busy time is one GPU's); launch callbacks count every thread.
+  virtual void start(int device) = 0;
   virtual CuptiCounts stop() = 0;
   virtual const std::string& note() const = 0;
 };

@@ -59,6 +59,7 @@ struct Shared {
   std::vector<std::pair<uint64_t, uint64_t>> intervals;  // kernel [start, end) ns
   int64_t kernel_launches = 0, graph_launches = 0, memcpy_async = 0;
   bool recording = false;
+  uint32_t device = 0;  // kernel records of this device only
 };
 Shared& shared() {
   static Shared s;
@@ -78,15 +79,19 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
 void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
   CUpti_Activity* rec = nullptr;
   std::vector<std::pair<uint64_t, uint64_t>> local;
+  std::vector<uint32_t> devices;
   while (g_api->next_record(buffer, valid, &rec) == CUPTI_SUCCESS) {
     if (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || rec->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel9*>(rec);
       local.emplace_back(k->start, k->end);
+      devices.push_back(k->deviceId);
     }
   }
   std::free(buffer);
   std::lock_guard<std::mutex> lock(shared().mu);
-  if (shared().recording) shared().intervals.insert(shared().intervals.end(), local.begin(), local.end());
+  if (!shared().recording) return;
+  for (size_t i = 0; i < local.size(); ++i)
+    if (devices[i] == shared().device) shared().intervals.push_back(local[i]);
 }
 
 void CUPTIAPI on_api(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* data) {
@@ -158,11 +163,12 @@ class Cupti final : public CuptiProbe {
   ~Cupti() override {
     if (sub_) api_.unsubscribe(sub_);
   }
-  void start() override {
+  void start(int device) override {
     if (!ok_) return;
     Shared& s = shared();
     {
       std::lock_guard<std::mutex> lock(s.mu);
+      s.device = static_cast<uint32_t>(device);
       s.intervals.clear();
       s.kernel_launches = s.graph_launches = s.memcpy_async = 0;
       s.recording = true;
