@@ -89,6 +89,15 @@ if [[ " $PARTS " == *" scaling "* ]]; then
   if [ "$gpus" -lt 2 ]; then
     note "scaling skipped: $gpus GPU visible (needs 2 or more)"
   else
+    # Phase markers (TR_TRACE) and NCCL's warnings go to the logs: where a
+    # multi-GPU run stops is the first thing to know.
+    export TR_TRACE=1 NCCL_DEBUG=${NCCL_DEBUG:-WARN}
+    timeout ${TR_T_DP:-300} "$BIN/tr_tests" --gtest_filter='GpuDataParallel*' > "$OUT/dp_tests.log" 2>&1
+    rc=$?
+    [ $rc -ne 0 ] && status=1
+    note "data-parallel tests on $gpus GPUs (exit $rc; 124: the time limit)"
+    grep -E '^\[ (gpu dp|allreduce|nccl) \]|PASSED|FAILED|Failure' "$OUT/dp_tests.log" | tee -a "$OUT/summary.txt"
+    [ $rc -ne 0 ] && tail -20 "$OUT/dp_tests.log" | tee -a "$OUT/summary.txt"  # the last phase markers
     # Weak scaling over 1, 2, 4, ... GPUs at a fixed batch per GPU, all modes,
     # with the gradient all-reduce inside the step beside NCCL alone.
     common="--device cuda --mode all --gpus auto --cnn-optimizer sgd --warmup 10 --iters 30 --repetitions 5"

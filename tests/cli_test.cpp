@@ -142,6 +142,21 @@ TEST(TrBenchCli, ShortCpuRunWritesAReport) {
   EXPECT_EQ(g.code, 0) << g.out << g.err;
 }
 
+TEST(TrBenchCli, TraceMarksThePhasesOnlyWhenAsked) {
+  const std::string args = "tr-bench --device cpu --model mlp --ranks 2 --batch 16 --mode full-capture --warmup 0 "
+                           "--iters 1 --repetitions 1";
+  const Result quiet = run(args);
+  EXPECT_EQ(quiet.code, 0) << quiet.err;
+  EXPECT_EQ(quiet.err.find("[tr +"), std::string::npos) << quiet.err;
+  setenv("TR_TRACE", "1", 1);
+  const Result traced = run(args);
+  unsetenv("TR_TRACE");
+  EXPECT_EQ(traced.code, 0) << traced.err;
+  // 2 ranks x (train_base: A/B x next or not) step graphs.
+  for (const char* s : {"communicator: creating for 2 rank(s)", "pre_capture done", "step graphs built: 8", "bench: "})
+    EXPECT_NE(traced.err.find(s), std::string::npos) << s << "\n" << traced.err;
+}
+
 TEST(TrBenchCli, BatchPerGpuSweepsRanksAndPrintsWeakScaling) {
   const std::string json = testing::TempDir() + "tr_bench_weak_" + std::to_string(getpid()) + ".json";
   const Result r = run("tr-bench --device cpu --model mlp --ranks 1,2 --batch-per-gpu 16 --mode full-capture "

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "framework/comm/comm_factory.h"
+#include "framework/core/log.h"
 #include "framework/runtime/gpu_check_cuda.h"
 
 namespace tr {
@@ -17,7 +18,9 @@ class NcclComm final : public Communicator {
   NcclComm(int ranks, int first_device) : comms_(static_cast<size_t>(ranks)) {
     std::vector<int> devs(static_cast<size_t>(ranks));
     for (int r = 0; r < ranks; ++r) devs[static_cast<size_t>(r)] = first_device + r;
+    trace("NCCL: ncclCommInitAll over ", ranks, " GPUs");
     TR_GPU_CHECK(ncclCommInitAll(comms_.data(), ranks, devs.data()));
+    trace("NCCL: communicators ready");
   }
   ~NcclComm() override {
     for (auto c : comms_)

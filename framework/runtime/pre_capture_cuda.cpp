@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "framework/core/error.h"
+#include "framework/core/log.h"
 #include "framework/comm/communicator.h"
 #include "framework/runtime/capture_guard_cuda.h"
 #include "framework/runtime/cuda_context_cuda.h"
@@ -117,6 +118,7 @@ std::unique_ptr<CudaGraphExec> capture_nodes(const std::vector<PreparedNode>& no
 
 void capture_cuda(PreCaptureResult& r, const ComputationGraph& cg, const PlanSet& plans,
                   const std::vector<DeviceContext*>& ranks) {
+  trace("B2: warm-up on ", ranks.size(), " rank(s)");
   // B2: warm-up. cuDNN plans were chosen in prepare_workspace; one eager run of
   // every safe graph loads modules and settles cuBLAS before any capture.
   for (DeviceContext* d : ranks) {
@@ -140,6 +142,7 @@ void capture_cuda(PreCaptureResult& r, const ComputationGraph& cg, const PlanSet
     ctx.make_current();
     for (auto& g : r.graphs) {
       if (!g || g->key().collective != collective) continue;
+      if (collective) trace("rank ", ctx.rank(), ": B3.5 capture ", graph_name(g->key().gid));
       g->set_native(ctx.rank(), capture_nodes(prepare_graph(g->key(), cg, plans, ctx), ctx, g->key().gid));
     }
   };
@@ -158,6 +161,7 @@ void capture_cuda(PreCaptureResult& r, const ComputationGraph& cg, const PlanSet
     for (auto& e : errors)
       if (e) std::rethrow_exception(e);
   };
+  trace("B3: capture");
   capture_rank(ranks.front(), false);
   if (ranks.size() > 1) on_all_ranks(1, [&](size_t i) { capture_rank(ranks[i], false); });
   // B3.5: graphs holding collectives. NCCL pairs the k-th collective of every
@@ -176,6 +180,7 @@ void capture_cuda(PreCaptureResult& r, const ComputationGraph& cg, const PlanSet
     on_all_ranks(0, [&](size_t i) {
       auto& ctx = static_cast<CudaContext&>(*ranks[i]);
       ctx.make_current();
+      trace("rank ", i, ": B3.5 connecting the communicator");
       const ExecEnv& e = ctx.env(StreamKind::UPDATE);
       const auto* gh = static_cast<const GpuHandles*>(e.gpu);
       TR_CHECK(e.comm && gh && gh->workspace_bytes >= 256, "rank ", i, " has no communicator or scratch");
@@ -184,6 +189,7 @@ void capture_cuda(PreCaptureResult& r, const ComputationGraph& cg, const PlanSet
     });
     on_all_ranks(0, [&](size_t i) { capture_rank(ranks[i], true); });
   }
+  trace("B4: warm-up launches on rank 0");
   // B4: one warm-up launch of the safe, non-collective graphs on rank 0.
   auto& ctx0 = static_cast<CudaContext&>(*ranks.front());
   ctx0.make_current();

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "framework/comm/comm_factory.h"
+#include "framework/core/log.h"
 #include "framework/core/rng.h"
 #include "framework/runtime/context_factory.h"
 #include "framework/runtime/nvtx.h"
@@ -84,6 +85,8 @@ Trainer::Trainer(const RunOptions& opt, DataView train, DataView val) : opt_(opt
                 " has a spatial fully connected layer and cannot train at a lower resolution");
 
   // Contexts: phase 1 (library plans), memory plan, phase 2 (arena).
+  trace("trainer: ", model_name(opt.model.kind), ", ", mode_name(opt.mode), ", ", ranks, " rank(s), batch ", opt.batch);
+  if (opt.train.has_collectives()) trace("communicator: creating for ", ranks, " rank(s)");
   if (opt.train.has_collectives()) comm_ = make_communicator(opt.backend, ranks, opt.first_device, std::chrono::milliseconds(opt.watchdog_ms));
   int64_t workspace = 0;
   for (int r = 0; r < ranks; ++r) {
@@ -118,7 +121,9 @@ Trainer::Trainer(const RunOptions& opt, DataView train, DataView val) : opt_(opt
   for (auto& c : contexts_) raw.push_back(c.get());
   {
     nvtx::Range range(nvtx::Phase::Capture);
+    trace("contexts allocated; pre_capture");
     capture_ = pre_capture(atlas_, model_.cg, plans_, raw, opt.mode);
+    trace("pre_capture done: ", capture_.captured, " graphs");
     for (auto& c : contexts_) runners_.push_back(std::make_unique<GraphRunner>(model_.cg, plans_, atlas_, capture_, *c));
     // Full capture: compose each rank's training steps into step graphs.
     const auto t0 = std::chrono::steady_clock::now();
@@ -131,6 +136,7 @@ Trainer::Trainer(const RunOptions& opt, DataView train, DataView val) : opt_(opt
       capture_.step_graphs += steps_.back()->built();
     }
     capture_.capture_ms += seconds_since(t0) * 1e3;
+    trace("step graphs built: ", capture_.step_graphs);
   }
   // AMP: the compute copies start as casts of the masters.
   for (auto& r : runners_) {
@@ -184,6 +190,7 @@ void Trainer::fill_staging(DeviceContext& ctx, int slot, const DataView& d, cons
 }
 
 void Trainer::train_epoch_on_rank(int rank, const std::vector<int64_t>& order, bool lowres) {
+  trace("rank ", rank, ": epoch ", epoch_, " training");
   GraphRunner& r = *runners_[static_cast<size_t>(rank)];
   DeviceContext& ctx = r.ctx();
   const Variant base = lowres ? Variant::TrainLowres : Variant::TrainBase;
@@ -211,6 +218,7 @@ void Trainer::train_epoch_on_rank(int rank, const std::vector<int64_t>& order, b
 }
 
 void Trainer::validate_on_rank(int rank) {
+  trace("rank ", rank, ": epoch ", epoch_, " validation");
   GraphRunner& r = *runners_[static_cast<size_t>(rank)];
   DeviceContext& ctx = r.ctx();
   const int64_t VB = plans_.plan(Variant::ValBase).dims.global_batch;
@@ -265,6 +273,7 @@ double thread_cpu_seconds() {
 }  // namespace
 
 Trainer::BenchStats Trainer::bench_steps(Variant v, int64_t steps) {
+  trace("bench: ", steps, " steps of ", variant_name(v));
   BenchStats st;
   const bool train = is_train(v);
   const int start = bench_cur_;
