@@ -4,6 +4,7 @@
 // captured into CUDA graphs.
 #include <nccl.h>
 
+#include <mutex>
 #include <vector>
 
 #include "framework/comm/comm_factory.h"
@@ -33,7 +34,9 @@ class NcclComm final : public Communicator {
     TR_GPU_CHECK(ncclAllReduce(data, data, static_cast<size_t>(elems), t, ncclSum, comms_[static_cast<size_t>(rank)],
                                static_cast<cudaStream_t>(stream)));
   }
-  void abort(const std::string&) override {
+  void abort(const std::string& why) override {
+    std::lock_guard<std::mutex> lock(abort_mu_);  // several failing ranks may call it at once
+    trace("NCCL: abort: ", why);
     for (auto c : comms_)
       if (c) ncclCommAbort(c);
     for (auto& c : comms_) c = nullptr;
@@ -41,6 +44,7 @@ class NcclComm final : public Communicator {
 
  private:
   std::vector<ncclComm_t> comms_;
+  std::mutex abort_mu_;
 };
 
 }  // namespace

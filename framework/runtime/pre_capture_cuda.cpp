@@ -1,3 +1,4 @@
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <thread>
@@ -149,17 +150,23 @@ void capture_cuda(PreCaptureResult& r, const ComputationGraph& cg, const PlanSet
   auto on_all_ranks = [&](size_t first, const std::function<void(size_t)>& fn) {
     std::vector<std::thread> threads;
     std::vector<std::exception_ptr> errors(ranks.size());
+    std::atomic<int> first_failed{-1};  // the root cause, not a rank the abort released
     for (size_t i = first; i < ranks.size(); ++i)
       threads.emplace_back([&, i] {
         try {
           fn(i);
         } catch (...) {
           errors[i] = std::current_exception();
+          int none = -1;
+          if (first_failed.compare_exchange_strong(none, static_cast<int>(i))) {
+            // The other ranks may be blocked in NCCL waiting for this one (its
+            // set-up during capture involves every rank): release them.
+            if (Communicator* c = ranks[i]->env(StreamKind::UPDATE).comm) c->abort(cat("rank ", i, " failed in pre-capture"));
+          }
         }
       });
     for (auto& t : threads) t.join();
-    for (auto& e : errors)
-      if (e) std::rethrow_exception(e);
+    if (first_failed >= 0) std::rethrow_exception(errors[static_cast<size_t>(first_failed.load())]);
   };
   trace("B3: capture");
   capture_rank(ranks.front(), false);
