@@ -14,13 +14,18 @@ PreCaptureResult pre_capture(GraphAtlas& atlas, const ComputationGraph& cg, cons
   // B2.5: the graphs holding collectives are flagged in dedup; check that every
   // rank would issue the same collective sequence (Note [collective sequences must match]).
   std::vector<std::vector<CollectiveSig>> seqs(ranks.size());
+  r.collectives.resize(r.dedup.graphs.size());
   for (size_t i = 0; i < ranks.size(); ++i) {
-    for (const UniqueGraph& u : r.dedup.graphs) {
+    for (size_t g = 0; g < r.dedup.graphs.size(); ++g) {
+      const UniqueGraph& u = r.dedup.graphs[g];
       if (!u.collective) continue;
       for (const Node& n : cg.nodes(u.gid)) {
         if (!n.collective) continue;
         const PreparedNode p = prepare_node(n, cg, plans, plans.plan(u.variant), *ranks[i], stream_for(u.gid));
-        for (const RangeOperand& op : p.operands()) seqs[i].push_back({u.gid, n.range_op, op.elems, op.dtype});
+        for (const RangeOperand& op : p.operands()) {
+          seqs[i].push_back({u.gid, n.range_op, op.elems, op.dtype});
+          if (i == 0) r.collectives[g].push_back(seqs[i].back());
+        }
       }
     }
   }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "framework/runtime/captured_graph.h"
+#include "framework/runtime/collective_check.h"
 #include "framework/runtime/exec_mode.h"
 
 namespace tr {
@@ -20,6 +21,9 @@ struct PreCaptureResult {
   int step_graphs = 0;   // whole-step graphs composed afterwards (step_graphs.h), all ranks
   double capture_ms = 0; // wall time of B2..B4, plus composing the step graphs
   uint64_t collective_hash = 0;  // hash of every rank's (identical) collective sequence
+  // Rank 0's collective calls per unique graph (index = captured_idx), in launch
+  // order; ranks agree (B2.5). Empty for graphs without collectives.
+  std::vector<std::vector<CollectiveSig>> collectives;
 };
 
 PreCaptureResult pre_capture(GraphAtlas& atlas, const ComputationGraph& cg, const PlanSet& plans,

@@ -86,8 +86,10 @@ Trainer::Trainer(const RunOptions& opt, DataView train, DataView val) : opt_(opt
 
   // Contexts: phase 1 (library plans), memory plan, phase 2 (arena).
   trace("trainer: ", model_name(opt.model.kind), ", ", mode_name(opt.mode), ", ", ranks, " rank(s), batch ", opt.batch);
-  if (opt.train.has_collectives()) trace("communicator: creating for ", ranks, " rank(s)");
-  if (opt.train.has_collectives()) comm_ = make_communicator(opt.backend, ranks, opt.first_device, std::chrono::milliseconds(opt.watchdog_ms));
+  if (opt.train.has_collectives()) {
+    trace("communicator: creating for ", ranks, " rank(s)");
+    comm_ = make_communicator(opt.backend, ranks, opt.first_device, std::chrono::milliseconds(opt.watchdog_ms));
+  }
   int64_t workspace = 0;
   for (int r = 0; r < ranks; ++r) {
     contexts_.push_back(make_context(opt.backend, r, ranks, opt.first_device + r, opt.deterministic, comm_.get()));
@@ -306,15 +308,13 @@ Trainer::BenchStats Trainer::bench_steps(Variant v, int64_t steps) {
 
 std::vector<Trainer::Message> Trainer::grad_allreduce_messages(Variant v) const {
   std::vector<Message> out;
-  const MemoryPlan& p = plans_.plan(v);
-  if (!p.present() || !is_train(v)) return out;
+  if (!plans_.plan(v).present() || !is_train(v)) return out;
+  // The calls pre_capture listed (B2.5) for the two gradient all-reduce graphs.
   for (GraphId g : {GraphId::DEEP_COMM, GraphId::FIRST_COMM}) {
-    if (!atlas_.slot(v, g).present()) continue;
-    for (const Node& n : model_.cg.nodes(g)) {
-      if (!n.collective) continue;
-      const PreparedNode pn = prepare_node(n, model_.cg, plans_, p, *contexts_.front(), stream_for(g));
-      for (const RangeOperand& op : pn.operands()) out.push_back({op.elems, op.dtype});
-    }
+    const AtlasSlot& s = atlas_.slot(v, g);
+    if (!s.present()) continue;
+    for (const CollectiveSig& c : capture_.collectives.at(static_cast<size_t>(s.captured_idx)))
+      out.push_back({c.elems, c.dtype});
   }
   return out;
 }
