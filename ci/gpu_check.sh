@@ -27,6 +27,27 @@ pack() {  # few files travel back from a lent machine: one summary and one archi
   tar czf "$SUMMARY_DIR/detail.tgz" -C "$SUMMARY_DIR" detail && rm -rf "$OUT"
 }
 trap pack EXIT
+# probe LIMIT LOG CMD...: runs CMD with output to LOG; past LIMIT seconds it
+# writes every thread's backtrace (gdb, where the machine has one) and the GPUs'
+# state to LOG.hang, then kills CMD and returns 124. A hang then names its wait.
+probe() {
+  local limit=$1 log=$2; shift 2
+  "$@" > "$log" 2>&1 &
+  local pid=$! waited=0
+  while kill -0 $pid 2>/dev/null && [ $waited -lt $limit ]; do sleep 1; waited=$((waited + 1)); done
+  if kill -0 $pid 2>/dev/null; then
+    {
+      echo "still running after ${limit} s: $*"
+      nvidia-smi --query-gpu=index,utilization.gpu,memory.used --format=csv
+      local dbg; dbg=$(command -v gdb || command -v cuda-gdb || ls /usr/local/cuda/bin/cuda-gdb 2>/dev/null)
+      if [ -n "$dbg" ]; then timeout 120 "$dbg" -p $pid -batch -ex "thread apply all bt" 2>&1 | grep -vE '^\[New LWP|^$'
+      else echo "no gdb here: no backtraces"; fi
+    } > "$log.hang" 2>&1
+    kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
+    return 124
+  fi
+  wait $pid
+}
 
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv > "$OUT/nvidia-smi.csv" 2>&1
 note "GPU: $(tail -1 "$OUT/nvidia-smi.csv")"
@@ -92,19 +113,32 @@ if [[ " $PARTS " == *" scaling "* ]]; then
     # Phase markers (TR_TRACE) and NCCL's warnings go to the logs: where a
     # multi-GPU run stops is the first thing to know.
     export TR_TRACE=1 NCCL_DEBUG=${NCCL_DEBUG:-WARN}
-    timeout ${TR_T_DP:-300} "$BIN/tr_tests" --gtest_filter='GpuDataParallel*' > "$OUT/dp_tests.log" 2>&1
+    nvidia-smi topo -m > "$OUT/topology.txt" 2>&1
+    probe ${TR_T_NCCL:-90} "$OUT/nccl_tests.log" "$BIN/tr_tests" --gtest_filter='NcclGpu*'
     rc=$?
     [ $rc -ne 0 ] && status=1
-    note "data-parallel tests on $gpus GPUs (exit $rc; 124: the time limit)"
+    note "NCCL alone on $gpus GPUs (exit $rc; 124: the time limit, backtraces in nccl_tests.log.hang)"
+    grep -E '^\[ nccl \]|PASSED|FAILED|Failure' "$OUT/nccl_tests.log" | tee -a "$OUT/summary.txt"
+    probe ${TR_T_DP:-300} "$OUT/dp_tests.log" "$BIN/tr_tests" --gtest_filter='GpuDataParallel*'
+    rc=$?
+    [ $rc -ne 0 ] && status=1
+    note "data-parallel tests on $gpus GPUs (exit $rc; 124: the time limit, backtraces in dp_tests.log.hang)"
     grep -E '^\[ (gpu dp|allreduce|nccl) \]|PASSED|FAILED|Failure' "$OUT/dp_tests.log" | tee -a "$OUT/summary.txt"
     [ $rc -ne 0 ] && tail -20 "$OUT/dp_tests.log" | tee -a "$OUT/summary.txt"  # the last phase markers
+    dp_rc=$rc
+    [ $rc -eq 124 ] && grep -A12 -E '^Thread' "$OUT/dp_tests.log.hang" | grep -E '^Thread|^#[0-9] ' | head -80 | tee -a "$OUT/summary.txt"
     # Weak scaling over 1, 2, 4, ... GPUs at a fixed batch per GPU, all modes,
-    # with the gradient all-reduce inside the step beside NCCL alone.
+    # with the gradient all-reduce inside the step beside NCCL alone. Not run
+    # after a hang: it would hang the same way and spend the call's time.
+    if [ $dp_rc -eq 124 ]; then
+      note "weak scaling not run: the data-parallel tests hung"
+      exit 1
+    fi
     common="--device cuda --mode all --gpus auto --cnn-optimizer sgd --warmup 10 --iters 30 --repetitions 5"
-    timeout ${TR_T_SCALING:-400} "$BIN/tr-bench" $common --model cnn --batch-per-gpu 256,1024 \
-      --json "$OUT/scaling_cnn.json" > "$OUT/scaling_cnn.log" 2>&1 || status=1
-    timeout ${TR_T_SCALING:-400} "$BIN/tr-bench" $common --model mlp --batch-per-gpu 200 \
-      --json "$OUT/scaling_mlp.json" > "$OUT/scaling_mlp.log" 2>&1 || status=1
+    probe ${TR_T_SCALING:-400} "$OUT/scaling_cnn.log" "$BIN/tr-bench" $common --model cnn --batch-per-gpu 256,1024 \
+      --json "$OUT/scaling_cnn.json" || status=1
+    probe ${TR_T_SCALING:-400} "$OUT/scaling_mlp.log" "$BIN/tr-bench" $common --model mlp --batch-per-gpu 200 \
+      --json "$OUT/scaling_mlp.json" || status=1
     "$BIN/tr-bench" report "$OUT/scaling_cnn.json" "$OUT/scaling_mlp.json" -o "$OUT/scaling.html" > /dev/null 2>&1 || status=1
     note "tr-bench weak scaling on $gpus GPUs"
     cat "$OUT/scaling_cnn.log" "$OUT/scaling_mlp.log" | tee -a "$OUT/summary.txt"

@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 rm -rf .device
 mkdir -p .device/bin .device/lib .device/data
 for exe in tr-train tr-bench tr_tests tr_bench_ops; do
-  [ -x "build/bin/$exe" ] && strip -o ".device/bin/$exe" "build/bin/$exe"
+  # Symbols kept (not stripped): a hang's backtrace must name our functions.
+  [ -x "build/bin/$exe" ] && cp "build/bin/$exe" ".device/bin/$exe"
 done
 # Libraries outside CUDA's own (those come from the GPU machine) and glibc.
 for exe in .device/bin/*; do
