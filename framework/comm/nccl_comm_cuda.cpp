@@ -24,6 +24,7 @@ class NcclComm final : public Communicator {
     trace("NCCL: communicators ready");
   }
   ~NcclComm() override {
+    trace("NCCL: destroying ", comms_.size(), " communicator(s)");
     for (auto c : comms_)
       if (c) TR_GPU_WARN(ncclCommDestroy(c));
   }

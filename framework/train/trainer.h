@@ -125,11 +125,15 @@ class Trainer {
   CompiledModel model_;
   PlanSet plans_;
   GraphAtlas atlas_;
+  // Declared before everything that uses it, so it is destroyed last: the
+  // contexts hold it, and NCCL's destroy waits until every captured graph that
+  // holds one of its collectives has been destroyed (with several ranks it
+  // would wait forever otherwise).
+  std::unique_ptr<Communicator> comm_;
   std::vector<std::unique_ptr<DeviceContext>> contexts_;
   PreCaptureResult capture_;
   std::vector<std::unique_ptr<GraphRunner>> runners_;
   std::vector<std::unique_ptr<StepGraphs>> steps_;  // per rank
-  std::unique_ptr<Communicator> comm_;
   StepHook hook_;
   int epoch_ = 0;
   int bench_cur_ = 0;  // buffer the next bench step computes from
