@@ -137,11 +137,17 @@ if [[ " $PARTS " == *" scaling "* ]]; then
     common="--device cuda --mode all --gpus auto --cnn-optimizer sgd --warmup 10 --iters 30 --repetitions 5"
     probe ${TR_T_SCALING:-400} "$OUT/scaling_cnn.log" "$BIN/tr-bench" $common --model cnn --batch-per-gpu 256,1024 \
       --json "$OUT/scaling_cnn.json" || status=1
+    # The same with per-GPU BN: one small collective per step instead of two
+    # per BN layer on the critical path.
+    probe ${TR_T_SCALING:-400} "$OUT/scaling_cnn_bn_running.log" "$BIN/tr-bench" $common --model cnn \
+      --batch-per-gpu 256,1024 --bn-sync running --json "$OUT/scaling_cnn_bn_running.json" || status=1
     probe ${TR_T_SCALING:-400} "$OUT/scaling_mlp.log" "$BIN/tr-bench" $common --model mlp --batch-per-gpu 200 \
       --json "$OUT/scaling_mlp.json" || status=1
-    "$BIN/tr-bench" report "$OUT/scaling_cnn.json" "$OUT/scaling_mlp.json" -o "$OUT/scaling.html" > /dev/null 2>&1 || status=1
+    "$BIN/tr-bench" report "$OUT/scaling_cnn.json" "$OUT/scaling_cnn_bn_running.json" "$OUT/scaling_mlp.json" \
+      -o "$OUT/scaling.html" > /dev/null 2>&1 || status=1
     note "tr-bench weak scaling on $gpus GPUs"
-    cat "$OUT/scaling_cnn.log" "$OUT/scaling_mlp.log" | tee -a "$OUT/summary.txt"
+    cat "$OUT/scaling_cnn.log" "$OUT/scaling_cnn_bn_running.log" "$OUT/scaling_mlp.log" | grep -v '^\[tr ' \
+      | tee -a "$OUT/summary.txt"
   fi
 fi
 exit $status

@@ -48,6 +48,9 @@ Trains a reference model with the whole training step compiled into graphs.
                            (DESIGN §3) instead of one step graph composed of them
   --lowres-epochs N        train the first N epochs at --lowres-size (cnn only)
   --lowres-size S          low resolution side (default 20)
+  --bn-sync batch|running  with several ranks: BN statistics all-reduced in every BN layer
+                           (batch, default: N ranks train like one with the whole batch) or
+                           per-rank BN with the running statistics averaged once per step
   --ranks N                data-parallel ranks on the CPU (default 1)
   --gpus N                 data-parallel ranks on CUDA (default 1)
   --seed N                 (default 1)
@@ -62,7 +65,7 @@ int run(int argc, char** argv) {
   CliArgs a(argc, argv,
             {"--model", "--device", "--mode", "--epochs", "--batch", "--data-dir", "--train-subset", "--val-subset",
              "--width", "--optimizer", "--lr", "--schedule", "--warmup", "--weight-decay", "--label-smoothing",
-             "--ema-decay", "--lowres-epochs", "--lowres-size", "--ranks", "--gpus", "--seed"},
+             "--ema-decay", "--lowres-epochs", "--lowres-size", "--ranks", "--gpus", "--seed", "--bn-sync"},
             {"--synthetic", "--amp", "--no-shuffle", "--side-streams", "--split-steps", "--help"});
   if (a.flag("--help")) {
     std::fputs(kUsage, stdout);
@@ -90,6 +93,7 @@ int run(int argc, char** argv) {
   o.train.ema_decay = static_cast<float>(a.real("--ema-decay", 0.99, 0.0, 0.999999));
   o.train.amp = a.flag("--amp");
   o.train.side_streams = a.flag("--side-streams");
+  o.train.bn_sync = parse_bn_sync(a.str("--bn-sync", "batch"));
   o.step_graphs = !a.flag("--split-steps");
   if (o.train.amp) o.train.init_loss_scale = 65536.f;
   o.lowres_epochs = static_cast<int>(a.integer("--lowres-epochs", 0, 0, o.epochs));

@@ -62,6 +62,7 @@ TEST(TrTrainCli, BadFlagsAndValues) {
   expect_user_error("tr-train --bogus", "unknown flag --bogus");
   expect_user_error("tr-train --model resnet9", "unknown model 'resnet9'");
   expect_user_error("tr-train --epochs zero", "--epochs expects an integer");
+  expect_user_error("tr-train --bn-sync none", "unknown BN sync 'none'");
   expect_user_error("tr-train --epochs 0", "--epochs must be in");
   expect_user_error("tr-train --batch", "--batch needs a value");
   expect_user_error("tr-train --device tpu", "--device must be cpu or cuda");
@@ -123,6 +124,7 @@ TEST(TrBenchCli, HelpAndBadInput) {
   }
   expect_user_error("tr-bench --device cpu --precision fp8", "--precision must be fp32 or amp");
   expect_user_error("tr-bench --device cpu --cnn-optimizer rmsprop", "unknown optimizer");
+  expect_user_error("tr-bench --device cpu --bn-sync local", "unknown BN sync 'local' (expected batch or running)");
   expect_user_error("tr-bench --device cpu --batch 64 --batch-per-gpu 32", "not both");
   expect_user_error("tr-bench --device cpu --model mlp --variants train_lowres --iters 1 --repetitions 1 --warmup 0",
                     "mlp cannot run the low-resolution variants");

@@ -3,7 +3,8 @@
 //  - N GPUs x B/N train like 1 GPU x B (the bound of the CPU test,
 //    data_parallel_test.cpp, for the same reasons), and every GPU holds the
 //    same state bit for bit;
-//  - eager, partial and full capture stay bit-identical with N GPUs;
+//  - eager, partial and full capture stay bit-identical with N GPUs, with
+//    synchronised BN and with per-GPU BN (TrainConfig::bn_sync);
 //  - on one GPU, with collectives forced: NCCL inside the captured graphs, and
 //    the gradient all-reduce timing that tr-bench reports.
 // Tests that need N GPUs skip when fewer are visible; every test skips without a GPU.
@@ -67,25 +68,33 @@ TEST(GpuDataParallel, ModesStayBitIdenticalOnSeveralGpus) {
   const int gpus = have >= 8 ? 8 : have >= 4 ? 4 : 2;
   const auto train = data::make_synthetic(10 * 32 - 8, 28, 28, 1, 10, 23);  // incomplete last batch
   const auto val = data::make_synthetic(64, 28, 28, 1, 10, 24);
-  std::map<std::string, std::vector<float>> ref;
-  for (auto [mode, split] : testing::kModeRuns) {
-    RunOptions o = gpu_dp_run(gpus, mode);
-    o.step_graphs = !split;
-    Trainer t(o, view_of(train), view_of(val));
-    t.run_epoch();
-    const auto s = state_of(t, gpus - 1);
-    if (mode == ExecMode::Eager) {
-      ref = s;
-      continue;
-    }
-    int differing = 0;
-    for (const auto& [name, v] : ref)
-      if (std::memcmp(v.data(), s.at(name).data(), v.size() * 4) != 0) {
-        ++differing;
-        ADD_FAILURE() << name << " differs between eager and " << mode_name(mode) << (split ? " split" : "");
+  for (BnSync sync : {BnSync::Batch, BnSync::Running}) {
+    std::map<std::string, std::vector<float>> ref;
+    for (auto [mode, split] : testing::kModeRuns) {
+      RunOptions o = gpu_dp_run(gpus, mode);
+      o.step_graphs = !split;
+      o.train.bn_sync = sync;
+      Trainer t(o, view_of(train), view_of(val));
+      t.run_epoch();
+      const auto s = state_of(t, gpus - 1);
+      // Every GPU holds the same state, whichever way BN shares statistics.
+      const auto s0 = state_of(t, 0);
+      for (const auto& [name, v] : s0)
+        EXPECT_EQ(0, std::memcmp(v.data(), s.at(name).data(), v.size() * 4)) << name << ": gpu 0 vs " << gpus - 1;
+      if (mode == ExecMode::Eager) {
+        ref = s;
+        continue;
       }
-    std::printf("[ gpu dp ] %d GPUs, %s%s: %zu state tensors, %d differ from eager\n", gpus, mode_name(mode).c_str(),
-                split ? " (split steps)" : "", s.size(), differing);
+      int differing = 0;
+      for (const auto& [name, v] : ref)
+        if (std::memcmp(v.data(), s.at(name).data(), v.size() * 4) != 0) {
+          ++differing;
+          ADD_FAILURE() << name << " differs between eager and " << mode_name(mode) << (split ? " split" : "");
+        }
+      std::printf("[ gpu dp ] %d GPUs, BN sync %s, %s%s: %zu state tensors, %d differ from eager\n", gpus,
+                  bn_sync_name(sync).c_str(), mode_name(mode).c_str(), split ? " (split steps)" : "", s.size(),
+                  differing);
+    }
   }
 }
 

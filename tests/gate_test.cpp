@@ -188,6 +188,9 @@ TEST(Gate, RefusesIncomparableReports) {
   b.context.build_type = "debug";
   expect_refusal(a, b, "build type differs (baseline 'release', current 'debug')");
   b = a;
+  b.context.bn_sync = "running";
+  expect_refusal(a, b, "BN sync differs (baseline 'batch', current 'running')");
+  b = a;
   b.context.device_kind = "cpu";
   expect_refusal(a, b, "device_kind differs");
   b = a;

@@ -65,7 +65,7 @@ TEST(NcclGpu, AllReduceSumsOverEveryGpuEagerlyAndCaptured) {
   });
   on_every_gpu(gpus, [&](int r) {
     RankBuffers& b = bufs[static_cast<size_t>(r)];
-    comm->allreduce_sum(r, b.data, kElems, DType::F32, b.stream);
+    comm->allreduce(r, b.data, kElems, DType::F32, ReduceOp::Sum, b.stream);
     expect_sums(b, gpus, 1, r);
   });
   std::printf("[ nccl ] %d GPU(s): eager all-reduce of %lld floats summed\n", gpus, static_cast<long long>(kElems));
@@ -77,7 +77,7 @@ TEST(NcclGpu, AllReduceSumsOverEveryGpuEagerlyAndCaptured) {
     fill(b, r);
     cudaGraph_t graph = nullptr;
     TR_GPU_CHECK(cudaStreamBeginCapture(b.stream, cudaStreamCaptureModeThreadLocal));
-    comm->allreduce_sum(r, b.data, kElems, DType::F32, b.stream);
+    comm->allreduce(r, b.data, kElems, DType::F32, ReduceOp::Sum, b.stream);
     TR_GPU_CHECK(cudaStreamEndCapture(b.stream, &graph));
     cudaGraphExec_t exec = nullptr;
     TR_GPU_CHECK(cudaGraphInstantiate(&exec, graph, 0));

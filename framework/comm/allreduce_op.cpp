@@ -11,8 +11,8 @@ void allreduce_sum_op(const RangeCall& c) {
     TR_CHECK(e.ranks == 1, "AllReduceSum with ", e.ranks, " ranks but no communicator");
     return;
   }
-  TR_CHECK(!c.attrs->average, "averaging all-reduce is not used by any graph");
-  for (int i = 0; i < c.n_ops; ++i) e.comm->allreduce_sum(e.rank, c.ops[i].data, c.ops[i].elems, c.ops[i].dtype, e.stream);
+  const ReduceOp op = c.attrs->average ? ReduceOp::Average : ReduceOp::Sum;
+  for (int i = 0; i < c.n_ops; ++i) e.comm->allreduce(e.rank, c.ops[i].data, c.ops[i].elems, c.ops[i].dtype, op, e.stream);
 }
 
 }  // namespace tr

@@ -29,10 +29,11 @@ class NcclComm final : public Communicator {
       if (c) TR_GPU_WARN(ncclCommDestroy(c));
   }
   int ranks() const override { return static_cast<int>(comms_.size()); }
-  void allreduce_sum(int rank, void* data, int64_t elems, DType dtype, void* stream) override {
+  void allreduce(int rank, void* data, int64_t elems, DType dtype, ReduceOp op, void* stream) override {
     TR_CHECK(dtype == DType::F32 || dtype == DType::F16, "NCCL all-reduce of ", dtype_name(dtype));
     const ncclDataType_t t = dtype == DType::F32 ? ncclFloat32 : ncclFloat16;
-    TR_GPU_CHECK(ncclAllReduce(data, data, static_cast<size_t>(elems), t, ncclSum, comms_[static_cast<size_t>(rank)],
+    const ncclRedOp_t how = op == ReduceOp::Average ? ncclAvg : ncclSum;
+    TR_GPU_CHECK(ncclAllReduce(data, data, static_cast<size_t>(elems), t, how, comms_[static_cast<size_t>(rank)],
                                static_cast<cudaStream_t>(stream)));
   }
   void abort(const std::string& why) override {

@@ -10,7 +10,7 @@ namespace tr {
 SharedMemoryComm::SharedMemoryComm(int ranks, std::chrono::milliseconds watchdog)
     : barrier_(ranks, watchdog), posted_(static_cast<size_t>(ranks)), posted_elems_(static_cast<size_t>(ranks)), calls_(static_cast<size_t>(ranks), 0) {}
 
-void SharedMemoryComm::allreduce_sum(int rank, void* data, int64_t elems, DType dtype, void*) {
+void SharedMemoryComm::allreduce(int rank, void* data, int64_t elems, DType dtype, ReduceOp op, void*) {
   TR_CHECK(dtype == DType::F32, "CPU all-reduce supports f32 buffers, got ", dtype_name(dtype));
   const std::string what = cat("all-reduce #", calls_[static_cast<size_t>(rank)], " (", elems, " f32)");
   posted_[static_cast<size_t>(rank)] = static_cast<float*>(data);
@@ -31,7 +31,7 @@ void SharedMemoryComm::allreduce_sum(int rank, void* data, int64_t elems, DType 
   for (int64_t i = lo; i < hi; ++i) {
     float s = posted_[0][i];
     for (int r = 1; r < ranks(); ++r) s += posted_[static_cast<size_t>(r)][i];
-    sum_[static_cast<size_t>(i)] = s;
+    sum_[static_cast<size_t>(i)] = op == ReduceOp::Average ? s / static_cast<float>(ranks()) : s;
   }
   barrier_.arrive_and_wait(rank, what);  // sums complete
   std::memcpy(data, sum_.data(), static_cast<size_t>(elems) * sizeof(float));

@@ -15,7 +15,7 @@ class SharedMemoryComm final : public Communicator {
  public:
   SharedMemoryComm(int ranks, std::chrono::milliseconds watchdog);
   int ranks() const override { return barrier_.ranks(); }
-  void allreduce_sum(int rank, void* data, int64_t elems, DType dtype, void* stream) override;
+  void allreduce(int rank, void* data, int64_t elems, DType dtype, ReduceOp op, void* stream) override;
   void abort(const std::string& why) override { barrier_.abort(why); }
   RankBarrier& barrier() { return barrier_; }
 

@@ -223,7 +223,7 @@ class Builder {
         if (pass == Pass::Train) {
           TensorId sums = act(base + ".sums", DType::F32);
           emit(gs, compute(OpKind::BnStats, {x}, {sums}, base + ".stats"));
-          allreduce(gs, sums, base + ".stats_allreduce");
+          if (tc_.bn_sync == BnSync::Batch) allreduce(gs, sums, base + ".stats_allreduce");
           emit(gs, compute(OpKind::BnReluApply, {x, sums, bn.gamma.compute, bn.beta.compute}, {y, bn.batch},
                            base + ".apply", bn_attrs()));
         } else {
@@ -283,7 +283,7 @@ class Builder {
         TensorId dsums = act(base + ".dsums", DType::F32);
         cg().add(g, compute(OpKind::BnReluBwdReduce, {dy, e.y, e.x, bn.batch}, {bn.gamma.grad, bn.beta.grad, dsums},
                             base + ".bwd_reduce", bn_attrs()));
-        allreduce({g}, dsums, base + ".dsums_allreduce");
+        if (tc_.bn_sync == BnSync::Batch) allreduce({g}, dsums, base + ".dsums_allreduce");
         cg().add(g, compute(OpKind::BnReluBwdApply, {dy, e.y, e.x, bn.batch, bn.gamma.compute, dsums}, {dx},
                             base + ".bwd_apply", bn_attrs()));
         break;
@@ -312,11 +312,12 @@ class Builder {
   }
 
   // One set of BN attributes for every phase: forward, backward and folding
-  // must agree on eps and on the ReLU.
-  static OpAttrs bn_attrs() {
+  // must agree on eps, on the ReLU and on whose samples the statistics cover.
+  OpAttrs bn_attrs() const {
     OpAttrs a;
     a.eps = 1e-5f;
     a.relu = true;
+    a.bn_rank_local = tc_.bn_sync == BnSync::Running;
     return a;
   }
 
@@ -375,6 +376,15 @@ class Builder {
       cg().add(GraphId::DEEP_COMM, range(RangeOp::AllReduceSum, {RangeRef::region(grads, kDeepGroups)}, "deep_allreduce"));
       cg().add(GraphId::FIRST_COMM,
                range(RangeOp::AllReduceSum, {RangeRef::region(grads, group_bit(ParamGroup::First))}, "first_allreduce"));
+      // BnSync::Running: the shards' (mean, var) averaged before UPDATE_STATS
+      // reads them. Not earlier (DEEP_COMM): FIRST_LAYER_BWD still reads its
+      // layer's own shard statistics, and FIRST_COMM runs after it.
+      if (bn_slots_ > 0 && tc_.bn_sync == BnSync::Running) {
+        RangeAttrs avg;
+        avg.average = true;
+        cg().add(GraphId::FIRST_COMM,
+                 range(RangeOp::AllReduceSum, {RangeRef::region(Role::BnBatch)}, "bn_batch_stats_average", avg));
+      }
     }
     cg().add(GraphId::ACCUM_METRICS,
              range(RangeOp::Accumulate, {RangeRef::of(out_.train_metrics), RangeRef::of(out_.step_metrics)}, "accum_metrics"));

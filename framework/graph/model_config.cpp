@@ -28,4 +28,12 @@ OptimizerKind parse_optimizer(const std::string& s) {
   throw UserError(cat("unknown optimizer '", s, "' (expected sgd, lars or adamw)"));
 }
 
+std::string bn_sync_name(BnSync s) { return s == BnSync::Batch ? "batch" : "running"; }
+
+BnSync parse_bn_sync(const std::string& s) {
+  if (s == "batch") return BnSync::Batch;
+  if (s == "running") return BnSync::Running;
+  throw UserError(cat("unknown BN sync '", s, "' (expected batch or running)"));
+}
+
 }  // namespace tr

@@ -9,6 +9,18 @@ namespace tr {
 
 enum class ModelKind { Mlp, Cnn };
 enum class OptimizerKind { Sgd, Lars, AdamW };
+// How BatchNorm shares statistics among data-parallel ranks (no effect with one
+// rank unless collectives are forced):
+//  Batch   - synchronised BN: each BN layer all-reduces its batch sums in the
+//            forward and its gradient sums in the backward, so N ranks x B/N
+//            train exactly like 1 rank x B. Two small collectives per BN layer
+//            sit on the critical path of every step.
+//  Running - each rank normalises with its own shard's statistics (data
+//            parallelism without SyncBatchNorm); the shards' batch statistics
+//            are averaged once per step, after the backward (in FIRST_COMM),
+//            before they update the running statistics, so every rank keeps
+//            the same state. One collective per step instead of 2 per layer.
+enum class BnSync { Batch, Running };
 
 struct ModelConfig {
   ModelKind kind = ModelKind::Mlp;
@@ -40,6 +52,7 @@ struct TrainConfig {
   // Emit the collectives (gradient buckets, BN statistics, validation metrics)
   // even with one rank, so a single GPU runs NCCL inside its captured graphs.
   bool force_collectives = false;
+  BnSync bn_sync = BnSync::Batch;
   bool has_collectives() const { return ranks > 1 || force_collectives; }
 };
 
@@ -47,5 +60,7 @@ std::string model_name(ModelKind k);
 ModelKind parse_model(const std::string& s);          // throws UserError
 std::string optimizer_name(OptimizerKind k);
 OptimizerKind parse_optimizer(const std::string& s);  // throws UserError
+std::string bn_sync_name(BnSync s);
+BnSync parse_bn_sync(const std::string& s);          // throws UserError
 
 }  // namespace tr

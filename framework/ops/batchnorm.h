@@ -1,7 +1,9 @@
 #pragma once
 // BatchNorm (training statistics) fused with ReLU, split in phases so that the
 // per-channel sums can be all-reduced between them (synchronised BN across ranks).
-// count = variant.global_batch * H * W. f32 statistics; x, y, gamma, beta in T.
+// count = variant.global_batch * H * W (the sums all-reduced over ranks), or
+// batch * H * W with attrs.bn_rank_local (each rank's own statistics).
+// f32 statistics; x, y, gamma, beta in T.
 //   BnStats:         x[N,H,W,C]                          -> sums[2,C] = (sum x, sum x^2)
 //   BnReluApply:     x, sums, gamma[C], beta[C]          -> y, batch[2,C] = (mean, biased var)
 //                    y = relu(gamma * (x - mean) * rsqrt(var + eps) + beta)

@@ -20,7 +20,7 @@ using cpu::acc_t;
 struct BnDims {
   int64_t C = 0;
   int64_t pixels = 0;   // N * H * W on this rank
-  double count = 0;     // global_batch * H * W
+  double count = 0;     // global_batch * H * W (batch * H * W when rank-local)
 };
 
 BnDims bn_dims(const OpCall& c, const TensorRef& x, const char* op) {
@@ -29,7 +29,8 @@ BnDims bn_dims(const OpCall& c, const TensorRef& x, const char* op) {
   d.C = x.shape[x.shape.rank - 1];
   d.pixels = x.shape.numel() / d.C;
   TR_CHECK(c.variant != nullptr && c.variant->global_batch > 0, op, ": needs variant.global_batch");
-  d.count = double(c.variant->global_batch) * double(x.shape.inner() / d.C);
+  const bool local = c.attrs != nullptr && c.attrs->bn_rank_local;
+  d.count = local ? double(d.pixels) : double(c.variant->global_batch) * double(x.shape.inner() / d.C);
   return d;
 }
 

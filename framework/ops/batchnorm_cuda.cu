@@ -247,11 +247,13 @@ int pick_vec(int64_t C, std::initializer_list<const void*> ptrs) {
   return v;
 }
 
-// count = global_batch * (H*W): the statistics run over every rank's pixels.
+// count = global_batch * (H*W): the statistics run over every rank's pixels;
+// rank-local BN: rows (= batch * H*W), this rank's pixels only.
 double inv_count_of(const OpCall& c, const TensorRef& x, int64_t rows, const char* op) {
   TR_CHECK(c.variant != nullptr && c.variant->global_batch > 0, op, ": needs the variant's global batch");
   TR_CHECK(x.shape[0] > 0, op, ": empty batch");
-  const double count = double(c.variant->global_batch) * double(rows / x.shape[0]);
+  const double count =
+      attrs_of(c, op).bn_rank_local ? double(rows) : double(c.variant->global_batch) * double(rows / x.shape[0]);
   return 1.0 / count;
 }
 

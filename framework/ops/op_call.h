@@ -27,6 +27,8 @@ struct OpAttrs {
   float eps = 1e-5f;            // BnReluApply / BnFold
   float label_smoothing = 0.f;  // SoftmaxXent
   bool relu = true;             // BnRelu*: apply ReLU after the affine
+  bool bn_rank_local = false;   // BnRelu*: statistics over this rank's samples (count = batch*H*W)
+                                // instead of every rank's (global_batch*H*W, synchronised BN)
   bool with_grad = true;        // SoftmaxXent: also write dlogits
   bool has_bias = false;        // FcFwd / FcBwdWeight
   float norm_mean[4] = {0, 0, 0, 0};  // InputPrep: x = (u8/255 - mean) / std, per channel

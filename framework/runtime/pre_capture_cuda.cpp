@@ -191,7 +191,7 @@ void capture_cuda(PreCaptureResult& r, const ComputationGraph& cg, const PlanSet
       const ExecEnv& e = ctx.env(StreamKind::UPDATE);
       const auto* gh = static_cast<const GpuHandles*>(e.gpu);
       TR_CHECK(e.comm && gh && gh->workspace_bytes >= 256, "rank ", i, " has no communicator or scratch");
-      e.comm->allreduce_sum(ctx.rank(), gh->workspace, 64, DType::F32, e.stream);
+      e.comm->allreduce(ctx.rank(), gh->workspace, 64, DType::F32, ReduceOp::Sum, e.stream);
       ctx.synchronize();
     });
     on_all_ranks(0, [&](size_t i) { capture_rank(ranks[i], true); });

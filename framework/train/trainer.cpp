@@ -359,7 +359,7 @@ Trainer::AllreduceTiming Trainer::bench_allreduce(Variant v, int64_t steps) {
     }
     const ExecEnv& e = ctx.env(StreamKind::COMP_1);
     auto round = [&] {
-      for (const Message& m : msgs) comm_->allreduce_sum(r, scratch, m.elems, m.dtype, e.stream);
+      for (const Message& m : msgs) comm_->allreduce(r, scratch, m.elems, m.dtype, ReduceOp::Sum, e.stream);
     };
     round();  // warm-up
     ctx.synchronize();

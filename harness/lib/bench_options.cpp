@@ -28,6 +28,9 @@ and writes a Google-Benchmark-compatible JSON report.
                         (default train_base)
   --width X             cnn channel multiplier (default 1.0)
   --cnn-optimizer O     sgd | lars | adamw for cnn (default lars; mlp always uses adamw)
+  --bn-sync S           with several GPUs: batch (default; every BN layer all-reduces its
+                        statistics, exact data parallelism) or running (per-GPU BN, the
+                        statistics averaged once per step)
   --precision P         fp32 | amp: fp16 storage/compute with fp32 master weights
                         (default: amp on cuda, fp32 on cpu)
   --warmup N            steps before measuring (default 10 on cuda, 2 on cpu)
@@ -43,6 +46,7 @@ and writes a Google-Benchmark-compatible JSON report.
 Examples:
   tr-bench --mode full-capture --gpus 8 --json h200x8.json
   tr-bench --mode all --gpus 1,2,4,8 --model cnn --batch-per-gpu 256,1024 --json scaling.json
+  tr-bench --mode all --gpus 1,2,4,8 --model cnn --batch-per-gpu 1024 --bn-sync running
   tr-bench --model cnn,mlp --batch 256 --repetitions 10 --json run.json
   tr-bench gate --baseline reports/baselines/cpu.json --current run.json
   tr-bench report run.json -o run.html
@@ -85,7 +89,8 @@ Variant parse_variant(const std::string& s) {
 BenchOptions parse_bench_options(int argc, char** argv) {
   CliArgs a(argc, argv,
             {"--mode", "--device", "--gpus", "--ranks", "--model", "--batch", "--variants", "--width", "--warmup",
-             "--iters", "--repetitions", "--json", "--precision", "--cnn-optimizer", "--batch-per-gpu"},
+             "--iters", "--repetitions", "--json", "--precision", "--cnn-optimizer", "--batch-per-gpu",
+             "--bn-sync"},
             {"--no-cupti", "--side-streams", "--split-steps", "--help"});
   BenchOptions o;
   for (int i = 0; i < argc; ++i) o.command_line += (i ? " " : "") + std::string(argv[i]);
@@ -137,6 +142,7 @@ BenchOptions parse_bench_options(int argc, char** argv) {
   }
   o.width = a.real("--width", 1.0, 1e-3, 16.0);
   o.cnn_optimizer = parse_optimizer(a.str("--cnn-optimizer", "lars"));
+  o.bn_sync = parse_bn_sync(a.str("--bn-sync", "batch"));
   const std::string prec = a.str("--precision", o.backend == Backend::Cuda ? "amp" : "fp32");
   TR_USER_CHECK(prec == "fp32" || prec == "amp", "--precision must be fp32 or amp, got '", prec, "'");
   o.amp = prec == "amp";

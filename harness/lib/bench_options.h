@@ -26,6 +26,7 @@ struct BenchOptions {
   double width = 1.0;
   bool amp = false;
   OptimizerKind cnn_optimizer = OptimizerKind::Lars;
+  BnSync bn_sync = BnSync::Batch;
   std::string json_path;               // empty: no file
   bool progress = false;               // stderr progress (a terminal only)
   bool cupti = true;

@@ -54,6 +54,7 @@ BenchReport run_bench(const BenchOptions& o) {
   BenchReport report;
   report.context = collect_context(o.backend, o.command_line);
   report.context.precision = o.amp ? "amp" : "fp32";
+  report.context.bn_sync = bn_sync_name(o.bn_sync);
   std::unique_ptr<CuptiProbe> cupti;
   if (o.backend == Backend::Cuda && o.cupti) cupti = CuptiProbe::create();
   const bool any_val = wants(o.variants, false, false, true);
@@ -78,6 +79,7 @@ BenchReport run_bench(const BenchOptions& o) {
           ro.train.optimizer = model == ModelKind::Mlp ? OptimizerKind::AdamW : o.cnn_optimizer;
           ro.train.amp = o.amp;
           ro.train.side_streams = o.side_streams;
+          ro.train.bn_sync = o.bn_sync;
           ro.step_graphs = o.step_graphs;
           ro.train.init_loss_scale = o.amp ? 65536.f : 1.f;
           ro.train.ranks = ranks;

@@ -24,6 +24,7 @@ struct BenchContext {
   std::string git_commit;
   std::string command_line;
   std::string precision = "fp32";  // "fp32" or "amp" (fp16 storage/compute, fp32 master weights)
+  std::string bn_sync = "batch";   // "batch" (synchronised BN) or "running" (per-rank BN, running stats averaged)
   int schema_version = kReportSchemaVersion;
 };
 

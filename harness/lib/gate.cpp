@@ -156,6 +156,7 @@ void check_comparable(const BenchReport& baseline, const BenchReport& current, b
   if (!counters_only) same(b.device_name, c.device_name, "device_name");
   same(b.build_type, c.build_type, "build type");
   same(b.precision, c.precision, "precision");
+  same(b.bn_sync, c.bn_sync, "BN sync");
   if (problems.empty()) {
     std::set<std::string> nb, nc;
     for (const BenchCase& x : baseline.cases) nb.insert(x.name(b.device_kind));

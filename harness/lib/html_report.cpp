@@ -333,6 +333,7 @@ std::string context_table(const std::vector<LabeledReport>& reports) {
       {"NCCL", [](const BenchContext& x) { return x.nccl_version; }},
       {"build type", [](const BenchContext& x) { return x.build_type; }},
       {"precision", [](const BenchContext& x) { return x.precision; }},
+      {"BN sync", [](const BenchContext& x) { return x.bn_sync; }},
       {"host", [](const BenchContext& x) { return cat(x.host_name, " (", x.num_cpus, " CPUs, ", x.mhz_per_cpu, " MHz)"); }},
       {"date", [](const BenchContext& x) { return x.date; }},
       {"git commit", [](const BenchContext& x) { return x.git_commit; }},

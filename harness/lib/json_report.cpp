@@ -86,6 +86,7 @@ ojson to_json(const BenchReport& r) {
   ctx["git_commit"] = x.git_commit;
   ctx["command_line"] = x.command_line;
   ctx["precision"] = x.precision;
+  ctx["bn_sync"] = x.bn_sync;
 
   ojson benchmarks = ojson::array();
   std::set<std::string> names;
@@ -258,6 +259,8 @@ BenchReport report_from_json(const json& j, const std::string& path) {
   x.git_commit = rd.str(ctx, "git_commit", "context");
   x.command_line = rd.str(ctx, "command_line", "context");
   x.precision = ctx.contains("precision") && ctx["precision"].is_string() ? ctx["precision"].get<std::string>() : "fp32";
+  // Reports from before --bn-sync existed ran synchronised BN.
+  x.bn_sync = ctx.contains("bn_sync") && ctx["bn_sync"].is_string() ? ctx["bn_sync"].get<std::string>() : "batch";
 
   const json& benchmarks = rd.field(j, "benchmarks", "");
   if (!benchmarks.is_array()) rd.fail("", "'benchmarks' is not an array");
