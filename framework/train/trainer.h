@@ -79,7 +79,8 @@ class Trainer {
   BenchStats bench_steps(Variant v, int64_t steps);
 
   // Data parallel: the collective calls of the gradient all-reduce in one
-  // training step of v (DEEP_COMM, FIRST_COMM), in order. Empty without collectives.
+  // training step of v (DEEP_COMM, FIRST_COMM), in order. With
+  // BnSync::Running, FIRST_COMM's last call is the BN statistics average. Empty without collectives.
   struct Message {
     int64_t elems = 0;
     DType dtype = DType::F32;

@@ -13,7 +13,7 @@ void print_allreduce_table(const BenchReport& r, std::FILE* out) {
     const auto& k = c.counters;
     if (!k.count("grad_allreduce_ms_per_step") || !k.count("allreduce_alone_ms_per_step")) continue;
     if (!header) {
-      std::fprintf(out, "gradient all-reduce per step (bus bandwidth = bytes x 2(n-1)/n / time):\n");
+      std::fprintf(out, "gradient all-reduce per step, DEEP_COMM + FIRST_COMM (bus bandwidth = bytes x 2(n-1)/n / time):\n");
       std::fprintf(out, "%-5s %-16s %5s %6s %10s %5s %10s %10s %10s %10s %9s\n", "model", "mode",
                    r.context.device_kind == "cuda" ? "gpus" : "ranks", "batch", "MB", "msgs", "in_step_ms",
                    "in_GB/s", "alone_ms", "alone_GB/s", "in/alone");
