@@ -86,12 +86,7 @@ TEST(GpuDataParallel, ModesStayBitIdenticalOnSeveralGpus) {
         ref = s;
         continue;
       }
-      int differing = 0;
-      for (const auto& [name, v] : ref)
-        if (std::memcmp(v.data(), s.at(name).data(), v.size() * 4) != 0) {
-          ++differing;
-          ADD_FAILURE() << name << " differs between eager and " << mode_name(mode) << (split ? " split" : "");
-        }
+      const int differing = testing::differing_tensors(ref, s, cat("eager vs ", mode_name(mode), split ? " split" : ""));
       std::printf("[ gpu dp ] %d GPUs, BN sync %s, %s%s: %zu state tensors, %d differ from eager\n", gpus,
                   bn_sync_name(sync).c_str(), mode_name(mode).c_str(), split ? " (split steps)" : "", s.size(),
                   differing);

@@ -191,13 +191,8 @@ TEST(GpuTraining, ModesAreBitIdenticalOver100Steps) {
         ref = s;
         continue;
       }
-      int differing = 0;
-      for (const auto& [name, v] : ref)
-        if (std::memcmp(v.data(), s.at(name).data(), v.size() * 4) != 0) {
-          ++differing;
-          ADD_FAILURE() << name << " differs between eager and " << mode_name(mode) << (split ? " split" : "")
-                        << (amp ? " (amp)" : "");
-        }
+      const int differing = testing::differing_tensors(
+          ref, s, cat("eager vs ", mode_name(mode), split ? " split" : "", amp ? " (amp)" : ""));
       std::printf("[ modes ] %s%s %s: %zu state tensors, %d differ from eager\n", mode_name(mode).c_str(),
                   split ? " (split steps)" : "", amp ? "amp" : "fp32", s.size(), differing);
     }

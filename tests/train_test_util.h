@@ -1,7 +1,10 @@
 #pragma once
 // Helpers for tests that train small models on the CPU (and on the GPU).
 #include <array>
+#include <gtest/gtest.h>
+
 #include <cmath>
+#include <cstring>
 #include <utility>
 #include <map>
 #include <string>
@@ -56,6 +59,19 @@ inline std::map<std::string, std::vector<float>> state_of(Trainer& t, int rank =
     }
   }
   return out;
+}
+
+// How many tensors of `got` differ in any bit from `ref`; each one is also a
+// test failure naming it and `what` (e.g. "full-capture split").
+inline int differing_tensors(const std::map<std::string, std::vector<float>>& ref,
+                             const std::map<std::string, std::vector<float>>& got, const std::string& what) {
+  int differing = 0;
+  for (const auto& [name, v] : ref)
+    if (std::memcmp(v.data(), got.at(name).data(), v.size() * sizeof(float)) != 0) {
+      ++differing;
+      ADD_FAILURE() << name << " differs: " << what;
+    }
+  return differing;
 }
 
 // How far a data-parallel run's update is from the one-rank reference:
