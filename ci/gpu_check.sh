@@ -145,9 +145,19 @@ if [[ " $PARTS " == *" scaling "* ]]; then
       --json "$OUT/scaling_mlp.json" || status=1
     "$BIN/tr-bench" report "$OUT/scaling_cnn.json" "$OUT/scaling_cnn_bn_running.json" "$OUT/scaling_mlp.json" \
       -o "$OUT/scaling.html" > /dev/null 2>&1 || status=1
+    # Accuracy on every GPU: the same 10 epochs as the train part's AMP run,
+    # with synchronised and with per-GPU BN.
+    for sync in batch running; do
+      probe ${TR_T_TRAIN:-240} "$OUT/train_cnn_${gpus}gpu_bn_$sync.log" "$BIN/tr-train" --device cuda --model cnn \
+        --amp --epochs 10 --gpus $gpus --bn-sync $sync --data-dir "$DATA" || status=1
+    done
     note "tr-bench weak scaling on $gpus GPUs"
     cat "$OUT/scaling_cnn.log" "$OUT/scaling_cnn_bn_running.log" "$OUT/scaling_mlp.log" | grep -v '^\[tr ' \
       | tee -a "$OUT/summary.txt"
+    for sync in batch running; do
+      note "cnn on Fashion-MNIST on $gpus GPUs, 10 epochs, full capture, AMP, BN sync $sync:"
+      grep -v '^\[tr ' "$OUT/train_cnn_${gpus}gpu_bn_$sync.log" | tee -a "$OUT/summary.txt"
+    done
   fi
 fi
 exit $status
