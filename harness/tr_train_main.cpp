@@ -125,10 +125,12 @@ int run(int argc, char** argv) {
 
   Trainer t(o, data::data_view(train, ntrain), data::data_view(test, nval));
   const auto& pc = t.capture();
-  std::printf("tr-train: model %s%s, %s, mode %s, %s, batch %lld, %d rank(s), %lld steps/epoch\n",
+  std::printf("tr-train: model %s%s, %s, mode %s, %s, batch %lld, %d rank(s)%s, %lld steps/epoch\n",
               model_name(o.model.kind).c_str(), cnn ? cat(" (width ", o.model.width, ")").c_str() : "",
               device.c_str(), mode_name(o.mode).c_str(), o.train.amp ? "amp fp16" : "fp32",
-              static_cast<long long>(o.batch), o.train.ranks, static_cast<long long>(t.steps_per_epoch()));
+              static_cast<long long>(o.batch), o.train.ranks,
+              o.train.ranks > 1 ? cat(", BN sync ", bn_sync_name(o.train.bn_sync)).c_str() : "",
+              static_cast<long long>(t.steps_per_epoch()));
   std::printf("tr-train: %zu nodes, arena %.1f MiB (activations %.1f MiB, %.1f MiB without reuse); atlas %d slots, "
               "%d unique, %d reused; %d captured, %d step graphs, in %.1f ms\n",
               t.model().cg.total_nodes(), t.plans().arena_bytes / 1048576.0, t.plans().activation_pool_bytes / 1048576.0,
