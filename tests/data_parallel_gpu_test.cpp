@@ -133,16 +133,19 @@ TEST(GpuDataParallel, PerGpuBnMatchesTheCpuRanksAfterOneStep) {
 // One GPU with NCCL inside its captured graphs (collectives forced with one
 // rank): gradient buckets, BN statistics and validation metrics go through
 // ncclAllReduce, captured; the result is bit-identical to eager and to a run
-// without collectives (a sum over one rank is the value itself).
+// without collectives (a sum over one rank is the value itself). Per-GPU BN
+// (BnSync::Running) puts NCCL's average of the BN statistics in FIRST_COMM
+// instead: over one rank that too changes nothing.
 TEST(GpuDataParallel, OneRankRunsNcclInsideCapturedGraphs) {
   SKIP_WITHOUT_GPU();
   const auto train = data::make_synthetic(10 * 32 - 8, 28, 28, 1, 10, 59);
   const auto val = data::make_synthetic(64, 28, 28, 1, 10, 60);
-  auto run = [&](ExecMode mode, bool collectives, int* captured_collective) {
+  auto run = [&](ExecMode mode, bool collectives, int* captured_collective, BnSync sync = BnSync::Batch) {
     RunOptions o = small_run(ModelKind::Cnn, OptimizerKind::Lars, mode, 32);
     o.backend = Backend::Cuda;
     o.epochs = 2;
     o.train.force_collectives = collectives;
+    o.train.bn_sync = sync;
     Trainer t(o, view_of(train), view_of(val));
     if (captured_collective) *captured_collective = t.capture().collective;
     EpochStats s;
@@ -154,11 +157,15 @@ TEST(GpuDataParallel, OneRankRunsNcclInsideCapturedGraphs) {
   const auto full = run(ExecMode::FullCapture, true, &collective_graphs);
   const auto eager = run(ExecMode::Eager, true, nullptr);
   const auto plain = run(ExecMode::FullCapture, false, nullptr);
-  std::printf("[ nccl ] one rank: %d captured graphs hold NCCL all-reduces\n", collective_graphs);
+  int running_graphs = 0;
+  const auto running = run(ExecMode::FullCapture, true, &running_graphs, BnSync::Running);
+  std::printf("[ nccl ] one rank: %d captured graphs hold NCCL all-reduces (%d with per-GPU BN)\n",
+              collective_graphs, running_graphs);
   EXPECT_GE(collective_graphs, 3);  // DEEP_FWD_BWD (sync BN), DEEP_COMM, FIRST_COMM, ...
   for (const auto& [name, v] : full) {
     EXPECT_EQ(0, std::memcmp(v.data(), eager.at(name).data(), v.size() * 4)) << name << ": full vs eager";
     EXPECT_EQ(0, std::memcmp(v.data(), plain.at(name).data(), v.size() * 4)) << name << ": with vs without NCCL";
+    EXPECT_EQ(0, std::memcmp(v.data(), running.at(name).data(), v.size() * 4)) << name << ": per-GPU BN";
   }
 }
 
