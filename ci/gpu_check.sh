@@ -145,6 +145,14 @@ if [[ " $PARTS " == *" scaling "* ]]; then
       --json "$OUT/scaling_mlp.json" || status=1
     "$BIN/tr-bench" report "$OUT/scaling_cnn.json" "$OUT/scaling_cnn_bn_running.json" "$OUT/scaling_mlp.json" \
       -o "$OUT/scaling.html" > /dev/null 2>&1 || status=1
+    # PyTorch DDP on the same GPUs and batches per GPU (peers/torch_ddp.py).
+    PY=${TR_TORCH_PYTHON:-/opt/torch/.venv/bin/python}
+    if [ -x "$PY" ] && "$PY" -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+      for bn in sync local; do
+        probe ${TR_T_TORCH:-200} "$OUT/torch_ddp_bn_$bn.log" "$PY" peers/torch_ddp.py --model cnn \
+          --batch-per-gpu 256,1024 --bn $bn --json "$OUT/torch_ddp_bn_$bn.json" || status=1
+      done
+    fi
     # Accuracy on every GPU: the same 10 epochs as the train part's AMP run,
     # with synchronised and with per-GPU BN.
     for sync in batch running; do
@@ -154,6 +162,11 @@ if [[ " $PARTS " == *" scaling "* ]]; then
     note "tr-bench weak scaling on $gpus GPUs"
     cat "$OUT/scaling_cnn.log" "$OUT/scaling_cnn_bn_running.log" "$OUT/scaling_mlp.log" | grep -v '^\[tr ' \
       | tee -a "$OUT/summary.txt"
+    for bn in sync local; do
+      [ -f "$OUT/torch_ddp_bn_$bn.log" ] || continue
+      note "PyTorch DDP, BN $bn"
+      grep -E '^(torch_ddp|model|cnn|mlp) ' "$OUT/torch_ddp_bn_$bn.log" | tee -a "$OUT/summary.txt"
+    done
     for sync in batch running; do
       note "cnn on Fashion-MNIST on $gpus GPUs, 10 epochs, full capture, AMP, BN sync $sync:"
       grep -v '^\[tr ' "$OUT/train_cnn_${gpus}gpu_bn_$sync.log" | tee -a "$OUT/summary.txt"

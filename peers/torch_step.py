@@ -54,11 +54,15 @@ def mlp():
 class Step:
     """One model, optimizer, EMA and metric state; step() runs one training step."""
 
-    def __init__(self, model_name, batch, mode):
+    def __init__(self, model_name, batch, mode, wrap=None):
+        """wrap(net) -> module: applied before the optimizer sees the parameters
+        (torch_ddp.py wraps the net in DistributedDataParallel there)."""
         self.model_name, self.mode = model_name, mode
         dev = torch.device("cuda")
         net = cnn() if model_name == "cnn" else mlp()
         self.net = net.to(dev).to(memory_format=torch.channels_last)
+        if wrap is not None:
+            self.net = wrap(self.net)
         self.logit_scale = 0.125 if model_name == "cnn" else 1.0
         if model_name == "cnn":
             self.opt = torch.optim.SGD(self.net.parameters(), lr=0.1, momentum=0.9, nesterov=True, foreach=True)
@@ -115,12 +119,12 @@ class Step:
             self.correct += (logits.argmax(1) == self.y).sum()
             self.loss_sum += loss.detach()
 
-    def capture(self):
+    def capture(self, warmup_steps=3):
         # PyTorch's recipe: warm up on a side stream, then capture the whole step.
         s = torch.cuda.Stream()
         s.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(s):
-            for i in range(3):
+            for i in range(warmup_steps):
                 self._body(i % 2)
         torch.cuda.current_stream().wait_stream(s)
         self.graphs = []
@@ -138,11 +142,11 @@ class Step:
         self.slot = 1 - self.slot
 
 
-def time_case(model, batch, mode, warmup, iters, reps):
+def time_case(model, batch, mode, warmup, iters, reps, wrap=None, capture_warmup=3):
     torch.manual_seed(0)
-    st = Step(model, batch, mode)
+    st = Step(model, batch, mode, wrap)
     if mode == "full-capture":
-        st.capture()
+        st.capture(capture_warmup)
     for _ in range(warmup):
         st.step()
     torch.cuda.synchronize()
