@@ -157,6 +157,20 @@ inline std::vector<double> fd_gradient(HostTensor& t, const std::function<double
 }
 
 // Builds an OpCall around host tensors and runs an op function on it.
+// Calls an op on TensorRefs (CPU or CUDA: `env` says which).
+inline void call_op(OpFn fn, const std::vector<TensorRef>& in, const std::vector<TensorRef>& out,
+                    const OpAttrs& attrs, const VariantDims& variant, const ExecEnv& env) {
+  OpCall c;
+  c.in = in.data();
+  c.n_in = int(in.size());
+  c.out = out.data();
+  c.n_out = int(out.size());
+  c.attrs = &attrs;
+  c.variant = &variant;
+  c.env = &env;
+  fn(c);
+}
+
 struct OpRunner {
   OpAttrs attrs;
   VariantDims variant;
@@ -183,15 +197,7 @@ struct OpRunner {
   void run_refs(OpFn fn, const std::vector<TensorRef>& in, const std::vector<TensorRef>& out) {
     ExecEnv env;
     env.scalars = &scalars;
-    OpCall c;
-    c.in = in.data();
-    c.n_in = int(in.size());
-    c.out = out.data();
-    c.n_out = int(out.size());
-    c.attrs = &attrs;
-    c.variant = &variant;
-    c.env = &env;
-    fn(c);
+    call_op(fn, in, out, attrs, variant, env);
   }
   std::vector<Shape> shapes(ShapeFn fn, const std::vector<Shape>& in, int n_out) const {
     ShapeCtx c;

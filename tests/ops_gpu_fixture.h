@@ -40,6 +40,7 @@ namespace tr::gpu_test {
 
 using test::HostTensor;
 using test::OpRunner;
+using test::call_op;
 
 constexpr DType F32 = DType::F32;
 constexpr DType F16 = DType::F16;
@@ -195,15 +196,7 @@ class OpsGpu : public ::testing::Test {
     env.scalars = scalars_;
     env.stream = stream_;
     env.gpu = &gh_;
-    OpCall c;
-    c.in = in.data();
-    c.n_in = int(in.size());
-    c.out = out.data();
-    c.n_out = int(out.size());
-    c.attrs = &attrs;
-    c.variant = &variant;
-    c.env = &env;
-    fn(c);
+    call_op(fn, in, out, attrs, variant, env);
   }
 
   // GPU vs CPU within tolerance, and two GPU runs bitwise equal.
