@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "datasets/image_dataset.h"
-#include "framework/train/trainer.h"
+#include "framework/core/data_view.h"
 
 namespace tr::data {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "framework/comm/comm_factory.h"
-#include "framework/runtime/gpu_check_cuda.h"
+#include "framework/core/gpu_check_cuda.h"
 #include "tests/gpu_test_util.h"
 
 namespace tr {

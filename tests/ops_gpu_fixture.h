@@ -32,7 +32,7 @@
 #include "framework/ops/pool.h"
 #include "framework/ops/relu.h"
 #include "framework/ops/softmax_xent.h"
-#include "framework/runtime/gpu_handles.h"
+#include "framework/ops/gpu_handles.h"
 #include "tests/op_test_util.h"
 
 namespace tr::gpu_test {
@@ -130,6 +130,7 @@ class OpsGpu : public ::testing::Test {
     gh_.workspace_bytes = kWorkspaceBytes;
     gh_.conv_plans = plans_.get();
     gh_.deterministic = true;
+    gh_.sm_count = query_sm_count(0);
   }
   void TearDown() override {
     plans_.reset();

@@ -13,6 +13,7 @@
 
 #include "framework/core/half.h"
 #include "framework/ops/amp_ops.h"
+#include "framework/ops/gpu_handles.h"
 #include "framework/ops/optimizers.h"
 #include "framework/ops/region_ops.h"
 
@@ -139,6 +140,8 @@ class RangeOpsGpu : public ::testing::Test {
     CUDA_OK(cudaMalloc(&d_scalars_, sizeof(TrainScalars)));
     env_.scalars = d_scalars_;
     env_.stream = stream_;
+    gh_.sm_count = query_sm_count(0);
+    env_.gpu = &gh_;
     host_env_.scalars = &host_scalars_;
   }
   void TearDown() override {
@@ -169,6 +172,7 @@ class RangeOpsGpu : public ::testing::Test {
 
   cudaStream_t stream_ = nullptr;
   TrainScalars* d_scalars_ = nullptr;
+  GpuHandles gh_;  // only the SM count: range ops use no library
   ExecEnv env_;
   TrainScalars host_scalars_;
   ExecEnv host_env_;

@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "framework/comm/communicator.h"
-#include "framework/runtime/device_context.h"
+#include "framework/core/backend.h"
 
 namespace tr {
 

@@ -9,7 +9,7 @@
 
 #include "framework/comm/comm_factory.h"
 #include "framework/core/log.h"
-#include "framework/runtime/gpu_check_cuda.h"
+#include "framework/core/gpu_check_cuda.h"
 
 namespace tr {
 namespace {

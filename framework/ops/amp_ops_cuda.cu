@@ -140,7 +140,7 @@ void cast_cuda(const RangeCall& c) {
   }
   range::check_aligned16(src.data, "Cast");
   range::check_aligned16(dst.data, "Cast");
-  const int grid = range::grid_for_tiles(range::tiles_of(n));
+  const int grid = range::grid_for_tiles(c, range::tiles_of(n));
   if (src.dtype == DType::F32 && dst.dtype == DType::F16) {
     cast_f32_to_f16_kernel<<<grid, range::kThreads, 0, stream>>>(
         static_cast<const float*>(src.data), static_cast<uint16_t*>(dst.data), n);
@@ -165,7 +165,7 @@ void check_finite_cuda(const RangeCall& c) {
   for (int k = 0; k < c.n_ops;) {
     k += range::fill_operand_table(c.ops, k, c.n_ops, t, "CheckFinite");
     if (t.n == 0) continue;
-    check_finite_kernel<<<range::grid_for_tiles(t.tiles), range::kThreads, 0, stream>>>(t, &s->found_inf);
+    check_finite_kernel<<<range::grid_for_tiles(c, t.tiles), range::kThreads, 0, stream>>>(t, &s->found_inf);
     TR_LAUNCH_CHECK();
   }
 }
@@ -178,7 +178,7 @@ void unscale_grads_cuda(const RangeCall& c) {
   for (int k = 0; k < c.n_ops;) {
     k += range::fill_operand_table(c.ops, k, c.n_ops, t, "UnscaleGrads");
     if (t.n == 0) continue;
-    unscale_kernel<<<range::grid_for_tiles(t.tiles), range::kThreads, 0, stream>>>(t, s);
+    unscale_kernel<<<range::grid_for_tiles(c, t.tiles), range::kThreads, 0, stream>>>(t, s);
     TR_LAUNCH_CHECK();
   }
 }

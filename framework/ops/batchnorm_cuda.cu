@@ -280,7 +280,7 @@ void bn_stats_cuda(const OpCall& c) {
     using T = decltype(tag);
     const int vec = pick_vec<T>(rc.c, {x.data});
     const ChannelGrid g =
-        channel_grid(rc.rows, rc.c, vec, sm_count(gh.device), kReduceBlocksPerSm, kMinRowsPerThread);
+        channel_grid(rc.rows, rc.c, vec, sm_count(gh), kReduceBlocksPerSm, kMinRowsPerThread);
     SumOut<float, 2> out;
     out.partial = static_cast<float*>(workspace(gh, sum_partial_bytes<2>(g, rc.c), op));
     out.f32 = sums.as<float>();
@@ -320,7 +320,7 @@ void bn_relu_apply_cuda(const OpCall& c) {
   dispatch_float(x.dtype, op, [&](auto tag) {
     using T = decltype(tag);
     const int vec = pick_vec<T>(rc.c, {x.data, y.data});
-    const ChannelGrid g = channel_grid(rc.rows, rc.c, vec, sm_count(gh.device), kApplyBlocksPerSm, kMinRowsPerThread);
+    const ChannelGrid g = channel_grid(rc.rows, rc.c, vec, sm_count(gh), kApplyBlocksPerSm, kMinRowsPerThread);
     auto launch = [&](auto vtag) {
       constexpr int V = decltype(vtag)::value;
       bn_relu_apply_kernel<T, V><<<g.grid, g.block, 0, s>>>(x.as<T>(), sums.as<float>(), gamma.as<T>(),
@@ -361,7 +361,7 @@ void bn_relu_bwd_reduce_cuda(const OpCall& c) {
     using T = decltype(tag);
     const int vec = pick_vec<T>(rc.c, {dy.data, y.data, x.data});
     const ChannelGrid g =
-        channel_grid(rc.rows, rc.c, vec, sm_count(gh.device), kReduceBlocksPerSm, kMinRowsPerThread);
+        channel_grid(rc.rows, rc.c, vec, sm_count(gh), kReduceBlocksPerSm, kMinRowsPerThread);
     SumOut<T, 2> out;
     out.partial = static_cast<float*>(workspace(gh, sum_partial_bytes<2>(g, rc.c), op));
     out.f32 = dsums.as<float>();
@@ -405,7 +405,7 @@ void bn_relu_bwd_apply_cuda(const OpCall& c) {
   dispatch_float(x.dtype, op, [&](auto tag) {
     using T = decltype(tag);
     const int vec = pick_vec<T>(rc.c, {dy.data, y.data, x.data, dx.data});
-    const ChannelGrid g = channel_grid(rc.rows, rc.c, vec, sm_count(gh.device), kApplyBlocksPerSm, kMinRowsPerThread);
+    const ChannelGrid g = channel_grid(rc.rows, rc.c, vec, sm_count(gh), kApplyBlocksPerSm, kMinRowsPerThread);
     auto launch = [&](auto vtag) {
       constexpr int V = decltype(vtag)::value;
       bn_relu_bwd_apply_kernel<T, V><<<g.grid, g.block, 0, s>>>(
@@ -433,7 +433,7 @@ void bn_relu_infer_cuda(const OpCall& c) {
   dispatch_float(x.dtype, op, [&](auto tag) {
     using T = decltype(tag);
     const int vec = pick_vec<T>(rc.c, {x.data, y.data});
-    const ChannelGrid g = channel_grid(rc.rows, rc.c, vec, sm_count(gh.device), kApplyBlocksPerSm, kMinRowsPerThread);
+    const ChannelGrid g = channel_grid(rc.rows, rc.c, vec, sm_count(gh), kApplyBlocksPerSm, kMinRowsPerThread);
     auto launch = [&](auto vtag) {
       constexpr int V = decltype(vtag)::value;
       bn_relu_infer_kernel<T, V><<<g.grid, g.block, 0, s>>>(x.as<T>(), affine.as<float>(), y.as<T>(), rc.rows,

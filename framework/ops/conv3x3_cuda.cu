@@ -231,7 +231,7 @@ __global__ void conv_small_bwd_filter_kernel(const T* __restrict__ x, const T* _
 
 template <typename T, int C>
 void launch_small_c(const ConvKey& key, const OpCall& c, const GpuHandles& gh, void* ws, cudaStream_t s) {
-  const int sms = sm_count(gh.device);
+  const int sms = sm_count(gh);
   const int N = int(key.n), H = int(key.h), W = int(key.w), K = int(key.k);
   if (key.dir == ConvDir::Fwd) {
     const size_t smem = size_t(K) * 9 * C * sizeof(float);

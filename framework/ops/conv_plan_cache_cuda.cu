@@ -4,8 +4,8 @@
 #include <climits>
 
 #include "framework/ops/cuda_kernel_util_cuda.h"
-#include "framework/runtime/gpu_check_cuda.h"
-#include "framework/runtime/gpu_handles.h"
+#include "framework/core/gpu_check_cuda.h"
+#include "framework/ops/gpu_handles.h"
 
 namespace tr {
 
@@ -153,7 +153,7 @@ const ConvPlan& ConvPlanCache::prepare(const GpuHandles& g, const ConvKey& key) 
   p->key = key;
   if (uses_small_c_kernel(key)) {  // Note [small-C convolutions]
     p->impl = ConvImpl::SmallC;
-    p->workspace_bytes = small_c_conv_workspace_bytes(key, cuda::sm_count(g.device));
+    p->workspace_bytes = small_c_conv_workspace_bytes(key, cuda::sm_count(g));
     const ConvPlan& ref = *p;
     plans_.emplace(key, std::move(p));
     return ref;

@@ -20,8 +20,8 @@
 
 #include "framework/core/error.h"
 #include "framework/ops/op_call.h"
-#include "framework/runtime/gpu_check_cuda.h"
-#include "framework/runtime/gpu_handles.h"
+#include "framework/core/gpu_check_cuda.h"
+#include "framework/ops/gpu_handles.h"
 
 namespace tr::cuda {
 
@@ -122,18 +122,12 @@ inline RowsC rows_c(const TensorRef& t, const char* op) {
   return {t.shape.numel() / c, c};
 }
 
-// ---- device properties, read once per device ----
-inline int sm_count(int device) {
-  static std::mutex mu;
-  static std::array<int, 64> cache{};
-  TR_CHECK(device >= 0 && device < 64, "device ordinal ", device, " out of range");
-  std::lock_guard<std::mutex> lock(mu);
-  if (cache[device] == 0) {
-    int n = 0;
-    TR_GPU_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device));
-    cache[device] = n > 0 ? n : 1;
-  }
-  return cache[device];
+// ---- device properties ----
+// Asked of the driver once, when a rank's GpuHandles are made
+// (query_sm_count); kernels read that copy.
+inline int sm_count(const GpuHandles& g) {
+  TR_CHECK(g.sm_count > 0, "GpuHandles of device ", g.device, " carry no SM count");
+  return g.sm_count;
 }
 
 // ---- scratch: the arena's workspace; launchers never allocate (they may be captured) ----

@@ -119,7 +119,7 @@ template <typename T>
 void launch_col_sum(const GpuHandles& gh, const T* dy, T* db, int64_t N, int64_t M, cudaStream_t s,
                     const char* op) {
   const int vec = vec_ok<T>(M, {dy}) ? kVec16<T> : 1;
-  const ChannelGrid g = channel_grid(N, M, vec, sm_count(gh.device), 4, 4);
+  const ChannelGrid g = channel_grid(N, M, vec, sm_count(gh), 4, 4);
   SumOut<T, 1> out;
   out.partial = static_cast<float*>(workspace(gh, sum_partial_bytes<1>(g, M), op));
   out.t[0] = db;
@@ -166,7 +166,7 @@ void fc_fwd_cuda(const OpCall& c) {
            y.data, d.m);
       return;
     }
-    const int sms = sm_count(gh.device);
+    const int sms = sm_count(gh);
     if constexpr (std::is_same_v<T, float>) {
       gemm(gh, s, x.dtype, x.dtype, CUBLAS_OP_T, CUBLAS_OP_N, d.m, d.n, d.k, a.scale, w.data, d.k, x.data, d.k, 0.f,
            y.data, d.m);

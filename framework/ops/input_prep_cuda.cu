@@ -72,7 +72,7 @@ void input_prep_cuda(const OpCall& c) {
     using T = decltype(tag);
     const int64_t total = N * h * w * im[3];
     int64_t blocks = ceil_div(total, kThreads);
-    const int64_t cap = int64_t(sm_count(gh.device)) * 8;
+    const int64_t cap = int64_t(sm_count(gh)) * 8;
     if (blocks > cap) blocks = cap;
     input_prep_kernel<T><<<unsigned(blocks), kThreads, 0, stream_of(c)>>>(
         images.as<uint8_t>(), labels_src.as<int32_t>(), x.as<T>(), labels.as<int32_t>(), N, im[1], im[2], h, w,

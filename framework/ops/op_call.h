@@ -7,7 +7,7 @@
 #include "framework/core/dtype.h"
 #include "framework/core/shape.h"
 #include "framework/core/variant_dims.h"
-#include "framework/train/train_scalars.h"
+#include "framework/ops/train_scalars.h"
 
 namespace tr {
 

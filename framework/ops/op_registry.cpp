@@ -1,6 +1,6 @@
 #include "framework/ops/op_registry.h"
 
-#include "framework/comm/allreduce_op.h"
+#include "framework/ops/allreduce_op.h"
 #include "framework/core/error.h"
 #include "framework/ops/amp_ops.h"
 #include "framework/ops/batchnorm.h"

@@ -228,7 +228,7 @@ void sgd_nesterov_cuda(const RangeCall& c) {
   for (int k = 0; k < P.n_segs;) {
     k += range::fill_seg_table(P.segs, k, P.n_segs, t, "SgdNesterov");
     if (t.n == 0) continue;
-    sgd_nesterov_kernel<<<range::grid_for_tiles(t.tiles), range::kThreads, 0, stream>>>(
+    sgd_nesterov_kernel<<<range::grid_for_tiles(c, t.tiles), range::kThreads, 0, stream>>>(
         t, f32(P), f32(c.ops[1]), f32(c.ops[2]), s, a.momentum, a.weight_decay);
     TR_LAUNCH_CHECK();
   }
@@ -243,7 +243,7 @@ void adamw_cuda(const RangeCall& c) {
   for (int k = 0; k < P.n_segs;) {
     k += range::fill_seg_table(P.segs, k, P.n_segs, t, "AdamW");
     if (t.n == 0) continue;
-    adamw_kernel<<<range::grid_for_tiles(t.tiles), range::kThreads, 0, stream>>>(
+    adamw_kernel<<<range::grid_for_tiles(c, t.tiles), range::kThreads, 0, stream>>>(
         t, f32(P), f32(c.ops[1]), f32(c.ops[2]), f32(c.ops[3]), s, a.weight_decay, a.beta1, a.beta2,
         a.adam_eps);
     TR_LAUNCH_CHECK();

@@ -184,7 +184,7 @@ void maxpool2_fwd_cuda(const OpCall& c) {
       constexpr int V = decltype(vt)::value;
       const int64_t work = d.n * (d.h / 2) * (d.w / 2) * (d.c / V);
       if (work == 0) return;
-      maxpool2_fwd_kernel<T, V><<<grid_for(work, sm_count(gh.device)), kThreads, 0, stream_of(c)>>>(
+      maxpool2_fwd_kernel<T, V><<<grid_for(work, sm_count(gh)), kThreads, 0, stream_of(c)>>>(
           x.as<T>(), y.as<T>(), d.n, d.h, d.w, d.c);
       TR_LAUNCH_CHECK();
     });
@@ -209,7 +209,7 @@ void maxpool2_bwd_cuda(const OpCall& c) {
       constexpr int V = decltype(vt)::value;
       const int64_t work = d.n * ((d.h + 1) / 2) * ((d.w + 1) / 2) * (d.c / V);
       if (work == 0) return;
-      maxpool2_bwd_kernel<T, V><<<grid_for(work, sm_count(gh.device)), kThreads, 0, stream_of(c)>>>(
+      maxpool2_bwd_kernel<T, V><<<grid_for(work, sm_count(gh)), kThreads, 0, stream_of(c)>>>(
           dy.as<T>(), x.as<T>(), y.as<T>(), dx.as<T>(), d.n, d.h, d.w, d.c);
       TR_LAUNCH_CHECK();
     });
@@ -231,7 +231,7 @@ void global_maxpool_fwd_cuda(const OpCall& c) {
       constexpr int V = decltype(vt)::value;
       const int64_t work = d.n * (d.c / V);
       if (work == 0) return;
-      global_maxpool_fwd_kernel<T, V><<<grid_for(work, sm_count(gh.device)), kThreads, 0, stream_of(c)>>>(
+      global_maxpool_fwd_kernel<T, V><<<grid_for(work, sm_count(gh)), kThreads, 0, stream_of(c)>>>(
           x.as<T>(), y.as<T>(), d.n, d.h * d.w, d.c);
       TR_LAUNCH_CHECK();
     });
@@ -256,7 +256,7 @@ void global_maxpool_bwd_cuda(const OpCall& c) {
       constexpr int V = decltype(vt)::value;
       const int64_t work = d.n * (d.c / V);
       if (work == 0) return;
-      global_maxpool_bwd_kernel<T, V><<<grid_for(work, sm_count(gh.device)), kThreads, 0, stream_of(c)>>>(
+      global_maxpool_bwd_kernel<T, V><<<grid_for(work, sm_count(gh)), kThreads, 0, stream_of(c)>>>(
           dy.as<T>(), x.as<T>(), y.as<T>(), dx.as<T>(), d.n, d.h * d.w, d.c);
       TR_LAUNCH_CHECK();
     });

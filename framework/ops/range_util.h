@@ -20,7 +20,7 @@
 
 #include "framework/core/error.h"
 #include "framework/ops/op_call.h"
-#include "framework/train/train_scalars.h"
+#include "framework/ops/train_scalars.h"
 
 #if defined(__CUDACC__)
 #define TR_RANGE_HD __host__ __device__ __forceinline__

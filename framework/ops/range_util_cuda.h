@@ -17,7 +17,8 @@
 #include <cstdint>
 
 #include "framework/ops/range_util.h"
-#include "framework/runtime/gpu_check_cuda.h"
+#include "framework/core/gpu_check_cuda.h"
+#include "framework/ops/cuda_kernel_util_cuda.h"
 
 namespace tr::range {
 
@@ -31,28 +32,15 @@ inline cudaStream_t stream_of(const RangeCall& c) {
   return static_cast<cudaStream_t>(c.env->stream);
 }
 
-// SM count of the current device, queried once per device (a hardware
-// property, so caching it process-wide is safe across rank threads).
-inline int sm_count() {
-  int dev = 0;
-  TR_GPU_CHECK(cudaGetDevice(&dev));
-  static std::array<std::atomic<int>, 64> cache{};
-  if (dev < 0 || dev >= int(cache.size())) {
-    int n = 0;
-    TR_GPU_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
-    return n;
-  }
-  int n = cache[dev].load(std::memory_order_relaxed);
-  if (n == 0) {
-    TR_GPU_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
-    cache[dev].store(n, std::memory_order_relaxed);
-  }
-  return n;
+// SM count of the rank's device, from its GpuHandles (ExecEnv::gpu).
+inline int sm_count(const RangeCall& c) {
+  TR_CHECK(c.env != nullptr && c.env->gpu != nullptr, "RANGE op: no GPU handles in the ExecEnv");
+  return cuda::sm_count(*static_cast<const GpuHandles*>(c.env->gpu));
 }
 
 // Blocks for a grid-stride loop over `tiles` tiles: enough to fill the GPU, no more.
-inline int grid_for_tiles(int64_t tiles) {
-  const int64_t cap = int64_t(sm_count()) * kBlocksPerSm;
+inline int grid_for_tiles(const RangeCall& c, int64_t tiles) {
+  const int64_t cap = int64_t(sm_count(c)) * kBlocksPerSm;
   return int(std::max<int64_t>(1, std::min(tiles, cap)));
 }
 

@@ -50,7 +50,7 @@ void launch_binary(const RangeCall& c, const char* name, Op op, const int32_t* s
   if (dst.elems == 0) return;
   range::check_aligned16(dst.data, name);
   range::check_aligned16(src.data, name);
-  const int grid = range::grid_for_tiles(range::tiles_of(dst.elems));
+  const int grid = range::grid_for_tiles(c, range::tiles_of(dst.elems));
   binary_f32_kernel<<<grid, range::kThreads, 0, range::stream_of(c)>>>(
       static_cast<float*>(dst.data), static_cast<const float*>(src.data), dst.elems, op, skip_flag);
   TR_LAUNCH_CHECK();

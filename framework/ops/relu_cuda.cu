@@ -76,10 +76,10 @@ void relu_fwd_cuda(const OpCall& c) {
     using T = decltype(tag);
     constexpr int V = kVec16<T>;
     if (all_aligned16({x.data, y.data})) {
-      relu_fwd_kernel<T, V><<<grid_for(ceil_div(n, V), sm_count(gh.device)), kThreads, 0, stream_of(c)>>>(
+      relu_fwd_kernel<T, V><<<grid_for(ceil_div(n, V), sm_count(gh)), kThreads, 0, stream_of(c)>>>(
           x.as<T>(), y.as<T>(), n);
     } else {
-      relu_fwd_kernel<T, 1><<<grid_for(n, sm_count(gh.device)), kThreads, 0, stream_of(c)>>>(x.as<T>(), y.as<T>(), n);
+      relu_fwd_kernel<T, 1><<<grid_for(n, sm_count(gh)), kThreads, 0, stream_of(c)>>>(x.as<T>(), y.as<T>(), n);
     }
     TR_LAUNCH_CHECK();
   });
@@ -100,10 +100,10 @@ void relu_bwd_cuda(const OpCall& c) {
     using T = decltype(tag);
     constexpr int V = kVec16<T>;
     if (all_aligned16({dy.data, y.data, dx.data})) {
-      relu_bwd_kernel<T, V><<<grid_for(ceil_div(n, V), sm_count(gh.device)), kThreads, 0, stream_of(c)>>>(
+      relu_bwd_kernel<T, V><<<grid_for(ceil_div(n, V), sm_count(gh)), kThreads, 0, stream_of(c)>>>(
           dy.as<T>(), y.as<T>(), dx.as<T>(), n);
     } else {
-      relu_bwd_kernel<T, 1><<<grid_for(n, sm_count(gh.device)), kThreads, 0, stream_of(c)>>>(dy.as<T>(), y.as<T>(),
+      relu_bwd_kernel<T, 1><<<grid_for(n, sm_count(gh)), kThreads, 0, stream_of(c)>>>(dy.as<T>(), y.as<T>(),
                                                                                          dx.as<T>(), n);
     }
     TR_LAUNCH_CHECK();

@@ -6,7 +6,7 @@
 #include <cuda_runtime.h>
 
 #include "framework/runtime/captured_graph.h"
-#include "framework/runtime/gpu_check_cuda.h"
+#include "framework/core/gpu_check_cuda.h"
 
 namespace tr {
 

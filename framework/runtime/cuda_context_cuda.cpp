@@ -5,7 +5,7 @@
 
 #include "framework/graph/shape_inference.h"
 #include "framework/runtime/context_factory.h"
-#include "framework/runtime/gpu_check_cuda.h"
+#include "framework/core/gpu_check_cuda.h"
 
 namespace tr {
 
@@ -41,6 +41,7 @@ CudaContext::CudaContext(int rank, int ranks, int device, bool deterministic, Co
     h.cublaslt = cublaslt_[i];
     h.conv_plans = &conv_plans_;
     h.deterministic = deterministic;
+    h.sm_count = query_sm_count(device);
   }
 }
 

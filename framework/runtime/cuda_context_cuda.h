@@ -16,7 +16,7 @@
 
 #include "framework/ops/conv_plan_cache_cuda.h"
 #include "framework/runtime/device_context.h"
-#include "framework/runtime/gpu_handles.h"
+#include "framework/ops/gpu_handles.h"
 
 namespace tr {
 

@@ -7,15 +7,14 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "framework/core/backend.h"
 #include "framework/graph/graph_id.h"
 #include "framework/graph/model_builder.h"
 #include "framework/graph/variant.h"
 #include "framework/ops/op_call.h"
-#include "framework/train/train_scalars.h"
+#include "framework/ops/train_scalars.h"
 
 namespace tr {
-
-enum class Backend { Cpu, Cuda };
 
 struct ContextSpec {
   int rank = 0;

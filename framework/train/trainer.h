@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "framework/comm/communicator.h"
+#include "framework/core/data_view.h"
 #include "framework/core/launch_tally.h"
 #include "framework/graph/model_builder.h"
 #include "framework/runtime/device_context.h"
@@ -18,14 +19,6 @@
 #include "framework/train/lr_schedule.h"
 
 namespace tr {
-
-// A labelled image set in host memory (NHWC u8), owned by the caller.
-struct DataView {
-  const uint8_t* images = nullptr;
-  const int32_t* labels = nullptr;
-  int64_t count = 0;
-  int height = 0, width = 0, channels = 0;
-};
 
 struct RunOptions {
   ModelConfig model;

@@ -1,6 +1,6 @@
 #include <cuda_profiler_api.h>
 
-#include "framework/runtime/gpu_check_cuda.h"
+#include "framework/core/gpu_check_cuda.h"
 #include "harness/lib/profiler_range.h"
 
 namespace tr::bench {

@@ -33,7 +33,7 @@
 #include "framework/ops/pool.h"
 #include "framework/ops/relu.h"
 #include "framework/ops/softmax_xent.h"
-#include "framework/runtime/gpu_handles.h"
+#include "framework/ops/gpu_handles.h"
 
 namespace tr {
 namespace {
@@ -73,6 +73,7 @@ class BenchGpu {
     gh.workspace_bytes = kWorkspaceBytes;
     gh.conv_plans = plans.get();
     gh.deterministic = true;
+    gh.sm_count = query_sm_count(0);
     cudaEventCreate(&ev0);
     cudaEventCreate(&ev1);
   }

@@ -1,4 +1,4 @@
-#include "framework/comm/allreduce_op.h"
+#include "framework/ops/allreduce_op.h"
 
 #include "framework/comm/communicator.h"
 #include "framework/core/error.h"

@@ -1,6 +1,6 @@
 #pragma once
 // Library handles and scratch a CUDA kernel launcher may use, owned by the
-// rank's DeviceContext (framework/runtime/device_context_cuda.*) and passed to
+// rank's DeviceContext (framework/runtime/cuda_context_cuda.*) and passed to
 // kernels as ExecEnv::gpu. Opaque pointers keep this header free of CUDA includes.
 #include <cstddef>
 
@@ -17,6 +17,10 @@ struct GpuHandles {
   size_t workspace_bytes = 0;
   ConvPlanCache* conv_plans = nullptr;  // algorithms chosen once per shape (warm-up), looked up at launch
   bool deterministic = true;    // choose deterministic algorithms only
+  int sm_count = 0;             // streaming multiprocessors of `device`, read once when the handles are made
 };
+
+// The device's SM count, asked of the driver (CUDA builds only: gpu_handles_cuda.cpp).
+int query_sm_count(int device);
 
 }  // namespace tr

@@ -1,0 +1,27 @@
+# Fails when a file of folder DIR includes a project header from a folder not in
+# ALLOWED (Note [layers] in CMakeLists.txt). Run at build time by tr_layer():
+#   cmake -DROOT=<source dir> -DDIR=framework/ops -DALLOWED="framework/ops;framework/core" -DSTAMP=<file> -P check_includes.cmake
+file(GLOB_RECURSE files "${ROOT}/${DIR}/*.h" "${ROOT}/${DIR}/*.cpp" "${ROOT}/${DIR}/*.cu" "${ROOT}/${DIR}/*.cuh")
+set(bad "")
+foreach(f IN LISTS files)
+  # Files of a deeper folder that is a layer of its own (harness/lib under harness) are checked there.
+  file(RELATIVE_PATH rel "${ROOT}" "${f}")
+  get_filename_component(owner "${rel}" DIRECTORY)
+  if(NOT owner STREQUAL DIR)
+    continue()
+  endif()
+  file(STRINGS "${f}" lines REGEX "^[ \t]*#[ \t]*include[ \t]+\"")
+  foreach(line IN LISTS lines)
+    string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]+\"([^\"]+)\".*" "\\1" inc "${line}")
+    if(inc MATCHES "^(framework/[a-z_]+|datasets|harness/lib|harness|tests)/")
+      list(FIND ALLOWED "${CMAKE_MATCH_1}" at)
+      if(at EQUAL -1)
+        string(APPEND bad "\n  ${rel}: #include \"${inc}\" (${DIR} may include only: ${ALLOWED})")
+      endif()
+    endif()
+  endforeach()
+endforeach()
+if(bad)
+  message(FATAL_ERROR "includes against the layer order (Note [layers] in CMakeLists.txt):${bad}")
+endif()
+file(WRITE "${STAMP}" "ok\n")
