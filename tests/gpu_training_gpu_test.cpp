@@ -323,7 +323,7 @@ TEST(GpuRuntime, FailedCaptureLeavesNothingBehind) {
     if (nodes.size() == 3) break;
   }
   Node bad = cg.nodes(GraphId::DEEP_FWD_BWD).front();  // l2 conv forward, fed a shape nobody prepared
-  ASSERT_EQ(bad.op, OpKind::Conv3x3Fwd);
+  ASSERT_EQ(bad.op, OpKind::ConvFwd);
   PlanSet odd = t.plans();
   MemoryPlan& p = odd.plans[size_t(vidx(Variant::TrainBase))];
   p.shapes[size_t(bad.in[0])][0] = 7;  // batch 7: not prepared

@@ -44,50 +44,50 @@ const ConvShape kConvShapes[] = {{4, 8, 8, 16, 32}, {3, 7, 5, 1, 32}, {2, 6, 9, 
 
 double conv_tol(DType t) { return t == F16 ? 1e-3 : 1e-4; }
 
-TEST_F(OpsGpu, Conv3x3FwdMatchesCpu) {
+TEST_F(OpsGpu, ConvFwdMatchesCpu) {
   Rng rng(2);
   for (DType t : {F32, F16})
     for (const ConvShape& s : kConvShapes) {
       Case k;
-      k.name = cat(tname("Conv3x3Fwd", t), " x", s.n, "x", s.h, "x", s.w, "x", s.c, " K=", s.k);
+      k.name = cat(tname("ConvFwd", t), " x", s.n, "x", s.h, "x", s.w, "x", s.c, " K=", s.k);
       k.in = {rnd(t, {s.n, s.h, s.w, s.c}, rng), rnd(t, {s.k, 3, 3, s.c}, rng, -0.3, 0.3)};
       k.out = {HostTensor(t, {s.n, s.h, s.w, s.k})};
       k.tol = {conv_tol(t)};
-      prepare_conv(OpKind::Conv3x3Fwd, k);
-      check(conv3x3_fwd_cpu, conv3x3_fwd_cuda, k);
+      prepare_conv(OpKind::ConvFwd, k);
+      check(conv_fwd_cpu, conv_fwd_cuda, k);
     }
 }
 
-TEST_F(OpsGpu, Conv3x3BwdDataMatchesCpu) {
+TEST_F(OpsGpu, ConvBwdDataMatchesCpu) {
   Rng rng(3);
   for (DType t : {F32, F16})
     for (const ConvShape& s : kConvShapes) {
       Case k;
-      k.name = cat(tname("Conv3x3BwdData", t), " x", s.n, "x", s.h, "x", s.w, "x", s.c, " K=", s.k);
+      k.name = cat(tname("ConvBwdData", t), " x", s.n, "x", s.h, "x", s.w, "x", s.c, " K=", s.k);
       k.in = {rnd(t, {s.n, s.h, s.w, s.k}, rng), rnd(t, {s.k, 3, 3, s.c}, rng, -0.3, 0.3)};
       k.out = {HostTensor(t, {s.n, s.h, s.w, s.c})};
       k.tol = {conv_tol(t)};
-      prepare_conv(OpKind::Conv3x3BwdData, k);
-      check(conv3x3_bwd_data_cpu, conv3x3_bwd_data_cuda, k);
+      prepare_conv(OpKind::ConvBwdData, k);
+      check(conv_bwd_data_cpu, conv_bwd_data_cuda, k);
     }
 }
 
-TEST_F(OpsGpu, Conv3x3BwdFilterMatchesCpu) {
+TEST_F(OpsGpu, ConvBwdFilterMatchesCpu) {
   Rng rng(4);
   for (DType t : {F32, F16})
     for (const ConvShape& s : kConvShapes) {
       Case k;
-      k.name = cat(tname("Conv3x3BwdFilter", t), " x", s.n, "x", s.h, "x", s.w, "x", s.c, " K=", s.k);
+      k.name = cat(tname("ConvBwdFilter", t), " x", s.n, "x", s.h, "x", s.w, "x", s.c, " K=", s.k);
       k.in = {rnd(t, {s.n, s.h, s.w, s.c}, rng), rnd(t, {s.n, s.h, s.w, s.k}, rng, -0.3, 0.3)};
       k.out = {HostTensor(t, {s.k, 3, 3, s.c})};
       k.tol = {conv_tol(t)};
-      prepare_conv(OpKind::Conv3x3BwdFilter, k);
-      check(conv3x3_bwd_filter_cpu, conv3x3_bwd_filter_cuda, k);
+      prepare_conv(OpKind::ConvBwdFilter, k);
+      check(conv_bwd_filter_cpu, conv_bwd_filter_cuda, k);
     }
 }
 
 TEST_F(OpsGpu, ConvPlanCacheLookupNeedsPrepare) {
-  const ConvKey key = conv_key(OpKind::Conv3x3Fwd, Shape{2, 8, 8, 16}, Shape{32, 3, 3, 16}, F16);
+  const ConvKey key = conv_key(OpKind::ConvFwd, Shape{2, 8, 8, 16}, Shape{32, 3, 3, 16}, F16);
   EXPECT_FALSE(plans_->contains(key));
   EXPECT_THROW(plans_->lookup(key), Error);
   EXPECT_EQ(plans_->max_workspace_bytes(), 0u);
@@ -103,7 +103,7 @@ TEST_F(OpsGpu, ConvPlanCacheLookupNeedsPrepare) {
   k.in = {rnd(F32, {2, 8, 8, 16}, rng), rnd(F32, {32, 3, 3, 16}, rng)};
   k.out = {HostTensor(F32, {2, 8, 8, 32})};
   DevTensor x(k.in[0]), w(k.in[1]), y(k.out[0]);
-  EXPECT_THROW(call(conv3x3_fwd_cuda, {x.ref(), w.ref()}, {y.ref()}, k.attrs, k.variant), Error);
+  EXPECT_THROW(call(conv_fwd_cuda, {x.ref(), w.ref()}, {y.ref()}, k.attrs, k.variant), Error);
 }
 
 TEST_F(OpsGpu, ConvPlanCacheBenchmarkModeAlsoMatches) {
@@ -114,12 +114,12 @@ TEST_F(OpsGpu, ConvPlanCacheBenchmarkModeAlsoMatches) {
   Rng rng(6);
   for (DType t : {F32, F16}) {
     Case k;
-    k.name = tname("Conv3x3Fwd(find)", t);
+    k.name = tname("ConvFwd(find)", t);
     k.in = {rnd(t, {8, 14, 14, 32}, rng), rnd(t, {64, 3, 3, 32}, rng, -0.3, 0.3)};
     k.out = {HostTensor(t, {8, 14, 14, 64})};
     k.tol = {conv_tol(t)};
-    prepare_conv(OpKind::Conv3x3Fwd, k);
-    check(conv3x3_fwd_cpu, conv3x3_fwd_cuda, k);
+    prepare_conv(OpKind::ConvFwd, k);
+    check(conv_fwd_cpu, conv_fwd_cuda, k);
   }
 }
 

@@ -75,7 +75,7 @@ TEST(OpsCpuConv, ForwardMatchesNaive) {
     HostTensor w = random_tensor(t, {d.K, 3, 3, d.C}, rng);
     HostTensor y(t, {d.N, d.H, d.W, d.K});
     OpRunner run;
-    run.run(conv3x3_fwd_cpu, {&x, &w}, {&y});
+    run.run(conv_fwd_cpu, {&x, &w}, {&y});
     EXPECT_LT(max_rel_err(y.values(), naive_conv_fwd(x.values(), w.values(), d)), t == F64 ? 1e-13 : 1e-6)
         << dtype_name(t);
   }
@@ -89,9 +89,9 @@ TEST(OpsCpuConv, BwdDataMatchesFiniteDifferences) {
   HostTensor r = random_tensor(F64, {d.N, d.H, d.W, d.K}, rng);  // L = sum(y * r), so dy = r
   HostTensor y(F64, {d.N, d.H, d.W, d.K}), dx(F64, {d.N, d.H, d.W, d.C});
   OpRunner run;
-  run.run(conv3x3_bwd_data_cpu, {&r, &w}, {&dx});
+  run.run(conv_bwd_data_cpu, {&r, &w}, {&dx});
   const auto fd = fd_gradient(x, [&] {
-    run.run(conv3x3_fwd_cpu, {&x, &w}, {&y});
+    run.run(conv_fwd_cpu, {&x, &w}, {&y});
     return dot(y, r);
   });
   EXPECT_LT(max_rel_err(dx.values(), fd), kFdTol);
@@ -105,9 +105,9 @@ TEST(OpsCpuConv, BwdFilterMatchesFiniteDifferences) {
   HostTensor r = random_tensor(F64, {d.N, d.H, d.W, d.K}, rng);
   HostTensor y(F64, {d.N, d.H, d.W, d.K}), dw(F64, {d.K, 3, 3, d.C});
   OpRunner run;
-  run.run(conv3x3_bwd_filter_cpu, {&x, &r}, {&dw});
+  run.run(conv_bwd_filter_cpu, {&x, &r}, {&dw});
   const auto fd = fd_gradient(w, [&] {
-    run.run(conv3x3_fwd_cpu, {&x, &w}, {&y});
+    run.run(conv_fwd_cpu, {&x, &w}, {&y});
     return dot(y, r);
   });
   EXPECT_LT(max_rel_err(dw.values(), fd), kFdTol);
@@ -122,9 +122,9 @@ TEST(OpsCpuConv, ChunkedMatchesNaive) {
   HostTensor dy = random_tensor(F64, {d.N, d.H, d.W, d.K}, rng);
   HostTensor y(F64, {d.N, d.H, d.W, d.K}), dx(F64, x.shape()), dw(F64, w.shape());
   OpRunner run;
-  run.run(conv3x3_fwd_cpu, {&x, &w}, {&y});
-  run.run(conv3x3_bwd_data_cpu, {&dy, &w}, {&dx});
-  run.run(conv3x3_bwd_filter_cpu, {&x, &dy}, {&dw});
+  run.run(conv_fwd_cpu, {&x, &w}, {&y});
+  run.run(conv_bwd_data_cpu, {&dy, &w}, {&dx});
+  run.run(conv_bwd_filter_cpu, {&x, &dy}, {&dw});
   EXPECT_LT(max_rel_err(y.values(), naive_conv_fwd(x.values(), w.values(), d)), 1e-12);
   EXPECT_LT(max_rel_err(dx.values(), naive_conv_bwd_data(dy.values(), w.values(), d)), 1e-12);
   EXPECT_LT(max_rel_err(dw.values(), naive_conv_bwd_filter(x.values(), dy.values(), d)), 1e-12);
@@ -137,10 +137,10 @@ TEST(OpsCpuConv, DeterministicRunToRun) {
   HostTensor dy = random_tensor(F32, {8, 32, 32, 16}, rng);
   HostTensor y1(F32, {8, 32, 32, 16}), y2 = y1, dw1(F32, w.shape()), dw2 = dw1;
   OpRunner run;
-  run.run(conv3x3_fwd_cpu, {&x, &w}, {&y1});
-  run.run(conv3x3_bwd_filter_cpu, {&x, &dy}, {&dw1});
-  run.run(conv3x3_fwd_cpu, {&x, &w}, {&y2});
-  run.run(conv3x3_bwd_filter_cpu, {&x, &dy}, {&dw2});
+  run.run(conv_fwd_cpu, {&x, &w}, {&y1});
+  run.run(conv_bwd_filter_cpu, {&x, &dy}, {&dw1});
+  run.run(conv_fwd_cpu, {&x, &w}, {&y2});
+  run.run(conv_bwd_filter_cpu, {&x, &dy}, {&dw2});
   EXPECT_EQ(std::memcmp(y1.data(), y2.data(), y1.bytes()), 0);
   EXPECT_EQ(std::memcmp(dw1.data(), dw2.data(), dw1.bytes()), 0);
 }
@@ -151,7 +151,7 @@ TEST(OpsCpuConv, MixedDtypesAreAnInternalError) {
   HostTensor y(F32, {1, 3, 3, 2});
   OpRunner run;
   run.check_finite = false;
-  EXPECT_THROW(run.run(conv3x3_fwd_cpu, {&x, &w}, {&y}), Error);
+  EXPECT_THROW(run.run(conv_fwd_cpu, {&x, &w}, {&y}), Error);
 }
 
 // ================================ batchnorm ================================

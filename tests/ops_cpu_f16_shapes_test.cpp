@@ -52,9 +52,9 @@ TEST(OpsCpuF16, EveryOpMatchesF32) {
   run.scalars.loss_scale = 4.f;
 
   HostTensor x = rt(xs), w = rt({16, 3, 3, 8}), dy = rt({2, 6, 5, 16});
-  expect_f16_matches_f32("conv3x3_fwd", conv3x3_fwd_cpu, run, {{x}, {w}}, {{HostTensor(F32, {2, 6, 5, 16})}});
-  expect_f16_matches_f32("conv3x3_bwd_data", conv3x3_bwd_data_cpu, run, {{dy}, {w}}, {{HostTensor(F32, xs)}});
-  expect_f16_matches_f32("conv3x3_bwd_filter", conv3x3_bwd_filter_cpu, run, {{x}, {dy}},
+  expect_f16_matches_f32("conv_fwd", conv_fwd_cpu, run, {{x}, {w}}, {{HostTensor(F32, {2, 6, 5, 16})}});
+  expect_f16_matches_f32("conv_bwd_data", conv_bwd_data_cpu, run, {{dy}, {w}}, {{HostTensor(F32, xs)}});
+  expect_f16_matches_f32("conv_bwd_filter", conv_bwd_filter_cpu, run, {{x}, {dy}},
                          {{HostTensor(F32, w.shape())}});
 
   const HostTensor xh = x.to(F16).to(F32);  // BN statistics from the values both runs see
@@ -77,10 +77,10 @@ TEST(OpsCpuF16, EveryOpMatchesF32) {
 
   const HostTensor xd = distinct_tensor(F32, xs, rng).to(F16).to(F32);
   HostTensor py(F32, {2, 3, 2, 8}), gy(F32, {2, 8});
-  run.run(maxpool2_fwd_cpu, {&xd}, {&py});
+  run.run(maxpool_fwd_cpu, {&xd}, {&py});
   run.run(global_maxpool_fwd_cpu, {&xd}, {&gy});
-  expect_f16_matches_f32("maxpool2_fwd", maxpool2_fwd_cpu, run, {{xd}}, {{HostTensor(F32, py.shape())}}, 0);
-  expect_f16_matches_f32("maxpool2_bwd", maxpool2_bwd_cpu, run, {{rt(py.shape())}, {xd}, {py}},
+  expect_f16_matches_f32("maxpool_fwd", maxpool_fwd_cpu, run, {{xd}}, {{HostTensor(F32, py.shape())}}, 0);
+  expect_f16_matches_f32("maxpool_bwd", maxpool_bwd_cpu, run, {{rt(py.shape())}, {xd}, {py}},
                          {{HostTensor(F32, xs)}});
   expect_f16_matches_f32("global_maxpool_fwd", global_maxpool_fwd_cpu, run, {{xd}}, {{HostTensor(F32, gy.shape())}},
                          0);
@@ -114,14 +114,14 @@ TEST(OpsCpuF16, EveryOpMatchesF32) {
 
 TEST(OpsCpuShapes, Conv3x3) {
   OpRunner r;
-  EXPECT_EQ(r.shapes(conv3x3_fwd_shapes, {{2, 5, 4, 3}, {4, 3, 3, 3}}, 1)[0], (Shape{2, 5, 4, 4}));
-  EXPECT_EQ(r.shapes(conv3x3_bwd_data_shapes, {{2, 5, 4, 4}, {4, 3, 3, 3}}, 1)[0], (Shape{2, 5, 4, 3}));
-  EXPECT_EQ(r.shapes(conv3x3_bwd_filter_shapes, {{2, 5, 4, 3}, {2, 5, 4, 4}}, 1)[0], (Shape{4, 3, 3, 3}));
-  EXPECT_THROW(r.shapes(conv3x3_fwd_shapes, {{2, 5, 4, 3}, {4, 3, 3, 2}}, 1), UserError);
-  EXPECT_THROW(r.shapes(conv3x3_fwd_shapes, {{2, 5, 4, 3}, {4, 5, 5, 3}}, 1), UserError);
-  EXPECT_THROW(r.shapes(conv3x3_fwd_shapes, {{5, 4, 3}, {4, 3, 3, 3}}, 1), UserError);
-  EXPECT_THROW(r.shapes(conv3x3_bwd_data_shapes, {{2, 5, 4, 5}, {4, 3, 3, 3}}, 1), UserError);
-  EXPECT_THROW(r.shapes(conv3x3_bwd_filter_shapes, {{2, 5, 4, 3}, {3, 5, 4, 4}}, 1), UserError);
+  EXPECT_EQ(r.shapes(conv_fwd_shapes, {{2, 5, 4, 3}, {4, 3, 3, 3}}, 1)[0], (Shape{2, 5, 4, 4}));
+  EXPECT_EQ(r.shapes(conv_bwd_data_shapes, {{2, 5, 4, 4}, {4, 3, 3, 3}}, 1)[0], (Shape{2, 5, 4, 3}));
+  EXPECT_EQ(r.shapes(conv_bwd_filter_shapes, {{2, 5, 4, 3}, {2, 5, 4, 4}}, 1)[0], (Shape{4, 3, 3, 3}));
+  EXPECT_THROW(r.shapes(conv_fwd_shapes, {{2, 5, 4, 3}, {4, 3, 3, 2}}, 1), UserError);
+  EXPECT_THROW(r.shapes(conv_fwd_shapes, {{2, 5, 4, 3}, {4, 5, 5, 3}}, 1), UserError);
+  EXPECT_THROW(r.shapes(conv_fwd_shapes, {{5, 4, 3}, {4, 3, 3, 3}}, 1), UserError);
+  EXPECT_THROW(r.shapes(conv_bwd_data_shapes, {{2, 5, 4, 5}, {4, 3, 3, 3}}, 1), UserError);
+  EXPECT_THROW(r.shapes(conv_bwd_filter_shapes, {{2, 5, 4, 3}, {3, 5, 4, 4}}, 1), UserError);
 }
 
 TEST(OpsCpuShapes, BatchNorm) {
@@ -144,13 +144,13 @@ TEST(OpsCpuShapes, BatchNorm) {
 TEST(OpsCpuShapes, Pool) {
   OpRunner r;
   const Shape x{2, 5, 5, 3}, y{2, 2, 2, 3}, g{2, 3};
-  EXPECT_EQ(r.shapes(maxpool2_fwd_shapes, {x}, 1)[0], y);
-  EXPECT_EQ(r.shapes(maxpool2_bwd_shapes, {y, x, y}, 1)[0], x);
+  EXPECT_EQ(r.shapes(maxpool_fwd_shapes, {x}, 1)[0], y);
+  EXPECT_EQ(r.shapes(maxpool_bwd_shapes, {y, x, y}, 1)[0], x);
   EXPECT_EQ(r.shapes(global_maxpool_fwd_shapes, {x}, 1)[0], g);
   EXPECT_EQ(r.shapes(global_maxpool_bwd_shapes, {g, x, g}, 1)[0], x);
-  EXPECT_THROW(r.shapes(maxpool2_fwd_shapes, {{2, 1, 5, 3}}, 1), UserError);
-  EXPECT_THROW(r.shapes(maxpool2_fwd_shapes, {{2, 5, 3}}, 1), UserError);
-  EXPECT_THROW(r.shapes(maxpool2_bwd_shapes, {{2, 3, 2, 3}, x, y}, 1), UserError);
+  EXPECT_THROW(r.shapes(maxpool_fwd_shapes, {{2, 1, 5, 3}}, 1), UserError);
+  EXPECT_THROW(r.shapes(maxpool_fwd_shapes, {{2, 5, 3}}, 1), UserError);
+  EXPECT_THROW(r.shapes(maxpool_bwd_shapes, {{2, 3, 2, 3}, x, y}, 1), UserError);
   EXPECT_THROW(r.shapes(global_maxpool_bwd_shapes, {{2, 4}, x, g}, 1), UserError);
 }
 

@@ -129,10 +129,10 @@ TEST(OpsCpuPool, MaxPool2BackwardMatchesFiniteDifferences) {
   HostTensor y(F64, {2, 2, 2, 3}), dx(F64, x.shape());
   HostTensor r = random_tensor(F64, y.shape(), rng);
   OpRunner run;
-  run.run(maxpool2_fwd_cpu, {&x}, {&y});
-  run.run(maxpool2_bwd_cpu, {&r, &x, &y}, {&dx});
+  run.run(maxpool_fwd_cpu, {&x}, {&y});
+  run.run(maxpool_bwd_cpu, {&r, &x, &y}, {&dx});
   const auto fd = fd_gradient(x, [&] {
-    run.run(maxpool2_fwd_cpu, {&x}, {&y});
+    run.run(maxpool_fwd_cpu, {&x}, {&y});
     return dot(y, r);
   });
   EXPECT_LT(max_rel_err(dx.values(), fd), kFdTol);
@@ -167,9 +167,9 @@ TEST(OpsCpuPool, TiesSendTheGradientToTheFirstPositionInScanOrder) {
   for (int i = 0; i < 8; ++i) x.set(i, xv[i]);
   dy.set(0, 2);
   dy.set(1, 3);
-  run.run(maxpool2_fwd_cpu, {&x}, {&y});
+  run.run(maxpool_fwd_cpu, {&x}, {&y});
   EXPECT_EQ(y.values(), (std::vector<double>{1, 5}));
-  run.run(maxpool2_bwd_cpu, {&dy, &x, &y}, {&dx});
+  run.run(maxpool_bwd_cpu, {&dy, &x, &y}, {&dx});
   EXPECT_EQ(dx.values(), (std::vector<double>{2, 0, 0, 3, 0, 0, 0, 0}));
 
   // Global, x[1,2,2,2]: channel 0 all 3 -> pixel 0; channel 1 = {1,4,4,2} -> pixel 1.

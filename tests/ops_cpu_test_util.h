@@ -5,7 +5,7 @@
 #include <numeric>
 
 #include "framework/ops/batchnorm.h"
-#include "framework/ops/conv3x3.h"
+#include "framework/ops/conv.h"
 #include "framework/ops/fc.h"
 #include "framework/ops/input_prep.h"
 #include "framework/ops/pool.h"

@@ -25,7 +25,7 @@
 
 #include "framework/core/error.h"
 #include "framework/ops/batchnorm.h"
-#include "framework/ops/conv3x3.h"
+#include "framework/ops/conv.h"
 #include "framework/ops/conv_plan_cache_cuda.h"
 #include "framework/ops/fc.h"
 #include "framework/ops/input_prep.h"

@@ -122,18 +122,18 @@ TEST_F(OpsGpu, MaxPool2MatchesCpu) {
       const Shape ys{s[0], s[1] / 2, s[2] / 2, s[3]};
       const HostTensor x = ties(t, s, rng);
       Case f;
-      f.name = cat(tname("MaxPool2Fwd", t), " x", s.str());
+      f.name = cat(tname("MaxPoolFwd", t), " x", s.str());
       f.in = {x};
       f.out = {HostTensor(t, ys)};
       f.tol = {0.0};
-      check(maxpool2_fwd_cpu, maxpool2_fwd_cuda, f);
-      const HostTensor y = run_cpu(maxpool2_fwd_cpu, f)[0];
+      check(maxpool_fwd_cpu, maxpool_fwd_cuda, f);
+      const HostTensor y = run_cpu(maxpool_fwd_cpu, f)[0];
       Case b;
-      b.name = cat(tname("MaxPool2Bwd", t), " x", s.str());
+      b.name = cat(tname("MaxPoolBwd", t), " x", s.str());
       b.in = {rnd(t, ys, rng), x, y};
       b.out = {HostTensor(t, s)};
       b.tol = {0.0};
-      check(maxpool2_bwd_cpu, maxpool2_bwd_cuda, b);
+      check(maxpool_bwd_cpu, maxpool_bwd_cuda, b);
     }
 }
 
@@ -291,23 +291,23 @@ TEST_F(OpsGpu, CapturedChainReplaysBitwiseLikeEager) {
   DevTensor logits(HostTensor(t, {N, M})), dlogits(HostTensor(t, {N, M})), metrics(HostTensor(F32, {4}));
   DevTensor dfc(HostTensor(t, {M, K})), dg(HostTensor(t, {N, K})), dwc(HostTensor(t, {K, 3, 3, C}));
   DevTensor dpool(HostTensor(t, {N, H / 2, W / 2, K})), dz(HostTensor(t, {N, H, W, K}));
-  plans_->prepare(gh_, conv_key(OpKind::Conv3x3Fwd, hx.shape(), hw.shape(), t));
-  plans_->prepare(gh_, conv_key(OpKind::Conv3x3BwdFilter, hx.shape(), Shape{N, H, W, K}, t));
+  plans_->prepare(gh_, conv_key(OpKind::ConvFwd, hx.shape(), hw.shape(), t));
+  plans_->prepare(gh_, conv_key(OpKind::ConvBwdFilter, hx.shape(), Shape{N, H, W, K}, t));
   set_scalars(256.f);
 
   auto chain = [&] {
-    call(conv3x3_fwd_cuda, {x.ref(), w.ref()}, {y.ref()}, a, v);
+    call(conv_fwd_cuda, {x.ref(), w.ref()}, {y.ref()}, a, v);
     call(bn_stats_cuda, {y.ref()}, {sums.ref()}, a, v);
     call(bn_relu_apply_cuda, {y.ref(), sums.ref(), gamma.ref(), beta.ref()}, {z.ref(), batch.ref()}, a, v);
-    call(maxpool2_fwd_cuda, {z.ref()}, {pool.ref()}, a, v);
+    call(maxpool_fwd_cuda, {z.ref()}, {pool.ref()}, a, v);
     call(global_maxpool_fwd_cuda, {pool.ref()}, {g.ref()}, a, v);
     call(fc_fwd_cuda, {g.ref(), fcw.ref()}, {logits.ref()}, a, v);
     call(softmax_xent_cuda, {logits.ref(), labels.ref()}, {dlogits.ref(), metrics.ref()}, a, v);
     call(fc_bwd_weight_cuda, {g.ref(), dlogits.ref()}, {dfc.ref()}, a, v);
     call(fc_bwd_data_cuda, {dlogits.ref(), fcw.ref()}, {dg.ref()}, a, v);
     call(global_maxpool_bwd_cuda, {dg.ref(), pool.ref(), g.ref()}, {dpool.ref()}, a, v);
-    call(maxpool2_bwd_cuda, {dpool.ref(), z.ref(), pool.ref()}, {dz.ref()}, a, v);
-    call(conv3x3_bwd_filter_cuda, {x.ref(), dz.ref()}, {dwc.ref()}, a, v);
+    call(maxpool_bwd_cuda, {dpool.ref(), z.ref(), pool.ref()}, {dz.ref()}, a, v);
+    call(conv_bwd_filter_cuda, {x.ref(), dz.ref()}, {dwc.ref()}, a, v);
   };
   std::vector<DevTensor*> outs{&y, &sums, &z, &batch, &pool, &g, &logits, &dlogits, &metrics, &dfc, &dg, &dpool,
                                &dz, &dwc};

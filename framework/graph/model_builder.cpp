@@ -216,7 +216,7 @@ class Builder {
     TensorId y = act(base + ".y", T_);
     switch (L.kind) {
       case LK::Conv3x3:
-        emit(gs, compute(OpKind::Conv3x3Fwd, {x, weight(params_[i][0])}, {y}, base + ".fwd"));
+        emit(gs, compute(OpKind::ConvFwd, {x, weight(params_[i][0])}, {y}, base + ".fwd"));
         break;
       case LK::BnRelu: {
         const BnState& bn = bns_[i];
@@ -233,7 +233,7 @@ class Builder {
         break;
       }
       case LK::MaxPool2:
-        emit(gs, compute(OpKind::MaxPool2Fwd, {x}, {y}, base + ".fwd"));
+        emit(gs, compute(OpKind::MaxPoolFwd, {x}, {y}, base + ".fwd"));
         break;
       case LK::GlobalMaxPool:
         emit(gs, compute(OpKind::GlobalMaxPoolFwd, {x}, {y}, base + ".fwd"));
@@ -273,8 +273,8 @@ class Builder {
     switch (L.kind) {
       case LK::Conv3x3: {
         const Param& w = params_[i][0];
-        cg().add(g, side(compute(OpKind::Conv3x3BwdFilter, {e.x, dy}, {w.grad}, base + ".bwd_filter")));
-        if (need_dx) cg().add(g, compute(OpKind::Conv3x3BwdData, {dy, w.compute}, {dx}, base + ".bwd_data"));
+        cg().add(g, side(compute(OpKind::ConvBwdFilter, {e.x, dy}, {w.grad}, base + ".bwd_filter")));
+        if (need_dx) cg().add(g, compute(OpKind::ConvBwdData, {dy, w.compute, e.x}, {dx}, base + ".bwd_data"));
         break;
       }
       case LK::BnRelu: {
@@ -289,7 +289,7 @@ class Builder {
         break;
       }
       case LK::MaxPool2:
-        cg().add(g, compute(OpKind::MaxPool2Bwd, {dy, e.x, e.y}, {dx}, base + ".bwd"));
+        cg().add(g, compute(OpKind::MaxPoolBwd, {dy, e.x, e.y}, {dx}, base + ".bwd"));
         break;
       case LK::GlobalMaxPool:
         cg().add(g, compute(OpKind::GlobalMaxPoolBwd, {dy, e.x, e.y}, {dx}, base + ".bwd"));

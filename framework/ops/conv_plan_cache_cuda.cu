@@ -35,19 +35,19 @@ ConvKey conv_key(OpKind kind, const Shape& in0, const Shape& in1, DType dtype) {
     TR_CHECK(s.rank == 4 && s[1] == 3 && s[2] == 3, "conv3x3: w must be [K,3,3,C], got ", s.str());
   };
   switch (kind) {
-    case OpKind::Conv3x3Fwd:  // (x, w)
+    case OpKind::ConvFwd:  // (x, w)
       nhwc(in0, "x");
       filt(in1);
       TR_CHECK(in0[3] == in1[3], "conv3x3: x ", in0.str(), " and w ", in1.str(), " differ in C");
       key = {ConvDir::Fwd, in0[0], in0[1], in0[2], in0[3], in1[0], dtype};
       break;
-    case OpKind::Conv3x3BwdData:  // (dy, w)
+    case OpKind::ConvBwdData:  // (dy, w)
       nhwc(in0, "dy");
       filt(in1);
       TR_CHECK(in0[3] == in1[0], "conv3x3: dy ", in0.str(), " and w ", in1.str(), " differ in K");
       key = {ConvDir::BwdData, in0[0], in0[1], in0[2], in1[3], in1[0], dtype};
       break;
-    case OpKind::Conv3x3BwdFilter:  // (x, dy)
+    case OpKind::ConvBwdFilter:  // (x, dy)
       nhwc(in0, "x");
       nhwc(in1, "dy");
       TR_CHECK(in0[0] == in1[0] && in0[1] == in1[1] && in0[2] == in1[2], "conv3x3: x ", in0.str(), " and dy ",

@@ -42,7 +42,7 @@ struct ConvKey {
 };
 
 // The key of a conv node from its op kind and input shapes, in the node's order:
-//   Conv3x3Fwd: (x, w)   Conv3x3BwdData: (dy, w)   Conv3x3BwdFilter: (x, dy)
+//   ConvFwd: (x, w)   ConvBwdData: (dy, w)   ConvBwdFilter: (x, dy)
 // Throws tr::Error for other kinds or inconsistent shapes.
 ConvKey conv_key(OpKind kind, const Shape& in0, const Shape& in1, DType dtype);
 

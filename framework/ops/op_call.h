@@ -24,9 +24,12 @@ struct TensorRef {
 // Attributes of COMPUTE ops: named fields, each op reads the ones it documents.
 struct OpAttrs {
   float scale = 1.f;            // FcFwd/FcBwd*: y = scale * x W^T (+ b)
+  int kernel = 0;               // Conv*: R of w[K,R,R,C]; MaxPool*/AvgPool*: the window side
+  int stride = 1;               // Conv*, MaxPool*, AvgPool*
+  int pad = 0;                  // Conv*: zero padding; MaxPool*: padding that never wins the max
   float eps = 1e-5f;            // BnReluApply / BnFold
   float label_smoothing = 0.f;  // SoftmaxXent
-  bool relu = true;             // BnRelu*: apply ReLU after the affine
+  bool relu = true;             // BnRelu*: apply ReLU after the affine; Add: after the sum
   bool bn_rank_local = false;   // BnRelu*: statistics over this rank's samples (count = batch*H*W)
                                 // instead of every rank's (global_batch*H*W, synchronised BN)
   bool with_grad = true;        // SoftmaxXent: also write dlogits

@@ -1,7 +1,7 @@
 #pragma once
 // Every COMPUTE op and RANGE op the compiled graph can hold.
 // Adding an op: its own trio of files (op.h shape rule, op_cpu.cpp, op_cuda.cu)
-// plus one line in op_registry.cpp / range_registry.cpp.
+// plus one line in op_registry.cpp.
 #include <cstdint>
 #include <string_view>
 
@@ -10,19 +10,25 @@ namespace tr {
 // COMPUTE ops act on tensor ids. Tensor conventions (T = compute dtype, f32 or f16):
 enum class OpKind : uint8_t {
   InputPrep,          // in: images u8[Bmax,H0,W0,C], labels_src i32[Bmax]   out: x T[N,h,w,C], labels i32[N]
-  Conv3x3Fwd,         // in: x T[N,H,W,C], w T[K,3,3,C]                       out: y T[N,H,W,K]
-  Conv3x3BwdData,     // in: dy T[N,H,W,K], w T[K,3,3,C]                      out: dx T[N,H,W,C]
-  Conv3x3BwdFilter,   // in: x T[N,H,W,C], dy T[N,H,W,K]                      out: dw T[K,3,3,C]
+  ConvFwd,            // in: x T[N,H,W,C], w T[K,R,R,C]                       out: y T[N,Ho,Wo,K]
+                      //   R = attrs.kernel; Ho = (H + 2*pad - R)/stride + 1 (attrs.stride, attrs.pad)
+  ConvBwdData,        // in: dy T[N,Ho,Wo,K], w T[K,R,R,C], x T[N,H,W,C] (shape only)  out: dx T[N,H,W,C]
+  ConvBwdFilter,      // in: x T[N,H,W,C], dy T[N,Ho,Wo,K]                     out: dw T[K,R,R,C]
   BnStats,            // in: x T[N,H,W,C]                                     out: sums f32[2,C] (sum x, sum x^2)
   BnReluApply,        // in: x T, sums f32[2,C], gamma T[C], beta T[C]        out: y T, batch f32[2,C] (mean, biased var)
   BnReluBwdReduce,    // in: dy T, y T, x T, batch f32[2,C]                   out: dgamma T[C], dbeta T[C], dsums f32[2,C]
   BnReluBwdApply,     // in: dy T, y T, x T, batch f32[2,C], gamma T[C], dsums f32[2,C]   out: dx T
   BnReluInfer,        // in: x T, affine f32[2,C] (scale, shift)              out: y T
   BnFold,             // in: gamma f32[C], beta f32[C], running f32[2,C]      out: affine f32[2,C]
-  MaxPool2Fwd,        // in: x T[N,H,W,C]                                     out: y T[N,H/2,W/2,C]
-  MaxPool2Bwd,        // in: dy T[N,H/2,W/2,C], x T, y T                      out: dx T[N,H,W,C]
+  MaxPoolFwd,         // in: x T[N,H,W,C]                                     out: y T[N,Ho,Wo,C] (kernel, stride, pad)
+  MaxPoolBwd,         // in: dy T[N,Ho,Wo,C], x T, y T                        out: dx T[N,H,W,C]
+  AvgPoolFwd,         // in: x T[N,H,W,C]                                     out: y T[N,Ho,Wo,C] (kernel, stride; pad 0)
+  AvgPoolBwd,         // in: dy T[N,Ho,Wo,C], x T (shape only)                out: dx T[N,H,W,C]
   GlobalMaxPoolFwd,   // in: x T[N,H,W,C]                                     out: y T[N,C]
   GlobalMaxPoolBwd,   // in: dy T[N,C], x T, y T                              out: dx T[N,H,W,C]
+  GlobalAvgPoolFwd,   // in: x T[N,H,W,C]                                     out: y T[N,C]
+  GlobalAvgPoolBwd,   // in: dy T[N,C], x T (shape only)                      out: dx T[N,H,W,C]
+  Add,                // in: a T, b T (same shape)                            out: y T = a + b (then ReLU if attrs.relu)
   FcFwd,              // in: x T[N,K..], w T[M,K] (, b T[M])                  out: y T[N,M]
   FcBwdData,          // in: dy T[N,M], w T[M,K]                              out: dx T[N,K..]
   FcBwdWeight,        // in: x T[N,K..], dy T[N,M]                            out: dw T[M,K] (, db T[M])

@@ -3,8 +3,10 @@
 #include "framework/ops/allreduce_op.h"
 #include "framework/core/error.h"
 #include "framework/ops/amp_ops.h"
+#include "framework/ops/add.h"
+#include "framework/ops/avgpool.h"
 #include "framework/ops/batchnorm.h"
-#include "framework/ops/conv3x3.h"
+#include "framework/ops/conv.h"
 #include "framework/ops/fc.h"
 #include "framework/ops/input_prep.h"
 #include "framework/ops/optimizers.h"
@@ -16,23 +18,29 @@
 namespace tr {
 namespace {
 
-#define TR_OP(kind, name, fn) {name, fn##_shapes, fn##_cpu, TR_CUDA_FN(fn##_cuda)}
-// Indexed by OpKind: keep in enum order (checked below).
-const OpDef kOps[] = {
+#define TR_OP(kind, name, fn) {OpKind::kind, name, fn##_shapes, fn##_cpu, TR_CUDA_FN(fn##_cuda)}
+// Indexed by OpKind: each entry names its kind, and the table is checked to be
+// in enum order, so a reordered or missing line fails the build.
+constexpr OpDef kOps[] = {
     TR_OP(InputPrep, "input_prep", input_prep),
-    TR_OP(Conv3x3Fwd, "conv3x3_fwd", conv3x3_fwd),
-    TR_OP(Conv3x3BwdData, "conv3x3_bwd_data", conv3x3_bwd_data),
-    TR_OP(Conv3x3BwdFilter, "conv3x3_bwd_filter", conv3x3_bwd_filter),
+    TR_OP(ConvFwd, "conv_fwd", conv_fwd),
+    TR_OP(ConvBwdData, "conv_bwd_data", conv_bwd_data),
+    TR_OP(ConvBwdFilter, "conv_bwd_filter", conv_bwd_filter),
     TR_OP(BnStats, "bn_stats", bn_stats),
     TR_OP(BnReluApply, "bn_relu_apply", bn_relu_apply),
     TR_OP(BnReluBwdReduce, "bn_relu_bwd_reduce", bn_relu_bwd_reduce),
     TR_OP(BnReluBwdApply, "bn_relu_bwd_apply", bn_relu_bwd_apply),
     TR_OP(BnReluInfer, "bn_relu_infer", bn_relu_infer),
     TR_OP(BnFold, "bn_fold", bn_fold),
-    TR_OP(MaxPool2Fwd, "maxpool2_fwd", maxpool2_fwd),
-    TR_OP(MaxPool2Bwd, "maxpool2_bwd", maxpool2_bwd),
+    TR_OP(MaxPoolFwd, "maxpool_fwd", maxpool_fwd),
+    TR_OP(MaxPoolBwd, "maxpool_bwd", maxpool_bwd),
+    TR_OP(AvgPoolFwd, "avgpool_fwd", avgpool_fwd),
+    TR_OP(AvgPoolBwd, "avgpool_bwd", avgpool_bwd),
     TR_OP(GlobalMaxPoolFwd, "global_maxpool_fwd", global_maxpool_fwd),
     TR_OP(GlobalMaxPoolBwd, "global_maxpool_bwd", global_maxpool_bwd),
+    TR_OP(GlobalAvgPoolFwd, "global_avgpool_fwd", global_avgpool_fwd),
+    TR_OP(GlobalAvgPoolBwd, "global_avgpool_bwd", global_avgpool_bwd),
+    TR_OP(Add, "add", add),
     TR_OP(FcFwd, "fc_fwd", fc_fwd),
     TR_OP(FcBwdData, "fc_bwd_data", fc_bwd_data),
     TR_OP(FcBwdWeight, "fc_bwd_weight", fc_bwd_weight),
@@ -41,27 +49,34 @@ const OpDef kOps[] = {
     TR_OP(SoftmaxXent, "softmax_xent", softmax_xent),
 };
 #undef TR_OP
-static_assert(sizeof(kOps) / sizeof(kOps[0]) == static_cast<size_t>(OpKind::Count), "one OpDef per OpKind");
 
-#define TR_RANGE(name, fn) {name, fn##_cpu, TR_CUDA_FN(fn##_cuda)}
-// Indexed by RangeOp.
-const RangeDef kRanges[] = {
-    TR_RANGE("copy_in", copy_in),
-    TR_RANGE("clear", clear),
-    TR_RANGE("cast", cast),
-    TR_RANGE("check_finite", check_finite),
-    TR_RANGE("unscale_grads", unscale_grads),
-    TR_RANGE("update_loss_scale", update_loss_scale),
-    TR_RANGE("advance_step", advance_step),
-    TR_RANGE("lerp", lerp),
-    TR_RANGE("accumulate", accumulate),
-    {"allreduce_sum", allreduce_sum_op, allreduce_sum_op},
-    TR_RANGE("sgd_nesterov", sgd_nesterov),
-    TR_RANGE("adamw", adamw),
-    TR_RANGE("lars", lars),
+#define TR_RANGE(kind, name, fn) {RangeOp::kind, name, fn##_cpu, TR_CUDA_FN(fn##_cuda)}
+constexpr RangeDef kRanges[] = {
+    TR_RANGE(CopyIn, "copy_in", copy_in),
+    TR_RANGE(Clear, "clear", clear),
+    TR_RANGE(Cast, "cast", cast),
+    TR_RANGE(CheckFinite, "check_finite", check_finite),
+    TR_RANGE(UnscaleGrads, "unscale_grads", unscale_grads),
+    TR_RANGE(UpdateLossScale, "update_loss_scale", update_loss_scale),
+    TR_RANGE(AdvanceStep, "advance_step", advance_step),
+    TR_RANGE(Lerp, "lerp", lerp),
+    TR_RANGE(Accumulate, "accumulate", accumulate),
+    {RangeOp::AllReduceSum, "allreduce_sum", allreduce_sum_op, allreduce_sum_op},  // one function: the communicator picks
+    TR_RANGE(SgdNesterov, "sgd_nesterov", sgd_nesterov),
+    TR_RANGE(AdamW, "adamw", adamw),
+    TR_RANGE(Lars, "lars", lars),
 };
 #undef TR_RANGE
-static_assert(sizeof(kRanges) / sizeof(kRanges[0]) == static_cast<size_t>(RangeOp::Count), "one RangeDef per RangeOp");
+
+template <typename Def, size_t N, typename Kind>
+constexpr bool in_enum_order(const Def (&table)[N], Kind count) {
+  if (N != static_cast<size_t>(count)) return false;
+  for (size_t i = 0; i < N; ++i)
+    if (static_cast<size_t>(table[i].kind) != i) return false;
+  return true;
+}
+static_assert(in_enum_order(kOps, OpKind::Count), "kOps: one entry per OpKind, in enum order");
+static_assert(in_enum_order(kRanges, RangeOp::Count), "kRanges: one entry per RangeOp, in enum order");
 
 }  // namespace
 

@@ -20,6 +20,7 @@ struct ShapeCtx {
 using ShapeFn = void (*)(const ShapeCtx&, Shape* out, int n_out);
 
 struct OpDef {
+  OpKind kind = OpKind::Count;  // its index in the table (checked at compile time)
   std::string_view name;
   ShapeFn shapes = nullptr;
   OpFn cpu = nullptr;
@@ -27,6 +28,7 @@ struct OpDef {
 };
 
 struct RangeDef {
+  RangeOp kind = RangeOp::Count;
   std::string_view name;
   RangeFn cpu = nullptr;
   RangeFn cuda = nullptr;

@@ -16,7 +16,7 @@ namespace {
 using cpu::acc_t;
 
 template <class S>
-void maxpool2_fwd_impl(const OpCall& c) {
+void maxpool_fwd_impl(const OpCall& c) {
   using A = acc_t<S>;
   const Shape& xs = c.in[0].shape;
   const int64_t N = xs[0], H = xs[1], W = xs[2], C = xs[3], Ho = H / 2, Wo = W / 2;
@@ -43,7 +43,7 @@ void maxpool2_fwd_impl(const OpCall& c) {
 }
 
 template <class S>
-void maxpool2_bwd_impl(const OpCall& c) {
+void maxpool_bwd_impl(const OpCall& c) {
   using A = acc_t<S>;
   const Shape& xs = c.in[1].shape;
   const int64_t N = xs[0], H = xs[1], W = xs[2], C = xs[3], Ho = H / 2, Wo = W / 2;
@@ -157,14 +157,14 @@ void check_fwd_call(const OpCall& c, const char* op) {
 
 }  // namespace
 
-void maxpool2_fwd_shapes(const ShapeCtx& c, Shape* out, int n_out) {
-  TR_CHECK(c.n_in == 1 && n_out == 1, "maxpool2_fwd: arity");
-  check_x(c.in[0], "maxpool2_fwd", 2);
+void maxpool_fwd_shapes(const ShapeCtx& c, Shape* out, int n_out) {
+  TR_CHECK(c.n_in == 1 && n_out == 1, "maxpool_fwd: arity");
+  check_x(c.in[0], "maxpool_fwd", 2);
   out[0] = pooled2(c.in[0]);
 }
 
-void maxpool2_bwd_shapes(const ShapeCtx& c, Shape* out, int n_out) {
-  const char* op = "maxpool2_bwd";
+void maxpool_bwd_shapes(const ShapeCtx& c, Shape* out, int n_out) {
+  const char* op = "maxpool_bwd";
   TR_CHECK(c.n_in == 3 && n_out == 1, op, ": arity");
   const Shape& x = c.in[1];
   check_x(x, op, 2);
@@ -191,18 +191,18 @@ void global_maxpool_bwd_shapes(const ShapeCtx& c, Shape* out, int n_out) {
   out[0] = x;
 }
 
-void maxpool2_fwd_cpu(const OpCall& c) {
-  const char* op = "maxpool2_fwd";
+void maxpool_fwd_cpu(const OpCall& c) {
+  const char* op = "maxpool_fwd";
   check_fwd_call(c, op);
   TR_CHECK(c.out[0].shape.numel() == pooled2(c.in[0].shape).numel(), op, ": y ", c.out[0].shape.str());
-  cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { maxpool2_fwd_impl<typename decltype(tag)::type>(c); });
+  cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { maxpool_fwd_impl<typename decltype(tag)::type>(c); });
 }
 
-void maxpool2_bwd_cpu(const OpCall& c) {
-  const char* op = "maxpool2_bwd";
+void maxpool_bwd_cpu(const OpCall& c) {
+  const char* op = "maxpool_bwd";
   TR_CHECK(c.n_in == 3 && c.in[1].shape.rank == 4, op, ": bad call");
   check_bwd_call(c, op, pooled2(c.in[1].shape));
-  cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { maxpool2_bwd_impl<typename decltype(tag)::type>(c); });
+  cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { maxpool_bwd_impl<typename decltype(tag)::type>(c); });
 }
 
 void global_maxpool_fwd_cpu(const OpCall& c) {

@@ -18,7 +18,7 @@ unsigned grid_for(int64_t work, int sms) { return grid_stride_blocks(work, sms, 
 
 // x[N,H,W,C] -> y[N,H/2,W/2,C]; item = (n, oh, ow, channel vector)
 template <typename T, int VEC>
-__global__ void maxpool2_fwd_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t N, int64_t H, int64_t W,
+__global__ void maxpool_fwd_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t N, int64_t H, int64_t W,
                                     int64_t C) {
   const int64_t Ho = H / 2, Wo = W / 2, G = C / VEC;
   const int64_t total = N * Ho * Wo * G;
@@ -47,7 +47,7 @@ __global__ void maxpool2_fwd_kernel(const T* __restrict__ x, T* __restrict__ y, 
 // dy, x, y -> dx; item = (n, window row, window col, channel vector) over the
 // ceil(H/2) x ceil(W/2) windows, so odd trailing rows/cols are zeroed here too.
 template <typename T, int VEC>
-__global__ void maxpool2_bwd_kernel(const T* __restrict__ dy, const T* __restrict__ x, const T* __restrict__ y,
+__global__ void maxpool_bwd_kernel(const T* __restrict__ dy, const T* __restrict__ x, const T* __restrict__ y,
                                     T* __restrict__ dx, int64_t N, int64_t H, int64_t W, int64_t C) {
   const int64_t Ho = H / 2, Wo = W / 2, Hw = (H + 1) / 2, Ww = (W + 1) / 2, G = C / VEC;
   const int64_t total = N * Hw * Ww * G;
@@ -170,8 +170,8 @@ void check_same(const TensorRef& a, const TensorRef& b, const char* op, const ch
 
 }  // namespace
 
-void maxpool2_fwd_cuda(const OpCall& c) {
-  const char* op = "MaxPool2Fwd";
+void maxpool_fwd_cuda(const OpCall& c) {
+  const char* op = "MaxPoolFwd";
   check_arity(c, 1, 1, op);
   const TensorRef& x = c.in[0];
   const TensorRef& y = c.out[0];
@@ -184,15 +184,15 @@ void maxpool2_fwd_cuda(const OpCall& c) {
       constexpr int V = decltype(vt)::value;
       const int64_t work = d.n * (d.h / 2) * (d.w / 2) * (d.c / V);
       if (work == 0) return;
-      maxpool2_fwd_kernel<T, V><<<grid_for(work, sm_count(gh)), kThreads, 0, stream_of(c)>>>(
+      maxpool_fwd_kernel<T, V><<<grid_for(work, sm_count(gh)), kThreads, 0, stream_of(c)>>>(
           x.as<T>(), y.as<T>(), d.n, d.h, d.w, d.c);
       TR_LAUNCH_CHECK();
     });
   });
 }
 
-void maxpool2_bwd_cuda(const OpCall& c) {
-  const char* op = "MaxPool2Bwd";
+void maxpool_bwd_cuda(const OpCall& c) {
+  const char* op = "MaxPoolBwd";
   check_arity(c, 3, 1, op);
   const TensorRef& dy = c.in[0];
   const TensorRef& x = c.in[1];
@@ -209,7 +209,7 @@ void maxpool2_bwd_cuda(const OpCall& c) {
       constexpr int V = decltype(vt)::value;
       const int64_t work = d.n * ((d.h + 1) / 2) * ((d.w + 1) / 2) * (d.c / V);
       if (work == 0) return;
-      maxpool2_bwd_kernel<T, V><<<grid_for(work, sm_count(gh)), kThreads, 0, stream_of(c)>>>(
+      maxpool_bwd_kernel<T, V><<<grid_for(work, sm_count(gh)), kThreads, 0, stream_of(c)>>>(
           dy.as<T>(), x.as<T>(), y.as<T>(), dx.as<T>(), d.n, d.h, d.w, d.c);
       TR_LAUNCH_CHECK();
     });

@@ -82,7 +82,7 @@ int64_t CudaContext::prepare_workspace(const CompiledModel& m, const std::array<
     for (GraphId g : graphs_of(m.cg, v)) {
       for (const Node& n : m.cg.nodes(g)) {
         if (n.kind != Node::Kind::Compute) continue;
-        if (n.op != OpKind::Conv3x3Fwd && n.op != OpKind::Conv3x3BwdData && n.op != OpKind::Conv3x3BwdFilter) continue;
+        if (n.op != OpKind::ConvFwd && n.op != OpKind::ConvBwdData && n.op != OpKind::ConvBwdFilter) continue;
         conv_plans_.prepare(h, conv_key(n.op, shapes[size_t(n.in[0])], shapes[size_t(n.in[1])], m.compute_dtype));
       }
     }

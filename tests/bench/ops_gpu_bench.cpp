@@ -26,7 +26,7 @@
 #include "framework/core/half.h"
 #include "framework/core/rng.h"
 #include "framework/ops/batchnorm.h"
-#include "framework/ops/conv3x3.h"
+#include "framework/ops/conv.h"
 #include "framework/ops/conv_plan_cache_cuda.h"
 #include "framework/ops/fc.h"
 #include "framework/ops/input_prep.h"
@@ -236,28 +236,28 @@ std::vector<Spec> conv_specs(const std::string& pre, DType t, int64_t B, int64_t
   std::vector<Spec> v;
   Spec f;
   f.name = cat(pre, "conv_fwd", sh);
-  f.fn = conv3x3_fwd_cuda;
+  f.fn = conv_fwd_cuda;
   f.in = {{t, {B, H, H, C}}, {t, {K, 3, 3, C}, -0.1, 0.1}};
   f.out = {{t, {B, H, H, K}}};
-  f.conv = OpKind::Conv3x3Fwd;
+  f.conv = OpKind::ConvFwd;
   f.flops = fl;
   v.push_back(f);
   if (!first) {  // the first layer needs no input gradient
     Spec d;
     d.name = cat(pre, "conv_bwd_data", sh);
-    d.fn = conv3x3_bwd_data_cuda;
+    d.fn = conv_bwd_data_cuda;
     d.in = {{t, {B, H, H, K}}, {t, {K, 3, 3, C}, -0.1, 0.1}};
     d.out = {{t, {B, H, H, C}}};
-    d.conv = OpKind::Conv3x3BwdData;
+    d.conv = OpKind::ConvBwdData;
     d.flops = fl;
     v.push_back(d);
   }
   Spec w;
   w.name = cat(pre, "conv_bwd_filter", sh);
-  w.fn = conv3x3_bwd_filter_cuda;
+  w.fn = conv_bwd_filter_cuda;
   w.in = {{t, {B, H, H, C}}, {t, {B, H, H, K}}};
   w.out = {{t, {K, 3, 3, C}}};
-  w.conv = OpKind::Conv3x3BwdFilter;
+  w.conv = OpKind::ConvBwdFilter;
   w.flops = fl;
   v.push_back(w);
   return v;
@@ -297,12 +297,12 @@ std::vector<Spec> pool_specs(const std::string& pre, DType t, int64_t B, int64_t
   const std::string sh = cat("/", H, "x", H, "x", C, "/", dn(t));
   const Shape x{B, H, H, C}, y{B, H / 2, H / 2, C};
   std::vector<Spec> r(2);
-  r[0].name = cat(pre, "maxpool2_fwd", sh);
-  r[0].fn = maxpool2_fwd_cuda;
+  r[0].name = cat(pre, "maxpool_fwd", sh);
+  r[0].fn = maxpool_fwd_cuda;
   r[0].in = {{t, x}};
   r[0].out = {{t, y}};
-  r[1].name = cat(pre, "maxpool2_bwd", sh);
-  r[1].fn = maxpool2_bwd_cuda;
+  r[1].name = cat(pre, "maxpool_bwd", sh);
+  r[1].fn = maxpool_bwd_cuda;
   r[1].in = {{t, y}, {t, x}, {t, y}};
   r[1].out = {{t, x}};
   return r;

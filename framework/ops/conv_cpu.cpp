@@ -5,7 +5,7 @@
 //           (the transposed convolution is a forward one with flipped weights)
 //   filter: dw[K,9C] = sum over pixel chunks of dy[P,K]^T * col(x)[P,9C]
 // P = N*H*W pixels, processed in chunks so the column buffer stays bounded.
-#include "framework/ops/conv3x3.h"
+#include "framework/ops/conv.h"
 
 #include <algorithm>
 
@@ -153,39 +153,39 @@ void check_filter(const Shape& w, const char* op) {
 
 }  // namespace
 
-void conv3x3_fwd_shapes(const ShapeCtx& c, Shape* out, int n_out) {
-  TR_CHECK(c.n_in == 2 && n_out == 1, "conv3x3_fwd: arity");
+void conv_fwd_shapes(const ShapeCtx& c, Shape* out, int n_out) {
+  TR_CHECK(c.n_in == 2 && n_out == 1, "conv_fwd: arity");
   const Shape &x = c.in[0], &w = c.in[1];
-  check_rank4(x, "conv3x3_fwd", "x");
-  check_filter(w, "conv3x3_fwd");
-  TR_USER_CHECK(w[3] == x[3], "conv3x3_fwd: w ", w.str(), " does not match the channels of x ", x.str());
+  check_rank4(x, "conv_fwd", "x");
+  check_filter(w, "conv_fwd");
+  TR_USER_CHECK(w[3] == x[3], "conv_fwd: w ", w.str(), " does not match the channels of x ", x.str());
   out[0] = Shape{x[0], x[1], x[2], w[0]};
 }
 
-void conv3x3_bwd_data_shapes(const ShapeCtx& c, Shape* out, int n_out) {
-  TR_CHECK(c.n_in == 2 && n_out == 1, "conv3x3_bwd_data: arity");
+void conv_bwd_data_shapes(const ShapeCtx& c, Shape* out, int n_out) {
+  TR_CHECK(c.n_in == 3 && n_out == 1, "conv_bwd_data: arity");
   const Shape &dy = c.in[0], &w = c.in[1];
-  check_rank4(dy, "conv3x3_bwd_data", "dy");
-  check_filter(w, "conv3x3_bwd_data");
-  TR_USER_CHECK(w[0] == dy[3], "conv3x3_bwd_data: w ", w.str(), " does not match the channels of dy ",
+  check_rank4(dy, "conv_bwd_data", "dy");
+  check_filter(w, "conv_bwd_data");
+  TR_USER_CHECK(w[0] == dy[3], "conv_bwd_data: w ", w.str(), " does not match the channels of dy ",
                 dy.str());
   out[0] = Shape{dy[0], dy[1], dy[2], w[3]};
 }
 
-void conv3x3_bwd_filter_shapes(const ShapeCtx& c, Shape* out, int n_out) {
-  TR_CHECK(c.n_in == 2 && n_out == 1, "conv3x3_bwd_filter: arity");
+void conv_bwd_filter_shapes(const ShapeCtx& c, Shape* out, int n_out) {
+  TR_CHECK(c.n_in == 2 && n_out == 1, "conv_bwd_filter: arity");
   const Shape &x = c.in[0], &dy = c.in[1];
-  check_rank4(x, "conv3x3_bwd_filter", "x");
-  check_rank4(dy, "conv3x3_bwd_filter", "dy");
-  TR_USER_CHECK(x[0] == dy[0] && x[1] == dy[1] && x[2] == dy[2], "conv3x3_bwd_filter: x ", x.str(),
+  check_rank4(x, "conv_bwd_filter", "x");
+  check_rank4(dy, "conv_bwd_filter", "dy");
+  TR_USER_CHECK(x[0] == dy[0] && x[1] == dy[1] && x[2] == dy[2], "conv_bwd_filter: x ", x.str(),
                 " and dy ", dy.str(), " differ in N,H,W");
   out[0] = Shape{dy[3], 3, 3, x[3]};
 }
 
 // --- kernels ---
 
-void conv3x3_fwd_cpu(const OpCall& c) {
-  const char* op = "conv3x3_fwd";
+void conv_fwd_cpu(const OpCall& c) {
+  const char* op = "conv_fwd";
   cpu::check_arity(c, op, 2, 2, 1, 1);
   const Shape &x = c.in[0].shape, &w = c.in[1].shape;
   TR_CHECK(x.rank == 4 && w.rank == 4 && w[1] == 3 && w[2] == 3 && w[3] == x[3], op, ": x ", x.str(), " w ", w.str());
@@ -193,17 +193,17 @@ void conv3x3_fwd_cpu(const OpCall& c) {
   cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { fwd_impl<typename decltype(tag)::type>(c); });
 }
 
-void conv3x3_bwd_data_cpu(const OpCall& c) {
-  const char* op = "conv3x3_bwd_data";
-  cpu::check_arity(c, op, 2, 2, 1, 1);
+void conv_bwd_data_cpu(const OpCall& c) {
+  const char* op = "conv_bwd_data";
+  cpu::check_arity(c, op, 3, 3, 1, 1);
   const Shape &dy = c.in[0].shape, &w = c.in[1].shape;
   TR_CHECK(dy.rank == 4 && w.rank == 4 && w[1] == 3 && w[2] == 3 && w[0] == dy[3], op, ": dy ", dy.str(), " w ", w.str());
   check_conv_call(c, op, Shape{dy[0], dy[1], dy[2], w[3]});
   cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { bwd_data_impl<typename decltype(tag)::type>(c); });
 }
 
-void conv3x3_bwd_filter_cpu(const OpCall& c) {
-  const char* op = "conv3x3_bwd_filter";
+void conv_bwd_filter_cpu(const OpCall& c) {
+  const char* op = "conv_bwd_filter";
   cpu::check_arity(c, op, 2, 2, 1, 1);
   const Shape &x = c.in[0].shape, &dy = c.in[1].shape;
   TR_CHECK(x.rank == 4 && dy.rank == 4 && x[0] == dy[0] && x[1] == dy[1] && x[2] == dy[2], op, ": x ",

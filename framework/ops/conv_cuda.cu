@@ -1,5 +1,5 @@
 // 3x3 convolutions (stride 1, pad 1, NHWC, weights KRSC). Semantics:
-// framework/ops/conv3x3.h. Outputs are overwritten (beta = 0).
+// framework/ops/conv.h. Outputs are overwritten (beta = 0).
 //
 // cuDNN (legacy convolution API, fp32 compute) does every shape except the
 // few-input-channel forward and filter gradient (Note [small-C convolutions]),
@@ -10,7 +10,7 @@
 //   workspace: the plan's workspace_bytes (ConvPlanCache::max_workspace_bytes()).
 //   Small-C filter gradient: blocks * K*9*C * 4 bytes, blocks = min(4 * SMs / ceil(K/32),
 //   tiles) (<= 4 * SMs * K*9*C * 4).
-#include "framework/ops/conv3x3.h"
+#include "framework/ops/conv.h"
 #include "framework/ops/conv_plan_cache_cuda.h"
 #include "framework/ops/cuda_kernel_util_cuda.h"
 
@@ -235,7 +235,7 @@ void launch_small_c(const ConvKey& key, const OpCall& c, const GpuHandles& gh, v
   const int N = int(key.n), H = int(key.h), W = int(key.w), K = int(key.k);
   if (key.dir == ConvDir::Fwd) {
     const size_t smem = size_t(K) * 9 * C * sizeof(float);
-    TR_CHECK(smem <= 48 * 1024, "Conv3x3Fwd: small-C weights need ", smem, " B of shared memory");
+    TR_CHECK(smem <= 48 * 1024, "ConvFwd: small-C weights need ", smem, " B of shared memory");
     auto run = [&](auto kv) {
       constexpr int KV = decltype(kv)::value;
       const int kgs = K / KV;
@@ -257,7 +257,7 @@ void launch_small_c(const ConvKey& key, const OpCall& c, const GpuHandles& gh, v
   SumOut<T, 1> out;
   out.partial = static_cast<float*>(ws);
   out.t[0] = c.out[0].as<T>();
-  TR_CHECK(g.grid.x <= 1 || ws != nullptr, "Conv3x3BwdFilter: small-C kernel without workspace");
+  TR_CHECK(g.grid.x <= 1 || ws != nullptr, "ConvBwdFilter: small-C kernel without workspace");
   constexpr int V = kVec16<T>;
   const bool vec = g.bx % V == 0 && K % V == 0 && aligned_to(c.in[1].data, 16);
   auto run = [&](auto vl) {
@@ -299,7 +299,7 @@ struct ConvLaunch {
 
 // Checks the call against the plan's key and binds the handle to the op's stream.
 ConvLaunch begin(const OpCall& c, OpKind kind, const char* op) {
-  check_arity(c, 2, 1, op);
+  check_arity(c, kind == OpKind::ConvBwdData ? 3 : 2, 1, op);
   const GpuHandles& gh = handles_of(c, op);
   TR_CHECK(gh.cudnn != nullptr, op, ": no cuDNN handle");
   TR_CHECK(gh.conv_plans != nullptr, op, ": no ConvPlanCache in GpuHandles");
@@ -311,8 +311,8 @@ ConvLaunch begin(const OpCall& c, OpKind kind, const char* op) {
   check_dtype(b, a.dtype, op, "second input");
   check_dtype(out, a.dtype, op, "output");
   const ConvKey key = conv_key(kind, a.shape, b.shape, a.dtype);
-  const Shape want = kind == OpKind::Conv3x3Fwd       ? Shape{key.n, key.h, key.w, key.k}
-                     : kind == OpKind::Conv3x3BwdData ? Shape{key.n, key.h, key.w, key.c}
+  const Shape want = kind == OpKind::ConvFwd       ? Shape{key.n, key.h, key.w, key.k}
+                     : kind == OpKind::ConvBwdData ? Shape{key.n, key.h, key.w, key.c}
                                                       : Shape{key.k, 3, 3, key.c};
   TR_CHECK(out.shape.numel() == want.numel(), op, ": output is ", out.shape.str(), ", expected ", want.str());
   ConvLaunch l;
@@ -332,8 +332,8 @@ ConvLaunch begin(const OpCall& c, OpKind kind, const char* op) {
 }  // namespace
 
 // x[N,H,W,C], w[K,3,3,C] -> y[N,H,W,K]
-void conv3x3_fwd_cuda(const OpCall& c) {
-  const ConvLaunch l = begin(c, OpKind::Conv3x3Fwd, "Conv3x3Fwd");
+void conv_fwd_cuda(const OpCall& c) {
+  const ConvLaunch l = begin(c, OpKind::ConvFwd, "ConvFwd");
   if (l.done) return;
   const float alpha = 1.f, beta = 0.f;
   TR_LIBRARY_LAUNCH(cudnnConvolutionForward(l.h, &alpha, l.plan->x.get(), c.in[0].data, l.plan->w.get(), c.in[1].data,
@@ -342,8 +342,8 @@ void conv3x3_fwd_cuda(const OpCall& c) {
 }
 
 // dy[N,H,W,K], w[K,3,3,C] -> dx[N,H,W,C]
-void conv3x3_bwd_data_cuda(const OpCall& c) {
-  const ConvLaunch l = begin(c, OpKind::Conv3x3BwdData, "Conv3x3BwdData");
+void conv_bwd_data_cuda(const OpCall& c) {
+  const ConvLaunch l = begin(c, OpKind::ConvBwdData, "ConvBwdData");
   if (l.done) return;
   const float alpha = 1.f, beta = 0.f;
   TR_LIBRARY_LAUNCH(cudnnConvolutionBackwardData(l.h, &alpha, l.plan->w.get(), c.in[1].data, l.plan->y.get(),
@@ -353,8 +353,8 @@ void conv3x3_bwd_data_cuda(const OpCall& c) {
 }
 
 // x[N,H,W,C], dy[N,H,W,K] -> dw[K,3,3,C]
-void conv3x3_bwd_filter_cuda(const OpCall& c) {
-  const ConvLaunch l = begin(c, OpKind::Conv3x3BwdFilter, "Conv3x3BwdFilter");
+void conv_bwd_filter_cuda(const OpCall& c) {
+  const ConvLaunch l = begin(c, OpKind::ConvBwdFilter, "ConvBwdFilter");
   if (l.done) return;
   const float alpha = 1.f, beta = 0.f;
   TR_LIBRARY_LAUNCH(cudnnConvolutionBackwardFilter(l.h, &alpha, l.plan->x.get(), c.in[0].data, l.plan->y.get(),
