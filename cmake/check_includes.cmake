@@ -4,12 +4,7 @@
 file(GLOB_RECURSE files "${ROOT}/${DIR}/*.h" "${ROOT}/${DIR}/*.cpp" "${ROOT}/${DIR}/*.cu" "${ROOT}/${DIR}/*.cuh")
 set(bad "")
 foreach(f IN LISTS files)
-  # Files of a deeper folder that is a layer of its own (harness/lib under harness) are checked there.
   file(RELATIVE_PATH rel "${ROOT}" "${f}")
-  get_filename_component(owner "${rel}" DIRECTORY)
-  if(NOT owner STREQUAL DIR)
-    continue()
-  endif()
   file(STRINGS "${f}" lines REGEX "^[ \t]*#[ \t]*include[ \t]+\"")
   foreach(line IN LISTS lines)
     string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]+\"([^\"]+)\".*" "\\1" inc "${line}")

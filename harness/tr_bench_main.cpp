@@ -6,6 +6,7 @@
 #include <exception>
 
 #include "framework/core/error.h"
+#include "framework/graph/model_registry.h"
 #include "harness/lib/bench_runner.h"
 #include "harness/lib/allreduce_table.h"
 #include "harness/lib/weak_scaling.h"
@@ -22,7 +23,7 @@ int run(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "report") == 0) return report_main(argc - 1, argv + 1);
   const BenchOptions o = parse_bench_options(argc, argv);
   if (o.help) {
-    std::fputs(kBenchUsage, stdout);
+    std::printf(kBenchUsage, tr::model_names().c_str());
     return 0;
   }
   const BenchReport r = run_bench(o);

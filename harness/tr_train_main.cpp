@@ -1,5 +1,5 @@
-// tr-train: trains a reference model on Fashion-MNIST (or synthetic data) and
-// prints per-epoch loss, accuracy and time.
+// tr-train: trains a registered model on an IDX image set (Fashion-MNIST by
+// default) or on synthetic data, and prints per-epoch loss, accuracy and time.
 #include <algorithm>
 #include <climits>
 #include <cstdio>
@@ -8,9 +8,11 @@
 #include <string>
 
 #include "datasets/data_view.h"
-#include "datasets/fashion_mnist.h"
+#include "datasets/idx_dataset.h"
+#include "datasets/pad.h"
 #include "datasets/synthetic.h"
 #include "framework/core/error.h"
+#include "framework/graph/model_registry.h"
 #include "framework/runtime/context_factory.h"
 #include "framework/train/trainer.h"
 #include "harness/lib/cli_args.h"
@@ -22,18 +24,20 @@ const char* kUsage = R"(usage: tr-train [flags]
 
 Trains a reference model with the whole training step compiled into graphs.
 
-  --model mlp|cnn          model (default mlp)
+  --model NAME             a registered model (default mlp): %s
   --device cpu|cuda        where to run (default cpu)
   --mode M                 eager | partial-capture | full-capture (default full-capture)
   --epochs N               epochs (default 1)
-  --batch N                global batch size (default: mlp 200, cnn 256)
-  --data-dir DIR           Fashion-MNIST IDX files (default $TR_DATA_DIR or
-                           /usr/share/datasets/fashion-mnist)
-  --synthetic              train on deterministic synthetic data instead
+  --batch N                global batch size (default: the model's, e.g. mlp 200, cnn 256)
+  --data-dir DIR           IDX image set (MNIST family: train-/t10k- or *-train-/*-test- files;
+                           default $TR_DATA_DIR or /usr/share/datasets/fashion-mnist). Images
+                           smaller than the model's input are zero-padded to it (28 -> 32)
+  --synthetic              train on deterministic synthetic data of the model's shape instead
   --train-subset N         use the first N training images (default: all)
   --val-subset N           use the first N test images (default: all)
-  --width X                cnn channel multiplier (default 1.0)
-  --optimizer sgd|lars|adamw   (default: mlp adamw, cnn sgd)
+  --width X                channel multiplier of every layer (default 1.0)
+  --image-size S           build the model for S x S inputs (default: the model's own)
+  --optimizer sgd|lars|adamw   (default: the model's; mlp adamw, the others sgd)
   --lr X                   peak learning rate (default: adamw 1e-3, sgd 0.05, lars 0.1)
   --schedule constant|linear|cosine   (default linear, to 0)
   --warmup X               warm-up share of all steps (default 0.1 for sgd/lars, 0 for adamw)
@@ -46,8 +50,9 @@ Trains a reference model with the whole training step compiled into graphs.
                            bitwise-reproducible results)
   --split-steps            full capture launches a training step as its dozen sub-graphs
                            (DESIGN §3) instead of one step graph composed of them
-  --lowres-epochs N        train the first N epochs at --lowres-size (cnn only)
-  --lowres-size S          low resolution side (default 20)
+  --lowres-epochs N        train the first N epochs at --lowres-size (models without a
+                           spatial fully connected layer)
+  --lowres-size S          low resolution side (default 5/7 of the input side: 20 for 28)
   --bn-sync batch|running  with several ranks: BN statistics all-reduced in every BN layer
                            (batch, default: N ranks train like one with the whole batch) or
                            per-rank BN with the running statistics averaged once per step
@@ -60,32 +65,65 @@ Trains a reference model with the whole training step compiled into graphs.
 Exit codes: 0 success, 2 bad input (flags, data files), 1 other errors.
 )";
 
+// The data a run trains on: synthetic at the model's shape, or an IDX set
+// padded to the model's input side.
+struct RunData {
+  tr::data::ImageDataset train, test;
+};
+
+RunData load_data(const tr::CliArgs& a, const tr::ModelEntry& e, int image_size, uint64_t seed) {
+  using namespace tr;
+  RunData d;
+  if (a.flag("--synthetic")) {
+    TR_USER_CHECK(!a.has("--data-dir"), "give --synthetic or --data-dir, not both");
+    d.train = data::make_synthetic(60000, image_size, image_size, e.channels, e.classes, seed);
+    d.test = data::make_synthetic(10000, image_size, image_size, e.channels, e.classes, seed + 1);
+    return d;
+  }
+  const std::string dir = a.str("--data-dir", data::default_data_dir());
+  d.train = data::load_idx_split(dir, data::Split::Train);
+  d.test = data::load_idx_split(dir, data::Split::Test);
+  TR_USER_CHECK(d.train.height == d.test.height && d.train.width == d.test.width, dir, ": the train images are ",
+                d.train.height, "x", d.train.width, " but the test images are ", d.test.height, "x", d.test.width);
+  TR_USER_CHECK(d.test.num_classes <= d.train.num_classes, dir, ": the test split has label ",
+                d.test.num_classes - 1, ", but the training split only labels ", d.train.num_classes, " classes");
+  d.test.num_classes = d.train.num_classes;
+  TR_USER_CHECK(d.train.height <= image_size && d.train.width <= image_size, "model ", e.name, " takes ", image_size,
+                "x", image_size, " images but the data's are ", d.train.height, "x", d.train.width,
+                " (build it for them with --image-size ", std::max(d.train.height, d.train.width), ")");
+  if (d.train.height != image_size || d.train.width != image_size) {
+    d.train = data::pad_images(d.train, image_size);
+    d.test = data::pad_images(d.test, image_size);
+  }
+  return d;
+}
+
 int run(int argc, char** argv) {
   using namespace tr;
   CliArgs a(argc, argv,
             {"--model", "--device", "--mode", "--epochs", "--batch", "--data-dir", "--train-subset", "--val-subset",
              "--width", "--optimizer", "--lr", "--schedule", "--warmup", "--weight-decay", "--label-smoothing",
-             "--ema-decay", "--lowres-epochs", "--lowres-size", "--ranks", "--gpus", "--seed", "--bn-sync"},
+             "--ema-decay", "--lowres-epochs", "--lowres-size", "--ranks", "--gpus", "--seed", "--bn-sync",
+             "--image-size"},
             {"--synthetic", "--amp", "--no-shuffle", "--side-streams", "--split-steps", "--help"});
   if (a.flag("--help")) {
-    std::fputs(kUsage, stdout);
+    std::printf(kUsage, model_names().c_str());
     return 0;
   }
   TR_USER_CHECK(a.positional().empty(), "unexpected argument '", a.positional().front(), "' (see --help)");
   RunOptions o;
-  o.model.kind = parse_model(a.str("--model", "mlp"));
-  const bool cnn = o.model.kind == ModelKind::Cnn;
+  const ModelEntry& entry = model_entry(a.str("--model", "mlp"));
+  const int image_size = static_cast<int>(a.integer("--image-size", entry.height, 1, 4096));
   const std::string device = a.str("--device", "cpu");
   TR_USER_CHECK(device == "cpu" || device == "cuda", "--device must be cpu or cuda, got '", device, "'");
   o.backend = device == "cuda" ? Backend::Cuda : Backend::Cpu;
   o.mode = parse_mode(a.str("--mode", "full-capture"));
   o.epochs = static_cast<int>(a.integer("--epochs", 1, 1, 100000));
-  o.batch = a.integer("--batch", cnn ? 256 : 200, 1, 1 << 20);
-  o.model.width = a.real("--width", 1.0, 1e-3, 16.0);
-  o.train.optimizer = parse_optimizer(a.str("--optimizer", cnn ? "sgd" : "adamw"));
+  o.batch = a.integer("--batch", entry.train_batch, 1, 1 << 20);
+  const double width = a.real("--width", 1.0, 1e-3, 16.0);
+  o.train.optimizer = a.has("--optimizer") ? parse_optimizer(a.str("--optimizer", "")) : entry.optimizer;
   const bool adam = o.train.optimizer == OptimizerKind::AdamW;
-  const float def_lr = adam ? 1e-3f : (o.train.optimizer == OptimizerKind::Lars ? 0.1f : 0.05f);
-  o.lr.base_lr = static_cast<float>(a.real("--lr", def_lr, 1e-9, 1e3));
+  o.lr.base_lr = static_cast<float>(a.real("--lr", default_lr(o.train.optimizer), 1e-9, 1e3));
   o.lr.kind = parse_lr_schedule(a.str("--schedule", "linear"));
   o.lr.warmup_fraction = static_cast<float>(a.real("--warmup", adam ? 0.0 : 0.1, 0.0, 0.99));
   o.train.weight_decay = static_cast<float>(a.real("--weight-decay", adam ? 1e-4 : 5e-4, 0.0, 1.0));
@@ -97,7 +135,7 @@ int run(int argc, char** argv) {
   o.step_graphs = !a.flag("--split-steps");
   if (o.train.amp) o.train.init_loss_scale = 65536.f;
   o.lowres_epochs = static_cast<int>(a.integer("--lowres-epochs", 0, 0, o.epochs));
-  o.lowres_size = static_cast<int>(a.integer("--lowres-size", 20, 1, 4096));
+  o.lowres_size = static_cast<int>(a.integer("--lowres-size", image_size * 5 / 7, 1, 4096));
   TR_USER_CHECK(!(a.has("--ranks") && a.has("--gpus")), "give --ranks (CPU) or --gpus (CUDA), not both");
   if (o.backend == Backend::Cpu) {
     TR_USER_CHECK(!a.has("--gpus"), "--gpus needs --device cuda; use --ranks for CPU ranks");
@@ -111,22 +149,18 @@ int run(int argc, char** argv) {
   o.seed = static_cast<uint64_t>(a.integer("--seed", 1, 0, INT64_MAX));
   o.shuffle = !a.flag("--no-shuffle");
 
-  data::ImageDataset train, test;
-  if (a.flag("--synthetic")) {
-    train = data::make_synthetic(60000, 28, 28, 1, 10, o.seed);
-    test = data::make_synthetic(10000, 28, 28, 1, 10, o.seed + 1);
-  } else {
-    const std::string dir = a.str("--data-dir", data::default_data_dir());
-    train = data::load_fashion_mnist(dir, data::Split::Train);
-    test = data::load_fashion_mnist(dir, data::Split::Test);
-  }
+  const RunData d = load_data(a, entry, image_size, o.seed);
+  const data::ImageDataset &train = d.train, &test = d.test;
+  o.model = model_config(entry.name, width, image_size, train.channels, train.num_classes);
   const int64_t ntrain = a.integer("--train-subset", 0, 1, train.count);
   const int64_t nval = a.integer("--val-subset", 0, 1, test.count);
 
   Trainer t(o, data::data_view(train, ntrain), data::data_view(test, nval));
   const auto& pc = t.capture();
-  std::printf("tr-train: model %s%s, %s, mode %s, %s, batch %lld, %d rank(s)%s, %lld steps/epoch\n",
-              model_name(o.model.kind).c_str(), cnn ? cat(" (width ", o.model.width, ")").c_str() : "",
+  std::printf("tr-train: model %s (width %g, %dx%dx%d, %d classes), %s, mode %s, %s, batch %lld, %d rank(s)%s, "
+              "%lld steps/epoch\n",
+              o.model.name.c_str(), o.model.width, o.model.in_height, o.model.in_width, o.model.in_channels,
+              o.model.classes,
               device.c_str(), mode_name(o.mode).c_str(), o.train.amp ? "amp fp16" : "fp32",
               static_cast<long long>(o.batch), o.train.ranks,
               o.train.ranks > 1 ? cat(", BN sync ", bn_sync_name(o.train.bn_sync)).c_str() : "",

@@ -1,10 +1,11 @@
 // The gradient all-reduce measurements behind tr-bench's all-reduce table
-// (Trainer::grad_allreduce_messages / bench_allreduce, allreduce_table.h), on
+// (BenchDriver::grad_allreduce_messages / allreduce, allreduce_table.h), on
 // CPU rank threads: the messages cover every gradient once, both timings are
 // real, and the bus-bandwidth arithmetic follows nccl-tests.
 #include <gtest/gtest.h>
 
 #include "harness/lib/allreduce_table.h"
+#include "harness/lib/bench_driver.h"
 #include "tests/train_test_util.h"
 
 namespace tr {
@@ -26,14 +27,14 @@ std::pair<int64_t, int64_t> param_bytes(const Trainer& t) {
 }
 
 TEST(AllreduceBench, MessagesCoverEveryGradientOnce) {
-  const auto train = data::make_synthetic(4 * 32, 28, 28, 1, 10, 31);
-  const auto val = data::make_synthetic(32, 28, 28, 1, 10, 32);
+  const auto train = testing::model_data("cnn", 4 * 32, 31);
+  const auto val = testing::model_data("cnn", 32, 32);
   for (bool amp : {false, true}) {
-    RunOptions o = small_run(ModelKind::Cnn, OptimizerKind::Sgd, ExecMode::FullCapture, 32);
+    RunOptions o = small_run("cnn", OptimizerKind::Sgd, ExecMode::FullCapture, 32);
     o.train.ranks = 2;
     o.train.amp = amp;
     Trainer t(o, view_of(train), view_of(val));
-    const auto msgs = t.grad_allreduce_messages(Variant::TrainBase);
+    const auto msgs = bench::BenchDriver(t.session()).grad_allreduce_messages(Variant::TrainBase);
     ASSERT_FALSE(msgs.empty());
     int64_t bytes = 0;
     for (const auto& m : msgs) {
@@ -45,26 +46,27 @@ TEST(AllreduceBench, MessagesCoverEveryGradientOnce) {
     const auto [pb, tensors] = param_bytes(t);
     EXPECT_GE(bytes, pb) << (amp ? "amp" : "fp32");
     EXPECT_LT(bytes - pb, 256 * tensors) << (amp ? "amp" : "fp32");
-    EXPECT_TRUE(t.grad_allreduce_messages(Variant::ValBase).empty());
+    EXPECT_TRUE(bench::BenchDriver(t.session()).grad_allreduce_messages(Variant::ValBase).empty());
   }
   // One rank without forced collectives: nothing to all-reduce.
-  Trainer one(small_run(ModelKind::Mlp, OptimizerKind::AdamW, ExecMode::FullCapture, 32), view_of(train),
+  Trainer one(small_run("mlp", OptimizerKind::AdamW, ExecMode::FullCapture, 32), view_of(train),
               view_of(val));
-  EXPECT_TRUE(one.grad_allreduce_messages(Variant::TrainBase).empty());
+  EXPECT_TRUE(bench::BenchDriver(one.session()).grad_allreduce_messages(Variant::TrainBase).empty());
 }
 
 TEST(AllreduceBench, TimesTheAllreduceInsideTheStepAndAlone) {
-  const auto train = data::make_synthetic(4 * 32, 28, 28, 1, 10, 33);
-  const auto val = data::make_synthetic(32, 28, 28, 1, 10, 34);
-  RunOptions o = small_run(ModelKind::Mlp, OptimizerKind::AdamW, ExecMode::FullCapture, 32);
+  const auto train = testing::model_data("cnn", 4 * 32, 33);
+  const auto val = testing::model_data("cnn", 32, 34);
+  RunOptions o = small_run("mlp", OptimizerKind::AdamW, ExecMode::FullCapture, 32);
   o.train.ranks = 2;
   Trainer t(o, view_of(train), view_of(val));
-  t.bench_prime(Variant::TrainBase);
-  const auto at = t.bench_allreduce(Variant::TrainBase, 3);
+  bench::BenchDriver drive(t.session());
+  drive.prime(Variant::TrainBase);
+  const auto at = drive.allreduce(Variant::TrainBase, 3);
   EXPECT_GT(at.in_step_ms, 0);
   EXPECT_GT(at.alone_ms, 0);
   // Training goes on afterwards: the timed steps left the runner consistent.
-  const auto s = t.bench_steps(Variant::TrainBase, 2);
+  const auto s = drive.steps(Variant::TrainBase, 2);
   EXPECT_GT(s.wall_s, 0);
 }
 

@@ -20,7 +20,7 @@ using testing::state_of;
 using testing::view_of;
 
 RunOptions bn_run(int ranks, ExecMode mode, BnSync sync) {
-  RunOptions o = small_run(ModelKind::Cnn, OptimizerKind::Lars, mode, 32);
+  RunOptions o = small_run("cnn", OptimizerKind::Lars, mode, 32);
   o.train.ranks = ranks;
   o.train.bn_sync = sync;
   o.epochs = 1;
@@ -30,9 +30,7 @@ RunOptions bn_run(int ranks, ExecMode mode, BnSync sync) {
 
 // AllReduceSum nodes per graph of the compiled model.
 std::map<GraphId, int> allreduces(BnSync sync, int ranks) {
-  ModelConfig mc;
-  mc.kind = ModelKind::Cnn;
-  mc.width = 0.25;
+  ModelConfig mc = model_config("cnn", 0.25);
   TrainConfig tc;
   tc.ranks = ranks;
   tc.bn_sync = sync;
@@ -62,8 +60,8 @@ TEST(BnSync, RunningHoldsOneBnCollectivePerStepInsteadOfTwoPerLayer) {
 }
 
 TEST(BnSync, RunningKeepsRanksIdenticalAndDiffersFromSynchronisedBn) {
-  const auto train = data::make_synthetic(8 * 32, 28, 28, 1, 10, 41);
-  const auto val = data::make_synthetic(64, 28, 28, 1, 10, 42);
+  const auto train = testing::model_data("cnn", 8 * 32, 41);
+  const auto val = testing::model_data("cnn", 64, 42);
   Trainer running(bn_run(2, ExecMode::FullCapture, BnSync::Running), view_of(train), view_of(val));
   const EpochStats s = running.run_epoch();
   const auto r0 = state_of(running, 0), r1 = state_of(running, 1);
@@ -86,15 +84,15 @@ TEST(BnSync, RunningKeepsRanksIdenticalAndDiffersFromSynchronisedBn) {
 // batch statistics. Each shard's statistics come from a one-rank run on that
 // shard alone (same initial weights, so the same first forward).
 TEST(BnSync, RunningStatisticsAreTheMeanOfTheShards) {
-  const auto train = data::make_synthetic(32, 28, 28, 1, 10, 45);
-  const auto val = data::make_synthetic(32, 28, 28, 1, 10, 46);
+  const auto train = testing::model_data("cnn", 32, 45);
+  const auto val = testing::model_data("cnn", 32, 46);
   Trainer two(bn_run(2, ExecMode::FullCapture, BnSync::Running), view_of(train), view_of(val));
   const auto init = state_of(two, 0);
   two.run_epoch();
   const auto got = state_of(two, 0);
   std::vector<std::map<std::string, std::vector<float>>> shards;
   for (int half = 0; half < 2; ++half) {
-    const auto part = data::make_synthetic(32, 28, 28, 1, 10, 45);  // same samples, then sliced
+    const auto part = testing::model_data("cnn", 32, 45);  // same samples, then sliced
     DataView v = view_of(part);
     v.images += int64_t(half) * 16 * 28 * 28;
     v.labels += half * 16;

@@ -123,11 +123,12 @@ TEST(TrBenchCli, HelpAndBadInput) {
     expect_user_error("tr-bench --device cuda", "no CUDA GPU is visible");
   }
   expect_user_error("tr-bench --device cpu --precision fp8", "--precision must be fp32 or amp");
-  expect_user_error("tr-bench --device cpu --cnn-optimizer rmsprop", "unknown optimizer");
+  expect_user_error("tr-bench --device cpu --optimizer rmsprop", "unknown optimizer");
+  expect_user_error("tr-bench --device cpu --cnn-optimizer sgd", "--cnn-optimizer is now --optimizer");
   expect_user_error("tr-bench --device cpu --bn-sync local", "unknown BN sync 'local' (expected batch or running)");
   expect_user_error("tr-bench --device cpu --batch 64 --batch-per-gpu 32", "not both");
   expect_user_error("tr-bench --device cpu --model mlp --variants train_lowres --iters 1 --repetitions 1 --warmup 0",
-                    "mlp cannot run the low-resolution variants");
+                    "model mlp has a spatial fully connected layer and cannot train at a lower resolution");
   expect_user_error("tr-bench --device cpu --ranks 3 --batch 64 --iters 1", "does not divide");
   expect_user_error("tr-bench gate --baseline /nonexistent/a.json --current /nonexistent/b.json", "/nonexistent/a.json");
   expect_user_error("tr-bench report -o /tmp/x.html", "");

@@ -18,12 +18,12 @@ using testing::view_of;
 TEST(CpuTraining, ReplayEqualsEagerBitForBit) {
   // 20 steps: 2 epochs of 10, the last batch of each epoch incomplete (its own
   // variant), the first epoch at low resolution (a resolution switch).
-  const auto train = data::make_synthetic(10 * 32 - 12, 28, 28, 1, 10, 3);
-  const auto val = data::make_synthetic(50, 28, 28, 1, 10, 4);
+  const auto train = testing::model_data("cnn", 10 * 32 - 12, 3);
+  const auto val = testing::model_data("cnn", 50, 4);
   for (bool amp : {false, true}) {
     std::map<std::string, std::vector<float>> ref;
     for (auto [mode, split] : testing::kModeRuns) {
-      RunOptions o = small_run(ModelKind::Cnn, OptimizerKind::Lars, mode, 32);
+      RunOptions o = small_run("cnn", OptimizerKind::Lars, mode, 32);
       o.step_graphs = !split;
       o.epochs = 2;
       o.lowres_epochs = 1;
@@ -51,9 +51,9 @@ TEST(CpuTraining, ReplayEqualsEagerBitForBit) {
 }
 
 TEST(CpuTraining, LossFallsAndLastBatchUsesItsVariant) {
-  const auto train = data::make_synthetic(1000, 28, 28, 1, 10, 11);  // 5 batches of 200 + none left over
-  const auto val = data::make_synthetic(300, 28, 28, 1, 10, 12);
-  RunOptions o = small_run(ModelKind::Mlp, OptimizerKind::AdamW, ExecMode::FullCapture, 192);  // 5x192 + 40
+  const auto train = testing::model_data("cnn", 1000, 11);  // 5 batches of 200 + none left over
+  const auto val = testing::model_data("cnn", 300, 12);
+  RunOptions o = small_run("mlp", OptimizerKind::AdamW, ExecMode::FullCapture, 192);  // 5x192 + 40
   o.epochs = 3;
   Trainer t(o, view_of(train), view_of(val));
   EXPECT_EQ(t.steps_per_epoch(), 6);
@@ -98,9 +98,9 @@ struct NanInjector {
 };
 
 TEST(CpuTraining, NanGradientSkipsStepAndHalvesLossScale) {
-  const auto train = data::make_synthetic(8 * 32, 28, 28, 1, 10, 5);
-  const auto val = data::make_synthetic(64, 28, 28, 1, 10, 6);
-  RunOptions o = small_run(ModelKind::Cnn, OptimizerKind::Sgd, ExecMode::FullCapture, 32);
+  const auto train = testing::model_data("cnn", 8 * 32, 5);
+  const auto val = testing::model_data("cnn", 64, 6);
+  RunOptions o = small_run("cnn", OptimizerKind::Sgd, ExecMode::FullCapture, 32);
   o.train.amp = true;
   o.train.init_loss_scale = 256.f;
   o.epochs = 2;
@@ -132,9 +132,9 @@ TEST(CpuTraining, NanGradientSkipsStepAndHalvesLossScale) {
 }
 
 TEST(CpuTraining, LearningRateFollowsDeviceScheduleWithoutRecapture) {
-  const auto train = data::make_synthetic(6 * 16, 28, 28, 1, 10, 8);
-  const auto val = data::make_synthetic(16, 28, 28, 1, 10, 9);
-  RunOptions o = small_run(ModelKind::Mlp, OptimizerKind::Sgd, ExecMode::FullCapture, 16);
+  const auto train = testing::model_data("cnn", 6 * 16, 8);
+  const auto val = testing::model_data("cnn", 16, 9);
+  RunOptions o = small_run("mlp", OptimizerKind::Sgd, ExecMode::FullCapture, 16);
   o.lr.kind = LrSchedule::Cosine;
   o.lr.warmup_fraction = 0.f;
   o.lr.base_lr = 0.1f;

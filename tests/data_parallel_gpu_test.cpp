@@ -16,6 +16,7 @@
 
 #include "framework/runtime/context_factory.h"
 #include "tests/gpu_test_util.h"
+#include "harness/lib/bench_driver.h"
 #include "tests/train_test_util.h"
 
 namespace tr {
@@ -26,7 +27,7 @@ using testing::state_of;
 using testing::view_of;
 
 RunOptions gpu_dp_run(int gpus, ExecMode mode) {
-  RunOptions o = small_run(ModelKind::Cnn, OptimizerKind::Lars, mode, 32);
+  RunOptions o = small_run("cnn", OptimizerKind::Lars, mode, 32);
   o.backend = Backend::Cuda;
   o.train.ranks = gpus;
   o.epochs = 1;
@@ -36,8 +37,8 @@ RunOptions gpu_dp_run(int gpus, ExecMode mode) {
 TEST(GpuDataParallel, GpusMatchOneGpuWithTheWholeBatch) {
   const int have = cuda_device_count();
   if (have < 2) GTEST_SKIP() << "needs 2 or more GPUs, " << have << " visible";
-  const auto train = data::make_synthetic(20 * 32, 28, 28, 1, 10, 21);
-  const auto val = data::make_synthetic(64, 28, 28, 1, 10, 22);
+  const auto train = testing::model_data("cnn", 20 * 32, 21);
+  const auto val = testing::model_data("cnn", 64, 22);
   Trainer one(gpu_dp_run(1, ExecMode::FullCapture), view_of(train), view_of(val));
   const auto init = state_of(one);
   const EpochStats s1 = one.run_epoch();
@@ -67,8 +68,8 @@ TEST(GpuDataParallel, ModesStayBitIdenticalOnSeveralGpus) {
   const int have = cuda_device_count();
   if (have < 2) GTEST_SKIP() << "needs 2 or more GPUs, " << have << " visible";
   const int gpus = have >= 8 ? 8 : have >= 4 ? 4 : 2;
-  const auto train = data::make_synthetic(10 * 32 - 8, 28, 28, 1, 10, 23);  // incomplete last batch
-  const auto val = data::make_synthetic(64, 28, 28, 1, 10, 24);
+  const auto train = testing::model_data("cnn", 10 * 32 - 8, 23);  // incomplete last batch
+  const auto val = testing::model_data("cnn", 64, 24);
   for (BnSync sync : {BnSync::Batch, BnSync::Running}) {
     std::map<std::string, std::vector<float>> ref;
     for (auto [mode, split] : testing::kModeRuns) {
@@ -102,8 +103,8 @@ TEST(GpuDataParallel, ModesStayBitIdenticalOnSeveralGpus) {
 TEST(GpuDataParallel, PerGpuBnMatchesTheCpuRanksAfterOneStep) {
   const int have = cuda_device_count();
   if (have < 2) GTEST_SKIP() << "needs 2 or more GPUs, " << have << " visible";
-  const auto train = data::make_synthetic(32, 28, 28, 1, 10, 63);
-  const auto val = data::make_synthetic(32, 28, 28, 1, 10, 64);
+  const auto train = testing::model_data("cnn", 32, 63);
+  const auto val = testing::model_data("cnn", 32, 64);
   auto one_step = [&](Backend b) {
     RunOptions o = gpu_dp_run(2, ExecMode::FullCapture);
     o.backend = b;
@@ -138,10 +139,10 @@ TEST(GpuDataParallel, PerGpuBnMatchesTheCpuRanksAfterOneStep) {
 // instead: over one rank that too changes nothing.
 TEST(GpuDataParallel, OneRankRunsNcclInsideCapturedGraphs) {
   SKIP_WITHOUT_GPU();
-  const auto train = data::make_synthetic(10 * 32 - 8, 28, 28, 1, 10, 59);
-  const auto val = data::make_synthetic(64, 28, 28, 1, 10, 60);
+  const auto train = testing::model_data("cnn", 10 * 32 - 8, 59);
+  const auto val = testing::model_data("cnn", 64, 60);
   auto run = [&](ExecMode mode, bool collectives, int* captured_collective, BnSync sync = BnSync::Batch) {
-    RunOptions o = small_run(ModelKind::Cnn, OptimizerKind::Lars, mode, 32);
+    RunOptions o = small_run("cnn", OptimizerKind::Lars, mode, 32);
     o.backend = Backend::Cuda;
     o.epochs = 2;
     o.train.force_collectives = collectives;
@@ -171,20 +172,21 @@ TEST(GpuDataParallel, OneRankRunsNcclInsideCapturedGraphs) {
 
 TEST(GpuDataParallel, GradientAllreduceIsTimedInsideTheStepAndAlone) {
   SKIP_WITHOUT_GPU();
-  const auto train = data::make_synthetic(4 * 64, 28, 28, 1, 10, 61);
-  const auto val = data::make_synthetic(64, 28, 28, 1, 10, 62);
+  const auto train = testing::model_data("cnn", 4 * 64, 61);
+  const auto val = testing::model_data("cnn", 64, 62);
   const int gpus = cuda_device_count() >= 2 ? 2 : 1;
   RunOptions o = gpu_dp_run(gpus, ExecMode::FullCapture);
   o.batch = 64;
   o.train.force_collectives = gpus == 1;
   Trainer t(o, view_of(train), view_of(val));
-  const auto msgs = t.grad_allreduce_messages(Variant::TrainBase);
+  const auto msgs = bench::BenchDriver(t.session()).grad_allreduce_messages(Variant::TrainBase);
   ASSERT_FALSE(msgs.empty());
   int64_t bytes = 0;
   for (const auto& m : msgs) bytes += m.bytes();
-  t.bench_prime(Variant::TrainBase);
-  t.bench_steps(Variant::TrainBase, 3);
-  const auto at = t.bench_allreduce(Variant::TrainBase, 10);
+  bench::BenchDriver drive(t.session());
+  drive.prime(Variant::TrainBase);
+  drive.steps(Variant::TrainBase, 3);
+  const auto at = drive.allreduce(Variant::TrainBase, 10);
   std::printf("[ allreduce ] %d GPU(s): %.3f MB in %zu messages per step: %.4f ms inside the step, %.4f ms alone\n",
               gpus, bytes / 1e6, msgs.size(), at.in_step_ms, at.alone_ms);
   EXPECT_GT(at.in_step_ms, 0);

@@ -19,7 +19,7 @@ using testing::state_of;
 using testing::view_of;
 
 RunOptions dp_run(int ranks, ExecMode mode) {
-  RunOptions o = small_run(ModelKind::Cnn, OptimizerKind::Lars, mode, 32);
+  RunOptions o = small_run("cnn", OptimizerKind::Lars, mode, 32);
   o.train.ranks = ranks;
   o.epochs = 1;
   o.validate = true;
@@ -49,8 +49,8 @@ double max_rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
 // a wrong BN count, a shard dropped or seen twice) is off by a factor of ~2 in the
 // update already after one step (and OneStepAgreesToRounding is tight).
 TEST(DataParallel, RanksMatchOneRankWithTheWholeBatch) {
-  const auto train = data::make_synthetic(20 * 32, 28, 28, 1, 10, 21);
-  const auto val = data::make_synthetic(64, 28, 28, 1, 10, 22);
+  const auto train = testing::model_data("cnn", 20 * 32, 21);
+  const auto val = testing::model_data("cnn", 64, 22);
   Trainer one(dp_run(1, ExecMode::FullCapture), view_of(train), view_of(val));
   const auto init = state_of(one);
   const EpochStats s1 = one.run_epoch();
@@ -78,8 +78,8 @@ TEST(DataParallel, RanksMatchOneRankWithTheWholeBatch) {
 // A one-step check with a tight bound: before any near-tie can flip, N ranks
 // and one rank agree to float rounding.
 TEST(DataParallel, OneStepAgreesToRounding) {
-  const auto train = data::make_synthetic(32, 28, 28, 1, 10, 31);
-  const auto val = data::make_synthetic(32, 28, 28, 1, 10, 32);
+  const auto train = testing::model_data("cnn", 32, 31);
+  const auto val = testing::model_data("cnn", 32, 32);
   Trainer one(dp_run(1, ExecMode::FullCapture), view_of(train), view_of(val));
   one.run_epoch();
   const auto ref = state_of(one);
@@ -90,8 +90,8 @@ TEST(DataParallel, OneStepAgreesToRounding) {
 }
 
 TEST(DataParallel, ModesStayBitIdenticalWithSeveralRanks) {
-  const auto train = data::make_synthetic(10 * 32 - 8, 28, 28, 1, 10, 23);  // incomplete last batch
-  const auto val = data::make_synthetic(64, 28, 28, 1, 10, 24);
+  const auto train = testing::model_data("cnn", 10 * 32 - 8, 23);  // incomplete last batch
+  const auto val = testing::model_data("cnn", 64, 24);
   for (BnSync sync : {BnSync::Batch, BnSync::Running}) {
     std::map<std::string, std::vector<float>> ref;
     for (ExecMode mode : {ExecMode::Eager, ExecMode::PartialCapture, ExecMode::FullCapture}) {
@@ -112,19 +112,17 @@ TEST(DataParallel, ModesStayBitIdenticalWithSeveralRanks) {
 // Note [one collective at a time]: only where both graphs hold collectives
 // does the first layer's backward wait for the deep all-reduce.
 TEST(DataParallel, FirstLayerBackwardWaitsForTheDeepAllreduceOnlyWhenBothHoldCollectives) {
-  auto waits = [](ModelKind kind, int ranks, bool force) {
-    ModelConfig mc;
-    mc.kind = kind;
-    mc.width = 0.25;
+  auto waits = [](const char* model, int ranks, bool force) {
+    const ModelConfig mc = model_config(model, 0.25);
     TrainConfig tc;
     tc.ranks = ranks;
     tc.force_collectives = force;
     return first_layer_bwd_waits_for_deep_comm(build_model(mc, tc, 32).cg);
   };
-  EXPECT_TRUE(waits(ModelKind::Cnn, 2, false));   // synchronised BN in the first layer
-  EXPECT_TRUE(waits(ModelKind::Cnn, 1, true));
-  EXPECT_FALSE(waits(ModelKind::Cnn, 1, false));  // no collectives at all
-  EXPECT_FALSE(waits(ModelKind::Mlp, 2, false));  // no BatchNorm: the overlap stays
+  EXPECT_TRUE(waits("cnn", 2, false));   // synchronised BN in the first layer
+  EXPECT_TRUE(waits("cnn", 1, true));
+  EXPECT_FALSE(waits("cnn", 1, false));  // no collectives at all
+  EXPECT_FALSE(waits("mlp", 2, false));  // no BatchNorm: the overlap stays
 }
 
 TEST(DataParallel, MismatchedCollectiveSequenceIsRefused) {
@@ -152,16 +150,16 @@ TEST(DataParallel, MismatchedCollectiveSequenceIsRefused) {
 }
 
 TEST(DataParallel, CollectiveHashIsRecordedAtCapture) {
-  const auto train = data::make_synthetic(64, 28, 28, 1, 10, 25);
-  const auto val = data::make_synthetic(32, 28, 28, 1, 10, 26);
+  const auto train = testing::model_data("cnn", 64, 25);
+  const auto val = testing::model_data("cnn", 32, 26);
   Trainer t(dp_run(2, ExecMode::FullCapture), view_of(train), view_of(val));
   EXPECT_GT(t.capture().collective, 0);
   EXPECT_NE(t.capture().collective_hash, 0u);
 }
 
 TEST(DataParallel, WatchdogNamesTheHungRank) {
-  const auto train = data::make_synthetic(4 * 32, 28, 28, 1, 10, 27);
-  const auto val = data::make_synthetic(32, 28, 28, 1, 10, 28);
+  const auto train = testing::model_data("cnn", 4 * 32, 27);
+  const auto val = testing::model_data("cnn", 32, 28);
   RunOptions o = dp_run(2, ExecMode::FullCapture);
   o.watchdog_ms = 300;
   Trainer t(o, view_of(train), view_of(val));
@@ -189,8 +187,8 @@ namespace {
 // Collectives forced with one rank (what a single GPU runs to keep NCCL inside
 // its graphs): the shared-memory all-reduce over one rank changes nothing.
 TEST(DataParallel, ForcedCollectivesWithOneRankChangeNothing) {
-  const auto train = data::make_synthetic(6 * 32, 28, 28, 1, 10, 61);
-  const auto val = data::make_synthetic(64, 28, 28, 1, 10, 62);
+  const auto train = testing::model_data("cnn", 6 * 32, 61);
+  const auto val = testing::model_data("cnn", 64, 62);
   std::map<std::string, std::vector<float>> s[2];
   for (int forced = 0; forced < 2; ++forced) {
     RunOptions o = dp_run(1, ExecMode::FullCapture);

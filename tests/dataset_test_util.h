@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "datasets/idx_dataset.h"
 #include "datasets/idx_reader.h"
 #include "framework/core/error.h"
 

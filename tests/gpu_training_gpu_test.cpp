@@ -14,6 +14,7 @@
 #include "framework/runtime/context_factory.h"
 #include "framework/runtime/cuda_context_cuda.h"
 #include "tests/gpu_test_util.h"
+#include "harness/lib/bench_driver.h"
 #include "tests/train_test_util.h"
 
 namespace tr {
@@ -51,10 +52,10 @@ std::vector<double> losses_of(RunOptions o, const data::ImageDataset& train, con
 // carry the tight check.
 TEST(GpuTraining, Fp32LossMatchesCpuOver20Steps) {
   SKIP_WITHOUT_GPU();
-  const auto train = data::make_synthetic(20 * 32, 28, 28, 1, 10, 41);
-  const auto val = data::make_synthetic(64, 28, 28, 1, 10, 42);
-  for (ModelKind kind : {ModelKind::Mlp, ModelKind::Cnn}) {
-    RunOptions o = small_run(kind, kind == ModelKind::Mlp ? OptimizerKind::AdamW : OptimizerKind::Sgd,
+  const auto train = testing::model_data("cnn", 20 * 32, 41);
+  const auto val = testing::model_data("cnn", 64, 42);
+  for (std::string kind : {"mlp", "cnn"}) {
+    RunOptions o = small_run(kind, kind == "mlp" ? OptimizerKind::AdamW : OptimizerKind::Sgd,
                              ExecMode::FullCapture, 32);
     o.validate = false;
     const auto cpu = losses_of(o, train, val);
@@ -65,8 +66,8 @@ TEST(GpuTraining, Fp32LossMatchesCpuOver20Steps) {
     double worst = 0;
     for (size_t i = 0; i < cpu.size(); ++i) worst = std::max(worst, std::fabs(gpu[i] - cpu[i]) / std::fabs(cpu[i]));
     std::printf("[ gpu vs cpu ] %s: loss %.5f -> %.5f (cpu) / %.5f -> %.5f (gpu), worst step difference %.3g\n",
-                model_name(kind).c_str(), cpu.front(), cpu.back(), gpu.front(), gpu.back(), worst);
-    EXPECT_LT(worst, 3e-2) << model_name(kind);
+                kind.c_str(), cpu.front(), cpu.back(), gpu.front(), gpu.back(), worst);
+    EXPECT_LT(worst, 3e-2) << kind;
     EXPECT_NEAR(gpu.front(), cpu.front(), 1e-5 * std::fabs(cpu.front()));
   }
 }
@@ -88,9 +89,9 @@ struct GradRecorder {
 
 TEST(GpuTraining, FirstStepGradientsMatchCpu) {
   SKIP_WITHOUT_GPU();
-  const auto train = data::make_synthetic(2 * 32, 28, 28, 1, 10, 55);
-  const auto val = data::make_synthetic(32, 28, 28, 1, 10, 56);
-  for (ModelKind kind : {ModelKind::Mlp, ModelKind::Cnn}) {
+  const auto train = testing::model_data("cnn", 2 * 32, 55);
+  const auto val = testing::model_data("cnn", 32, 56);
+  for (std::string kind : {"mlp", "cnn"}) {
     std::map<std::string, std::vector<float>> g[2];
     for (int dev = 0; dev < 2; ++dev) {
       RunOptions o = small_run(kind, OptimizerKind::Sgd, ExecMode::Eager, 32);
@@ -114,7 +115,7 @@ TEST(GpuTraining, FirstStepGradientsMatchCpu) {
       const double rel = std::sqrt(num / std::max(den, 1e-30));
       if (rel > worst) worst = rel, wn = name;
     }
-    std::printf("[ gpu vs cpu ] %s first-step gradients: worst relative L2 error %.3g (%s)\n", model_name(kind).c_str(),
+    std::printf("[ gpu vs cpu ] %s first-step gradients: worst relative L2 error %.3g (%s)\n", kind.c_str(),
                 worst, wn.c_str());
     EXPECT_LT(worst, 1e-4) << wn;
   }
@@ -141,9 +142,9 @@ struct NanOnce {
 
 TEST(GpuTraining, AmpTrainsAndSkipsANanStep) {
   SKIP_WITHOUT_GPU();
-  const auto train = data::make_synthetic(16 * 64, 28, 28, 1, 10, 43);
-  const auto val = data::make_synthetic(256, 28, 28, 1, 10, 44);
-  RunOptions o = small_run(ModelKind::Cnn, OptimizerKind::Sgd, ExecMode::FullCapture, 64);
+  const auto train = testing::model_data("cnn", 16 * 64, 43);
+  const auto val = testing::model_data("cnn", 256, 44);
+  RunOptions o = small_run("cnn", OptimizerKind::Sgd, ExecMode::FullCapture, 64);
   o.backend = Backend::Cuda;
   o.model.width = 0.5;
   o.lr.base_lr = 0.2f;
@@ -171,12 +172,12 @@ TEST(GpuTraining, AmpTrainsAndSkipsANanStep) {
 // state, EMA and BN statistics bit-identical in eager, partial and full capture.
 TEST(GpuTraining, ModesAreBitIdenticalOver100Steps) {
   SKIP_WITHOUT_GPU();
-  const auto train = data::make_synthetic(25 * 48 - 20, 28, 28, 1, 10, 45);  // 25 steps/epoch, last one short
-  const auto val = data::make_synthetic(200, 28, 28, 1, 10, 46);
+  const auto train = testing::model_data("cnn", 25 * 48 - 20, 45);  // 25 steps/epoch, last one short
+  const auto val = testing::model_data("cnn", 200, 46);
   for (bool amp : {false, true}) {
     std::map<std::string, std::vector<float>> ref;
     for (auto [mode, split] : testing::kModeRuns) {
-      RunOptions o = small_run(ModelKind::Cnn, OptimizerKind::Lars, mode, 48);
+      RunOptions o = small_run("cnn", OptimizerKind::Lars, mode, 48);
       o.backend = Backend::Cuda;
       o.step_graphs = !split;
       o.epochs = 4;
@@ -213,9 +214,9 @@ struct StepSnapshots {
 };
 
 std::vector<std::map<std::string, std::vector<float>>> snapshots(ExecMode mode, bool side_streams) {
-  const auto train = data::make_synthetic(12 * 48, 28, 28, 1, 10, 57);
-  const auto val = data::make_synthetic(48, 28, 28, 1, 10, 58);
-  RunOptions o = small_run(ModelKind::Cnn, OptimizerKind::Sgd, mode, 48);
+  const auto train = testing::model_data("cnn", 12 * 48, 57);
+  const auto val = testing::model_data("cnn", 48, 58);
+  RunOptions o = small_run("cnn", OptimizerKind::Sgd, mode, 48);
   o.backend = Backend::Cuda;
   o.validate = false;
   o.train.side_streams = side_streams;
@@ -255,9 +256,9 @@ TEST(GpuTraining, RunsAreReproducibleStepByStep) {
 
 TEST(GpuRuntime, NoDeviceAllocationAfterPlanning) {
   SKIP_WITHOUT_GPU();
-  const auto train = data::make_synthetic(6 * 64 - 10, 28, 28, 1, 10, 47);
-  const auto val = data::make_synthetic(100, 28, 28, 1, 10, 48);
-  RunOptions o = small_run(ModelKind::Cnn, OptimizerKind::Lars, ExecMode::FullCapture, 64);
+  const auto train = testing::model_data("cnn", 6 * 64 - 10, 47);
+  const auto val = testing::model_data("cnn", 100, 48);
+  RunOptions o = small_run("cnn", OptimizerKind::Lars, ExecMode::FullCapture, 64);
   o.backend = Backend::Cuda;
   o.epochs = 3;
   Trainer t(o, view_of(train), view_of(val));
@@ -275,16 +276,17 @@ TEST(GpuRuntime, NoDeviceAllocationAfterPlanning) {
 
 TEST(GpuRuntime, FullCaptureLaunchesOnlyGraphs) {
   SKIP_WITHOUT_GPU();
-  const auto train = data::make_synthetic(4 * 64, 28, 28, 1, 10, 49);
-  const auto val = data::make_synthetic(64, 28, 28, 1, 10, 50);
+  const auto train = testing::model_data("cnn", 4 * 64, 49);
+  const auto val = testing::model_data("cnn", 64, 50);
   for (auto [mode, split] : testing::kModeRuns) {
-    RunOptions o = small_run(ModelKind::Cnn, OptimizerKind::Lars, mode, 64);
+    RunOptions o = small_run("cnn", OptimizerKind::Lars, mode, 64);
     o.backend = Backend::Cuda;
     o.step_graphs = !split;
     Trainer t(o, view_of(train), view_of(val));
-    t.bench_prime(Variant::TrainBase);
-    t.bench_steps(Variant::TrainBase, 3);
-    const auto s = t.bench_steps(Variant::TrainBase, 10);
+    bench::BenchDriver drive(t.session());
+    drive.prime(Variant::TrainBase);
+    drive.steps(Variant::TrainBase, 3);
+    const auto s = drive.steps(Variant::TrainBase, 10);
     const LaunchTally& l = s.rank0_tally;
     std::printf("[ launches ] %-15s%s per step: %.1f graphs, %.1f kernels, %.1f library calls, %.1f memcpys, "
                 "%.1f event ops\n",
@@ -307,9 +309,9 @@ TEST(GpuRuntime, FullCaptureLaunchesOnlyGraphs) {
 
 TEST(GpuRuntime, FailedCaptureLeavesNothingBehind) {
   SKIP_WITHOUT_GPU();
-  const auto train = data::make_synthetic(2 * 32, 28, 28, 1, 10, 51);
-  const auto val = data::make_synthetic(32, 28, 28, 1, 10, 52);
-  RunOptions o = small_run(ModelKind::Cnn, OptimizerKind::Sgd, ExecMode::Eager, 32);
+  const auto train = testing::model_data("cnn", 2 * 32, 51);
+  const auto val = testing::model_data("cnn", 32, 52);
+  RunOptions o = small_run("cnn", OptimizerKind::Sgd, ExecMode::Eager, 32);
   o.backend = Backend::Cuda;
   o.validate = false;
   Trainer t(o, view_of(train), view_of(val));
@@ -350,9 +352,9 @@ TEST(GpuRuntime, FailedCaptureLeavesNothingBehind) {
 
 TEST(GpuRuntime, LearningRateChangesEveryStepWithoutRecapture) {
   SKIP_WITHOUT_GPU();
-  const auto train = data::make_synthetic(8 * 32, 28, 28, 1, 10, 53);
-  const auto val = data::make_synthetic(32, 28, 28, 1, 10, 54);
-  RunOptions o = small_run(ModelKind::Mlp, OptimizerKind::Sgd, ExecMode::FullCapture, 32);
+  const auto train = testing::model_data("cnn", 8 * 32, 53);
+  const auto val = testing::model_data("cnn", 32, 54);
+  RunOptions o = small_run("mlp", OptimizerKind::Sgd, ExecMode::FullCapture, 32);
   o.backend = Backend::Cuda;
   o.lr.kind = LrSchedule::Cosine;
   o.lr.warmup_fraction = 0.25f;

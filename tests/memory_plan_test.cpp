@@ -26,9 +26,7 @@ std::array<VariantDims, kVariantCount> six_variants() {
 }
 
 CompiledModel cnn(bool amp, OptimizerKind opt = OptimizerKind::Lars) {
-  ModelConfig m;
-  m.kind = ModelKind::Cnn;
-  m.width = 0.5;
+  ModelConfig m = model_config("cnn", 0.5);
   TrainConfig t;
   t.amp = amp;
   t.optimizer = opt;

@@ -5,6 +5,7 @@
 // (cpu_training_test.cpp, gpu_training_gpu_test.cpp).
 #include <gtest/gtest.h>
 
+#include "harness/lib/bench_driver.h"
 #include "tests/train_test_util.h"
 
 namespace tr {
@@ -19,14 +20,15 @@ struct Counted {
 };
 
 LaunchTally tally_of(Trainer& t, int64_t steps) {
-  t.bench_prime(Variant::TrainBase);
-  return t.bench_steps(Variant::TrainBase, steps).rank0_tally;
+  bench::BenchDriver drive(t.session());
+  drive.prime(Variant::TrainBase);
+  return drive.steps(Variant::TrainBase, steps).rank0_tally;
 }
 
 TEST(StepGraphs, FullCaptureLaunchesOneGraphPerStep) {
-  const auto train = data::make_synthetic(4 * 32 - 8, 28, 28, 1, 10, 11);  // train_base and train_last
-  const auto val = data::make_synthetic(32, 28, 28, 1, 10, 12);
-  RunOptions o = small_run(ModelKind::Cnn, OptimizerKind::Sgd, ExecMode::FullCapture, 32);
+  const auto train = testing::model_data("cnn", 4 * 32 - 8, 11);  // train_base and train_last
+  const auto val = testing::model_data("cnn", 32, 12);
+  RunOptions o = small_run("cnn", OptimizerKind::Sgd, ExecMode::FullCapture, 32);
   Trainer t(o, view_of(train), view_of(val));
   EXPECT_EQ(t.capture().step_graphs, 2 * 2 * 2);  // 2 variants x A/B x next or not
   const LaunchTally l = tally_of(t, 6);
@@ -35,9 +37,9 @@ TEST(StepGraphs, FullCaptureLaunchesOneGraphPerStep) {
 }
 
 TEST(StepGraphs, SplitStepsLaunchEverySubGraph) {
-  const auto train = data::make_synthetic(4 * 32, 28, 28, 1, 10, 11);
-  const auto val = data::make_synthetic(32, 28, 28, 1, 10, 12);
-  RunOptions o = small_run(ModelKind::Cnn, OptimizerKind::Sgd, ExecMode::FullCapture, 32);
+  const auto train = testing::model_data("cnn", 4 * 32, 11);
+  const auto val = testing::model_data("cnn", 32, 12);
+  RunOptions o = small_run("cnn", OptimizerKind::Sgd, ExecMode::FullCapture, 32);
   o.step_graphs = false;
   Trainer t(o, view_of(train), view_of(val));
   EXPECT_EQ(t.capture().step_graphs, 0);
@@ -50,10 +52,10 @@ TEST(StepGraphs, SplitStepsLaunchEverySubGraph) {
 }
 
 TEST(StepGraphs, OnlyFullCaptureBuildsThem) {
-  const auto train = data::make_synthetic(2 * 32, 28, 28, 1, 10, 11);
-  const auto val = data::make_synthetic(32, 28, 28, 1, 10, 12);
+  const auto train = testing::model_data("cnn", 2 * 32, 11);
+  const auto val = testing::model_data("cnn", 32, 12);
   for (ExecMode mode : {ExecMode::Eager, ExecMode::PartialCapture}) {
-    Trainer t(small_run(ModelKind::Mlp, OptimizerKind::AdamW, mode, 32), view_of(train), view_of(val));
+    Trainer t(small_run("mlp", OptimizerKind::AdamW, mode, 32), view_of(train), view_of(val));
     EXPECT_EQ(t.capture().step_graphs, 0) << mode_name(mode);
   }
 }
@@ -62,9 +64,9 @@ TEST(StepGraphs, AHookBetweenSubGraphsRunsTheSequence) {
   // A hook after the backward graphs (tests inject faults there) cannot run in
   // the middle of one graph: those steps fall back to the sequence, and the
   // hook sees every step.
-  const auto train = data::make_synthetic(3 * 32, 28, 28, 1, 10, 11);
-  const auto val = data::make_synthetic(32, 28, 28, 1, 10, 12);
-  RunOptions o = small_run(ModelKind::Mlp, OptimizerKind::AdamW, ExecMode::FullCapture, 32);
+  const auto train = testing::model_data("cnn", 3 * 32, 11);
+  const auto val = testing::model_data("cnn", 32, 12);
+  RunOptions o = small_run("mlp", OptimizerKind::AdamW, ExecMode::FullCapture, 32);
   Trainer t(o, view_of(train), view_of(val));
   ASSERT_GT(t.capture().step_graphs, 0);
   Counted c;

@@ -30,9 +30,7 @@ struct Fixture {
   PlanSet plans;
   RecordingContext ctx;
   Fixture() {
-    ModelConfig mc;
-    mc.kind = ModelKind::Cnn;
-    mc.width = 0.25;
+    ModelConfig mc = model_config("cnn", 0.25);
     TrainConfig tc;
     tc.side_streams = true;
     tc.optimizer = OptimizerKind::Sgd;

@@ -13,7 +13,6 @@
 #include <string>
 #include <vector>
 
-#include "datasets/fashion_mnist.h"
 #include "datasets/idx_reader.h"
 #include "datasets/synthetic.h"
 #include "framework/core/error.h"

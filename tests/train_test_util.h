@@ -12,6 +12,7 @@
 
 #include "datasets/data_view.h"
 #include "datasets/synthetic.h"
+#include "framework/graph/model_registry.h"
 #include "framework/train/param_init.h"
 #include "framework/train/trainer.h"
 
@@ -25,11 +26,18 @@ inline constexpr std::array<std::pair<ExecMode, bool>, 4> kModeRuns = {
     std::pair{ExecMode::Eager, false}, std::pair{ExecMode::PartialCapture, false},
     std::pair{ExecMode::FullCapture, false}, std::pair{ExecMode::FullCapture, true}};
 
-// A small run: `count` synthetic 28x28x1 images, batch `batch`.
-inline RunOptions small_run(ModelKind kind, OptimizerKind opt, ExecMode mode, int64_t batch) {
+// `count` synthetic images of a registered model's input shape and classes
+// (class-dependent patterns, so the loss falls).
+inline data::ImageDataset model_data(const std::string& model, int64_t count, uint64_t seed) {
+  const ModelConfig m = model_config(model);
+  return data::make_synthetic(count, m.in_height, m.in_width, m.in_channels, m.classes, seed);
+}
+
+// A small run of a registered model at a quarter of its width (cnn: 8/16/32/64
+// channels), batch `batch`.
+inline RunOptions small_run(const std::string& model, OptimizerKind opt, ExecMode mode, int64_t batch) {
   RunOptions o;
-  o.model.kind = kind;
-  o.model.width = 0.25;  // cnn: 8/16/32/64 channels
+  o.model = model_config(model, 0.25);
   o.train.optimizer = opt;
   o.train.weight_decay = 5e-4f;
   o.mode = mode;

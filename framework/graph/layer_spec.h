@@ -1,28 +1,54 @@
 #pragma once
-// A model as a list of layers (DESIGN §4). The builder turns it into forward,
-// backward, optimizer and inference nodes.
+// A model is data (DESIGN §4): a list of layers forming a small DAG. Each layer
+// names its input layers and carries typed attributes; one plug-in per layer
+// kind (framework/graph/layers/) turns it into parameters, forward nodes and
+// backward nodes. The lists themselves live in framework/graph/models/.
+#include <string>
 #include <vector>
 
-#include "framework/graph/model_config.h"
 #include "framework/graph/tensor_info.h"
 
 namespace tr {
 
+enum class LayerKind : uint8_t {
+  Conv,           // channels = K, kernel, stride, pad; no bias
+  BatchNorm,      // relu: ReLU after the affine
+  MaxPool,        // kernel, stride, pad
+  AvgPool,        // kernel, stride
+  GlobalMaxPool,  // [N,H,W,C] -> [N,C]
+  GlobalAvgPool,  // [N,H,W,C] -> [N,C]
+  Fc,             // channels = outputs; bias; scale; flattens a spatial input
+  Relu,
+  Add,            // two inputs of one shape; relu: ReLU after the sum
+  Count
+};
+
+// The network input's name, for layers that read it besides the first.
+inline constexpr const char* kInputLayer = "input";
+
 struct LayerSpec {
-  enum class Kind { Conv3x3, BnRelu, MaxPool2, GlobalMaxPool, Fc, Relu };
-  Kind kind = Kind::Fc;
-  int out_features = 0;   // Conv3x3: K; Fc: M
-  bool bias = false;      // Fc
-  float scale = 1.f;      // Fc output scale
+  LayerKind kind = LayerKind::Fc;
+  // Unique within the model; names the layer's tensors ("<name>.w"). Empty:
+  // "l<index><tag>", e.g. "l3.conv".
+  std::string name;
+  // Layers whose outputs this one reads, earlier in the list. Empty: the layer
+  // just before it (the network input for the first layer).
+  std::vector<std::string> inputs;
+  int channels = 0;  // Conv: output channels; Fc: outputs
+  int kernel = 0;    // Conv, MaxPool, AvgPool: window side
+  int stride = 1;    // Conv, MaxPool, AvgPool
+  int pad = 0;       // Conv: zero padding; MaxPool: padding that never wins
+  bool relu = false; // BatchNorm, Add
+  bool bias = false; // Fc
+  float scale = 1.f; // Fc: y = scale * x W^T (+ b)
+  // Which gradients travel together (FIRST_COMM / DEEP_COMM) and which LARS
+  // group a parameter joins; First layers also run in the first-layer graphs.
   ParamGroup group = ParamGroup::Deep;
 };
 
-// mlp: 784 -> 1024 -> 512 -> 256 -> 10 with ReLU and biases; the first fc is the
-//      "first layer", the last one the Fc group.
-// cnn: conv3x3(C->32w)+BN+ReLU; blocks 64w/128w/256w of
-//      conv3x3 -> maxpool2 -> BN+ReLU -> conv3x3 -> BN+ReLU; global max pool;
-//      fc(256w -> classes, no bias) scaled by 1/8.
-std::vector<LayerSpec> model_layers(const ModelConfig& m);
-int scaled_width(int base, double width);  // max(1, round(base * width))
+std::string_view layer_kind_name(LayerKind k);
+
+// max(1, round(base * width)): channel counts under --width.
+int scaled_width(int base, double width);
 
 }  // namespace tr

@@ -7,6 +7,7 @@
 
 #include "framework/graph/computation_graph.h"
 #include "framework/graph/model_config.h"
+#include "framework/graph/model_registry.h"
 
 namespace tr {
 

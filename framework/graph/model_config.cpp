@@ -4,14 +4,6 @@
 
 namespace tr {
 
-std::string model_name(ModelKind k) { return k == ModelKind::Mlp ? "mlp" : "cnn"; }
-
-ModelKind parse_model(const std::string& s) {
-  if (s == "mlp") return ModelKind::Mlp;
-  if (s == "cnn") return ModelKind::Cnn;
-  throw UserError(cat("unknown model '", s, "' (expected mlp or cnn)"));
-}
-
 std::string optimizer_name(OptimizerKind k) {
   switch (k) {
     case OptimizerKind::Sgd: return "sgd";

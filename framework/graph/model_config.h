@@ -7,7 +7,6 @@
 
 namespace tr {
 
-enum class ModelKind { Mlp, Cnn };
 enum class OptimizerKind { Sgd, Lars, AdamW };
 // How BatchNorm shares statistics among data-parallel ranks (no effect with one
 // rank unless collectives are forced):
@@ -22,11 +21,15 @@ enum class OptimizerKind { Sgd, Lars, AdamW };
 //            the same state. One collective per step instead of 2 per layer.
 enum class BnSync { Batch, Running };
 
+// A model to build: its registry entry (framework/graph/model_registry.h) and
+// the shape of what it reads. model_config(name) fills it from the registry.
 struct ModelConfig {
-  ModelKind kind = ModelKind::Mlp;
-  double width = 1.0;  // cnn: channel multiplier over 32/64/128/256
+  std::string name = "mlp";
+  double width = 1.0;  // multiplies every layer's channels
   int in_height = 28, in_width = 28, in_channels = 1, classes = 10;
-  float norm_mean = 0.2860f, norm_std = 0.3530f;  // Fashion-MNIST pixel statistics
+  // InputPrep: x = (u8 / 255 - mean[c]) / std[c], per channel (up to 4).
+  float norm_mean[4] = {0.2860f, 0.2860f, 0.2860f, 0.2860f};
+  float norm_std[4] = {0.3530f, 0.3530f, 0.3530f, 0.3530f};
 };
 
 struct TrainConfig {
@@ -56,8 +59,6 @@ struct TrainConfig {
   bool has_collectives() const { return ranks > 1 || force_collectives; }
 };
 
-std::string model_name(ModelKind k);
-ModelKind parse_model(const std::string& s);          // throws UserError
 std::string optimizer_name(OptimizerKind k);
 OptimizerKind parse_optimizer(const std::string& s);  // throws UserError
 std::string bn_sync_name(BnSync s);

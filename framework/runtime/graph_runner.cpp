@@ -7,9 +7,13 @@
 
 namespace tr {
 
+bool first_layer_bwd_waits_for_deep_comm(const ComputationGraph& cg) {
+  return cg.has_collective(GraphId::DEEP_COMM) && cg.has_collective(GraphId::FIRST_LAYER_BWD);
+}
+
 GraphRunner::GraphRunner(const ComputationGraph& cg, const PlanSet& plans, const GraphAtlas& atlas,
                          const PreCaptureResult& captured, DeviceContext& ctx)
-    : cg_(cg), plans_(plans), atlas_(atlas), ctx_(ctx) {
+    : cg_(cg), plans_(plans), atlas_(atlas), ctx_(ctx), first_bwd_waits_(first_layer_bwd_waits_for_deep_comm(cg)) {
   for (Variant v : kAllVariants) {
     for (int g = 0; g < kGraphIdCount; ++g) {
       const AtlasSlot& s = atlas.slot(v, static_cast<GraphId>(g));

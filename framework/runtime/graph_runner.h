@@ -9,6 +9,9 @@
 
 namespace tr {
 
+// Note [one collective at a time] (step_loop.h): both graphs hold collectives.
+bool first_layer_bwd_waits_for_deep_comm(const ComputationGraph& cg);
+
 class GraphRunner {
  public:
   GraphRunner(const ComputationGraph& cg, const PlanSet& plans, const GraphAtlas& atlas,
@@ -19,6 +22,8 @@ class GraphRunner {
   void launch(GraphId g, Variant v);
   bool has(GraphId g, Variant v) const { return atlas_.slot(v, g).present(); }
   DeviceContext& ctx() { return ctx_; }
+  // Note [one collective at a time] (step_loop.h), resolved once with the exec table.
+  bool first_bwd_waits_for_deep_comm() const { return first_bwd_waits_; }
   const ComputationGraph& graph() const { return cg_; }
 
   // While a target is set, launch() adds each captured graph to a step graph
@@ -33,6 +38,7 @@ class GraphRunner {
   DeviceContext& ctx_;
   std::array<std::array<const CapturedGraph*, kGraphIdCount>, kVariantCount> table_{};
   std::vector<const CapturedGraph*>* splice_ = nullptr;
+  bool first_bwd_waits_ = false;
 };
 
 }  // namespace tr

@@ -18,15 +18,6 @@ void launch_transfer(GraphRunner& r, Variant v, int slot) {
 
 }  // namespace
 
-bool first_layer_bwd_waits_for_deep_comm(const ComputationGraph& cg) {
-  auto holds_collective = [&](GraphId g) {
-    for (const Node& n : cg.nodes(g))
-      if (n.collective) return true;
-    return false;
-  };
-  return holds_collective(GraphId::DEEP_COMM) && holds_collective(GraphId::FIRST_LAYER_BWD);
-}
-
 void epoch_begin(GraphRunner& r, Variant v) { r.launch(GraphId::CLEAR_METRICS, v); }
 
 void transfer(GraphRunner& r, Variant v, int slot) {
@@ -50,18 +41,18 @@ void train_step(GraphRunner& r, Variant v, int cur, bool transfer_next, const St
   c.stream_wait(S::UPDATE, S::COMP_1);
   const bool timed = hook && hook->time_grad_allreduce;
   r.launch(GraphId::CAST_DEEP_GRAD_FP16_TO_FP32, v);  // UPDATE: deep bucket cast + all-reduce
-  if (timed) c.mark_time(S::UPDATE, 0);
+  if (timed) c.mark_time(S::UPDATE, kDeepCommBegin);
   r.launch(GraphId::DEEP_COMM, v);                    //   overlap the first layer's backward, unless
                                                       //   Note [one collective at a time]
-  if (timed) c.mark_time(S::UPDATE, 1);
-  if (first_layer_bwd_waits_for_deep_comm(r.graph())) c.stream_wait(S::COMP_1, S::UPDATE);
+  if (timed) c.mark_time(S::UPDATE, kDeepCommEnd);
+  if (r.first_bwd_waits_for_deep_comm()) c.stream_wait(S::COMP_1, S::UPDATE);
   r.launch(GraphId::FIRST_LAYER_BWD, v);     // COMP_1
   c.stream_wait(S::UPDATE, S::COMP_1);
   if (hook && hook->after_backward) hook->after_backward(c, hook->user);
   r.launch(GraphId::CAST_FIRST_GRAD_FP16_TO_FP32, v);
-  if (timed) c.mark_time(S::UPDATE, 2);
+  if (timed) c.mark_time(S::UPDATE, kFirstCommBegin);
   r.launch(GraphId::FIRST_COMM, v);
-  if (timed) c.mark_time(S::UPDATE, 3);
+  if (timed) c.mark_time(S::UPDATE, kFirstCommEnd);
   r.launch(GraphId::ACCUM_METRICS, v);
   r.launch(GraphId::NAN_CHECK_AND_GRAD_SCALING, v);
   r.launch(GraphId::UPDATE_STATS, v);

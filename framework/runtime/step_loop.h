@@ -22,10 +22,15 @@ using AfterBackwardHook = void (*)(DeviceContext& ctx, void* user);
 struct StepHook {
   AfterBackwardHook after_backward = nullptr;
   void* user = nullptr;
-  // Marks time slots 0/1 around DEEP_COMM and 2/3 around FIRST_COMM on UPDATE:
-  // the gradient all-reduce inside the step (DeviceContext::mark_time).
+  // Stamps the TimeMark slots around DEEP_COMM and FIRST_COMM on UPDATE: the
+  // gradient all-reduce inside the step (DeviceContext::mark_time).
   bool time_grad_allreduce = false;
 };
+
+// The DeviceContext time slots train_step stamps when StepHook::time_grad_allreduce
+// is set; the benchmark driver reads them after synchronising.
+enum TimeMark : int { kDeepCommBegin = 0, kDeepCommEnd = 1, kFirstCommBegin = 2, kFirstCommEnd = 3 };
+static_assert(kFirstCommEnd < DeviceContext::kTimeSlots, "every TimeMark needs a slot");
 
 // Note [one collective at a time]: the NCCL collectives of a communicator must
 // run one after another, in the same order on every rank; two of them running
@@ -34,8 +39,8 @@ struct StepHook {
 // side by side. In a step the only such pair is DEEP_COMM on UPDATE and
 // FIRST_LAYER_BWD on COMP_1, when the first layer's synchronised BatchNorm
 // all-reduces its backward sums. Then FIRST_LAYER_BWD waits for DEEP_COMM, which
-// gives up overlapping the deep all-reduce with the first layer's backward.
-bool first_layer_bwd_waits_for_deep_comm(const ComputationGraph& cg);
+// gives up overlapping the deep all-reduce with the first layer's backward
+// (first_layer_bwd_waits_for_deep_comm, graph_runner.h).
 
 // One training step on buffer `cur`; optionally launches the transfer of the next batch.
 void train_step(GraphRunner& r, Variant v, int cur, bool transfer_next, const StepHook* hook = nullptr);

@@ -44,4 +44,13 @@ std::string lr_schedule_name(LrSchedule s) {
   return "?";
 }
 
+float default_lr(OptimizerKind k) {
+  switch (k) {
+    case OptimizerKind::AdamW: return 1e-3f;
+    case OptimizerKind::Lars: return 0.1f;
+    case OptimizerKind::Sgd: return 0.05f;
+  }
+  return 0.05f;
+}
+
 }  // namespace tr

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "framework/graph/model_config.h"
+
 namespace tr {
 
 enum class LrSchedule { Constant, Linear, Cosine };
@@ -20,5 +22,8 @@ struct LrScheduleSpec {
 std::vector<float> make_lr_table(const LrScheduleSpec& s, int64_t total_steps);
 LrSchedule parse_lr_schedule(const std::string& s);  // throws UserError
 std::string lr_schedule_name(LrSchedule s);
+
+// The peak learning rate the tools use when none is given: AdamW 1e-3, SGD 0.05, LARS 0.1.
+float default_lr(OptimizerKind k);
 
 }  // namespace tr

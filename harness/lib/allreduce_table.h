@@ -1,6 +1,6 @@
 #pragma once
 // Note [all-reduce bandwidth]: with several ranks tr-bench times the gradient
-// all-reduce of a training step twice (Trainer::bench_allreduce): inside the
+// all-reduce of a training step twice (BenchDriver::allreduce): inside the
 // step, between time marks around DEEP_COMM and FIRST_COMM on the UPDATE
 // stream while the first layer's backward runs beside it, and alone, the same
 // messages all-reduced back to back on the same communicator. Bus bandwidth,

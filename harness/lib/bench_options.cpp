@@ -4,6 +4,7 @@
 
 #include <sstream>
 
+#include "framework/graph/model_registry.h"
 #include "framework/runtime/context_factory.h"
 #include "harness/lib/cli_args.h"
 
@@ -20,14 +21,17 @@ and writes a Google-Benchmark-compatible JSON report.
   --device cuda|cpu     default: cuda when a GPU is visible, else cpu
   --gpus N[,N..]|auto   GPU counts to sweep (cuda; auto = 1 and every power of two up to all)
   --ranks N[,N..]       rank-thread counts to sweep (cpu)
-  --model mlp|cnn[,..]  models (default cnn,mlp)
-  --batch N[,N..]       global batch sizes (default: cnn 64,256,1024,4096 on cuda, 32 on cpu; mlp 200)
+  --model M[,M..]       registered models (default cnn,mlp): %s
+  --batch N[,N..]       global batch sizes (default: each model's, e.g. cnn 64,256,1024,4096 on
+                        cuda and 32 on cpu, mlp 200, resnet50 32,64,128,256)
   --batch-per-gpu N[,N..]  batch sizes per GPU (per rank on cpu) instead: the global batch grows
                         with the GPU count (weak scaling; the table then shows its efficiency)
   --variants V[,V..]    train_base, train_last, train_lowres, train_lowres_last, val_base, val_last
                         (default train_base)
-  --width X             cnn channel multiplier (default 1.0)
-  --cnn-optimizer O     sgd | lars | adamw for cnn (default lars; mlp always uses adamw)
+  --width X             channel multiplier of every layer (default 1.0)
+  --image-size S        build every model for S x S inputs (default: each model's own)
+  --optimizer O         sgd | lars | adamw for every model (default: each model's: cnn lars,
+                        mlp adamw, the others sgd)
   --bn-sync S           with several GPUs: batch (default; every BN layer all-reduces its
                         statistics, exact data parallelism) or running (per-GPU BN, the
                         statistics averaged once per step)
@@ -47,6 +51,7 @@ Examples:
   tr-bench --mode full-capture --gpus 8 --json h200x8.json
   tr-bench --mode all --gpus 1,2,4,8 --model cnn --batch-per-gpu 256,1024 --json scaling.json
   tr-bench --mode all --gpus 1,2,4,8 --model cnn --batch-per-gpu 1024 --bn-sync running
+  tr-bench --model resnet50 --batch 32,256 --optimizer sgd --json resnet50.json
   tr-bench --model cnn,mlp --batch 256 --repetitions 10 --json run.json
   tr-bench gate --baseline reports/baselines/cpu.json --current run.json
   tr-bench report run.json -o run.html
@@ -89,8 +94,8 @@ Variant parse_variant(const std::string& s) {
 BenchOptions parse_bench_options(int argc, char** argv) {
   CliArgs a(argc, argv,
             {"--mode", "--device", "--gpus", "--ranks", "--model", "--batch", "--variants", "--width", "--warmup",
-             "--iters", "--repetitions", "--json", "--precision", "--cnn-optimizer", "--batch-per-gpu",
-             "--bn-sync"},
+             "--iters", "--repetitions", "--json", "--precision", "--optimizer", "--cnn-optimizer",
+             "--batch-per-gpu", "--bn-sync", "--image-size"},
             {"--no-cupti", "--side-streams", "--split-steps", "--help"});
   BenchOptions o;
   for (int i = 0; i < argc; ++i) o.command_line += (i ? " " : "") + std::string(argv[i]);
@@ -129,7 +134,7 @@ BenchOptions parse_bench_options(int argc, char** argv) {
     for (const auto& m : split(modes)) o.modes.push_back(parse_mode(m));
   }
   o.models.clear();
-  for (const auto& m : split(a.str("--model", "cnn,mlp"))) o.models.push_back(parse_model(m));
+  for (const auto& m : split(a.str("--model", "cnn,mlp"))) o.models.push_back(std::string(model_entry(m).name));
   TR_USER_CHECK(!(a.has("--batch") && a.has("--batch-per-gpu")), "give --batch (global) or --batch-per-gpu, not both");
   if (a.has("--batch")) o.batches = int_list("--batch", a.str("--batch", ""), 1, 1 << 20);
   if (a.has("--batch-per-gpu")) {
@@ -141,7 +146,9 @@ BenchOptions parse_bench_options(int argc, char** argv) {
     for (const auto& v : split(a.str("--variants", ""))) o.variants.push_back(parse_variant(v));
   }
   o.width = a.real("--width", 1.0, 1e-3, 16.0);
-  o.cnn_optimizer = parse_optimizer(a.str("--cnn-optimizer", "lars"));
+  o.image_size = static_cast<int>(a.integer("--image-size", 0, 1, 4096));
+  TR_USER_CHECK(!a.has("--cnn-optimizer"), "--cnn-optimizer is now --optimizer (it applies to every model swept)");
+  if (a.has("--optimizer")) o.optimizer = parse_optimizer(a.str("--optimizer", ""));
   o.bn_sync = parse_bn_sync(a.str("--bn-sync", "batch"));
   const std::string prec = a.str("--precision", o.backend == Backend::Cuda ? "amp" : "fp32");
   TR_USER_CHECK(prec == "fp32" || prec == "amp", "--precision must be fp32 or amp, got '", prec, "'");

@@ -2,6 +2,7 @@
 // tr-bench's run options, parsed from the command line (nccl-tests / Google
 // Benchmark style: lists sweep, every bad value is a one-line UserError).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,7 +15,7 @@ namespace tr::bench {
 
 struct BenchOptions {
   Backend backend = Backend::Cpu;
-  std::vector<ModelKind> models = {ModelKind::Cnn};
+  std::vector<std::string> models = {"cnn", "mlp"};  // model registry names
   std::vector<ExecMode> modes = {ExecMode::Eager, ExecMode::PartialCapture, ExecMode::FullCapture};
   std::vector<int> ranks = {1};
   std::vector<int64_t> batches;        // global batch; empty: per-model default
@@ -24,8 +25,9 @@ struct BenchOptions {
   int iters = 50;
   int repetitions = 5;
   double width = 1.0;
+  int image_size = 0;                  // 0: each model's own input side
   bool amp = false;
-  OptimizerKind cnn_optimizer = OptimizerKind::Lars;
+  std::optional<OptimizerKind> optimizer;  // unset: each model's bench optimizer
   BnSync bn_sync = BnSync::Batch;
   std::string json_path;               // empty: no file
   bool progress = false;               // stderr progress (a terminal only)

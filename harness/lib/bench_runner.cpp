@@ -8,8 +8,10 @@
 
 #include "datasets/data_view.h"
 #include "datasets/synthetic.h"
+#include "framework/graph/model_registry.h"
 #include "framework/runtime/nvtx.h"
-#include "framework/train/trainer.h"
+#include "framework/train/session.h"
+#include "harness/lib/bench_driver.h"
 #include "harness/lib/context_info.h"
 #include "harness/lib/cupti_probe.h"
 #include "harness/lib/profiler_range.h"
@@ -20,10 +22,8 @@
 namespace tr::bench {
 namespace {
 
-std::vector<int64_t> default_batches(ModelKind m, Backend b) {
-  if (m == ModelKind::Mlp) return {200};
-  if (b == Backend::Cuda) return {64, 256, 1024, 4096};
-  return {32};
+const std::vector<int64_t>& default_batches(const ModelEntry& e, Backend b) {
+  return b == Backend::Cuda ? e.gpu_batches : e.cpu_batches;
 }
 
 // The summary's GPU busy column: empty when no case has it, "-" for a case without it.
@@ -61,22 +61,23 @@ BenchReport run_bench(const BenchOptions& o) {
   const bool any_last = wants(o.variants, true, false, true) || wants(o.variants, true, false, false);
   const bool any_lowres = wants(o.variants, false, true, false);
 
-  for (ModelKind model : o.models) {
-    TR_USER_CHECK(!(model == ModelKind::Mlp && any_lowres), "mlp cannot run the low-resolution variants");
-    const auto batches = o.batches.empty() ? default_batches(model, o.backend) : o.batches;
+  for (const std::string& model : o.models) {
+    const ModelEntry& entry = model_entry(model);
+    const int side = o.image_size > 0 ? o.image_size : entry.height;
+    const auto batches = o.batches.empty() ? default_batches(entry, o.backend) : o.batches;
     for (int ranks : o.ranks) {
       for (int64_t listed : batches) {
         const int64_t batch = o.batch_per_rank ? listed * ranks : listed;  // global
         TR_USER_CHECK(batch % ranks == 0, "batch ", batch, " does not divide over ", ranks, " ranks");
         // Two full batches (A and B) plus, when asked for, an incomplete last one.
         const int64_t last = std::max<int64_t>(ranks, (batch / 2) / ranks * ranks);
-        const auto train = data::make_synthetic(2 * batch + (any_last ? last : 0), 28, 28, 1, 10, 1);
-        const auto val = data::make_synthetic(2 * batch + (any_last ? last : 0), 28, 28, 1, 10, 2);
+        const int64_t count = 2 * batch + (any_last ? last : 0);
+        const auto train = data::make_synthetic(count, side, side, entry.channels, entry.classes, 1);
+        const auto val = data::make_synthetic(count, side, side, entry.channels, entry.classes, 2);
         for (ExecMode mode : o.modes) {
           RunOptions ro;
-          ro.model.kind = model;
-          ro.model.width = o.width;
-          ro.train.optimizer = model == ModelKind::Mlp ? OptimizerKind::AdamW : o.cnn_optimizer;
+          ro.model = model_config(model, o.width, side);
+          ro.train.optimizer = o.optimizer.value_or(entry.bench_optimizer);
           ro.train.amp = o.amp;
           ro.train.side_streams = o.side_streams;
           ro.train.bn_sync = o.bn_sync;
@@ -88,14 +89,15 @@ BenchReport run_bench(const BenchOptions& o) {
           ro.batch = batch;
           ro.epochs = 2;
           ro.lowres_epochs = any_lowres ? 1 : 0;
-          ro.lowres_size = 20;
+          ro.lowres_size = side * 5 / 7;
           ro.validate = any_val;
-          ro.lr.base_lr = model == ModelKind::Mlp ? 1e-3f : 0.1f;
-          Trainer t(ro, data::data_view(train), data::data_view(val));
+          ro.lr.base_lr = default_lr(ro.train.optimizer);
+          TrainingSession t(ro, data::data_view(train), data::data_view(val));
+          BenchDriver drive(t);
           const PreCaptureResult& pc = t.capture();
           for (Variant v : o.variants) {
             BenchCase c;
-            c.model = model_name(model);
+            c.model = model;
             c.mode = mode_name(mode);
             c.variant = std::string(variant_name(v));
             c.ranks = ranks;
@@ -103,17 +105,17 @@ BenchReport run_bench(const BenchOptions& o) {
             TR_USER_CHECK(t.plans().plan(v).present(), "variant ", variant_name(v), " is not part of this run");
             c.batch = t.plans().plan(v).dims.global_batch;
             if (o.progress) std::fprintf(stderr, "\rtr-bench: %-90s", c.name(report.context.device_kind).c_str());
-            t.bench_prime(v);
+            drive.prime(v);
             {
               nvtx::Range r(nvtx::Phase::Warmup);
-              if (o.warmup > 0) t.bench_steps(v, o.warmup);
+              if (o.warmup > 0) drive.steps(v, o.warmup);
             }
-            Trainer::BenchStats last_stats;
+            BenchDriver::Stats last_stats;
             {
               nvtx::Range r(nvtx::Phase::Measure);
               ProfilerRange pr(o.backend);  // cudaProfilerStart/Stop around the steady state
               for (int rep = 0; rep < o.repetitions; ++rep) {
-                last_stats = t.bench_steps(v, o.iters);
+                last_stats = drive.steps(v, o.iters);
                 c.step_ms.push_back(1e3 * last_stats.wall_s / o.iters);
                 c.cpu_ms.push_back(1e3 * last_stats.rank0_cpu_s / o.iters);
               }
@@ -124,7 +126,7 @@ BenchReport run_bench(const BenchOptions& o) {
             double cupti_wall_ms = 0;
             if (cupti) {
               cupti->start(ro.first_device);  // rank 0's GPU
-              cupti_wall_ms = 1e3 * t.bench_steps(v, o.iters).wall_s;
+              cupti_wall_ms = 1e3 * drive.steps(v, o.iters).wall_s;
               cc = cupti->stop();
             }
             const double per = 1.0 / o.iters;
@@ -187,11 +189,11 @@ BenchReport run_bench(const BenchOptions& o) {
             }
             // Data parallel: the gradient all-reduce inside the step and alone
             // (Note [all-reduce bandwidth], allreduce_table.h).
-            const auto msgs = t.grad_allreduce_messages(v);
+            const auto msgs = drive.grad_allreduce_messages(v);
             if (!msgs.empty()) {
               double bytes = 0;
               for (const auto& m : msgs) bytes += double(m.bytes());
-              const auto at = t.bench_allreduce(v, o.iters);
+              const auto at = drive.allreduce(v, o.iters);
               k["grad_allreduce_bytes_per_step"] = bytes;
               k["grad_allreduce_messages_per_step"] = double(msgs.size());
               k["grad_allreduce_ms_per_step"] = at.in_step_ms;

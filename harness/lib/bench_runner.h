@@ -1,5 +1,5 @@
 #pragma once
-// Runs the sweep of BenchOptions: one Trainer per (model, ranks, batch, mode),
+// Runs the sweep of BenchOptions: one TrainingSession per (model, ranks, batch, mode),
 // each requested variant measured as warm-up + repetitions x iters steps.
 #include "harness/lib/bench_options.h"
 #include "harness/lib/bench_types.h"

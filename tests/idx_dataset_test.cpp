@@ -1,5 +1,6 @@
-// Specification of the Fashion-MNIST loader: crafted splits (every bad file
-// named with its problem), TR_DATA_DIR, and the installed data when present.
+// Specification of the IDX image-set loader: crafted splits (every bad file
+// named with its problem; any count and size whose two files agree), EMNIST
+// file names, padding, TR_DATA_DIR, and the installed Fashion-MNIST when present.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -13,7 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "datasets/fashion_mnist.h"
+#include "datasets/idx_dataset.h"
+#include "datasets/pad.h"
 #include "datasets/idx_reader.h"
 #include "datasets/synthetic.h"
 #include "framework/core/error.h"
@@ -51,7 +53,7 @@ void write_test_split(const TempDir& dir) {
 TEST(FashionMnistTest, LoadsCraftedTestSplit) {
   TempDir dir;
   write_test_split(dir);
-  const tr::data::ImageDataset ds = tr::data::load_fashion_mnist(dir.path().string(), Split::Test);
+  const tr::data::ImageDataset ds = tr::data::load_idx_split(dir.path().string(), Split::Test);
   EXPECT_EQ(ds.count, 10000);
   EXPECT_EQ(ds.height, 28);
   EXPECT_EQ(ds.width, 28);
@@ -69,7 +71,7 @@ TEST(FashionMnistTest, FallsBackToUncompressedFiles) {
               idx_file(kImagesMagic, {kTestCount, kSide, kSide}, crafted_images(kTestCount)));
   write_plain(dir.file("t10k-labels-idx1-ubyte"),
               idx_file(kLabelsMagic, {kTestCount}, crafted_labels(kTestCount)));
-  const tr::data::ImageDataset ds = tr::data::load_fashion_mnist(dir.path().string(), Split::Test);
+  const tr::data::ImageDataset ds = tr::data::load_idx_split(dir.path().string(), Split::Test);
   EXPECT_EQ(ds.count, 10000);
   EXPECT_EQ(ds.images, crafted_images(kTestCount));
 }
@@ -77,7 +79,7 @@ TEST(FashionMnistTest, FallsBackToUncompressedFiles) {
 TEST(FashionMnistTest, MissingDirectory) {
   TempDir dir;
   const std::string missing = dir.file("no-such-dir");
-  expect_message(user_error([&] { tr::data::load_fashion_mnist(missing, Split::Train); }), missing,
+  expect_message(user_error([&] { tr::data::load_idx_split(missing, Split::Train); }), missing,
                  {"data directory does not exist", "TR_DATA_DIR"});
 }
 
@@ -85,13 +87,13 @@ TEST(FashionMnistTest, DirectoryIsAFile) {
   TempDir dir;
   const std::string file = dir.file("plain-file");
   write_plain(file, {1, 2, 3});
-  expect_message(user_error([&] { tr::data::load_fashion_mnist(file, Split::Train); }), file,
+  expect_message(user_error([&] { tr::data::load_idx_split(file, Split::Train); }), file,
                  {"not a directory"});
 }
 
 TEST(FashionMnistTest, RelativeDirectoryIsReportedAbsolute) {
   const std::string msg =
-      user_error([] { tr::data::load_fashion_mnist("tr-no-such-relative-dir", Split::Test); });
+      user_error([] { tr::data::load_idx_split("tr-no-such-relative-dir", Split::Test); });
   EXPECT_EQ(msg.rfind((fs::current_path() / "tr-no-such-relative-dir").string() + ": ", 0), 0u)
       << msg;
 }
@@ -99,7 +101,7 @@ TEST(FashionMnistTest, RelativeDirectoryIsReportedAbsolute) {
 TEST(FashionMnistTest, MissingImagesFile) {
   TempDir dir;  // empty: neither train file exists
   expect_message(
-      user_error([&] { tr::data::load_fashion_mnist(dir.path().string(), Split::Train); }),
+      user_error([&] { tr::data::load_idx_split(dir.path().string(), Split::Train); }),
       dir.file("train-images-idx3-ubyte.gz"), {"missing", dir.file("train-images-idx3-ubyte)")});
 }
 
@@ -108,7 +110,7 @@ TEST(FashionMnistTest, MissingLabelsFile) {
   write_test_split(dir);
   fs::remove(dir.path() / "t10k-labels-idx1-ubyte.gz");
   expect_message(
-      user_error([&] { tr::data::load_fashion_mnist(dir.path().string(), Split::Test); }),
+      user_error([&] { tr::data::load_idx_split(dir.path().string(), Split::Test); }),
       dir.file("t10k-labels-idx1-ubyte.gz"), {"missing"});
 }
 
@@ -118,29 +120,71 @@ TEST(FashionMnistTest, LabelsFileWithImagesMagic) {
   write_gz(dir.file("t10k-labels-idx1-ubyte.gz"),
            idx_file(kImagesMagic, {kTestCount, 1, 1}, crafted_labels(kTestCount)));
   expect_message(
-      user_error([&] { tr::data::load_fashion_mnist(dir.path().string(), Split::Test); }),
+      user_error([&] { tr::data::load_idx_split(dir.path().string(), Split::Test); }),
       dir.file("t10k-labels-idx1-ubyte.gz"),
       {"bad magic number 0x00000803, expected 0x00000801"});
 }
 
-TEST(FashionMnistTest, ImagesNot28x28) {
+// MNIST, KMNIST and EMNIST splits have other counts and sizes: any pair of
+// files that agree is a data set.
+TEST(FashionMnistTest, AnyCountAndSizeWhoseFilesAgree) {
   TempDir dir;
-  write_test_split(dir);
-  write_gz(dir.file("t10k-images-idx3-ubyte.gz"),
-           idx_file(kImagesMagic, {kTestCount, 32, 32}, crafted_images(kTestCount, 32)));
-  expect_message(
-      user_error([&] { tr::data::load_fashion_mnist(dir.path().string(), Split::Test); }),
-      dir.file("t10k-images-idx3-ubyte.gz"), {"header declares images of 32x32, expected 28x28"});
+  write_gz(dir.file("t10k-images-idx3-ubyte.gz"), idx_file(kImagesMagic, {7, 20, 24}, Bytes(7 * 20 * 24, 3)));
+  Bytes labels = {0, 1, 2, 3, 4, 5, 11};
+  write_gz(dir.file("t10k-labels-idx1-ubyte.gz"), idx_file(kLabelsMagic, {7}, labels));
+  const tr::data::ImageDataset ds = tr::data::load_idx_split(dir.path().string(), Split::Test);
+  EXPECT_EQ(ds.count, 7);
+  EXPECT_EQ(ds.height, 20);
+  EXPECT_EQ(ds.width, 24);
+  EXPECT_EQ(ds.channels, 1);
+  EXPECT_EQ(ds.num_classes, 12);  // 1 + the largest label
+  EXPECT_EQ(ds.labels[6], 11);
+  EXPECT_EQ(ds.images.size(), size_t(7 * 20 * 24));
 }
 
-TEST(FashionMnistTest, ImageCountNotTheSplits) {
+// EMNIST names its files "emnist-<set>-train-images-idx3-ubyte.gz".
+TEST(FashionMnistTest, FindsEmnistStyleFileNames) {
   TempDir dir;
-  write_test_split(dir);
-  write_gz(dir.file("t10k-images-idx3-ubyte.gz"),
-           idx_file(kImagesMagic, {9999, kSide, kSide}, crafted_images(9999)));
-  expect_message(
-      user_error([&] { tr::data::load_fashion_mnist(dir.path().string(), Split::Test); }),
-      dir.file("t10k-images-idx3-ubyte.gz"), {"header declares 9999 images, expected 10000"});
+  write_gz(dir.file("emnist-balanced-test-images-idx3-ubyte.gz"), idx_file(kImagesMagic, {4, 28, 28}, Bytes(4 * 784, 9)));
+  write_gz(dir.file("emnist-balanced-test-labels-idx1-ubyte.gz"), idx_file(kLabelsMagic, {4}, Bytes{0, 46, 2, 3}));
+  const tr::data::ImageDataset ds = tr::data::load_idx_split(dir.path().string(), Split::Test);
+  EXPECT_EQ(ds.count, 4);
+  EXPECT_EQ(ds.num_classes, 47);
+  // Two such sets in one directory are ambiguous.
+  write_gz(dir.file("emnist-letters-test-images-idx3-ubyte.gz"), idx_file(kImagesMagic, {4, 28, 28}, Bytes(4 * 784, 9)));
+  expect_message(user_error([&] { tr::data::load_idx_split(dir.path().string(), Split::Test); }), dir.path().string(),
+                 {"several test splits"});
+}
+
+TEST(FashionMnistTest, EmptySplitIsRefused) {
+  TempDir dir;
+  write_gz(dir.file("t10k-images-idx3-ubyte.gz"), idx_file(kImagesMagic, {0, 28, 28}, Bytes()));
+  write_gz(dir.file("t10k-labels-idx1-ubyte.gz"), idx_file(kLabelsMagic, {0}, Bytes()));
+  expect_message(user_error([&] { tr::data::load_idx_split(dir.path().string(), Split::Test); }),
+                 dir.file("t10k-images-idx3-ubyte.gz"), {"holds no images"});
+}
+
+// 28x28 -> 32x32: two zero rows/columns on every side, pixels and labels kept.
+TEST(FashionMnistTest, PaddingCentresTheImages) {
+  tr::data::ImageDataset d;
+  d.count = 2;
+  d.height = d.width = 3;
+  d.channels = 1;
+  d.num_classes = 2;
+  d.labels = {1, 0};
+  for (int i = 0; i < 18; ++i) d.images.push_back(uint8_t(i + 1));
+  const tr::data::ImageDataset p = tr::data::pad_images(d, 6);  // odd extra pixel: bottom and right
+  ASSERT_EQ(p.height, 6);
+  ASSERT_EQ(p.images.size(), size_t(72));
+  EXPECT_EQ(p.labels, d.labels);
+  for (int64_t i = 0; i < 2; ++i)
+    for (int y = 0; y < 6; ++y)
+      for (int x = 0; x < 6; ++x) {
+        const bool inside = y >= 1 && y < 4 && x >= 1 && x < 4;
+        const int want = inside ? d.images[size_t(i * 9 + (y - 1) * 3 + (x - 1))] : 0;
+        EXPECT_EQ(p.images[size_t(i * 36 + y * 6 + x)], want) << i << " " << y << " " << x;
+      }
+  EXPECT_NE(user_error([&] { tr::data::pad_images(d, 2); }).find("cannot pad 3x3 images to 2x2"), std::string::npos);
 }
 
 TEST(FashionMnistTest, TruncatedImagesFile) {
@@ -149,7 +193,7 @@ TEST(FashionMnistTest, TruncatedImagesFile) {
   write_gz(dir.file("t10k-images-idx3-ubyte.gz"),
            idx_file(kImagesMagic, {kTestCount, kSide, kSide}, Bytes(1234)));
   expect_message(
-      user_error([&] { tr::data::load_fashion_mnist(dir.path().string(), Split::Test); }),
+      user_error([&] { tr::data::load_idx_split(dir.path().string(), Split::Test); }),
       dir.file("t10k-images-idx3-ubyte.gz"),
       {"truncated: header declares 10000 images of 28x28 (7840000 bytes) but the file holds 1234"});
 }
@@ -161,7 +205,7 @@ TEST(FashionMnistTest, TrailingGarbageInLabelsFile) {
   labels.push_back(0);
   write_gz(dir.file("t10k-labels-idx1-ubyte.gz"), idx_file(kLabelsMagic, {kTestCount}, labels));
   expect_message(
-      user_error([&] { tr::data::load_fashion_mnist(dir.path().string(), Split::Test); }),
+      user_error([&] { tr::data::load_idx_split(dir.path().string(), Split::Test); }),
       dir.file("t10k-labels-idx1-ubyte.gz"),
       {"trailing data: header declares 10000 labels (10000 bytes) but 1 more bytes follow them"});
 }
@@ -174,7 +218,7 @@ TEST(FashionMnistTest, CorruptGzipImages) {
   for (size_t i = gz.size() / 2; i < gz.size() / 2 + 32; ++i) gz[i] ^= 0xa5;
   write_plain(p, gz);
   expect_message(
-      user_error([&] { tr::data::load_fashion_mnist(dir.path().string(), Split::Test); }),
+      user_error([&] { tr::data::load_idx_split(dir.path().string(), Split::Test); }),
       p.string(), {"corrupt gzip data (zlib: "});
 }
 
@@ -184,20 +228,18 @@ TEST(FashionMnistTest, LabelAndImageCountsDisagree) {
   write_gz(dir.file("t10k-labels-idx1-ubyte.gz"),
            idx_file(kLabelsMagic, {9999}, crafted_labels(9999)));
   expect_message(
-      user_error([&] { tr::data::load_fashion_mnist(dir.path().string(), Split::Test); }),
+      user_error([&] { tr::data::load_idx_split(dir.path().string(), Split::Test); }),
       dir.file("t10k-labels-idx1-ubyte.gz"),
       {"holds 9999 labels but " + dir.file("t10k-images-idx3-ubyte.gz") + " holds 10000 images"});
 }
 
-TEST(FashionMnistTest, LabelOutOfRange) {
+TEST(FashionMnistTest, AllLabelsZeroIsRefused) {
   TempDir dir;
   write_test_split(dir);
-  Bytes labels = crafted_labels(kTestCount);
-  labels[1234] = 10;
-  write_gz(dir.file("t10k-labels-idx1-ubyte.gz"), idx_file(kLabelsMagic, {kTestCount}, labels));
+  write_gz(dir.file("t10k-labels-idx1-ubyte.gz"), idx_file(kLabelsMagic, {kTestCount}, Bytes(kTestCount, 0)));
   expect_message(
-      user_error([&] { tr::data::load_fashion_mnist(dir.path().string(), Split::Test); }),
-      dir.file("t10k-labels-idx1-ubyte.gz"), {"label 10 of item 1234 is outside [0, 10)"});
+      user_error([&] { tr::data::load_idx_split(dir.path().string(), Split::Test); }),
+      dir.file("t10k-labels-idx1-ubyte.gz"), {"every label is 0"});
 }
 
 // Sets or unsets an environment variable for one scope, restoring it afterwards.
@@ -228,7 +270,7 @@ TEST(FashionMnistTest, DefaultDataDirHonoursTrDataDir) {
   ScopedEnv env("TR_DATA_DIR", dir.path().c_str());
   EXPECT_EQ(tr::data::default_data_dir(), dir.path().string());
   const tr::data::ImageDataset ds =
-      tr::data::load_fashion_mnist(tr::data::default_data_dir(), Split::Test);
+      tr::data::load_idx_split(tr::data::default_data_dir(), Split::Test);
   EXPECT_EQ(ds.count, 10000);
   EXPECT_EQ(ds.labels[7], 7);
 }
@@ -241,10 +283,10 @@ bool real_data_installed() { return fs::is_directory(tr::data::default_data_dir(
 
 void expect_real_split(Split split, int64_t count, const std::array<int32_t, 10>& first_labels) {
   const auto t0 = std::chrono::steady_clock::now();
-  const tr::data::ImageDataset ds = tr::data::load_fashion_mnist(tr::data::default_data_dir(), split);
+  const tr::data::ImageDataset ds = tr::data::load_idx_split(tr::data::default_data_dir(), split);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ::testing::Test::RecordProperty("load_seconds", std::to_string(seconds));
-  std::printf("load_fashion_mnist(%s): %.3f s\n", tr::data::split_name(split), seconds);
+  std::printf("load_idx_split(%s): %.3f s\n", tr::data::split_name(split), seconds);
 
   EXPECT_EQ(ds.count, count);
   EXPECT_EQ(ds.height, 28);

@@ -1,0 +1,91 @@
+#include "framework/graph/layer_emitter.h"
+
+namespace tr {
+
+LayerEmitter::LayerEmitter(ComputationGraph& cg, const TrainConfig& t)
+    : cg_(cg), tc_(t), T_(t.amp ? DType::F16 : DType::F32) {}
+
+TensorId LayerEmitter::activation(const std::string& name, DType dt) {
+  TensorInfo ti;
+  ti.name = name;
+  ti.dtype = dt;
+  ti.role = Role::Activation;
+  return cg_.add_tensor(ti);
+}
+
+TensorId LayerEmitter::persistent(const std::string& name, DType dt, Shape s, Role role) {
+  TensorInfo ti;
+  ti.name = name;
+  ti.dtype = dt;
+  ti.role = role;
+  ti.fixed_shape = s;
+  return cg_.add_tensor(ti);
+}
+
+TensorId LayerEmitter::layout_tensor(const std::string& name, Role role, DType dt, Shape s, ParamGroup g, int slot,
+                                     bool decay, Init init, float std) {
+  TensorInfo ti;
+  ti.name = name;
+  ti.dtype = dt;
+  ti.role = role;
+  ti.group = g;
+  ti.slot = slot;
+  ti.decay = decay;
+  ti.fixed_shape = s;
+  ti.init = init;
+  ti.init_std = std;
+  return cg_.add_tensor(ti);
+}
+
+Param LayerEmitter::param(const std::string& name, Shape s, ParamGroup g, bool decay, Init init, float std) {
+  const int slot = param_slots_++;
+  const bool amp = tc_.amp;
+  Param p;
+  p.master = layout_tensor(name, Role::ParamMaster, DType::F32, s, g, slot, decay, init, std);
+  p.compute = amp ? layout_tensor(name + ".f16", Role::ParamCompute, T_, s, g, slot, decay) : p.master;
+  p.grad = layout_tensor(name + ".grad", Role::Grad, T_, s, g, slot, decay);
+  p.grad_master = amp ? layout_tensor(name + ".grad.f32", Role::GradMaster, DType::F32, s, g, slot, decay) : p.grad;
+  layout_tensor(name + ".opt1", Role::OptState1, DType::F32, s, g, slot, decay);
+  if (tc_.optimizer == OptimizerKind::AdamW) layout_tensor(name + ".opt2", Role::OptState2, DType::F32, s, g, slot, decay);
+  p.ema = layout_tensor(name + ".ema", Role::EmaParam, DType::F32, s, g, slot, decay);
+  p.ema_compute = amp ? layout_tensor(name + ".ema.f16", Role::EmaParamCompute, T_, s, g, slot, decay) : p.ema;
+  return p;
+}
+
+BnState LayerEmitter::batchnorm(const std::string& name, int64_t c, ParamGroup g) {
+  BnState bn;
+  bn.gamma = param(name + ".gamma", Shape{c}, g, false, Init::One, 0.f);
+  bn.beta = param(name + ".beta", Shape{c}, g, false, Init::Zero, 0.f);
+  const int slot = bn_slots_++;
+  bn.batch = layout_tensor(name + ".batch", Role::BnBatch, DType::F32, Shape{2, c}, g, slot, false);
+  bn.running = layout_tensor(name + ".running", Role::BnRunning, DType::F32, Shape{2, c}, g, slot, false,
+                             Init::BnRunning);
+  bn.ema_running = layout_tensor(name + ".ema_running", Role::EmaBnRunning, DType::F32, Shape{2, c}, g, slot, false);
+  bn.affine = persistent(name + ".affine", DType::F32, Shape{2, c});
+  bn.ema_affine = persistent(name + ".ema_affine", DType::F32, Shape{2, c});
+  return bn;
+}
+
+void LayerEmitter::emit(const std::vector<GraphId>& gs, const Node& n) {
+  for (GraphId g : gs) cg_.add(g, n);
+}
+
+void LayerEmitter::allreduce(const std::vector<GraphId>& gs, TensorId t, const std::string& label) {
+  if (!tc_.has_collectives()) return;
+  emit(gs, range(RangeOp::AllReduceSum, {RangeRef::of(t)}, label));
+}
+
+Node LayerEmitter::side(Node n) const {
+  if (tc_.side_streams) n.stream = StreamKind::COMP_2;
+  return n;
+}
+
+OpAttrs LayerEmitter::bn_attrs(bool relu) const {
+  OpAttrs a;
+  a.eps = 1e-5f;
+  a.relu = relu;
+  a.bn_rank_local = tc_.bn_sync == BnSync::Running;
+  return a;
+}
+
+}  // namespace tr

@@ -1,0 +1,85 @@
+#pragma once
+// What a layer plug-in (framework/graph/layers/) may ask of the model builder:
+// new tensors (activations, parameters with all their parallel copies, BN
+// state) and nodes in the graphs it is told to emit into. One emitter builds
+// one ComputationGraph; plug-ins hold no state of their own.
+#include <string>
+#include <vector>
+
+#include "framework/graph/computation_graph.h"
+#include "framework/graph/model_config.h"
+
+namespace tr {
+
+// The tensors of one parameter across the parallel param-layout roles
+// (Note [parallel regions]). In f32 mode compute == master and grad_master == grad.
+struct Param {
+  TensorId master = kNoTensor, compute = kNoTensor, grad = kNoTensor, grad_master = kNoTensor;
+  TensorId ema = kNoTensor, ema_compute = kNoTensor;
+};
+
+// A BatchNorm layer's parameters and statistics.
+struct BnState {
+  Param gamma, beta;
+  TensorId batch = kNoTensor, running = kNoTensor, ema_running = kNoTensor;  // f32 [2,C] (mean, var)
+  TensorId affine = kNoTensor, ema_affine = kNoTensor;                        // f32 [2,C] (scale, shift)
+};
+
+// What a layer owns across passes: its parameters (in creation order) and, for
+// BatchNorm, its statistics.
+struct LayerState {
+  std::vector<Param> params;
+  BnState bn;
+  bool has_bn = false;
+};
+
+// Which weights a forward pass reads and whether it records for a backward.
+enum class Pass { Train, InferMain, InferEma };
+
+class LayerEmitter {
+ public:
+  LayerEmitter(ComputationGraph& cg, const TrainConfig& t);
+
+  const TrainConfig& train() const { return tc_; }
+  DType compute_dtype() const { return T_; }
+  bool amp() const { return tc_.amp; }
+
+  TensorId activation(const std::string& name, DType dt);
+  TensorId activation(const std::string& name) { return activation(name, T_); }
+  TensorId persistent(const std::string& name, DType dt, Shape s, Role role = Role::Persistent);
+  // A parameter: master (f32), its compute copy (AMP), gradient, f32 gradient
+  // (AMP), optimizer state, EMA copies, all in one param-layout slot.
+  Param param(const std::string& name, Shape s, ParamGroup g, bool decay, Init init, float std);
+  // gamma, beta and the [2,C] statistics of a BatchNorm over c channels.
+  BnState batchnorm(const std::string& name, int64_t c, ParamGroup g);
+  int param_slots() const { return param_slots_; }
+  int bn_slots() const { return bn_slots_; }
+
+  // The weight tensor a pass reads.
+  static TensorId weight(const Param& p, Pass pass) {
+    return pass == Pass::InferEma ? p.ema_compute : p.compute;
+  }
+
+  void emit(const std::vector<GraphId>& gs, const Node& n);
+  void emit(GraphId g, Node n) { cg_.add(g, std::move(n)); }
+  // A sum over ranks of tensor t, where the run has collectives.
+  void allreduce(const std::vector<GraphId>& gs, TensorId t, const std::string& label);
+  // Note [streams inside a graph]: weight gradients depend on nothing later in
+  // the backward, so they may run on COMP_2 beside the data-gradient chain on
+  // COMP_1 (TrainConfig::side_streams).
+  Node side(Node n) const;
+  // One set of BN attributes for every phase: forward, backward and folding
+  // must agree on eps, on the ReLU and on whose samples the statistics cover.
+  OpAttrs bn_attrs(bool relu) const;
+
+ private:
+  TensorId layout_tensor(const std::string& name, Role role, DType dt, Shape s, ParamGroup g, int slot, bool decay,
+                         Init init = Init::Zero, float std = 0.f);
+
+  ComputationGraph& cg_;
+  TrainConfig tc_;
+  DType T_ = DType::F32;
+  int param_slots_ = 0, bn_slots_ = 0;
+};
+
+}  // namespace tr

@@ -1,0 +1,17 @@
+#pragma once
+// The layer plug-ins, one per file, gathered by layer_table.cpp.
+#include "framework/graph/layer_plugin.h"
+
+namespace tr {
+
+extern const LayerPlugin kConvLayer;
+extern const LayerPlugin kBatchNormLayer;
+extern const LayerPlugin kMaxPoolLayer;
+extern const LayerPlugin kAvgPoolLayer;
+extern const LayerPlugin kGlobalMaxPoolLayer;
+extern const LayerPlugin kGlobalAvgPoolLayer;
+extern const LayerPlugin kFcLayer;
+extern const LayerPlugin kReluLayer;
+extern const LayerPlugin kAddLayer;
+
+}  // namespace tr

@@ -1,0 +1,81 @@
+#include "framework/graph/model_registry.h"
+
+#include "framework/core/error.h"
+#include "framework/graph/models/model_lists.h"
+
+namespace tr {
+namespace {
+
+// Per-channel pixel statistics of the data each model was designed for.
+constexpr std::array<float, 3> kFashionMnistMean = {0.2860f, 0.2860f, 0.2860f};
+constexpr std::array<float, 3> kFashionMnistStd = {0.3530f, 0.3530f, 0.3530f};
+constexpr std::array<float, 3> kCifar10Mean = {0.4914f, 0.4822f, 0.4465f};
+constexpr std::array<float, 3> kCifar10Std = {0.2470f, 0.2435f, 0.2616f};
+constexpr std::array<float, 3> kImageNetMean = {0.485f, 0.456f, 0.406f};
+constexpr std::array<float, 3> kImageNetStd = {0.229f, 0.224f, 0.225f};
+
+std::vector<ModelEntry> make_registry() {
+  using O = OptimizerKind;
+  std::vector<ModelEntry> r;
+  r.push_back({"mlp", "784-1024-512-256-10 perceptron with ReLU and biases (the seed's benchmark)", mlp_layers, 28,
+               28, 1, 10, kFashionMnistMean, kFashionMnistStd, 200, O::AdamW, {200}, {200}, O::AdamW});
+  r.push_back({"cnn", "airbench-style conv net: conv 32, blocks 64/128/256 with max pools, global max pool, fc/8",
+               cnn_layers, 28, 28, 1, 10, kFashionMnistMean, kFashionMnistStd, 256, O::Sgd, {64, 256, 1024, 4096},
+               {32}, O::Lars});
+  r.push_back({"resnet18", "ResNet-18 for CIFAR (3x3 stem, basic blocks 64-512, global average pool)",
+               resnet18_layers, 32, 32, 3, 10, kCifar10Mean, kCifar10Std, 512, O::Sgd, {128, 512, 2048}, {8}, O::Sgd});
+  r.push_back({"resnet50", "ResNet-50 v1.5 (7x7 stem, bottlenecks with the stride on the 3x3, 1000 classes)",
+               resnet50_layers, 224, 224, 3, 1000, kImageNetMean, kImageNetStd, 256, O::Sgd, {32, 64, 128, 256}, {2},
+               O::Sgd});
+  r.push_back({"vgg16bn", "VGG-16 with BatchNorm: 13 conv+BN+ReLU, 5 max pools, 4096-4096 classifier",
+               vgg16bn_layers, 224, 224, 3, 1000, kImageNetMean, kImageNetStd, 128, O::Sgd, {32, 128}, {2}, O::Sgd});
+  return r;
+}
+
+}  // namespace
+
+const std::vector<ModelEntry>& model_registry() {
+  static const std::vector<ModelEntry> registry = make_registry();
+  return registry;
+}
+
+std::string model_names() {
+  std::string s;
+  for (const ModelEntry& e : model_registry()) s += cat(s.empty() ? "" : ", ", e.name);
+  return s;
+}
+
+const ModelEntry& model_entry(std::string_view name) {
+  for (const ModelEntry& e : model_registry())
+    if (e.name == name) return e;
+  throw UserError(cat("unknown model '", name, "' (known: ", model_names(), ")"));
+}
+
+ModelConfig model_config(std::string_view name, double width, int image_size, int channels, int classes) {
+  const ModelEntry& e = model_entry(name);
+  TR_USER_CHECK(width > 0 && width <= 16, "--width must be in (0, 16], got ", width);
+  TR_USER_CHECK(image_size >= 0 && channels >= 0 && channels <= 4 && classes >= 0,
+                "model ", name, ": bad input override (image size ", image_size, ", channels ", channels,
+                ", classes ", classes, "; at most 4 channels)");
+  ModelConfig m;
+  m.name = std::string(e.name);
+  m.width = width;
+  m.in_height = image_size > 0 ? image_size : e.height;
+  m.in_width = image_size > 0 ? image_size : e.width;
+  m.in_channels = channels > 0 ? channels : e.channels;
+  m.classes = classes > 0 ? classes : e.classes;
+  TR_USER_CHECK(m.classes >= 2, "model ", name, " needs at least 2 classes, got ", m.classes);
+  // Channels beyond the design's reuse its last channel's statistics.
+  for (int c = 0; c < 4; ++c) {
+    const size_t k = size_t(std::min(c, e.channels - 1));
+    m.norm_mean[c] = e.norm_mean[k];
+    m.norm_std[c] = e.norm_std[k];
+  }
+  return m;
+}
+
+std::vector<LayerSpec> model_layers(const ModelConfig& m) {
+  return model_entry(m.name).layers(m.width, m.classes);
+}
+
+}  // namespace tr

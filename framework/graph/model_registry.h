@@ -1,0 +1,45 @@
+#pragma once
+// The model registry: every model tr can build, as data (DESIGN §4). An entry
+// gives the layer list (a function of the width multiplier and the class
+// count), the input it was designed for, its normalisation and what the tools
+// use when the command line says nothing. tr-train, tr-bench and the tests read
+// it; nothing else knows a model by name.
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "framework/graph/layer_spec.h"
+#include "framework/graph/model_config.h"
+
+namespace tr {
+
+struct ModelEntry {
+  std::string_view name;
+  std::string_view summary;
+  std::vector<LayerSpec> (*layers)(double width, int classes) = nullptr;
+  int height = 0, width = 0, channels = 0, classes = 0;  // the input and classes it was designed for
+  std::array<float, 3> norm_mean{}, norm_std{};           // per channel of that input
+  // tr-train's defaults
+  int64_t train_batch = 0;
+  OptimizerKind optimizer = OptimizerKind::Sgd;
+  // tr-bench's defaults: global batches swept on a GPU and on the CPU, optimizer
+  std::vector<int64_t> gpu_batches, cpu_batches;
+  OptimizerKind bench_optimizer = OptimizerKind::Sgd;
+};
+
+const std::vector<ModelEntry>& model_registry();
+// The entry named `name`; a UserError listing the known names otherwise.
+const ModelEntry& model_entry(std::string_view name);
+std::string model_names();  // "mlp, cnn, ..." for messages and --help
+
+// A ModelConfig for `name` at its designed input (square side `image_size`
+// when > 0, `channels` and `classes` when > 0 instead).
+ModelConfig model_config(std::string_view name, double width = 1.0, int image_size = 0, int channels = 0,
+                         int classes = 0);
+
+// The layer list of a configured model.
+std::vector<LayerSpec> model_layers(const ModelConfig& m);
+
+}  // namespace tr

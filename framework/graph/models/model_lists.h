@@ -1,0 +1,29 @@
+#pragma once
+// The layer lists of the registered models, one file per family.
+#include <vector>
+
+#include "framework/graph/layer_spec.h"
+
+namespace tr {
+
+std::vector<LayerSpec> mlp_layers(double width, int classes);
+std::vector<LayerSpec> cnn_layers(double width, int classes);
+std::vector<LayerSpec> resnet18_layers(double width, int classes);
+std::vector<LayerSpec> resnet50_layers(double width, int classes);
+std::vector<LayerSpec> vgg16bn_layers(double width, int classes);
+
+// Constructors that keep the lists short: conv(k, K, stride, pad), bn(relu), ...
+namespace layer {
+LayerSpec conv(std::string name, int channels, int kernel, int stride, int pad, std::vector<std::string> inputs = {});
+LayerSpec bn(std::string name, bool relu);
+LayerSpec max_pool(std::string name, int kernel, int stride, int pad = 0);
+LayerSpec global_avg_pool(std::string name);
+LayerSpec global_max_pool(std::string name);
+LayerSpec fc(std::string name, int outputs, bool bias, float scale = 1.f);
+LayerSpec relu(std::string name);
+LayerSpec add(std::string name, std::string a, std::string b, bool relu);
+// Marks every layer of `list` from index `from` on as belonging to `g`.
+void set_group(std::vector<LayerSpec>& list, size_t from, ParamGroup g);
+}  // namespace layer
+
+}  // namespace tr

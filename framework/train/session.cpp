@@ -1,0 +1,191 @@
+#include "framework/train/session.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "framework/comm/comm_factory.h"
+#include "framework/core/log.h"
+#include "framework/runtime/context_factory.h"
+#include "framework/runtime/nvtx.h"
+#include "framework/train/param_init.h"
+
+namespace tr {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void check_data(const DataView& d, const ModelConfig& m, const char* what) {
+  TR_USER_CHECK(d.count > 0 && d.images && d.labels, what, " set is empty");
+  TR_USER_CHECK(d.height == m.in_height && d.width == m.in_width && d.channels == m.in_channels, what,
+                " images are ", d.height, "x", d.width, "x", d.channels, " but the model expects ", m.in_height, "x",
+                m.in_width, "x", m.in_channels);
+}
+
+}  // namespace
+
+TrainingSession::TrainingSession(const RunOptions& opt, DataView train, DataView val) : opt_(opt), train_(train), val_(val) {
+  const int ranks = opt.train.ranks;
+  TR_USER_CHECK(ranks >= 1, "--ranks/--gpus must be >= 1, got ", ranks);
+  TR_USER_CHECK(opt.epochs >= 1, "--epochs must be >= 1, got ", opt.epochs);
+  TR_USER_CHECK(opt.batch >= 1, "--batch must be >= 1, got ", opt.batch);
+  TR_USER_CHECK(opt.batch % ranks == 0, "--batch ", opt.batch, " does not divide evenly over ", ranks, " ranks");
+  check_data(train_, opt.model, "training");
+  if (opt.validate) check_data(val_, opt.model, "validation");
+  const int64_t vb = opt.val_batch > 0 ? opt.val_batch : opt.batch;
+  TR_USER_CHECK(vb % ranks == 0, "validation batch ", vb, " does not divide evenly over ", ranks, " ranks");
+
+  // Variants (global sizes). Note [uneven last batch]: every rank must run the
+  // same shapes, so a last batch of n samples gives each rank floor(n/ranks)
+  // and drops the n % ranks samples left over.
+  const int64_t B = std::min(opt.batch, train_.count);
+  steps_per_epoch_ = (train_.count + B - 1) / B;
+  last_batch_ = train_.count - (steps_per_epoch_ - 1) * B;
+  const int64_t per_rank = B / ranks;
+  TR_USER_CHECK(per_rank >= 1, "batch ", B, " is smaller than the number of ranks");
+  std::array<VariantDims, kVariantCount> dims{};
+  auto set = [&](Variant v, int64_t global, int64_t hw) {
+    const int64_t b = global / ranks;
+    if (b < 1) return;
+    dims[static_cast<size_t>(vidx(v))] = VariantDims{b, b * ranks, hw, hw};
+  };
+  const int64_t H = opt.model.in_height;
+  TR_USER_CHECK(opt.model.in_height == opt.model.in_width, "square inputs only");
+  set(Variant::TrainBase, B, H);
+  if (last_batch_ != B) set(Variant::TrainLast, last_batch_, H);
+  if (opt.lowres_epochs > 0) {
+    TR_USER_CHECK(opt.lowres_size >= 4 && opt.lowres_size < H, "--lowres-size must be in [4, ", H, "), got ",
+                  opt.lowres_size);
+    set(Variant::TrainLowres, B, opt.lowres_size);
+    if (last_batch_ != B) set(Variant::TrainLowresLast, last_batch_, opt.lowres_size);
+  }
+  if (opt.validate) {
+    const int64_t VB = std::min(vb, val_.count);
+    val_steps_ = (val_.count + VB - 1) / VB;
+    val_last_ = val_.count - (val_steps_ - 1) * VB;
+    set(Variant::ValBase, VB, H);
+    if (val_last_ != VB) set(Variant::ValLast, val_last_, H);
+  }
+
+  TrainConfig tc = opt.train;
+  tc.schedule_len = int64_t(opt.epochs) * steps_per_epoch_;
+  int64_t max_batch = 0;
+  for (const auto& d : dims) max_batch = std::max(max_batch, d.batch);
+  {
+    nvtx::Range range(nvtx::Phase::Compile);
+    model_ = build_model(opt.model, tc, max_batch);
+  }
+  TR_USER_CHECK(opt.lowres_epochs == 0 || model_.supports_lowres, "model ", opt.model.name,
+                " has a spatial fully connected layer and cannot train at a lower resolution");
+
+  // Contexts: phase 1 (library plans), memory plan, phase 2 (arena).
+  trace("trainer: ", opt.model.name, ", ", mode_name(opt.mode), ", ", ranks, " rank(s), batch ", opt.batch);
+  if (opt.train.has_collectives()) {
+    trace("communicator: creating for ", ranks, " rank(s)");
+    comm_ = make_communicator(opt.backend, ranks, opt.first_device, std::chrono::milliseconds(opt.watchdog_ms));
+  }
+  int64_t workspace = 0;
+  for (int r = 0; r < ranks; ++r) {
+    contexts_.push_back(make_context(opt.backend, r, ranks, opt.first_device + r, opt.deterministic, comm_.get()));
+    workspace = std::max(workspace, contexts_.back()->prepare_workspace(model_, dims));
+  }
+  {
+    nvtx::Range range(nvtx::Phase::Plan);
+    plans_ = plan_memory(model_, dims, workspace);
+    atlas_ = build_atlas(model_.cg, plans_);
+  }
+  ContextSpec spec;
+  spec.arena_bytes = plans_.arena_bytes;
+  spec.scalars_offset = plans_.scalars_offset;
+  spec.workspace_offset = plans_.workspace_offset;
+  spec.workspace_bytes = plans_.workspace_bytes;
+  spec.staging_image_bytes = max_batch * H * opt.model.in_width * opt.model.in_channels;
+  spec.staging_label_count = max_batch;
+  spec.deterministic = opt.deterministic;
+  spec.watchdog_ms = opt.watchdog_ms;
+  const auto lr_table = make_lr_table(opt.lr, tc.schedule_len);
+  for (auto& ctx : contexts_) {
+    ContextSpec s = spec;
+    s.rank = ctx->rank();
+    s.ranks = ranks;
+    s.device = ctx->spec().device;
+    ctx->allocate(s);
+    init_arena_state(model_, plans_, *ctx, lr_table, tc.amp ? tc.init_loss_scale : 1.f, opt.seed);
+  }
+
+  std::vector<DeviceContext*> raw;
+  for (auto& c : contexts_) raw.push_back(c.get());
+  {
+    nvtx::Range range(nvtx::Phase::Capture);
+    trace("contexts allocated; pre_capture");
+    capture_ = pre_capture(atlas_, model_.cg, plans_, raw, opt.mode);
+    trace("pre_capture done: ", capture_.captured, " graphs");
+    for (auto& c : contexts_) runners_.push_back(std::make_unique<GraphRunner>(model_.cg, plans_, atlas_, capture_, *c));
+    // Full capture: compose each rank's training steps into step graphs.
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<Variant> step_variants;
+    if (opt.mode == ExecMode::FullCapture && opt.step_graphs)
+      for (Variant v : kAllVariants)
+        if (is_train(v) && plans_.plan(v).present()) step_variants.push_back(v);
+    for (auto& r : runners_) {
+      steps_.push_back(std::make_unique<StepGraphs>(*r, step_variants));
+      capture_.step_graphs += steps_.back()->built();
+    }
+    capture_.capture_ms += seconds_since(t0) * 1e3;
+    trace("step graphs built: ", capture_.step_graphs);
+  }
+  // AMP: the compute copies start as casts of the masters.
+  for (auto& r : runners_) {
+    r->ctx().make_current();  // this thread drives every rank in turn
+    r->launch(GraphId::CAST_MAIN_FP32_TO_FP16, Variant::TrainBase);
+    r->ctx().synchronize();
+  }
+}
+
+TrainingSession::~TrainingSession() = default;
+
+void TrainingSession::for_each_rank(const std::function<void(int)>& fn) {
+  if (ranks() == 1) {
+    fn(0);
+    return;
+  }
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(ranks()));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks(); ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        context(r).make_current();
+        fn(r);
+      } catch (const std::exception& e) {
+        errors[static_cast<size_t>(r)] = std::current_exception();
+        comm_->abort(cat("rank ", r, " failed: ", e.what()));
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  // The root cause is the first rank that failed on its own, not a rank the
+  // abort released; prefer a watchdog or mismatch report, else the lowest rank.
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+void TrainingSession::fill_staging(DeviceContext& ctx, int slot, const DataView& d, const std::vector<int64_t>& order,
+                           int64_t first, int64_t global_n, int64_t per_rank) {
+  // This rank's shard of the batch [first, first + global_n): samples
+  // first + rank*per_rank .. + per_rank.
+  const int64_t img = int64_t(d.height) * d.width * d.channels;
+  uint8_t* dst = ctx.staging_images(slot);
+  int32_t* lab = ctx.staging_labels(slot);
+  TR_CHECK(per_rank * ctx.ranks() <= global_n, "shard too large");
+  for (int64_t i = 0; i < per_rank; ++i) {
+    const int64_t pos = first + ctx.rank() * per_rank + i;
+    const int64_t idx = order.empty() ? pos : order[static_cast<size_t>(pos)];
+    std::memcpy(dst + i * img, d.images + idx * img, static_cast<size_t>(img));
+    lab[i] = d.labels[idx];
+  }
+}
+
+}  // namespace tr
