@@ -215,9 +215,13 @@ class Builder {
     };
     TensorId y = act(base + ".y", T_);
     switch (L.kind) {
-      case LK::Conv3x3:
-        emit(gs, compute(OpKind::ConvFwd, {x, weight(params_[i][0])}, {y}, base + ".fwd"));
+      case LK::Conv3x3: {
+        OpAttrs a;
+        a.kernel = 3;
+        a.pad = 1;
+        emit(gs, compute(OpKind::ConvFwd, {x, weight(params_[i][0])}, {y}, base + ".fwd", a));
         break;
+      }
       case LK::BnRelu: {
         const BnState& bn = bns_[i];
         if (pass == Pass::Train) {
@@ -273,8 +277,11 @@ class Builder {
     switch (L.kind) {
       case LK::Conv3x3: {
         const Param& w = params_[i][0];
-        cg().add(g, side(compute(OpKind::ConvBwdFilter, {e.x, dy}, {w.grad}, base + ".bwd_filter")));
-        if (need_dx) cg().add(g, compute(OpKind::ConvBwdData, {dy, w.compute, e.x}, {dx}, base + ".bwd_data"));
+        OpAttrs a;
+        a.kernel = 3;
+        a.pad = 1;
+        cg().add(g, side(compute(OpKind::ConvBwdFilter, {e.x, dy}, {w.grad}, base + ".bwd_filter", a)));
+        if (need_dx) cg().add(g, compute(OpKind::ConvBwdData, {dy, w.compute, e.x}, {dx}, base + ".bwd_data", a));
         break;
       }
       case LK::BnRelu: {
