@@ -1,5 +1,7 @@
-// GPU input preparation and 3x3 convolutions (cuDNN and the small-C kernels)
-// against the CPU reference; the conv plan cache. Skips without a CUDA device.
+// GPU input preparation and convolutions (cuDNN and the small-C kernels; 1x1 to
+// 7x7 windows, strides 1 to 3, the ResNet shapes) against the CPU reference; the
+// conv plan cache and its keys. The OpsGpu tests skip without a CUDA device; the
+// OpsConvKey ones need none.
 #include "tests/ops_gpu_fixture.h"
 
 namespace tr {
@@ -32,39 +34,75 @@ TEST_F(OpsGpu, InputPrepMatchesCpu) {
       }
 }
 
-// ================================================================ conv3x3
+// ================================================================ conv
 
+// x[N,H,W,C] through an R x R window, stride, pad -> K channels.
 struct ConvShape {
   int64_t n, h, w, c, k;
+  int r = 3, stride = 1, pad = 1;
+  int64_t ho() const { return conv_out_size(h, r, stride, pad); }
+  int64_t wo() const { return conv_out_size(w, r, stride, pad); }
+  OpAttrs attrs() const {
+    OpAttrs a;
+    a.kernel = r;
+    a.stride = stride;
+    a.pad = pad;
+    return a;
+  }
 };
-// C <= 4 forward and filter gradients run the direct small-C kernels (Note
-// [small-C convolutions]); the others cuDNN.
-const ConvShape kConvShapes[] = {{4, 8, 8, 16, 32}, {3, 7, 5, 1, 32}, {2, 6, 9, 3, 8},   {2, 14, 14, 64, 64},
-                                 {2, 5, 4, 4, 12},  {1, 3, 3, 2, 5},  {64, 28, 28, 1, 32}, {8, 12, 12, 3, 64}};
+// 3x3 / stride 1 / pad 1 with C <= 4: forward and filter gradients run the
+// direct small-C kernels (Note [small-C convolutions]); every other row cuDNN.
+const ConvShape kConvShapes[] = {
+    {4, 8, 8, 16, 32},   {3, 7, 5, 1, 32},       {2, 6, 9, 3, 8},        {2, 14, 14, 64, 64},
+    {2, 5, 4, 4, 12},    {1, 3, 3, 2, 5},        {64, 28, 28, 1, 32},    {8, 12, 12, 3, 64},
+    // ResNet shapes at small batch
+    {2, 32, 32, 3, 64, 7, 2, 3},    // stem: 7x7 / stride 2, C = 3 (cuDNN, not small-C)
+    {2, 13, 11, 3, 4, 7, 2, 3},     // stem window on an odd, non-square image
+    {2, 16, 16, 64, 128, 1, 2, 0},  // projection shortcut: 1x1 / stride 2
+    {2, 15, 15, 32, 16, 1, 2, 0},   // ... on an odd side
+    {2, 16, 16, 32, 32, 3, 2, 1},   // 3x3 / stride 2 (first conv of a downsampling block)
+    {2, 7, 8, 16, 8, 3, 2, 1},      // ... odd and even sides
+    {2, 8, 8, 64, 16, 1, 1, 0},     // bottleneck 1x1 reduce
+    {2, 8, 8, 16, 64, 1, 1, 0},     // bottleneck 1x1 expand
+    // small C in other geometries: cuDNN
+    {2, 8, 8, 1, 8, 3, 2, 1},
+    {2, 6, 5, 2, 3, 3, 1, 0},
+    {1, 9, 10, 4, 8, 5, 3, 2},
+};
 
 double conv_tol(DType t) { return t == F16 ? 1e-3 : 1e-4; }
+
+std::string conv_name(const char* op, DType t, const ConvShape& s) {
+  return cat(tname(op, t), " x", s.n, "x", s.h, "x", s.w, "x", s.c, " K=", s.k, " ", s.r, "x", s.r, "/s", s.stride,
+             "/p", s.pad);
+}
 
 TEST_F(OpsGpu, ConvFwdMatchesCpu) {
   Rng rng(2);
   for (DType t : {F32, F16})
     for (const ConvShape& s : kConvShapes) {
       Case k;
-      k.name = cat(tname("ConvFwd", t), " x", s.n, "x", s.h, "x", s.w, "x", s.c, " K=", s.k);
-      k.in = {rnd(t, {s.n, s.h, s.w, s.c}, rng), rnd(t, {s.k, 3, 3, s.c}, rng, -0.3, 0.3)};
-      k.out = {HostTensor(t, {s.n, s.h, s.w, s.k})};
+      k.name = conv_name("ConvFwd", t, s);
+      k.attrs = s.attrs();
+      k.in = {rnd(t, {s.n, s.h, s.w, s.c}, rng), rnd(t, {s.k, s.r, s.r, s.c}, rng, -0.3, 0.3)};
+      k.out = {HostTensor(t, {s.n, s.ho(), s.wo(), s.k})};
       k.tol = {conv_tol(t)};
       prepare_conv(OpKind::ConvFwd, k);
       check(conv_fwd_cpu, conv_fwd_cuda, k);
     }
 }
 
+// x (the third input) is shape only: it is uploaded as NaN, so a read would show.
 TEST_F(OpsGpu, ConvBwdDataMatchesCpu) {
   Rng rng(3);
   for (DType t : {F32, F16})
     for (const ConvShape& s : kConvShapes) {
       Case k;
-      k.name = cat(tname("ConvBwdData", t), " x", s.n, "x", s.h, "x", s.w, "x", s.c, " K=", s.k);
-      k.in = {rnd(t, {s.n, s.h, s.w, s.k}, rng), rnd(t, {s.k, 3, 3, s.c}, rng, -0.3, 0.3)};
+      k.name = conv_name("ConvBwdData", t, s);
+      k.attrs = s.attrs();
+      HostTensor x(t, {s.n, s.h, s.w, s.c});
+      x.poison();
+      k.in = {rnd(t, {s.n, s.ho(), s.wo(), s.k}, rng), rnd(t, {s.k, s.r, s.r, s.c}, rng, -0.3, 0.3), x};
       k.out = {HostTensor(t, {s.n, s.h, s.w, s.c})};
       k.tol = {conv_tol(t)};
       prepare_conv(OpKind::ConvBwdData, k);
@@ -77,9 +115,10 @@ TEST_F(OpsGpu, ConvBwdFilterMatchesCpu) {
   for (DType t : {F32, F16})
     for (const ConvShape& s : kConvShapes) {
       Case k;
-      k.name = cat(tname("ConvBwdFilter", t), " x", s.n, "x", s.h, "x", s.w, "x", s.c, " K=", s.k);
-      k.in = {rnd(t, {s.n, s.h, s.w, s.c}, rng), rnd(t, {s.n, s.h, s.w, s.k}, rng, -0.3, 0.3)};
-      k.out = {HostTensor(t, {s.k, 3, 3, s.c})};
+      k.name = conv_name("ConvBwdFilter", t, s);
+      k.attrs = s.attrs();
+      k.in = {rnd(t, {s.n, s.h, s.w, s.c}, rng), rnd(t, {s.n, s.ho(), s.wo(), s.k}, rng, -0.3, 0.3)};
+      k.out = {HostTensor(t, {s.k, s.r, s.r, s.c})};
       k.tol = {conv_tol(t)};
       prepare_conv(OpKind::ConvBwdFilter, k);
       check(conv_bwd_filter_cpu, conv_bwd_filter_cuda, k);
@@ -87,7 +126,8 @@ TEST_F(OpsGpu, ConvBwdFilterMatchesCpu) {
 }
 
 TEST_F(OpsGpu, ConvPlanCacheLookupNeedsPrepare) {
-  const ConvKey key = conv_key(OpKind::ConvFwd, Shape{2, 8, 8, 16}, Shape{32, 3, 3, 16}, F16);
+  const ConvShape s{2, 8, 8, 16, 32};
+  const ConvKey key = conv_key(OpKind::ConvFwd, {Shape{2, 8, 8, 16}, Shape{32, 3, 3, 16}}, s.attrs(), F16);
   EXPECT_FALSE(plans_->contains(key));
   EXPECT_THROW(plans_->lookup(key), Error);
   EXPECT_EQ(plans_->max_workspace_bytes(), 0u);
@@ -100,10 +140,17 @@ TEST_F(OpsGpu, ConvPlanCacheLookupNeedsPrepare) {
   // A conv launch with an unprepared shape throws instead of selecting an algorithm.
   Rng rng(5);
   Case k;
+  k.attrs = s.attrs();
   k.in = {rnd(F32, {2, 8, 8, 16}, rng), rnd(F32, {32, 3, 3, 16}, rng)};
   k.out = {HostTensor(F32, {2, 8, 8, 32})};
   DevTensor x(k.in[0]), w(k.in[1]), y(k.out[0]);
   EXPECT_THROW(call(conv_fwd_cuda, {x.ref(), w.ref()}, {y.ref()}, k.attrs, k.variant), Error);
+  // The f16 plan is prepared, but a stride-2 launch of the same tensors is another key.
+  HostTensor y2h(F16, {2, 4, 4, 32});
+  DevTensor x16(k.in[0].to(F16)), w16(k.in[1].to(F16)), y2(y2h);
+  OpAttrs a2 = k.attrs;
+  a2.stride = 2;
+  EXPECT_THROW(call(conv_fwd_cuda, {x16.ref(), w16.ref()}, {y2.ref()}, a2, k.variant), Error);
 }
 
 TEST_F(OpsGpu, ConvPlanCacheBenchmarkModeAlsoMatches) {
@@ -115,12 +162,77 @@ TEST_F(OpsGpu, ConvPlanCacheBenchmarkModeAlsoMatches) {
   for (DType t : {F32, F16}) {
     Case k;
     k.name = tname("ConvFwd(find)", t);
+    k.attrs = ConvShape{8, 14, 14, 32, 64}.attrs();
     k.in = {rnd(t, {8, 14, 14, 32}, rng), rnd(t, {64, 3, 3, 32}, rng, -0.3, 0.3)};
     k.out = {HostTensor(t, {8, 14, 14, 64})};
     k.tol = {conv_tol(t)};
     prepare_conv(OpKind::ConvFwd, k);
     check(conv_fwd_cpu, conv_fwd_cuda, k);
   }
+}
+
+// ================================================================ keys (no GPU needed)
+
+TEST(OpsConvKey, KeysCarryWindowStrideAndPad) {
+  const ConvShape stem{2, 32, 32, 3, 64, 7, 2, 3};
+  const Shape x{2, 32, 32, 3}, w{64, 7, 7, 3}, y{2, 16, 16, 64};
+  const ConvKey f = conv_key(OpKind::ConvFwd, {x, w}, stem.attrs(), F16);
+  const ConvKey d = conv_key(OpKind::ConvBwdData, {y, w, x}, stem.attrs(), F16);
+  const ConvKey g = conv_key(OpKind::ConvBwdFilter, {x, y}, stem.attrs(), F16);
+  for (const ConvKey* k : {&f, &d, &g}) {
+    EXPECT_EQ(k->r, 7);
+    EXPECT_EQ(k->stride, 2);
+    EXPECT_EQ(k->pad, 3);
+    EXPECT_EQ(k->ho(), 16);
+    EXPECT_EQ(k->wo(), 16);
+    EXPECT_EQ(k->c, 3);
+    EXPECT_EQ(k->k, 64);
+  }
+  EXPECT_EQ(f.str(), "conv fwd x[2,32,32,3] w[64,7,7,3] 7x7 stride 2 pad 3 y[2,16,16,64] f16");
+  // Same dy, another x: with stride 2, sides 31 and 32 both give 16.
+  const ConvKey d31 = conv_key(OpKind::ConvBwdData, {y, w, Shape{2, 31, 31, 3}}, stem.attrs(), F16);
+  EXPECT_NE(d31, d);
+  EXPECT_EQ(d31.h, 31);
+  OpAttrs s1 = stem.attrs();
+  s1.stride = 1;
+  EXPECT_NE(conv_key(OpKind::ConvFwd, {x, w}, s1, F16), f);
+}
+
+TEST(OpsConvKey, SmallCKernelOnlyFor3x3Stride1Pad1) {
+  auto key = [](OpKind kind, const ConvShape& s) {
+    const Shape x{s.n, s.h, s.w, s.c}, w{s.k, s.r, s.r, s.c}, y{s.n, s.ho(), s.wo(), s.k};
+    if (kind == OpKind::ConvFwd) return conv_key(kind, {x, w}, s.attrs(), F16);
+    if (kind == OpKind::ConvBwdData) return conv_key(kind, {y, w, x}, s.attrs(), F16);
+    return conv_key(kind, {x, y}, s.attrs(), F16);
+  };
+  for (int64_t c : {1, 3, 4}) {
+    const ConvShape s{2, 28, 28, c, 32};
+    EXPECT_TRUE(uses_small_c_kernel(key(OpKind::ConvFwd, s)));
+    EXPECT_TRUE(uses_small_c_kernel(key(OpKind::ConvBwdFilter, s)));
+    EXPECT_FALSE(uses_small_c_kernel(key(OpKind::ConvBwdData, s)));
+  }
+  for (const ConvShape& s : {ConvShape{2, 28, 28, 8, 32}, ConvShape{2, 32, 32, 3, 64, 7, 2, 3},
+                             ConvShape{2, 28, 28, 1, 32, 3, 2, 1}, ConvShape{2, 28, 28, 3, 32, 3, 1, 0},
+                             ConvShape{2, 28, 28, 3, 32, 1, 1, 0}, ConvShape{2, 28, 28, 3, 32, 5, 1, 1}}) {
+    SCOPED_TRACE(conv_name("", F16, s));
+    EXPECT_FALSE(uses_small_c_kernel(key(OpKind::ConvFwd, s)));
+    EXPECT_FALSE(uses_small_c_kernel(key(OpKind::ConvBwdFilter, s)));
+  }
+}
+
+// The shape rules refuse these first (UserError); reaching conv_key is a bug.
+TEST(OpsConvKey, InconsistentShapesAreInternalErrors) {
+  const ConvShape s{2, 8, 8, 3, 4, 3, 2, 1};
+  const Shape x{2, 8, 8, 3}, w{4, 3, 3, 3}, y{2, 4, 4, 4};
+  EXPECT_NO_THROW(conv_key(OpKind::ConvBwdData, {y, w, x}, s.attrs(), F32));
+  EXPECT_THROW(conv_key(OpKind::ConvBwdData, {Shape{2, 8, 8, 4}, w, x}, s.attrs(), F32), Error);
+  EXPECT_THROW(conv_key(OpKind::ConvBwdData, {y, w}, s.attrs(), F32), Error);
+  EXPECT_THROW(conv_key(OpKind::ConvBwdFilter, {x, Shape{2, 8, 8, 4}}, s.attrs(), F32), Error);
+  EXPECT_THROW(conv_key(OpKind::ConvFwd, {x, Shape{4, 5, 5, 3}}, s.attrs(), F32), Error);
+  EXPECT_THROW(conv_key(OpKind::ConvFwd, {x, w}, OpAttrs{}, F32), Error);  // kernel 0
+  EXPECT_THROW(conv_key(OpKind::ConvFwd, {Shape{2, 1, 1, 3}, w}, ConvShape{2, 1, 1, 3, 4, 3, 1, 0}.attrs(), F32),
+               Error);
+  EXPECT_THROW(conv_key(OpKind::ReluFwd, {x, w}, s.attrs(), F32), Error);
 }
 
 

@@ -52,10 +52,22 @@ TEST(OpsCpuF16, EveryOpMatchesF32) {
   run.scalars.loss_scale = 4.f;
 
   HostTensor x = rt(xs), w = rt({16, 3, 3, 8}), dy = rt({2, 6, 5, 16});
-  expect_f16_matches_f32("conv_fwd", conv_fwd_cpu, run, {{x}, {w}}, {{HostTensor(F32, {2, 6, 5, 16})}});
-  expect_f16_matches_f32("conv_bwd_data", conv_bwd_data_cpu, run, {{dy}, {w}}, {{HostTensor(F32, xs)}});
-  expect_f16_matches_f32("conv_bwd_filter", conv_bwd_filter_cpu, run, {{x}, {dy}},
+  OpRunner conv = run;  // 3x3, stride 1, pad 1
+  conv.attrs.kernel = 3;
+  conv.attrs.pad = 1;
+  expect_f16_matches_f32("conv_fwd", conv_fwd_cpu, conv, {{x}, {w}}, {{HostTensor(F32, {2, 6, 5, 16})}});
+  expect_f16_matches_f32("conv_bwd_data", conv_bwd_data_cpu, conv, {{dy}, {w}, {x}}, {{HostTensor(F32, xs)}});
+  expect_f16_matches_f32("conv_bwd_filter", conv_bwd_filter_cpu, conv, {{x}, {dy}},
                          {{HostTensor(F32, w.shape())}});
+  HostTensor w7 = rt({4, 7, 7, 8}), dy7 = rt({2, 3, 3, 4});  // 7x7, stride 2, pad 3
+  conv.attrs.kernel = 7;
+  conv.attrs.stride = 2;
+  conv.attrs.pad = 3;
+  expect_f16_matches_f32("conv_fwd 7x7/2", conv_fwd_cpu, conv, {{x}, {w7}}, {{HostTensor(F32, dy7.shape())}});
+  expect_f16_matches_f32("conv_bwd_data 7x7/2", conv_bwd_data_cpu, conv, {{dy7}, {w7}, {x}},
+                         {{HostTensor(F32, xs)}});
+  expect_f16_matches_f32("conv_bwd_filter 7x7/2", conv_bwd_filter_cpu, conv, {{x}, {dy7}},
+                         {{HostTensor(F32, w7.shape())}});
 
   const HostTensor xh = x.to(F16).to(F32);  // BN statistics from the values both runs see
   HostTensor sums(F32, {2, 8}), gamma = rt({8}, 0.5, 1.5), beta = rt({8}, -0.5, 0.5), y(F32, xs), batch(F32, {2, 8});
@@ -112,17 +124,7 @@ TEST(OpsCpuF16, EveryOpMatchesF32) {
 
 // ================================ shape rules ================================
 
-TEST(OpsCpuShapes, Conv3x3) {
-  OpRunner r;
-  EXPECT_EQ(r.shapes(conv_fwd_shapes, {{2, 5, 4, 3}, {4, 3, 3, 3}}, 1)[0], (Shape{2, 5, 4, 4}));
-  EXPECT_EQ(r.shapes(conv_bwd_data_shapes, {{2, 5, 4, 4}, {4, 3, 3, 3}}, 1)[0], (Shape{2, 5, 4, 3}));
-  EXPECT_EQ(r.shapes(conv_bwd_filter_shapes, {{2, 5, 4, 3}, {2, 5, 4, 4}}, 1)[0], (Shape{4, 3, 3, 3}));
-  EXPECT_THROW(r.shapes(conv_fwd_shapes, {{2, 5, 4, 3}, {4, 3, 3, 2}}, 1), UserError);
-  EXPECT_THROW(r.shapes(conv_fwd_shapes, {{2, 5, 4, 3}, {4, 5, 5, 3}}, 1), UserError);
-  EXPECT_THROW(r.shapes(conv_fwd_shapes, {{5, 4, 3}, {4, 3, 3, 3}}, 1), UserError);
-  EXPECT_THROW(r.shapes(conv_bwd_data_shapes, {{2, 5, 4, 5}, {4, 3, 3, 3}}, 1), UserError);
-  EXPECT_THROW(r.shapes(conv_bwd_filter_shapes, {{2, 5, 4, 3}, {3, 5, 4, 4}}, 1), UserError);
-}
+// Convolution shape rules: ops_cpu_conv_shapes_test.cpp.
 
 TEST(OpsCpuShapes, BatchNorm) {
   OpRunner r;

@@ -148,9 +148,12 @@ class OpsGpu : public ::testing::Test {
     ASSERT_EQ(cudaMemcpy(scalars_, &s, sizeof s, cudaMemcpyHostToDevice), cudaSuccess);
   }
 
-  // Prepares the conv plan a conv call needs (pre-capture warm-up).
+  // Prepares the conv plan a conv call needs (pre-capture warm-up): the key
+  // comes from every input's shape and the case's kernel / stride / pad.
   void prepare_conv(OpKind kind, const Case& k) {
-    plans_->prepare(gh_, conv_key(kind, k.in[0].shape(), k.in[1].shape(), k.in[0].dtype()));
+    std::vector<Shape> in;
+    for (const HostTensor& t : k.in) in.push_back(t.shape());
+    plans_->prepare(gh_, conv_key(kind, in.data(), int(in.size()), k.attrs, k.in[0].dtype()));
   }
 
   std::vector<HostTensor> run_cpu(OpFn fn, Case& k) {

@@ -291,12 +291,15 @@ TEST_F(OpsGpu, CapturedChainReplaysBitwiseLikeEager) {
   DevTensor logits(HostTensor(t, {N, M})), dlogits(HostTensor(t, {N, M})), metrics(HostTensor(F32, {4}));
   DevTensor dfc(HostTensor(t, {M, K})), dg(HostTensor(t, {N, K})), dwc(HostTensor(t, {K, 3, 3, C}));
   DevTensor dpool(HostTensor(t, {N, H / 2, W / 2, K})), dz(HostTensor(t, {N, H, W, K}));
-  plans_->prepare(gh_, conv_key(OpKind::ConvFwd, hx.shape(), hw.shape(), t));
-  plans_->prepare(gh_, conv_key(OpKind::ConvBwdFilter, hx.shape(), Shape{N, H, W, K}, t));
+  OpAttrs ca;  // the convolutions': 3x3, stride 1, pad 1
+  ca.kernel = 3;
+  ca.pad = 1;
+  plans_->prepare(gh_, conv_key(OpKind::ConvFwd, {hx.shape(), hw.shape()}, ca, t));
+  plans_->prepare(gh_, conv_key(OpKind::ConvBwdFilter, {hx.shape(), Shape{N, H, W, K}}, ca, t));
   set_scalars(256.f);
 
   auto chain = [&] {
-    call(conv_fwd_cuda, {x.ref(), w.ref()}, {y.ref()}, a, v);
+    call(conv_fwd_cuda, {x.ref(), w.ref()}, {y.ref()}, ca, v);
     call(bn_stats_cuda, {y.ref()}, {sums.ref()}, a, v);
     call(bn_relu_apply_cuda, {y.ref(), sums.ref(), gamma.ref(), beta.ref()}, {z.ref(), batch.ref()}, a, v);
     call(maxpool_fwd_cuda, {z.ref()}, {pool.ref()}, a, v);
@@ -307,7 +310,7 @@ TEST_F(OpsGpu, CapturedChainReplaysBitwiseLikeEager) {
     call(fc_bwd_data_cuda, {dlogits.ref(), fcw.ref()}, {dg.ref()}, a, v);
     call(global_maxpool_bwd_cuda, {dg.ref(), pool.ref(), g.ref()}, {dpool.ref()}, a, v);
     call(maxpool_bwd_cuda, {dpool.ref(), z.ref(), pool.ref()}, {dz.ref()}, a, v);
-    call(conv_bwd_filter_cuda, {x.ref(), dz.ref()}, {dwc.ref()}, a, v);
+    call(conv_bwd_filter_cuda, {x.ref(), dz.ref()}, {dwc.ref()}, ca, v);
   };
   std::vector<DevTensor*> outs{&y, &sums, &z, &batch, &pool, &g, &logits, &dlogits, &metrics, &dfc, &dg, &dpool,
                                &dz, &dwc};

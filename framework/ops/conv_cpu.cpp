@@ -1,14 +1,21 @@
-// 3x3 convolution (stride 1, zero padding 1, NHWC, weights KRSC): shape rules
-// and the CPU reference. Every direction is im2col + one GEMM:
-//   fwd:    y[P,K]   = col(x)[P,9C]  * w[K,9C]^T
-//   data:   dx[P,C]  = col(dy)[P,9K] * w'[C,9K]^T, w'[c,r,s,k] = w[k,2-r,2-s,c]
-//           (the transposed convolution is a forward one with flipped weights)
-//   filter: dw[K,9C] = sum over pixel chunks of dy[P,K]^T * col(x)[P,9C]
-// P = N*H*W pixels, processed in chunks so the column buffer stays bounded.
-#include "framework/ops/conv.h"
-
+// Convolution (R x R window, stride, zero padding, NHWC, weights KRSC): shape
+// rules and the CPU reference. Every direction is im2col + GEMM over a range of
+// pixels, with the columns of a pixel in (r, s, c) order:
+//   fwd:    y[P,K]    = col(x)[P,RRC] * w[K,RRC]^T                      P = N*Ho*Wo
+//   data:   dx[P,C]   = col(dy')[P,RRK] * w'[C,RRK]^T                   P = N*H*W
+//           w'[c,r,s,k] = w[k,R-1-r,R-1-s,c]. The transposed convolution is a
+//           forward one with flipped weights, stride 1 and padding R-1-pad, over
+//           dy' = dy with stride-1 zeros between its pixels (dy'[u] = dy[u/stride]
+//           where stride divides u). A gather, not a col2im scatter: each dx
+//           element is one GEMM dot product in a fixed order (deterministic). The
+//           zeros cost stride^2 in flops, which a reference can afford.
+//   filter: dw[K,RRC] = sum over pixel chunks of dy[P,K]^T * col(x)[P,RRC]  P = N*Ho*Wo
+// Pixels go in chunks so the column buffer stays bounded. For 3x3 / stride 1 /
+// pad 1 the columns, chunks and GEMM calls are exactly those of the former
+// 3x3-only code, so its results are unchanged bit for bit.
 #include <algorithm>
 
+#include "framework/ops/conv.h"
 #include "framework/ops/cpu_kernel_util.h"
 
 namespace tr {
@@ -20,27 +27,43 @@ using cpu::acc_t;
 // pixel range at any point; the split depends only on the shapes (deterministic).
 constexpr int64_t kColBudget = int64_t(1) << 22;
 
-struct ConvDims {
-  int64_t n, h, w, cin, cout;  // cin: channels of the im2col source, cout: of the result
-  int64_t pixels() const { return n * h * w; }
+// One im2col sweep: a source src[n, sh, sw, c] seen through an R x R window from
+// every pixel of an [n, oh, ow] output. Output row y, tap row t reads row
+// u = y*stride + t - pad of the source upsampled by `dil` (dil - 1 zeros between
+// pixels): src row u/dil when u >= 0 and dil divides u, zero otherwise (padding).
+// Columns likewise.
+struct Window {
+  int64_t n, sh, sw, c;  // source [n, sh, sw, c]
+  int64_t oh, ow;        // output pixels [n, oh, ow]
+  int64_t r, stride, pad, dil;
+  int64_t pixels() const { return n * oh * ow; }
+  int64_t cols() const { return r * r * c; }
 };
 
-// col[p - p0][(r*3+s)*C + c] = src[n, h+r-1, w+s-1, c] (zero outside) for p in [p0, p1).
+// Source index along one axis for output coordinate o and tap t; -1 reads zero.
+inline int64_t source_index(int64_t o, int64_t t, int64_t size, const Window& g) {
+  const int64_t u = o * g.stride + t - g.pad;
+  if (u < 0 || u % g.dil != 0) return -1;
+  const int64_t i = u / g.dil;
+  return i < size ? i : -1;
+}
+
+// col[p - p0][(r*R+s)*C + c] = src[n, row(y, r), col(x, s), c] (zero outside) for p in [p0, p1).
 template <class A, class S>
-void im2col(const S* src, const ConvDims& d, int64_t p0, int64_t p1, A* col) {
-  const int64_t C = d.cin, hw = d.h * d.w;
+void im2col(const S* src, const Window& g, int64_t p0, int64_t p1, A* col) {
+  const int64_t C = g.c, R = g.r, ohw = g.oh * g.ow;
   for (int64_t p = p0; p < p1; ++p) {
-    const int64_t n = p / hw, rem = p % hw, y = rem / d.w, x = rem % d.w;
-    A* row = col + (p - p0) * 9 * C;
-    for (int r = 0; r < 3; ++r) {
-      const int64_t iy = y + r - 1;
-      for (int s = 0; s < 3; ++s) {
-        const int64_t ix = x + s - 1;
-        A* dst = row + (r * 3 + s) * C;
-        if (iy < 0 || iy >= d.h || ix < 0 || ix >= d.w) {
+    const int64_t n = p / ohw, rem = p % ohw, y = rem / g.ow, x = rem % g.ow;
+    A* row = col + (p - p0) * g.cols();
+    for (int64_t r = 0; r < R; ++r) {
+      const int64_t iy = source_index(y, r, g.sh, g);
+      for (int64_t s = 0; s < R; ++s) {
+        const int64_t ix = source_index(x, s, g.sw, g);
+        A* dst = row + (r * R + s) * C;
+        if (iy < 0 || ix < 0) {
           std::fill(dst, dst + C, A(0));
         } else {
-          const S* in = src + ((n * d.h + iy) * d.w + ix) * C;
+          const S* in = src + ((n * g.sh + iy) * g.sw + ix) * C;
           for (int64_t c = 0; c < C; ++c) dst[c] = cpu::load<A>(in[c]);
         }
       }
@@ -48,73 +71,92 @@ void im2col(const S* src, const ConvDims& d, int64_t p0, int64_t p1, A* col) {
   }
 }
 
-// out[P, cout] = col(src)[P, 9*cin] * wk[cout, 9*cin]^T, wk already in A.
+// Pixels per chunk: as many as fit the column budget (at least one).
+int64_t chunk_pixels(int64_t P, int64_t kk) {
+  return std::max<int64_t>(1, std::min<int64_t>(P, kColBudget / std::max<int64_t>(kk, 1)));
+}
+
+// out[P, cout] = col(src)[P, RRC] * wk[cout, RRC]^T, wk already in A.
 template <class S>
-void conv_forward_gemm(const S* src, const acc_t<S>* wk, const ConvDims& d, S* out) {
+void conv_forward_gemm(const S* src, const acc_t<S>* wk, const Window& g, int64_t cout, S* out) {
   using A = acc_t<S>;
-  const int64_t P = d.pixels(), kk = 9 * d.cin;
-  if (P == 0 || d.cout == 0) return;
-  const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(P, kColBudget / std::max<int64_t>(kk, 1)));
+  const int64_t P = g.pixels(), kk = g.cols();
+  if (P == 0 || cout == 0) return;
+  const int64_t chunk = chunk_pixels(P, kk);
   A* col = cpu::scratch<A>(0, size_t(chunk * kk));
   for (int64_t p0 = 0; p0 < P; p0 += chunk) {
     const int64_t p1 = std::min(P, p0 + chunk), m = p1 - p0;
-    im2col(src, d, p0, p1, col);
+    im2col(src, g, p0, p1, col);
     if constexpr (std::is_same_v<S, A>) {
-      cpu::gemm(false, true, m, d.cout, kk, A(1), col, kk, wk, kk, A(0), out + p0 * d.cout, d.cout);
+      cpu::gemm(false, true, m, cout, kk, A(1), col, kk, wk, kk, A(0), out + p0 * cout, cout);
     } else {
-      A* tmp = cpu::scratch<A>(1, size_t(m * d.cout));
-      cpu::gemm(false, true, m, d.cout, kk, A(1), col, kk, wk, kk, A(0), tmp, d.cout);
-      cpu::store_n(tmp, m * d.cout, out + p0 * d.cout);
+      A* tmp = cpu::scratch<A>(1, size_t(m * cout));
+      cpu::gemm(false, true, m, cout, kk, A(1), col, kk, wk, kk, A(0), tmp, cout);
+      cpu::store_n(tmp, m * cout, out + p0 * cout);
     }
   }
 }
 
-// Internal checks of a resolved call (the shape rule already vetted the shapes).
-void check_conv_call(const OpCall& c, const char* op, const Shape& out_want) {
+// The geometry of one call: x[n,h,w,c], w[k,r,r,c], y[n,ho,wo,k].
+struct ConvGeom {
+  int64_t n, h, w, c, k, r, stride, pad, ho, wo;
+  // x seen from y's pixels: the forward and filter-gradient sweep.
+  Window forward() const { return Window{n, h, w, c, ho, wo, r, stride, pad, 1}; }
+  // dy seen from dx's pixels: the data-gradient sweep (see the top of the file).
+  Window transposed() const { return Window{n, ho, wo, k, h, w, r, 1, r - 1 - pad, stride}; }
+  Shape x() const { return Shape{n, h, w, c}; }
+  Shape wt() const { return Shape{k, r, r, c}; }
+  Shape y() const { return Shape{n, ho, wo, k}; }
+};
+
+// Internal checks of a resolved call (the shape rule already vetted the shapes
+// and attributes): x's shape and K give the geometry; every tensor must fit it.
+ConvGeom call_geom(const OpCall& c, const char* op, const Shape& x, int64_t K) {
+  TR_CHECK(c.attrs != nullptr, op, ": no attributes");
+  const OpAttrs& a = *c.attrs;
+  TR_CHECK(x.rank == 4 && a.kernel >= 1 && a.stride >= 1 && a.pad >= 0 && a.pad < a.kernel &&
+               x[1] + 2 * a.pad >= a.kernel && x[2] + 2 * a.pad >= a.kernel,
+           op, ": x ", x.str(), " kernel ", a.kernel, " stride ", a.stride, " pad ", a.pad);
+  const ConvGeom g{x[0], x[1], x[2], x[3], K, a.kernel, a.stride, a.pad,
+                   conv_out_size(x[1], a.kernel, a.stride, a.pad), conv_out_size(x[2], a.kernel, a.stride, a.pad)};
   const DType t = c.in[0].dtype;
   cpu::check_dtype(c.in[1], t, op, "in[1]");
   cpu::check_dtype(c.out[0], t, op, "out[0]");
-  TR_CHECK(c.out[0].shape.numel() == out_want.numel(), op, ": out shape ", c.out[0].shape.str(),
-           ", expected ", out_want.str());
+  return g;
+}
+void check_shape(const TensorRef& t, const Shape& want, const char* op, const char* what) {
+  TR_CHECK(t.shape.numel() == want.numel(), op, ": ", what, " ", t.shape.str(), ", expected ", want.str());
 }
 
 template <class S>
-void fwd_impl(const OpCall& c) {
+void fwd_impl(const OpCall& c, const ConvGeom& g) {
   using A = acc_t<S>;
-  const Shape& xs = c.in[0].shape;
-  const Shape& ws = c.in[1].shape;
-  const ConvDims d{xs[0], xs[1], xs[2], xs[3], ws[0]};
-  const A* w = cpu::as_compute<A>(c.in[1].as<S>(), ws.numel(), 2);
-  conv_forward_gemm<S>(c.in[0].as<S>(), w, d, c.out[0].as<S>());
+  const A* w = cpu::as_compute<A>(c.in[1].as<S>(), g.wt().numel(), 2);
+  conv_forward_gemm<S>(c.in[0].as<S>(), w, g.forward(), g.k, c.out[0].as<S>());
 }
 
 template <class S>
-void bwd_data_impl(const OpCall& c) {
+void bwd_data_impl(const OpCall& c, const ConvGeom& g) {
   using A = acc_t<S>;
-  const Shape& dys = c.in[0].shape;
-  const Shape& ws = c.in[1].shape;
-  const int64_t K = ws[0], C = ws[3];
+  const int64_t K = g.k, C = g.c, R = g.r, RR = R * R;
   const S* w = c.in[1].as<S>();
-  // w'[c, r, s, k] = w[k, 2-r, 2-s, c]
-  A* wt = cpu::scratch<A>(2, size_t(9 * K * C));
+  // w'[c, r, s, k] = w[k, R-1-r, R-1-s, c]
+  A* wt = cpu::scratch<A>(2, size_t(RR * K * C));
   for (int64_t k = 0; k < K; ++k)
-    for (int r = 0; r < 3; ++r)
-      for (int s = 0; s < 3; ++s) {
-        const S* src = w + ((k * 3 + r) * 3 + s) * C;
-        const int64_t tap = (2 - r) * 3 + (2 - s);
-        for (int64_t ch = 0; ch < C; ++ch) wt[(ch * 9 + tap) * K + k] = cpu::load<A>(src[ch]);
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t s = 0; s < R; ++s) {
+        const S* src = w + ((k * R + r) * R + s) * C;
+        const int64_t tap = (R - 1 - r) * R + (R - 1 - s);
+        for (int64_t ch = 0; ch < C; ++ch) wt[(ch * RR + tap) * K + k] = cpu::load<A>(src[ch]);
       }
-  const ConvDims d{dys[0], dys[1], dys[2], K, C};
-  conv_forward_gemm<S>(c.in[0].as<S>(), wt, d, c.out[0].as<S>());
+  conv_forward_gemm<S>(c.in[0].as<S>(), wt, g.transposed(), C, c.out[0].as<S>());
 }
 
 template <class S>
-void bwd_filter_impl(const OpCall& c) {
+void bwd_filter_impl(const OpCall& c, const ConvGeom& g) {
   using A = acc_t<S>;
-  const Shape& xs = c.in[0].shape;
-  const Shape& dys = c.in[1].shape;
-  const ConvDims d{xs[0], xs[1], xs[2], xs[3], dys[3]};
-  const int64_t P = d.pixels(), K = d.cout, kk = 9 * d.cin;
+  const Window win = g.forward();
+  const int64_t P = win.pixels(), K = g.k, kk = win.cols();
   const S* dy = c.in[1].as<S>();
   S* dw_out = c.out[0].as<S>();
   A* dw = nullptr;
@@ -126,11 +168,11 @@ void bwd_filter_impl(const OpCall& c) {
   if (P == 0) {
     std::fill(dw, dw + K * kk, A(0));
   } else {
-    const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(P, kColBudget / std::max<int64_t>(kk, 1)));
+    const int64_t chunk = chunk_pixels(P, kk);
     A* col = cpu::scratch<A>(0, size_t(chunk * kk));
     for (int64_t p0 = 0; p0 < P; p0 += chunk) {
       const int64_t p1 = std::min(P, p0 + chunk), m = p1 - p0;
-      im2col(c.in[0].as<S>(), d, p0, p1, col);
+      im2col(c.in[0].as<S>(), win, p0, p1, col);
       const A* dyc = cpu::as_compute<A>(dy + p0 * K, m * K, 2);
       cpu::gemm(true, false, K, kk, m, A(1), dyc, K, col, kk, A(p0 == 0 ? 0 : 1), dw, kk);
     }
@@ -146,40 +188,74 @@ void check_rank4(const Shape& s, const char* op, const char* what) {
     TR_USER_CHECK(s[i] > 0, op, ": ", what, " has a non-positive dim: ", s.str());
 }
 
-void check_filter(const Shape& w, const char* op) {
+const OpAttrs& check_attrs(const ShapeCtx& c, const char* op) {
+  TR_CHECK(c.attrs != nullptr, op, ": no attributes");
+  const OpAttrs& a = *c.attrs;
+  TR_USER_CHECK(a.kernel >= 1, op, ": kernel must be >= 1 (the R of w[K,R,R,C]), got ", a.kernel);
+  TR_USER_CHECK(a.stride >= 1, op, ": stride must be >= 1, got ", a.stride);
+  TR_USER_CHECK(a.pad >= 0 && a.pad < a.kernel, op, ": padding must be in [0, kernel) for a ", a.kernel, "x",
+                a.kernel, " window, got ", a.pad);
+  return a;
+}
+
+void check_filter(const Shape& w, const OpAttrs& a, const char* op) {
   check_rank4(w, op, "w");
-  TR_USER_CHECK(w[1] == 3 && w[2] == 3, op, ": w must be [K,3,3,C], got ", w.str());
+  TR_USER_CHECK(w[1] == a.kernel && w[2] == a.kernel, op, ": w must be [K,", a.kernel, ",", a.kernel,
+                ",C] for kernel ", a.kernel, ", got ", w.str());
+}
+
+// y[N,Ho,Wo,K] of x[N,H,W,C] (rank and dims already checked).
+Shape fwd_out(const Shape& x, int64_t K, const OpAttrs& a, const char* op) {
+  TR_USER_CHECK(x[1] + 2 * a.pad >= a.kernel && x[2] + 2 * a.pad >= a.kernel, op, ": x ", x.str(),
+                " is too small for a ", a.kernel, "x", a.kernel, " window with stride ", a.stride, " and padding ",
+                a.pad);
+  return Shape{x[0], conv_out_size(x[1], a.kernel, a.stride, a.pad), conv_out_size(x[2], a.kernel, a.stride, a.pad),
+               K};
+}
+
+// dy must be what the forward would produce from x.
+void check_dy(const Shape& dy, const Shape& x, const OpAttrs& a, const char* op) {
+  check_rank4(dy, op, "dy");
+  const Shape y = fwd_out(x, dy[3], a, op);
+  TR_USER_CHECK(dy == y, op, ": dy ", dy.str(), " must be ", y.str(), ", the output of x ", x.str(), " for a ",
+                a.kernel, "x", a.kernel, " window with stride ", a.stride, " and padding ", a.pad);
 }
 
 }  // namespace
 
 void conv_fwd_shapes(const ShapeCtx& c, Shape* out, int n_out) {
-  TR_CHECK(c.n_in == 2 && n_out == 1, "conv_fwd: arity");
+  const char* op = "conv_fwd";
+  TR_CHECK(c.n_in == 2 && n_out == 1, op, ": arity");
   const Shape &x = c.in[0], &w = c.in[1];
-  check_rank4(x, "conv_fwd", "x");
-  check_filter(w, "conv_fwd");
-  TR_USER_CHECK(w[3] == x[3], "conv_fwd: w ", w.str(), " does not match the channels of x ", x.str());
-  out[0] = Shape{x[0], x[1], x[2], w[0]};
+  const OpAttrs& a = check_attrs(c, op);
+  check_rank4(x, op, "x");
+  check_filter(w, a, op);
+  TR_USER_CHECK(w[3] == x[3], op, ": w ", w.str(), " does not match the channels of x ", x.str());
+  out[0] = fwd_out(x, w[0], a, op);
 }
 
 void conv_bwd_data_shapes(const ShapeCtx& c, Shape* out, int n_out) {
-  TR_CHECK(c.n_in == 3 && n_out == 1, "conv_bwd_data: arity");
-  const Shape &dy = c.in[0], &w = c.in[1];
-  check_rank4(dy, "conv_bwd_data", "dy");
-  check_filter(w, "conv_bwd_data");
-  TR_USER_CHECK(w[0] == dy[3], "conv_bwd_data: w ", w.str(), " does not match the channels of dy ",
-                dy.str());
-  out[0] = Shape{dy[0], dy[1], dy[2], w[3]};
+  const char* op = "conv_bwd_data";
+  TR_CHECK(c.n_in == 3 && n_out == 1, op, ": arity");
+  const Shape &dy = c.in[0], &w = c.in[1], &x = c.in[2];
+  const OpAttrs& a = check_attrs(c, op);
+  check_rank4(x, op, "x");
+  check_filter(w, a, op);
+  TR_USER_CHECK(w[3] == x[3], op, ": w ", w.str(), " does not match the channels of x ", x.str());
+  check_rank4(dy, op, "dy");
+  TR_USER_CHECK(w[0] == dy[3], op, ": w ", w.str(), " does not match the channels of dy ", dy.str());
+  check_dy(dy, x, a, op);
+  out[0] = x;
 }
 
 void conv_bwd_filter_shapes(const ShapeCtx& c, Shape* out, int n_out) {
-  TR_CHECK(c.n_in == 2 && n_out == 1, "conv_bwd_filter: arity");
+  const char* op = "conv_bwd_filter";
+  TR_CHECK(c.n_in == 2 && n_out == 1, op, ": arity");
   const Shape &x = c.in[0], &dy = c.in[1];
-  check_rank4(x, "conv_bwd_filter", "x");
-  check_rank4(dy, "conv_bwd_filter", "dy");
-  TR_USER_CHECK(x[0] == dy[0] && x[1] == dy[1] && x[2] == dy[2], "conv_bwd_filter: x ", x.str(),
-                " and dy ", dy.str(), " differ in N,H,W");
-  out[0] = Shape{dy[3], 3, 3, x[3]};
+  const OpAttrs& a = check_attrs(c, op);
+  check_rank4(x, op, "x");
+  check_dy(dy, x, a, op);
+  out[0] = Shape{dy[3], a.kernel, a.kernel, x[3]};
 }
 
 // --- kernels ---
@@ -187,29 +263,31 @@ void conv_bwd_filter_shapes(const ShapeCtx& c, Shape* out, int n_out) {
 void conv_fwd_cpu(const OpCall& c) {
   const char* op = "conv_fwd";
   cpu::check_arity(c, op, 2, 2, 1, 1);
-  const Shape &x = c.in[0].shape, &w = c.in[1].shape;
-  TR_CHECK(x.rank == 4 && w.rank == 4 && w[1] == 3 && w[2] == 3 && w[3] == x[3], op, ": x ", x.str(), " w ", w.str());
-  check_conv_call(c, op, Shape{x[0], x[1], x[2], w[0]});
-  cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { fwd_impl<typename decltype(tag)::type>(c); });
+  const ConvGeom g = call_geom(c, op, c.in[0].shape, c.in[1].shape[0]);
+  TR_CHECK(c.in[1].shape == g.wt(), op, ": w ", c.in[1].shape.str(), ", expected ", g.wt().str());
+  check_shape(c.out[0], g.y(), op, "y");
+  cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { fwd_impl<typename decltype(tag)::type>(c, g); });
 }
 
+// x (in[2]) gives the shape only; its data is never read.
 void conv_bwd_data_cpu(const OpCall& c) {
   const char* op = "conv_bwd_data";
   cpu::check_arity(c, op, 3, 3, 1, 1);
-  const Shape &dy = c.in[0].shape, &w = c.in[1].shape;
-  TR_CHECK(dy.rank == 4 && w.rank == 4 && w[1] == 3 && w[2] == 3 && w[0] == dy[3], op, ": dy ", dy.str(), " w ", w.str());
-  check_conv_call(c, op, Shape{dy[0], dy[1], dy[2], w[3]});
-  cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { bwd_data_impl<typename decltype(tag)::type>(c); });
+  const ConvGeom g = call_geom(c, op, c.in[2].shape, c.in[1].shape[0]);
+  TR_CHECK(c.in[1].shape == g.wt(), op, ": w ", c.in[1].shape.str(), ", expected ", g.wt().str());
+  check_shape(c.in[0], g.y(), op, "dy");
+  check_shape(c.out[0], g.x(), op, "dx");
+  cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { bwd_data_impl<typename decltype(tag)::type>(c, g); });
 }
 
 void conv_bwd_filter_cpu(const OpCall& c) {
   const char* op = "conv_bwd_filter";
   cpu::check_arity(c, op, 2, 2, 1, 1);
-  const Shape &x = c.in[0].shape, &dy = c.in[1].shape;
-  TR_CHECK(x.rank == 4 && dy.rank == 4 && x[0] == dy[0] && x[1] == dy[1] && x[2] == dy[2], op, ": x ",
-           x.str(), " dy ", dy.str());
-  check_conv_call(c, op, Shape{dy[3], 3, 3, x[3]});
-  cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { bwd_filter_impl<typename decltype(tag)::type>(c); });
+  TR_CHECK(c.in[1].shape.rank == 4, op, ": dy ", c.in[1].shape.str());
+  const ConvGeom g = call_geom(c, op, c.in[0].shape, c.in[1].shape[3]);
+  check_shape(c.in[1], g.y(), op, "dy");
+  check_shape(c.out[0], g.wt(), op, "dw");
+  cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { bwd_filter_impl<typename decltype(tag)::type>(c, g); });
 }
 
 }  // namespace tr

@@ -1,9 +1,9 @@
-// 3x3 convolutions (stride 1, pad 1, NHWC, weights KRSC). Semantics:
-// framework/ops/conv.h. Outputs are overwritten (beta = 0).
+// Convolutions (R x R window, stride, zero padding, NHWC, weights KRSC).
+// Semantics: framework/ops/conv.h. Outputs are overwritten (beta = 0).
 //
 // cuDNN (legacy convolution API, fp32 compute) does every shape except the
-// few-input-channel forward and filter gradient (Note [small-C convolutions]),
-// which run the direct kernels below. The algorithm, descriptors and kernel
+// few-input-channel 3x3 / stride 1 / pad 1 forward and filter gradient (Note
+// [small-C convolutions]), which run the direct kernels below. The algorithm, descriptors and kernel
 // choice come from GpuHandles::conv_plans, prepared before any capture (Note
 // [conv plans before capture]); a launch only looks them up, so it is
 // capture-safe and uses the same algorithm eagerly and in graphs.
@@ -20,6 +20,7 @@ namespace {
 using namespace tr::cuda;
 
 // ---------------------------------------------------------------- small-C kernels
+// 3x3 window, stride 1, padding 1 only (uses_small_c_kernel), so Ho = H, Wo = W.
 // 32-bit indices: run_small_c checks N*H*W*K < 2^31.
 
 constexpr int kSmallThreads = 256;
@@ -274,16 +275,16 @@ void launch_small_c(const ConvKey& key, const OpCall& c, const GpuHandles& gh, v
 }
 
 void run_small_c(const ConvKey& key, const OpCall& c, const GpuHandles& gh, void* ws, cudaStream_t s) {
-  TR_CHECK(key.n * key.h * key.w * key.k < (int64_t(1) << 31), "conv3x3: small-C kernel shape too large: ",
-           key.str());
-  dispatch_float(key.dtype, "conv3x3", [&](auto tag) {
+  TR_CHECK(uses_small_c_kernel(key), "conv small-C: no kernel for ", key.str());
+  TR_CHECK(key.n * key.h * key.w * key.k < (int64_t(1) << 31), "conv small-C: shape too large: ", key.str());
+  dispatch_float(key.dtype, "conv small-C", [&](auto tag) {
     using T = decltype(tag);
     switch (key.c) {
       case 1: launch_small_c<T, 1>(key, c, gh, ws, s); break;
       case 2: launch_small_c<T, 2>(key, c, gh, ws, s); break;
       case 3: launch_small_c<T, 3>(key, c, gh, ws, s); break;
       case 4: launch_small_c<T, 4>(key, c, gh, ws, s); break;
-      default: TR_CHECK(false, "conv3x3: no small-C kernel for ", key.str());
+      default: TR_CHECK(false, "conv small-C: no kernel for ", key.str());
     }
   });
 }
@@ -310,10 +311,13 @@ ConvLaunch begin(const OpCall& c, OpKind kind, const char* op) {
            " is not supported on CUDA (f32 or f16 only)");
   check_dtype(b, a.dtype, op, "second input");
   check_dtype(out, a.dtype, op, "output");
-  const ConvKey key = conv_key(kind, a.shape, b.shape, a.dtype);
-  const Shape want = kind == OpKind::ConvFwd       ? Shape{key.n, key.h, key.w, key.k}
+  TR_CHECK(c.attrs != nullptr, op, ": no attributes");
+  Shape shapes[3];  // the inputs' shapes (ConvBwdData's x: shape only, never read)
+  for (int i = 0; i < c.n_in; ++i) shapes[i] = c.in[i].shape;
+  const ConvKey key = conv_key(kind, shapes, c.n_in, *c.attrs, a.dtype);
+  const Shape want = kind == OpKind::ConvFwd       ? Shape{key.n, key.ho(), key.wo(), key.k}
                      : kind == OpKind::ConvBwdData ? Shape{key.n, key.h, key.w, key.c}
-                                                      : Shape{key.k, 3, 3, key.c};
+                                                      : Shape{key.k, key.r, key.r, key.c};
   TR_CHECK(out.shape.numel() == want.numel(), op, ": output is ", out.shape.str(), ", expected ", want.str());
   ConvLaunch l;
   l.h = static_cast<cudnnHandle_t>(gh.cudnn);
@@ -331,7 +335,7 @@ ConvLaunch begin(const OpCall& c, OpKind kind, const char* op) {
 
 }  // namespace
 
-// x[N,H,W,C], w[K,3,3,C] -> y[N,H,W,K]
+// x[N,H,W,C], w[K,R,R,C] -> y[N,Ho,Wo,K]
 void conv_fwd_cuda(const OpCall& c) {
   const ConvLaunch l = begin(c, OpKind::ConvFwd, "ConvFwd");
   if (l.done) return;
@@ -341,7 +345,7 @@ void conv_fwd_cuda(const OpCall& c) {
                                        l.plan->workspace_bytes, &beta, l.plan->y.get(), c.out[0].data));
 }
 
-// dy[N,H,W,K], w[K,3,3,C] -> dx[N,H,W,C]
+// dy[N,Ho,Wo,K], w[K,R,R,C], x[N,H,W,C] (shape only) -> dx[N,H,W,C]
 void conv_bwd_data_cuda(const OpCall& c) {
   const ConvLaunch l = begin(c, OpKind::ConvBwdData, "ConvBwdData");
   if (l.done) return;
@@ -352,7 +356,7 @@ void conv_bwd_data_cuda(const OpCall& c) {
                                             l.plan->workspace_bytes, &beta, l.plan->x.get(), c.out[0].data));
 }
 
-// x[N,H,W,C], dy[N,H,W,K] -> dw[K,3,3,C]
+// x[N,H,W,C], dy[N,Ho,Wo,K] -> dw[K,R,R,C]
 void conv_bwd_filter_cuda(const OpCall& c) {
   const ConvLaunch l = begin(c, OpKind::ConvBwdFilter, "ConvBwdFilter");
   if (l.done) return;
@@ -364,6 +368,7 @@ void conv_bwd_filter_cuda(const OpCall& c) {
 }
 
 size_t small_c_conv_workspace_bytes(const ConvKey& key, int sms) {
+  TR_CHECK(uses_small_c_kernel(key), "conv small-C: no kernel for ", key.str());
   if (key.dir != ConvDir::BwdFilter) return 0;
   const SmallFilterGeom g = small_filter_geom(key, sms);
   return g.grid.x > 1 ? size_t(g.grid.x) * size_t(key.k * 9 * key.c) * sizeof(float) : 0;

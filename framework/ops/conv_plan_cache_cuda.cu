@@ -21,38 +21,66 @@ static const char* dir_name(ConvDir d) {
 }
 
 std::string ConvKey::str() const {
-  return cat("conv3x3 ", dir_name(dir), " x[", n, ",", h, ",", w, ",", c, "] w[", k, ",3,3,", c, "] ",
-             dtype_name(dtype));
+  return cat("conv ", dir_name(dir), " x[", n, ",", h, ",", w, ",", c, "] w[", k, ",", r, ",", r, ",", c, "] ", r,
+             "x", r, " stride ", stride, " pad ", pad, " y[", n, ",", ho(), ",", wo(), ",", k, "] ", dtype_name(dtype));
 }
 
-ConvKey conv_key(OpKind kind, const Shape& in0, const Shape& in1, DType dtype) {
+// The same rules as the shape rules of conv_cpu.cpp, as internal checks: a node
+// that reaches here passed them already.
+ConvKey conv_key(OpKind kind, const Shape* in, int n_in, const OpAttrs& a, DType dtype) {
+  auto nhwc = [](const Shape& s, const char* what) {
+    TR_CHECK(s.rank == 4, "conv_key: ", what, " must be [N,H,W,C], got ", s.str());
+  };
+  auto filt = [&](const Shape& s) {
+    TR_CHECK(s.rank == 4 && s[1] == a.kernel && s[2] == a.kernel, "conv_key: w must be [K,", a.kernel, ",",
+             a.kernel, ",C], got ", s.str());
+  };
+  TR_CHECK(a.kernel >= 1 && a.stride >= 1 && a.pad >= 0 && a.pad < a.kernel, "conv_key: kernel ", a.kernel,
+           " stride ", a.stride, " pad ", a.pad);
   ConvKey key;
   key.dtype = dtype;
-  auto nhwc = [](const Shape& s, const char* what) {
-    TR_CHECK(s.rank == 4, "conv3x3: ", what, " must be [N,H,W,C], got ", s.str());
+  key.r = a.kernel;
+  key.stride = a.stride;
+  key.pad = a.pad;
+  auto set_x = [&](const Shape& x) {
+    nhwc(x, "x");
+    TR_CHECK(x[1] + 2 * a.pad >= a.kernel && x[2] + 2 * a.pad >= a.kernel, "conv_key: x ", x.str(),
+             " is smaller than the window");
+    key.n = x[0];
+    key.h = x[1];
+    key.w = x[2];
+    key.c = x[3];
   };
-  auto filt = [](const Shape& s) {
-    TR_CHECK(s.rank == 4 && s[1] == 3 && s[2] == 3, "conv3x3: w must be [K,3,3,C], got ", s.str());
+  auto check_dy = [&](const Shape& dy) {
+    nhwc(dy, "dy");
+    const Shape want{key.n, key.ho(), key.wo(), key.k};
+    TR_CHECK(dy == want, "conv_key: dy ", dy.str(), " should be ", want.str(), " for ", key.str());
   };
   switch (kind) {
     case OpKind::ConvFwd:  // (x, w)
-      nhwc(in0, "x");
-      filt(in1);
-      TR_CHECK(in0[3] == in1[3], "conv3x3: x ", in0.str(), " and w ", in1.str(), " differ in C");
-      key = {ConvDir::Fwd, in0[0], in0[1], in0[2], in0[3], in1[0], dtype};
+      TR_CHECK(n_in == 2, "conv_key: ConvFwd has 2 inputs, got ", n_in);
+      key.dir = ConvDir::Fwd;
+      set_x(in[0]);
+      filt(in[1]);
+      TR_CHECK(in[1][3] == key.c, "conv_key: x ", in[0].str(), " and w ", in[1].str(), " differ in C");
+      key.k = in[1][0];
       break;
-    case OpKind::ConvBwdData:  // (dy, w)
-      nhwc(in0, "dy");
-      filt(in1);
-      TR_CHECK(in0[3] == in1[0], "conv3x3: dy ", in0.str(), " and w ", in1.str(), " differ in K");
-      key = {ConvDir::BwdData, in0[0], in0[1], in0[2], in1[3], in1[0], dtype};
+    case OpKind::ConvBwdData:  // (dy, w, x)
+      TR_CHECK(n_in == 3, "conv_key: ConvBwdData has 3 inputs, got ", n_in);
+      key.dir = ConvDir::BwdData;
+      set_x(in[2]);
+      filt(in[1]);
+      TR_CHECK(in[1][3] == key.c, "conv_key: x ", in[2].str(), " and w ", in[1].str(), " differ in C");
+      key.k = in[1][0];
+      check_dy(in[0]);
       break;
     case OpKind::ConvBwdFilter:  // (x, dy)
-      nhwc(in0, "x");
-      nhwc(in1, "dy");
-      TR_CHECK(in0[0] == in1[0] && in0[1] == in1[1] && in0[2] == in1[2], "conv3x3: x ", in0.str(), " and dy ",
-               in1.str(), " differ in N, H or W");
-      key = {ConvDir::BwdFilter, in0[0], in0[1], in0[2], in0[3], in1[3], dtype};
+      TR_CHECK(n_in == 2, "conv_key: ConvBwdFilter has 2 inputs, got ", n_in);
+      key.dir = ConvDir::BwdFilter;
+      set_x(in[0]);
+      nhwc(in[1], "dy");
+      key.k = in[1][3];
+      check_dy(in[1]);
       break;
     default:
       TR_CHECK(false, "conv_key: ", op_name(kind), " is not a convolution");
@@ -77,8 +105,10 @@ ConvDesc::~ConvDesc() {
 }
 }  // namespace cudnn_raii
 
+// Note [small-C convolutions]: the kernels know 3x3 / stride 1 / pad 1 only.
 bool uses_small_c_kernel(const ConvKey& key) {
-  return key.c <= kSmallConvMaxC && (key.dir == ConvDir::Fwd || key.dir == ConvDir::BwdFilter);
+  return key.c <= kSmallConvMaxC && key.r == 3 && key.stride == 1 && key.pad == 1 &&
+         (key.dir == ConvDir::Fwd || key.dir == ConvDir::BwdFilter);
 }
 
 std::string ConvPlan::describe() const {
@@ -143,11 +173,13 @@ const ConvPlan& ConvPlanCache::prepare(const GpuHandles& g, const ConvKey& key) 
   TR_CHECK(g.cudnn != nullptr, "ConvPlanCache::prepare: no cuDNN handle");
   TR_CHECK(key.dtype == DType::F32 || key.dtype == DType::F16, "ConvPlanCache: ", key.str(),
            ": only f32 and f16 run on CUDA");
-  for (int64_t v : {key.n, key.h, key.w, key.c, key.k})
+  for (int64_t v : {key.n, key.h, key.w, key.c, key.k, key.r, key.stride, key.ho(), key.wo()})
     TR_CHECK(v > 0 && v <= INT_MAX, "ConvPlanCache: bad dimension in ", key.str());
+  TR_CHECK(key.pad >= 0 && key.pad < key.r, "ConvPlanCache: bad padding in ", key.str());
   cudnnHandle_t h = static_cast<cudnnHandle_t>(g.cudnn);
   const cudnnDataType_t dt = key.dtype == DType::F16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
   const int n = int(key.n), hh = int(key.h), ww = int(key.w), c = int(key.c), k = int(key.k);
+  const int r = int(key.r), st = int(key.stride), pd = int(key.pad), ho = int(key.ho()), wo = int(key.wo());
 
   auto p = std::make_unique<ConvPlan>();
   p->key = key;
@@ -159,10 +191,16 @@ const ConvPlan& ConvPlanCache::prepare(const GpuHandles& g, const ConvKey& key) 
     return ref;
   }
   TR_GPU_CHECK(cudnnSetTensor4dDescriptor(p->x.get(), CUDNN_TENSOR_NHWC, dt, n, c, hh, ww));
-  TR_GPU_CHECK(cudnnSetTensor4dDescriptor(p->y.get(), CUDNN_TENSOR_NHWC, dt, n, k, hh, ww));
-  TR_GPU_CHECK(cudnnSetFilter4dDescriptor(p->w.get(), dt, CUDNN_TENSOR_NHWC, k, c, 3, 3));
-  TR_GPU_CHECK(cudnnSetConvolution2dDescriptor(p->conv.get(), 1, 1, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION,
+  TR_GPU_CHECK(cudnnSetTensor4dDescriptor(p->y.get(), CUDNN_TENSOR_NHWC, dt, n, k, ho, wo));
+  TR_GPU_CHECK(cudnnSetFilter4dDescriptor(p->w.get(), dt, CUDNN_TENSOR_NHWC, k, c, r, r));
+  TR_GPU_CHECK(cudnnSetConvolution2dDescriptor(p->conv.get(), pd, pd, st, st, 1, 1, CUDNN_CROSS_CORRELATION,
                                                CUDNN_DATA_FLOAT));
+  {  // cuDNN's own output size must agree with ours (conv_out_size, the CPU's)
+    int on = 0, oc = 0, oh = 0, ow = 0;
+    TR_GPU_CHECK(cudnnGetConvolution2dForwardOutputDim(p->conv.get(), p->x.get(), p->w.get(), &on, &oc, &oh, &ow));
+    TR_CHECK(on == n && oc == k && oh == ho && ow == wo, "ConvPlanCache: cuDNN's output [", on, ",", oh, ",", ow,
+             ",", oc, "] differs from ", key.str());
+  }
   p->math = key.dtype == DType::F16 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
   TR_GPU_CHECK(cudnnSetConvolutionMathType(p->conv.get(), p->math));
 

@@ -1,12 +1,13 @@
 #pragma once
-// ConvPlanCache: cuDNN descriptors and the chosen algorithm for every 3x3
-// convolution shape a rank runs, chosen once before any capture.
+// ConvPlanCache: cuDNN descriptors and the chosen algorithm for every
+// convolution shape (window, stride, padding included) a rank runs, chosen once
+// before any capture.
 //
 // Note [conv plans before capture]
 // Algorithm selection (cudnnFind*, which allocates and times, or Get*_v7) must
 // not run inside a launch: launches may be under CUDA Graph stream capture. So
 // pre_capture (B2) calls prepare() for every conv node of every variant; the
-// launchers (conv3x3_cuda.cu) only call lookup(), which throws for a shape that
+// launchers (conv_cuda.cu) only call lookup(), which throws for a shape that
 // was never prepared. The arena reserves max_workspace_bytes() (together with
 // the other ops' needs) as GpuHandles::workspace; a launch asserts it fits.
 // Each plan owns its descriptors (RAII), so a plan is immutable once made and
@@ -17,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -24,6 +26,8 @@
 
 #include "framework/core/dtype.h"
 #include "framework/core/shape.h"
+#include "framework/ops/conv.h"
+#include "framework/ops/op_call.h"
 #include "framework/ops/op_kind.h"
 
 namespace tr {
@@ -32,19 +36,28 @@ struct GpuHandles;
 
 enum class ConvDir : uint8_t { Fwd, BwdData, BwdFilter };
 
-// (direction, N, H, W, C, K, dtype): x[N,H,W,C], w[K,3,3,C], y[N,H,W,K].
+// (direction, N, H, W, C, K, R, stride, pad, dtype): x[N,H,W,C], w[K,R,R,C],
+// y[N,ho(),wo(),K]. The output side follows from the others (conv.h).
 struct ConvKey {
   ConvDir dir = ConvDir::Fwd;
   int64_t n = 0, h = 0, w = 0, c = 0, k = 0;
+  int64_t r = 0, stride = 1, pad = 0;
   DType dtype = DType::F32;
+  int64_t ho() const { return conv_out_size(h, r, stride, pad); }
+  int64_t wo() const { return conv_out_size(w, r, stride, pad); }
   auto operator<=>(const ConvKey&) const = default;
   std::string str() const;
 };
 
-// The key of a conv node from its op kind and input shapes, in the node's order:
-//   ConvFwd: (x, w)   ConvBwdData: (dy, w)   ConvBwdFilter: (x, dy)
-// Throws tr::Error for other kinds or inconsistent shapes.
-ConvKey conv_key(OpKind kind, const Shape& in0, const Shape& in1, DType dtype);
+// The key of a conv node from its op kind, its input shapes in the node's order
+//   ConvFwd: (x, w)   ConvBwdData: (dy, w, x)   ConvBwdFilter: (x, dy)
+// and its attributes (kernel, stride, pad). ConvBwdData needs x: with stride > 1
+// several input sizes give the same dy. Throws tr::Error for other kinds or
+// shapes the shape rule would have refused.
+ConvKey conv_key(OpKind kind, const Shape* in, int n_in, const OpAttrs& attrs, DType dtype);
+inline ConvKey conv_key(OpKind kind, std::initializer_list<Shape> in, const OpAttrs& attrs, DType dtype) {
+  return conv_key(kind, in.begin(), int(in.size()), attrs, dtype);
+}
 
 namespace cudnn_raii {
 // One owner per descriptor; destructors warn, never throw.
@@ -89,13 +102,16 @@ class ConvDesc {
 // 28x28x1 -> 32, CUDA Graph replay): batch 1024 filter gradient ~300 us with
 // cuDNN's heuristic algorithm vs 82 us direct, forward ~40-59 us vs 27 us;
 // batch 256 forward ~52 vs 8 us. Forward and filter-gradient convolutions with
-// C <= kSmallConvMaxC therefore run direct, deterministic kernels of
-// conv3x3_cuda.cu; their plan has impl = SmallC and no cuDNN algorithm. They
-// are still prepared and looked up like every other plan.
+// C <= kSmallConvMaxC and a 3x3 window, stride 1, padding 1 (the only geometry
+// the kernels know) therefore run direct, deterministic kernels of
+// conv_cuda.cu; their plan has impl = SmallC and no cuDNN algorithm. They are
+// still prepared and looked up like every other plan. Every other shape, the
+// 7x7 / stride 2 ResNet stem with C = 3 included, goes to cuDNN.
 constexpr int64_t kSmallConvMaxC = 4;
 enum class ConvImpl : uint8_t { Cudnn, SmallC };
 bool uses_small_c_kernel(const ConvKey& key);
-// Workspace of the small-C kernel for `key` on a device with `sms` SMs (conv3x3_cuda.cu).
+// Workspace of the small-C kernel for `key` (uses_small_c_kernel) on a device with
+// `sms` SMs (conv_cuda.cu).
 size_t small_c_conv_workspace_bytes(const ConvKey& key, int sms);
 
 // Everything a launch needs for one key. Immutable after prepare().
@@ -103,9 +119,9 @@ struct ConvPlan {
   ConvKey key;
   ConvImpl impl = ConvImpl::Cudnn;
   cudnn_raii::TensorDesc x;   // [N,H,W,C] NHWC
-  cudnn_raii::TensorDesc y;   // [N,H,W,K] NHWC
-  cudnn_raii::FilterDesc w;   // [K,3,3,C] (cuDNN NHWC filter = KRSC)
-  cudnn_raii::ConvDesc conv;  // pad 1, stride 1, cross-correlation, fp32 compute, math type set
+  cudnn_raii::TensorDesc y;   // [N,Ho,Wo,K] NHWC
+  cudnn_raii::FilterDesc w;   // [K,R,R,C] (cuDNN NHWC filter = KRSC)
+  cudnn_raii::ConvDesc conv;  // key's pad and stride, no dilation, cross-correlation, fp32 compute, math type set
   int algo = -1;              // cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t of key.dir (-1: SmallC)
   size_t workspace_bytes = 0;
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;

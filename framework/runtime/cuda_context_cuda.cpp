@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <thread>
+#include <vector>
 
 #include "framework/graph/shape_inference.h"
 #include "framework/runtime/context_factory.h"
@@ -83,7 +84,9 @@ int64_t CudaContext::prepare_workspace(const CompiledModel& m, const std::array<
       for (const Node& n : m.cg.nodes(g)) {
         if (n.kind != Node::Kind::Compute) continue;
         if (n.op != OpKind::ConvFwd && n.op != OpKind::ConvBwdData && n.op != OpKind::ConvBwdFilter) continue;
-        conv_plans_.prepare(h, conv_key(n.op, shapes[size_t(n.in[0])], shapes[size_t(n.in[1])], m.compute_dtype));
+        std::vector<Shape> in;
+        for (TensorId t : n.in) in.push_back(shapes[size_t(t)]);
+        conv_plans_.prepare(h, conv_key(n.op, in.data(), int(in.size()), n.attrs, m.compute_dtype));
       }
     }
   }

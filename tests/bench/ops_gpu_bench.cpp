@@ -1,11 +1,13 @@
 // Micro-benchmarks of the CUDA COMPUTE ops at the reference models' shapes
 // (Google Benchmark, GPU time from CUDA events via UseManualTime):
 //   cnn (width 1, 28x28x1 input) layer shapes at batch 256 and 1024, f16 and f32;
-//   mlp 784-1024-512-256-10 fully connected / ReLU / loss shapes at batch 200.
+//   mlp 784-1024-512-256-10 fully connected / ReLU / loss shapes at batch 200;
+//   ResNet-50 convolutions at batch 32, f16: the 7x7 / stride 2 stem
+//   (224x224x3 -> 64) and a 3x3 / stride 2 one (56x56x128 -> 128).
 // Each iteration replays a CUDA Graph holding kReps launches of the op between
 // two events (as full capture runs ops: no host launch gaps); the time reported
-// is per launch. Counters: GB/s (bytes of every input and output, once per
-// launch) and TFLOP/s for GEMMs and convolutions.
+// is per launch. Counters: GB/s (bytes of every input and output the op reads
+// or writes, once per launch) and TFLOP/s for GEMMs and convolutions.
 //   ./tr_bench_ops --benchmark_filter=cnn/b1024 --benchmark_format=json
 // Without a GPU every benchmark reports SkipWithError.
 #include <benchmark/benchmark.h>
@@ -102,7 +104,8 @@ class BenchGpu {
 struct TSpec {
   DType dt;
   Shape s;
-  double lo = -1, hi = 1;  // uniform fill range (I32: labels in [0, hi))
+  double lo = -1, hi = 1;   // uniform fill range (I32: labels in [0, hi))
+  bool shape_only = false;  // the op reads its shape only (ConvBwdData's x): not filled, not in GB/s
 };
 
 struct Spec {
@@ -151,10 +154,10 @@ void run_spec(benchmark::State& state, const Spec& sp) {
   double bytes = 0;
   for (const TSpec& t : sp.in) {
     const size_t b = size_t(t.s.numel()) * dtype_size(t.dt);
-    bufs.push_back(std::make_unique<DevBuf>(b));
-    fill(bufs.back()->p, t, rng);
+    bufs.push_back(std::make_unique<DevBuf>(t.shape_only ? 0 : b));
+    if (!t.shape_only) fill(bufs.back()->p, t, rng);
     in.push_back(TensorRef{bufs.back()->p, t.dt, t.s});
-    bytes += double(b);
+    if (!t.shape_only) bytes += double(b);
   }
   for (const TSpec& t : sp.out) {
     const size_t b = size_t(t.s.numel()) * dtype_size(t.dt);
@@ -175,8 +178,11 @@ void run_spec(benchmark::State& state, const Spec& sp) {
   c.variant = &sp.variant;
   c.env = &env;
   try {
-    if (sp.conv != OpKind::Count)
-      g->plans->prepare(g->gh, conv_key(sp.conv, in[0].shape, in[1].shape, in[0].dtype));
+    if (sp.conv != OpKind::Count) {
+      std::vector<Shape> shapes;
+      for (const TensorRef& t : in) shapes.push_back(t.shape);
+      g->plans->prepare(g->gh, conv_key(sp.conv, shapes.data(), int(shapes.size()), sp.attrs, in[0].dtype));
+    }
     for (int i = 0; i < 3; ++i) sp.fn(c);  // warm-up
     if (cudaStreamSynchronize(g->stream) != cudaSuccess) throw Error("warm-up failed");
   } catch (const std::exception& e) {
@@ -229,16 +235,26 @@ void run_spec(benchmark::State& state, const Spec& sp) {
 
 const char* dn(DType t) { return t == DType::F16 ? "f16" : "f32"; }
 
+// Forward and both gradients of an R x R convolution, H x H x C -> K, at batch B.
+// Names carry the window only when it is not the cnn's 3x3 / stride 1 / pad 1.
 std::vector<Spec> conv_specs(const std::string& pre, DType t, int64_t B, int64_t H, int64_t C, int64_t K,
-                             bool first) {
-  const std::string sh = cat("/", H, "x", H, "x", C, "-", K, "/", dn(t));
-  const double fl = 2.0 * double(B * H * H) * double(K) * 9.0 * double(C);
+                             bool first, int R = 3, int stride = 1, int pad = 1) {
+  const std::string geo = R == 3 && stride == 1 && pad == 1 ? "" : cat("/", R, "x", R, "s", stride, "p", pad);
+  const std::string sh = cat("/", H, "x", H, "x", C, "-", K, geo, "/", dn(t));
+  const int64_t Ho = conv_out_size(H, R, stride, pad);
+  const Shape x{B, H, H, C}, w{K, R, R, C}, y{B, Ho, Ho, K};
+  OpAttrs a;
+  a.kernel = R;
+  a.stride = stride;
+  a.pad = pad;
+  const double fl = 2.0 * double(B * Ho * Ho) * double(K) * double(R * R) * double(C);
   std::vector<Spec> v;
   Spec f;
   f.name = cat(pre, "conv_fwd", sh);
   f.fn = conv_fwd_cuda;
-  f.in = {{t, {B, H, H, C}}, {t, {K, 3, 3, C}, -0.1, 0.1}};
-  f.out = {{t, {B, H, H, K}}};
+  f.in = {{t, x}, {t, w, -0.1, 0.1}};
+  f.out = {{t, y}};
+  f.attrs = a;
   f.conv = OpKind::ConvFwd;
   f.flops = fl;
   v.push_back(f);
@@ -246,20 +262,22 @@ std::vector<Spec> conv_specs(const std::string& pre, DType t, int64_t B, int64_t
     Spec d;
     d.name = cat(pre, "conv_bwd_data", sh);
     d.fn = conv_bwd_data_cuda;
-    d.in = {{t, {B, H, H, K}}, {t, {K, 3, 3, C}, -0.1, 0.1}};
-    d.out = {{t, {B, H, H, C}}};
+    d.in = {{t, y}, {t, w, -0.1, 0.1}, {t, x, -1, 1, true}};
+    d.out = {{t, x}};
+    d.attrs = a;
     d.conv = OpKind::ConvBwdData;
     d.flops = fl;
     v.push_back(d);
   }
-  Spec w;
-  w.name = cat(pre, "conv_bwd_filter", sh);
-  w.fn = conv_bwd_filter_cuda;
-  w.in = {{t, {B, H, H, C}}, {t, {B, H, H, K}}};
-  w.out = {{t, {K, 3, 3, C}}};
-  w.conv = OpKind::ConvBwdFilter;
-  w.flops = fl;
-  v.push_back(w);
+  Spec g;
+  g.name = cat(pre, "conv_bwd_filter", sh);
+  g.fn = conv_bwd_filter_cuda;
+  g.in = {{t, x}, {t, y}};
+  g.out = {{t, w}};
+  g.attrs = a;
+  g.conv = OpKind::ConvBwdFilter;
+  g.flops = fl;
+  v.push_back(g);
   return v;
 }
 
@@ -414,6 +432,16 @@ std::vector<Spec> mlp_specs(DType t) {
   return v;
 }
 
+// ResNet-50 convolutions the cnn does not have: the stem (its data gradient is
+// measured too, though a first layer never needs it) and a stride-2 3x3.
+std::vector<Spec> resnet_specs(DType t) {
+  const std::string pre = "resnet50/b32/";
+  std::vector<Spec> v = conv_specs(pre, t, 32, 224, 3, 64, false, 7, 2, 3);
+  std::vector<Spec> s2 = conv_specs(pre, t, 32, 56, 128, 128, false, 3, 2, 1);
+  v.insert(v.end(), s2.begin(), s2.end());
+  return v;
+}
+
 void register_all() {
   std::vector<Spec> all;
   for (DType t : {DType::F16, DType::F32}) {
@@ -424,6 +452,8 @@ void register_all() {
     std::vector<Spec> m = mlp_specs(t);
     all.insert(all.end(), m.begin(), m.end());
   }
+  std::vector<Spec> r = resnet_specs(DType::F16);
+  all.insert(all.end(), r.begin(), r.end());
   for (const Spec& s : all)
     benchmark::RegisterBenchmark(s.name.c_str(), [s](benchmark::State& st) { run_spec(st, s); })
         ->UseManualTime()
