@@ -232,9 +232,13 @@ class Builder {
         }
         break;
       }
-      case LK::MaxPool2:
-        emit(gs, compute(OpKind::MaxPoolFwd, {x}, {y}, base + ".fwd"));
+      case LK::MaxPool2: {
+        OpAttrs a;
+        a.kernel = 2;
+        a.stride = 2;
+        emit(gs, compute(OpKind::MaxPoolFwd, {x}, {y}, base + ".fwd", a));
         break;
+      }
       case LK::GlobalMaxPool:
         emit(gs, compute(OpKind::GlobalMaxPoolFwd, {x}, {y}, base + ".fwd"));
         break;
@@ -288,9 +292,13 @@ class Builder {
                             base + ".bwd_apply", bn_attrs()));
         break;
       }
-      case LK::MaxPool2:
-        cg().add(g, compute(OpKind::MaxPoolBwd, {dy, e.x, e.y}, {dx}, base + ".bwd"));
+      case LK::MaxPool2: {
+        OpAttrs a;
+        a.kernel = 2;
+        a.stride = 2;
+        cg().add(g, compute(OpKind::MaxPoolBwd, {dy, e.x, e.y}, {dx}, base + ".bwd", a));
         break;
+      }
       case LK::GlobalMaxPool:
         cg().add(g, compute(OpKind::GlobalMaxPoolBwd, {dy, e.x, e.y}, {dx}, base + ".bwd"));
         break;
