@@ -89,10 +89,13 @@ TEST(OpsCpuF16, EveryOpMatchesF32) {
 
   const HostTensor xd = distinct_tensor(F32, xs, rng).to(F16).to(F32);
   HostTensor py(F32, {2, 3, 2, 8}), gy(F32, {2, 8});
-  run.run(maxpool_fwd_cpu, {&xd}, {&py});
-  run.run(global_maxpool_fwd_cpu, {&xd}, {&gy});
-  expect_f16_matches_f32("maxpool_fwd", maxpool_fwd_cpu, run, {{xd}}, {{HostTensor(F32, py.shape())}}, 0);
-  expect_f16_matches_f32("maxpool_bwd", maxpool_bwd_cpu, run, {{rt(py.shape())}, {xd}, {py}},
+  OpRunner pool = run;  // 2x2/s2 windows
+  pool.attrs.kernel = 2;
+  pool.attrs.stride = 2;
+  pool.run(maxpool_fwd_cpu, {&xd}, {&py});
+  pool.run(global_maxpool_fwd_cpu, {&xd}, {&gy});
+  expect_f16_matches_f32("maxpool_fwd", maxpool_fwd_cpu, pool, {{xd}}, {{HostTensor(F32, py.shape())}}, 0);
+  expect_f16_matches_f32("maxpool_bwd", maxpool_bwd_cpu, pool, {{rt(py.shape())}, {xd}, {py}},
                          {{HostTensor(F32, xs)}});
   expect_f16_matches_f32("global_maxpool_fwd", global_maxpool_fwd_cpu, run, {{xd}}, {{HostTensor(F32, gy.shape())}},
                          0);
@@ -143,18 +146,7 @@ TEST(OpsCpuShapes, BatchNorm) {
   EXPECT_THROW(r.shapes(bn_fold_shapes, {v, v, {2, 4}}, 1), UserError);
 }
 
-TEST(OpsCpuShapes, Pool) {
-  OpRunner r;
-  const Shape x{2, 5, 5, 3}, y{2, 2, 2, 3}, g{2, 3};
-  EXPECT_EQ(r.shapes(maxpool_fwd_shapes, {x}, 1)[0], y);
-  EXPECT_EQ(r.shapes(maxpool_bwd_shapes, {y, x, y}, 1)[0], x);
-  EXPECT_EQ(r.shapes(global_maxpool_fwd_shapes, {x}, 1)[0], g);
-  EXPECT_EQ(r.shapes(global_maxpool_bwd_shapes, {g, x, g}, 1)[0], x);
-  EXPECT_THROW(r.shapes(maxpool_fwd_shapes, {{2, 1, 5, 3}}, 1), UserError);
-  EXPECT_THROW(r.shapes(maxpool_fwd_shapes, {{2, 5, 3}}, 1), UserError);
-  EXPECT_THROW(r.shapes(maxpool_bwd_shapes, {{2, 3, 2, 3}, x, y}, 1), UserError);
-  EXPECT_THROW(r.shapes(global_maxpool_bwd_shapes, {{2, 4}, x, g}, 1), UserError);
-}
+// Pooling shape rules: ops_cpu_pool_test.cpp (OpsCpuPoolShapes).
 
 TEST(OpsCpuShapes, Fc) {
   OpRunner r;

@@ -1,7 +1,8 @@
 // The other CPU reference ops as a specification: every backward equals
 // central finite differences of its forward in F64; BN folding equals batch
 // statistics BN; synchronised BN over split batches equals BN over the whole
-// batch; pooling ties, ReLU masking, loss metrics and input preparation.
+// batch; ReLU masking, loss metrics and input preparation. Pooling:
+// ops_cpu_pool_test.cpp.
 // OpRunner poisons every output with NaN and fails on unwritten elements.
 #include "tests/ops_cpu_test_util.h"
 
@@ -119,69 +120,6 @@ TEST(OpsCpuBatchNorm, FoldThenInferEqualsApplyWithBatchStatistics) {
       }
     }
   }
-}
-
-// ================================ pooling ================================
-
-TEST(OpsCpuPool, MaxPool2BackwardMatchesFiniteDifferences) {
-  Rng rng(20);
-  HostTensor x = distinct_tensor(F64, {2, 5, 5, 3}, rng);  // odd: last row/col cropped
-  HostTensor y(F64, {2, 2, 2, 3}), dx(F64, x.shape());
-  HostTensor r = random_tensor(F64, y.shape(), rng);
-  OpRunner run;
-  run.run(maxpool_fwd_cpu, {&x}, {&y});
-  run.run(maxpool_bwd_cpu, {&r, &x, &y}, {&dx});
-  const auto fd = fd_gradient(x, [&] {
-    run.run(maxpool_fwd_cpu, {&x}, {&y});
-    return dot(y, r);
-  });
-  EXPECT_LT(max_rel_err(dx.values(), fd), kFdTol);
-  for (int64_t n = 0; n < 2; ++n)  // cropped row 4 and col 4 get no gradient
-    for (int64_t i = 0; i < 5; ++i)
-      for (int64_t c = 0; c < 3; ++c) {
-        EXPECT_EQ(dx.get(((n * 5 + 4) * 5 + i) * 3 + c), 0.0);
-        EXPECT_EQ(dx.get(((n * 5 + i) * 5 + 4) * 3 + c), 0.0);
-      }
-}
-
-TEST(OpsCpuPool, GlobalMaxPoolBackwardMatchesFiniteDifferences) {
-  Rng rng(21);
-  HostTensor x = distinct_tensor(F64, {2, 5, 5, 3}, rng);
-  HostTensor y(F64, {2, 3}), dx(F64, x.shape());
-  HostTensor r = random_tensor(F64, y.shape(), rng);
-  OpRunner run;
-  run.run(global_maxpool_fwd_cpu, {&x}, {&y});
-  run.run(global_maxpool_bwd_cpu, {&r, &x, &y}, {&dx});
-  const auto fd = fd_gradient(x, [&] {
-    run.run(global_maxpool_fwd_cpu, {&x}, {&y});
-    return dot(y, r);
-  });
-  EXPECT_LT(max_rel_err(dx.values(), fd), kFdTol);
-}
-
-TEST(OpsCpuPool, TiesSendTheGradientToTheFirstPositionInScanOrder) {
-  OpRunner run;
-  // x[1,2,4,1]: window 0 all 1 -> (0,0); window 1 = {0,5;1,5} -> (0,3).
-  HostTensor x(F32, {1, 2, 4, 1}), y(F32, {1, 1, 2, 1}), dy(F32, {1, 1, 2, 1}), dx(F32, x.shape());
-  const double xv[] = {1, 1, 0, 5, 1, 1, 1, 5};
-  for (int i = 0; i < 8; ++i) x.set(i, xv[i]);
-  dy.set(0, 2);
-  dy.set(1, 3);
-  run.run(maxpool_fwd_cpu, {&x}, {&y});
-  EXPECT_EQ(y.values(), (std::vector<double>{1, 5}));
-  run.run(maxpool_bwd_cpu, {&dy, &x, &y}, {&dx});
-  EXPECT_EQ(dx.values(), (std::vector<double>{2, 0, 0, 3, 0, 0, 0, 0}));
-
-  // Global, x[1,2,2,2]: channel 0 all 3 -> pixel 0; channel 1 = {1,4,4,2} -> pixel 1.
-  HostTensor gx(F32, {1, 2, 2, 2}), gy(F32, {1, 2}), gdy(F32, {1, 2}), gdx(F32, gx.shape());
-  const double gv[] = {3, 1, 3, 4, 3, 4, 3, 2};
-  for (int i = 0; i < 8; ++i) gx.set(i, gv[i]);
-  gdy.set(0, 7);
-  gdy.set(1, 9);
-  run.run(global_maxpool_fwd_cpu, {&gx}, {&gy});
-  EXPECT_EQ(gy.values(), (std::vector<double>{3, 4}));
-  run.run(global_maxpool_bwd_cpu, {&gdy, &gx, &gy}, {&gdx});
-  EXPECT_EQ(gdx.values(), (std::vector<double>{7, 0, 0, 9, 0, 0, 0, 0}));
 }
 
 // ================================ fc ================================

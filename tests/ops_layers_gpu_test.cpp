@@ -1,6 +1,6 @@
-// GPU BatchNorm+ReLU, pooling, fully connected, ReLU and softmax cross-entropy
-// against the CPU reference, and a captured chain of ops replayed bitwise like
-// eager launches. Skips without a CUDA device.
+// GPU BatchNorm+ReLU, fully connected, ReLU and softmax cross-entropy against
+// the CPU reference, and a captured chain of ops replayed bitwise like eager
+// launches. Pooling: ops_pool_gpu_test.cpp. Skips without a CUDA device.
 #include "tests/ops_gpu_fixture.h"
 
 namespace tr {
@@ -109,54 +109,6 @@ TEST_F(OpsGpu, BnFoldMatchesCpu) {
     k.tol = {1e-6};
     check(bn_fold_cpu, bn_fold_cuda, k);
   }
-}
-
-// ================================================================ pooling
-
-const Shape kPoolShapes[] = {{3, 8, 8, 16}, {2, 7, 9, 16}, {2, 5, 6, 5}, {4, 28, 28, 64}, {2, 3, 3, 256}};
-
-TEST_F(OpsGpu, MaxPool2MatchesCpu) {
-  Rng rng(9);
-  for (DType t : {F32, F16})
-    for (const Shape& s : kPoolShapes) {
-      const Shape ys{s[0], s[1] / 2, s[2] / 2, s[3]};
-      const HostTensor x = ties(t, s, rng);
-      Case f;
-      f.name = cat(tname("MaxPoolFwd", t), " x", s.str());
-      f.in = {x};
-      f.out = {HostTensor(t, ys)};
-      f.tol = {0.0};
-      check(maxpool_fwd_cpu, maxpool_fwd_cuda, f);
-      const HostTensor y = run_cpu(maxpool_fwd_cpu, f)[0];
-      Case b;
-      b.name = cat(tname("MaxPoolBwd", t), " x", s.str());
-      b.in = {rnd(t, ys, rng), x, y};
-      b.out = {HostTensor(t, s)};
-      b.tol = {0.0};
-      check(maxpool_bwd_cpu, maxpool_bwd_cuda, b);
-    }
-}
-
-TEST_F(OpsGpu, GlobalMaxPoolMatchesCpu) {
-  Rng rng(10);
-  for (DType t : {F32, F16})
-    for (const Shape& s : kPoolShapes) {
-      const Shape ys{s[0], s[3]};
-      const HostTensor x = ties(t, s, rng);
-      Case f;
-      f.name = cat(tname("GlobalMaxPoolFwd", t), " x", s.str());
-      f.in = {x};
-      f.out = {HostTensor(t, ys)};
-      f.tol = {0.0};
-      check(global_maxpool_fwd_cpu, global_maxpool_fwd_cuda, f);
-      const HostTensor y = run_cpu(global_maxpool_fwd_cpu, f)[0];
-      Case b;
-      b.name = cat(tname("GlobalMaxPoolBwd", t), " x", s.str());
-      b.in = {rnd(t, ys, rng), x, y};
-      b.out = {HostTensor(t, s)};
-      b.tol = {0.0};
-      check(global_maxpool_bwd_cpu, global_maxpool_bwd_cuda, b);
-    }
 }
 
 // ================================================================ fully connected
@@ -280,6 +232,9 @@ TEST_F(OpsGpu, CapturedChainReplaysBitwiseLikeEager) {
   OpAttrs a;
   a.label_smoothing = 0.1f;
   a.scale = 0.125f;
+  OpAttrs pa;  // the max pool's 2x2/s2 window
+  pa.kernel = 2;
+  pa.stride = 2;
   const HostTensor hx = rnd(t, {N, H, W, C}, rng), hw = rnd(t, {K, 3, 3, C}, rng, -0.3, 0.3);
   const HostTensor hg = rnd(t, {K}, rng, 0.5, 1.5), hb = rnd(t, {K}, rng, -0.5, 0.5);
   const HostTensor hfc = rnd(t, {M, K}, rng, -0.3, 0.3);
@@ -302,14 +257,14 @@ TEST_F(OpsGpu, CapturedChainReplaysBitwiseLikeEager) {
     call(conv_fwd_cuda, {x.ref(), w.ref()}, {y.ref()}, ca, v);
     call(bn_stats_cuda, {y.ref()}, {sums.ref()}, a, v);
     call(bn_relu_apply_cuda, {y.ref(), sums.ref(), gamma.ref(), beta.ref()}, {z.ref(), batch.ref()}, a, v);
-    call(maxpool_fwd_cuda, {z.ref()}, {pool.ref()}, a, v);
+    call(maxpool_fwd_cuda, {z.ref()}, {pool.ref()}, pa, v);
     call(global_maxpool_fwd_cuda, {pool.ref()}, {g.ref()}, a, v);
     call(fc_fwd_cuda, {g.ref(), fcw.ref()}, {logits.ref()}, a, v);
     call(softmax_xent_cuda, {logits.ref(), labels.ref()}, {dlogits.ref(), metrics.ref()}, a, v);
     call(fc_bwd_weight_cuda, {g.ref(), dlogits.ref()}, {dfc.ref()}, a, v);
     call(fc_bwd_data_cuda, {dlogits.ref(), fcw.ref()}, {dg.ref()}, a, v);
     call(global_maxpool_bwd_cuda, {dg.ref(), pool.ref(), g.ref()}, {dpool.ref()}, a, v);
-    call(maxpool_bwd_cuda, {dpool.ref(), z.ref(), pool.ref()}, {dz.ref()}, a, v);
+    call(maxpool_bwd_cuda, {dpool.ref(), z.ref(), pool.ref()}, {dz.ref()}, pa, v);
     call(conv_bwd_filter_cuda, {x.ref(), dz.ref()}, {dwc.ref()}, ca, v);
   };
   std::vector<DevTensor*> outs{&y, &sums, &z, &batch, &pool, &g, &logits, &dlogits, &metrics, &dfc, &dg, &dpool,

@@ -4,6 +4,9 @@
 // rate, loss scale) are not here: they live in device memory.
 #include <cstdint>
 #include <string>
+#include <vector>
+
+#include "framework/graph/layer_spec.h"
 
 namespace tr {
 
@@ -30,6 +33,9 @@ struct ModelConfig {
   // InputPrep: x = (u8 / 255 - mean[c]) / std[c], per channel (up to 4).
   float norm_mean[4] = {0.2860f, 0.2860f, 0.2860f, 0.2860f};
   float norm_std[4] = {0.3530f, 0.3530f, 0.3530f, 0.3530f};
+  // A layer list of its own instead of the registry entry's (tests, and models
+  // described outside the registry); `name` then only labels the run.
+  std::vector<LayerSpec> layers;
 };
 
 struct TrainConfig {

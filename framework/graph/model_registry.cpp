@@ -75,6 +75,7 @@ ModelConfig model_config(std::string_view name, double width, int image_size, in
 }
 
 std::vector<LayerSpec> model_layers(const ModelConfig& m) {
+  if (!m.layers.empty()) return m.layers;
   return model_entry(m.name).layers(m.width, m.classes);
 }
 

@@ -39,7 +39,7 @@ std::string model_names();  // "mlp, cnn, ..." for messages and --help
 ModelConfig model_config(std::string_view name, double width = 1.0, int image_size = 0, int channels = 0,
                          int classes = 0);
 
-// The layer list of a configured model.
+// The layer list of a configured model: its own, else its registry entry's.
 std::vector<LayerSpec> model_layers(const ModelConfig& m);
 
 }  // namespace tr

@@ -1,7 +1,8 @@
 #pragma once
 // Fully connected layer; x is [N, ...] flattened to [N,K] (flatten is a view).
 //   FcFwd:       x[N,K..], w[M,K] (, b[M])  -> y[N,M] = scale * x w^T (+ b)
-//   FcBwdData:   dy[N,M], w[M,K]            -> dx (shape of x) = scale * dy w
+//   FcBwdData:   dy[N,M], w[M,K] (, x)      -> dx = scale * dy w: [N,K], or the shape of x when given
+//                (x is read for its shape only: the image an fc flattened, e.g. [N,7,7,512])
 //   FcBwdWeight: x, dy                      -> dw[M,K] = scale * dy^T x  (, db[M] = sum_n dy)
 #include "framework/ops/op_registry.h"
 

@@ -128,12 +128,18 @@ void fc_fwd_shapes(const ShapeCtx& c, Shape* out, int n_out) {
 // writes the flattened [N,K]. A graph that needs x's own shape (a view) keeps it.
 void fc_bwd_data_shapes(const ShapeCtx& c, Shape* out, int n_out) {
   const char* op = "fc_bwd_data";
-  TR_CHECK(c.n_in == 2 && n_out == 1, op, ": arity");
+  TR_CHECK((c.n_in == 2 || c.n_in == 3) && n_out == 1, op, ": arity");
   const Shape &dy = c.in[0], &w = c.in[1];
   check_dy(dy, op);
   check_w(w, op);
   TR_USER_CHECK(dy[1] == w[0], op, ": dy ", dy.str(), " does not match w ", w.str());
   out[0] = Shape{dy[0], w[1]};
+  if (c.n_in == 3) {
+    const Shape& x = c.in[2];
+    TR_USER_CHECK(x.rank >= 2 && x[0] == dy[0] && x.numel() == dy[0] * w[1], op, ": x ", x.str(),
+                  " is not the [", dy[0], ",", w[1], "] input of w ", w.str());
+    out[0] = x;
+  }
 }
 
 void fc_bwd_weight_shapes(const ShapeCtx& c, Shape* out, int n_out) {
@@ -165,7 +171,7 @@ void fc_fwd_cpu(const OpCall& c) {
 
 void fc_bwd_data_cpu(const OpCall& c) {
   const char* op = "fc_bwd_data";
-  cpu::check_arity(c, op, 2, 2, 1, 1);
+  cpu::check_arity(c, op, 2, 3, 1, 1);
   check_dtypes(c, op);
   const Shape &dy = c.in[0].shape, &w = c.in[1].shape;
   TR_CHECK(dy.rank == 2 && w.rank == 2 && dy[1] == w[0], op, ": dy ", dy.str(), " w ", w.str());

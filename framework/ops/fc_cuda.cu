@@ -184,7 +184,7 @@ void fc_fwd_cuda(const OpCall& c) {
 void fc_bwd_data_cuda(const OpCall& c) {
   const char* op = "FcBwdData";
   const OpAttrs& a = attrs_of(c, op);
-  check_arity(c, 2, 1, op);
+  check_arity(c, c.n_in == 3 ? 3 : 2, 1, op);  // a third input: x, for dx's shape only
   const TensorRef& dy = c.in[0];
   const TensorRef& w = c.in[1];
   const TensorRef& dx = c.out[0];

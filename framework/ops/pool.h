@@ -1,8 +1,18 @@
 #pragma once
-// Max pooling. Backward routes each output gradient to the first input position
-// (in window scan order) that equals the output; odd trailing rows/cols get 0.
-//   MaxPoolFwd:      x[N,H,W,C] -> y[N,H/2,W/2,C]   (floor)
-//   MaxPoolBwd:      dy, x, y   -> dx[N,H,W,C]
+// Max pooling, k x k windows with a stride and padding (attrs.kernel, stride, pad;
+// geometry and visiting order: Note [pool window order] in pool_window.h).
+//   MaxPoolFwd:       x[N,H,W,C] -> y[N,Ho,Wo,C], Ho = (H + 2*pad - k)/stride + 1 (floor)
+//                     rule: k >= 1, stride >= 1, 0 <= pad < k, Ho, Wo >= 1.
+//                     Padding never wins; the first input position of the window
+//                     (scan order) starts the max and only a strictly larger value
+//                     replaces it.
+//   MaxPoolBwd:       dy[N,Ho,Wo,C], x, y -> dx[N,H,W,C]: each output's gradient goes
+//                     to the FIRST position of its window (row-major scan, padding
+//                     skipped) whose value equals the output. With overlapping windows
+//                     (k > stride) one input may win several outputs: their gradients
+//                     are summed in f32 (f64 for F64), outputs in row-major order,
+//                     rounded once. Positions that win nothing (ties after the first,
+//                     rows no window reaches) get 0.
 //   GlobalMaxPoolFwd: x[N,H,W,C] -> y[N,C]
 //   GlobalMaxPoolBwd: dy, x, y   -> dx[N,H,W,C]
 #include "framework/ops/op_registry.h"

@@ -1,73 +1,111 @@
-// Max pooling (2x2 stride 2, and global): shape rules and the CPU reference.
-// Backward sends each output gradient to the FIRST input position, in window
-// scan order (row-major), whose value equals the output; every other position
-// (ties after the first, odd trailing rows/cols) gets 0. The max of stored
-// values is one of them, so equality is exact in every storage dtype.
+// Max pooling (k x k with stride and padding, and global): shape rules and the
+// CPU reference. Semantics: framework/ops/pool.h; visiting order: Note [pool
+// window order] in pool_window.h. Backward is a gather over input positions, as
+// the CUDA kernels are, so both sum the same terms in the same order.
+// The max of stored values is one of them, so the equality tests of backward are
+// exact in every storage dtype. A NaN at a window's first position propagates
+// (nothing is '>' NaN); a NaN output equals nothing, so it sends no gradient.
 #include "framework/ops/pool.h"
 
 #include <algorithm>
-#include <initializer_list>
 
 #include "framework/ops/cpu_kernel_util.h"
+#include "framework/ops/pool_window.h"
 
 namespace tr {
 namespace {
 
 using cpu::acc_t;
 
+struct Dims {
+  int64_t N, H, W, C, Ho, Wo;
+};
+Dims dims_of(const Shape& x, const PoolWindow& pw) {
+  return {x[0], x[1], x[2], x[3], pw.out_len(x[1]), pw.out_len(x[2])};
+}
+
+// x[N,H,W,C] -> y[N,Ho,Wo,C]: row-major window scan, padding skipped.
 template <class S>
-void maxpool_fwd_impl(const OpCall& c) {
+void maxpool_fwd_impl(const OpCall& c, const PoolWindow& pw) {
   using A = acc_t<S>;
-  const Shape& xs = c.in[0].shape;
-  const int64_t N = xs[0], H = xs[1], W = xs[2], C = xs[3], Ho = H / 2, Wo = W / 2;
+  const Dims d = dims_of(c.in[0].shape, pw);
+  const int64_t C = d.C;
   const S* x = c.in[0].as<S>();
   S* y = c.out[0].as<S>();
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t oh = 0; oh < Ho; ++oh)
-      for (int64_t ow = 0; ow < Wo; ++ow) {
-        const S* p00 = x + ((n * H + 2 * oh) * W + 2 * ow) * C;
-        const S* p01 = p00 + C;
-        const S* p10 = p00 + W * C;
-        const S* p11 = p10 + C;
-        S* yr = y + ((n * Ho + oh) * Wo + ow) * C;
+  A* m = cpu::scratch<A>(0, size_t(C));
+  for (int64_t n = 0; n < d.N; ++n)
+    for (int64_t oh = 0; oh < d.Ho; ++oh)
+      for (int64_t ow = 0; ow < d.Wo; ++ow) {
+        const int64_t h0 = pw.in_begin(oh), h1 = pw.in_end(oh, d.H);
+        const int64_t w0 = pw.in_begin(ow), w1 = pw.in_end(ow, d.W);
+        const S* xn = x + n * d.H * d.W * C;
+        S* yr = y + ((n * d.Ho + oh) * d.Wo + ow) * C;
+        const S* first = xn + (h0 * d.W + w0) * C;  // the window's first input position starts the max
         for (int64_t ch = 0; ch < C; ++ch) {
-          S best = p00[ch];
-          A m = cpu::load<A>(best);
-          for (const S* p : {p01, p10, p11}) {
-            const A v = cpu::load<A>(p[ch]);
-            if (v > m) { m = v; best = p[ch]; }
-          }
-          yr[ch] = best;
+          yr[ch] = first[ch];
+          m[ch] = cpu::load<A>(first[ch]);
         }
+        for (int64_t h = h0; h < h1; ++h)
+          for (int64_t w = (h == h0 ? w0 + 1 : w0); w < w1; ++w) {
+            const S* xr = xn + (h * d.W + w) * C;
+            for (int64_t ch = 0; ch < C; ++ch) {
+              const A v = cpu::load<A>(xr[ch]);
+              if (v > m[ch]) { m[ch] = v; yr[ch] = xr[ch]; }
+            }
+          }
       }
 }
 
+// Does a position of output (oh, ow)'s window that comes before input (ih, iw)
+// in scan order hold the value m in channel ch? Then (ih, iw) is not its argmax.
+template <class S, class A>
+bool earlier_equal(const S* xn, const Dims& d, const PoolWindow& pw, int64_t oh, int64_t ow, int64_t ih,
+                   int64_t iw, int64_t ch, A m) {
+  const int64_t w0 = pw.in_begin(ow), w1 = pw.in_end(ow, d.W);
+  for (int64_t h = pw.in_begin(oh); h <= ih; ++h)
+    for (int64_t w = w0; w < (h < ih ? w1 : iw); ++w)
+      if (cpu::load<A>(xn[(h * d.W + w) * d.C + ch]) == m) return true;
+  return false;
+}
+
+// dy[N,Ho,Wo,C], x, y -> dx[N,H,W,C]: a gather. Each input position visits the
+// outputs whose windows hold it (oh, then ow ascending) and adds dy of those it
+// is the first maximum of; the first term is taken as is (so a lone -0 stays -0,
+// as in the 2x2 CUDA fast path), positions that win nothing get +0.
 template <class S>
-void maxpool_bwd_impl(const OpCall& c) {
+void maxpool_bwd_impl(const OpCall& c, const PoolWindow& pw) {
   using A = acc_t<S>;
-  const Shape& xs = c.in[1].shape;
-  const int64_t N = xs[0], H = xs[1], W = xs[2], C = xs[3], Ho = H / 2, Wo = W / 2;
+  const Dims d = dims_of(c.in[1].shape, pw);
+  const int64_t C = d.C;
   const S* dy = c.in[0].as<S>();
   const S* x = c.in[1].as<S>();
   const S* y = c.in[2].as<S>();
   S* dx = c.out[0].as<S>();
-  std::fill(dx, dx + xs.numel(), cpu::store<S>(A(0)));
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t oh = 0; oh < Ho; ++oh)
-      for (int64_t ow = 0; ow < Wo; ++ow) {
-        const int64_t o = ((n * Ho + oh) * Wo + ow) * C;
-        const int64_t i00 = ((n * H + 2 * oh) * W + 2 * ow) * C;
-        const int64_t taps[4] = {i00, i00 + C, i00 + W * C, i00 + W * C + C};
-        for (int64_t ch = 0; ch < C; ++ch) {
-          const A m = cpu::load<A>(y[o + ch]);
-          for (int64_t t : taps) {
-            if (cpu::load<A>(x[t + ch]) == m) {
-              dx[t + ch] = dy[o + ch];
-              break;
+  A* acc = cpu::scratch<A>(0, size_t(C));
+  unsigned char* hit = cpu::scratch<unsigned char>(0, size_t(C));
+  for (int64_t n = 0; n < d.N; ++n) {
+    const S* xn = x + n * d.H * d.W * C;
+    for (int64_t ih = 0; ih < d.H; ++ih)
+      for (int64_t iw = 0; iw < d.W; ++iw) {
+        const int64_t i = ((n * d.H + ih) * d.W + iw) * C;
+        std::fill(hit, hit + C, 0);
+        int64_t oh0, oh1, ow0, ow1;
+        pw.covering(ih, d.Ho, &oh0, &oh1);
+        pw.covering(iw, d.Wo, &ow0, &ow1);
+        for (int64_t oh = oh0; oh <= oh1; ++oh)
+          for (int64_t ow = ow0; ow <= ow1; ++ow) {
+            const int64_t o = ((n * d.Ho + oh) * d.Wo + ow) * C;
+            for (int64_t ch = 0; ch < C; ++ch) {
+              const A m = cpu::load<A>(y[o + ch]);
+              if (!(cpu::load<A>(x[i + ch]) == m) || earlier_equal(xn, d, pw, oh, ow, ih, iw, ch, m)) continue;
+              const A g = cpu::load<A>(dy[o + ch]);
+              acc[ch] = hit[ch] ? acc[ch] + g : g;
+              hit[ch] = 1;
             }
           }
-        }
+        for (int64_t ch = 0; ch < C; ++ch) dx[i + ch] = cpu::store<S>(hit[ch] ? acc[ch] : A(0));
       }
+  }
 }
 
 template <class S>
@@ -127,14 +165,15 @@ void global_bwd_impl(const OpCall& c) {
 
 // --- shape rules ---
 
-void check_x(const Shape& x, const char* op, int64_t min_hw) {
+void check_x(const Shape& x, const char* op) {
   TR_USER_CHECK(x.rank == 4, op, ": x must be rank 4 [N,H,W,C], got ", x.str());
   for (int i = 0; i < 4; ++i) TR_USER_CHECK(x[i] > 0, op, ": x has a non-positive dim: ", x.str());
-  TR_USER_CHECK(x[1] >= min_hw && x[2] >= min_hw, op, ": x ", x.str(), " is smaller than the ",
-                min_hw, "x", min_hw, " window");
 }
 
-Shape pooled2(const Shape& x) { return Shape{x[0], x[1] / 2, x[2] / 2, x[3]}; }
+const OpAttrs& attrs_of(const OpAttrs* a, const char* op) {
+  TR_CHECK(a != nullptr, op, ": no attributes");
+  return *a;
+}
 
 void check_bwd_call(const OpCall& c, const char* op, const Shape& y_want) {
   cpu::check_arity(c, op, 3, 3, 1, 1);
@@ -158,17 +197,17 @@ void check_fwd_call(const OpCall& c, const char* op) {
 }  // namespace
 
 void maxpool_fwd_shapes(const ShapeCtx& c, Shape* out, int n_out) {
-  TR_CHECK(c.n_in == 1 && n_out == 1, "maxpool_fwd: arity");
-  check_x(c.in[0], "maxpool_fwd", 2);
-  out[0] = pooled2(c.in[0]);
+  const char* op = "maxpool_fwd";
+  TR_CHECK(c.n_in == 1 && n_out == 1, op, ": arity");
+  const PoolWindow pw = checked_pool_window(attrs_of(c.attrs, op), c.in[0], op, true);
+  out[0] = pooled_shape(c.in[0], pw);
 }
 
 void maxpool_bwd_shapes(const ShapeCtx& c, Shape* out, int n_out) {
   const char* op = "maxpool_bwd";
   TR_CHECK(c.n_in == 3 && n_out == 1, op, ": arity");
   const Shape& x = c.in[1];
-  check_x(x, op, 2);
-  const Shape y = pooled2(x);
+  const Shape y = pooled_shape(x, checked_pool_window(attrs_of(c.attrs, op), x, op, true));
   TR_USER_CHECK(c.in[0] == y, op, ": dy ", c.in[0].str(), " must be ", y.str(), " for x ", x.str());
   TR_USER_CHECK(c.in[2] == y, op, ": y ", c.in[2].str(), " must be ", y.str(), " for x ", x.str());
   out[0] = x;
@@ -176,7 +215,7 @@ void maxpool_bwd_shapes(const ShapeCtx& c, Shape* out, int n_out) {
 
 void global_maxpool_fwd_shapes(const ShapeCtx& c, Shape* out, int n_out) {
   TR_CHECK(c.n_in == 1 && n_out == 1, "global_maxpool_fwd: arity");
-  check_x(c.in[0], "global_maxpool_fwd", 1);
+  check_x(c.in[0], "global_maxpool_fwd");
   out[0] = Shape{c.in[0][0], c.in[0][3]};
 }
 
@@ -184,7 +223,7 @@ void global_maxpool_bwd_shapes(const ShapeCtx& c, Shape* out, int n_out) {
   const char* op = "global_maxpool_bwd";
   TR_CHECK(c.n_in == 3 && n_out == 1, op, ": arity");
   const Shape& x = c.in[1];
-  check_x(x, op, 1);
+  check_x(x, op);
   const Shape y{x[0], x[3]};
   TR_USER_CHECK(c.in[0] == y, op, ": dy ", c.in[0].str(), " must be ", y.str(), " for x ", x.str());
   TR_USER_CHECK(c.in[2] == y, op, ": y ", c.in[2].str(), " must be ", y.str(), " for x ", x.str());
@@ -194,15 +233,17 @@ void global_maxpool_bwd_shapes(const ShapeCtx& c, Shape* out, int n_out) {
 void maxpool_fwd_cpu(const OpCall& c) {
   const char* op = "maxpool_fwd";
   check_fwd_call(c, op);
-  TR_CHECK(c.out[0].shape.numel() == pooled2(c.in[0].shape).numel(), op, ": y ", c.out[0].shape.str());
-  cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { maxpool_fwd_impl<typename decltype(tag)::type>(c); });
+  const PoolWindow pw = checked_pool_window(attrs_of(c.attrs, op), c.in[0].shape, op, true);
+  TR_CHECK(c.out[0].shape.numel() == pooled_shape(c.in[0].shape, pw).numel(), op, ": y ", c.out[0].shape.str());
+  cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { maxpool_fwd_impl<typename decltype(tag)::type>(c, pw); });
 }
 
 void maxpool_bwd_cpu(const OpCall& c) {
   const char* op = "maxpool_bwd";
   TR_CHECK(c.n_in == 3 && c.in[1].shape.rank == 4, op, ": bad call");
-  check_bwd_call(c, op, pooled2(c.in[1].shape));
-  cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { maxpool_bwd_impl<typename decltype(tag)::type>(c); });
+  const PoolWindow pw = checked_pool_window(attrs_of(c.attrs, op), c.in[1].shape, op, true);
+  check_bwd_call(c, op, pooled_shape(c.in[1].shape, pw));
+  cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { maxpool_bwd_impl<typename decltype(tag)::type>(c, pw); });
 }
 
 void global_maxpool_fwd_cpu(const OpCall& c) {

@@ -1,10 +1,18 @@
-// Max pooling CUDA kernels. Semantics: framework/ops/pool.h.
-// Every thread owns a vector of VEC channels at one output position, so loads
-// and stores are 16-byte and coalesced along C. The maximum is taken in window
-// scan order with a strict '>' so forward and backward agree on "the first
-// position that equals the output". No workspace.
+// Max pooling CUDA kernels. Semantics: framework/ops/pool.h; visiting order:
+// Note [pool window order] in pool_window.h.
+// Every thread owns a vector of VEC channels at one position, so loads and
+// stores are 16-byte and coalesced along C. The maximum is taken in window scan
+// order with a strict '>' so forward and backward agree on "the first position
+// that equals the output". No workspace, no atomics.
+//   2x2 stride 2 pad 0 (the cnn): the fast path, one thread per window, which
+//     writes all four gradients of its window (windows do not overlap).
+//   any other window: forward one thread per output; backward a gather, one
+//     thread per input position, over the outputs whose windows hold it, in the
+//     CPU reference's order (pool_cpu.cpp), so both agree bit for bit; it gives
+//     the fast path's bits for 2x2/s2 as well (the first term is taken as is).
 #include "framework/ops/cuda_kernel_util_cuda.h"
 #include "framework/ops/pool.h"
+#include "framework/ops/pool_window.h"
 
 namespace tr {
 namespace {
@@ -15,6 +23,8 @@ constexpr int kThreads = 256;
 constexpr int kBlocksPerSm = 8;
 
 unsigned grid_for(int64_t work, int sms) { return grid_stride_blocks(work, sms, kThreads, kBlocksPerSm); }
+
+// ---- 2x2 stride 2 pad 0: the fast path ----
 
 // x[N,H,W,C] -> y[N,H/2,W/2,C]; item = (n, oh, ow, channel vector)
 template <typename T, int VEC>
@@ -91,6 +101,121 @@ __global__ void maxpool_bwd_kernel(const T* __restrict__ dy, const T* __restrict
   }
 }
 
+// ---- any window (kernel, stride, pad) ----
+
+// x[N,H,W,C] -> y[N,Ho,Wo,C]; item = (n, oh, ow, channel vector)
+template <typename T, int VEC>
+__global__ void maxpool_fwd_general_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t N, int64_t H,
+                                           int64_t W, int64_t C, PoolWindow pw) {
+  const int64_t Ho = pw.out_len(H), Wo = pw.out_len(W), G = C / VEC;
+  const int64_t total = N * Ho * Wo * G;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t g = i % G;
+    int64_t t = i / G;
+    const int64_t ow = t % Wo;
+    t /= Wo;
+    const int64_t oh = t % Ho;
+    const int64_t n = t / Ho;
+    const int64_t h0 = pw.in_begin(oh), h1 = pw.in_end(oh, H);
+    const int64_t w0 = pw.in_begin(ow), w1 = pw.in_end(ow, W);
+    const T* xn = x + n * H * W * C + g * VEC;
+    float m[VEC], v[VEC];
+    load_vec<T, VEC>(xn + (h0 * W + w0) * C, m);  // the window's first input position starts the max
+    for (int64_t h = h0; h < h1; ++h)
+      for (int64_t w = (h == h0 ? w0 + 1 : w0); w < w1; ++w) {
+        load_vec<T, VEC>(xn + (h * W + w) * C, v);
+#pragma unroll
+        for (int j = 0; j < VEC; ++j)
+          if (v[j] > m[j]) m[j] = v[j];
+      }
+    store_vec<T, VEC>(y + i * VEC, m);
+  }
+}
+
+// Input positions of a thread block's neighbourhood: the backward walks them in
+// tiles of kTileH x kTileW positions (all channel vectors of a position, then the
+// next position of the tile), so the windows that neighbouring threads rescan
+// overlap inside one block and mostly hit L1.
+constexpr int64_t kTileH = 4, kTileW = 8;
+
+// dy[N,Ho,Wo,C], x, y -> dx[N,H,W,C], the gather of pool_cpu.cpp's
+// maxpool_bwd_impl; item = (n, tile row, tile col, position in tile, channel vector).
+// For each covering output (oh, then ow): lanes whose x equals y are candidates;
+// a candidate loses when an earlier position of that window (scan order) also
+// equals y. Winners add dy; the first term is taken as is.
+template <typename T, int VEC>
+__global__ void maxpool_bwd_general_kernel(const T* __restrict__ dy, const T* __restrict__ x,
+                                           const T* __restrict__ y, T* __restrict__ dx, int64_t N, int64_t H,
+                                           int64_t W, int64_t C, PoolWindow pw) {
+  const int64_t Ho = pw.out_len(H), Wo = pw.out_len(W), G = C / VEC;
+  const int64_t tiles_h = (H + kTileH - 1) / kTileH, tiles_w = (W + kTileW - 1) / kTileW;
+  const int64_t total = N * tiles_h * tiles_w * kTileH * kTileW * G;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t g = i % G;
+    int64_t t = i / G;
+    const int64_t q = t % (kTileH * kTileW);
+    t /= kTileH * kTileW;
+    const int64_t tw = t % tiles_w;
+    t /= tiles_w;
+    const int64_t th = t % tiles_h;
+    const int64_t n = t / tiles_h;
+    const int64_t ih = th * kTileH + q / kTileW, iw = tw * kTileW + q % kTileW;
+    if (ih >= H || iw >= W) continue;  // a partial tile at the bottom/right edge
+    const T* xn = x + n * H * W * C + g * VEC;
+    float xv[VEC], acc[VEC];
+    bool hit[VEC];
+    load_vec<T, VEC>(xn + (ih * W + iw) * C, xv);
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) {
+      acc[j] = 0.f;
+      hit[j] = false;
+    }
+    int64_t oh0, oh1, ow0, ow1;
+    pw.covering(ih, Ho, &oh0, &oh1);
+    pw.covering(iw, Wo, &ow0, &ow1);
+    for (int64_t oh = oh0; oh <= oh1; ++oh)
+      for (int64_t ow = ow0; ow <= ow1; ++ow) {
+        const int64_t o = ((n * Ho + oh) * Wo + ow) * C + g * VEC;
+        float yy[VEC];
+        bool cand[VEC];
+        load_vec<T, VEC>(y + o, yy);
+        bool any = false;
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) {
+          cand[j] = xv[j] == yy[j];
+          any = any || cand[j];
+        }
+        const int64_t w0 = pw.in_begin(ow), w1 = pw.in_end(ow, W);
+        for (int64_t h = pw.in_begin(oh); any && h <= ih; ++h)
+          for (int64_t w = w0; any && w < (h < ih ? w1 : iw); ++w) {
+            float v[VEC];
+            load_vec<T, VEC>(xn + (h * W + w) * C, v);
+            any = false;
+#pragma unroll
+            for (int j = 0; j < VEC; ++j) {
+              cand[j] = cand[j] && !(v[j] == yy[j]);
+              any = any || cand[j];
+            }
+          }
+        if (!any) continue;
+        float d[VEC];
+        load_vec<T, VEC>(dy + o, d);
+#pragma unroll
+        for (int j = 0; j < VEC; ++j)
+          if (cand[j]) {
+            acc[j] = hit[j] ? acc[j] + d[j] : d[j];
+            hit[j] = true;
+          }
+      }
+#pragma unroll
+    for (int j = 0; j < VEC; ++j)
+      if (!hit[j]) acc[j] = 0.f;
+    store_vec<T, VEC>(dx + ((n * H + ih) * W + iw) * C + g * VEC, acc);
+  }
+}
+
+// ---- global ----
+
 // x[N,P,C] -> y[N,C] (P = H*W); item = (n, channel vector)
 template <typename T, int VEC>
 __global__ void global_maxpool_fwd_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t N, int64_t P,
@@ -163,6 +288,9 @@ Nhwc nhwc(const TensorRef& t, const char* op, const char* what) {
   return {t.shape[0], t.shape[1], t.shape[2], t.shape[3]};
 }
 
+// The cnn's window, which the fast-path kernels handle.
+bool is_2x2(const PoolWindow& pw) { return pw.k == 2 && pw.stride == 2 && pw.pad == 0; }
+
 void check_same(const TensorRef& a, const TensorRef& b, const char* op, const char* what) {
   TR_CHECK(a.dtype == b.dtype && a.shape == b.shape, op, ": ", what, " is ", dtype_name(a.dtype), a.shape.str(),
            ", expected ", dtype_name(b.dtype), b.shape.str());
@@ -176,16 +304,22 @@ void maxpool_fwd_cuda(const OpCall& c) {
   const TensorRef& x = c.in[0];
   const TensorRef& y = c.out[0];
   const Nhwc d = nhwc(x, op, "x");
-  TR_CHECK(y.dtype == x.dtype && y.shape == Shape({d.n, d.h / 2, d.w / 2, d.c}), op, ": y is ", y.shape.str());
+  const PoolWindow pw = checked_pool_window(attrs_of(c, op), x.shape, op, true);
+  TR_CHECK(y.dtype == x.dtype && y.shape == pooled_shape(x.shape, pw), op, ": y is ", y.shape.str());
   const GpuHandles& gh = handles_of(c, op);
+  const bool fast = is_2x2(pw);
   dispatch_float(x.dtype, op, [&](auto tag) {
     using T = decltype(tag);
     with_vec<T>(can_vec<T>(d.c, {x.data, y.data}), [&](auto vt) {
       constexpr int V = decltype(vt)::value;
-      const int64_t work = d.n * (d.h / 2) * (d.w / 2) * (d.c / V);
+      const int64_t work = y.shape.numel() / V;
       if (work == 0) return;
-      maxpool_fwd_kernel<T, V><<<grid_for(work, sm_count(gh)), kThreads, 0, stream_of(c)>>>(
-          x.as<T>(), y.as<T>(), d.n, d.h, d.w, d.c);
+      const unsigned grid = grid_for(work, sm_count(gh));
+      if (fast)
+        maxpool_fwd_kernel<T, V><<<grid, kThreads, 0, stream_of(c)>>>(x.as<T>(), y.as<T>(), d.n, d.h, d.w, d.c);
+      else
+        maxpool_fwd_general_kernel<T, V><<<grid, kThreads, 0, stream_of(c)>>>(x.as<T>(), y.as<T>(), d.n, d.h,
+                                                                                d.w, d.c, pw);
       TR_LAUNCH_CHECK();
     });
   });
@@ -199,18 +333,27 @@ void maxpool_bwd_cuda(const OpCall& c) {
   const TensorRef& y = c.in[2];
   const TensorRef& dx = c.out[0];
   const Nhwc d = nhwc(x, op, "x");
-  TR_CHECK(y.dtype == x.dtype && y.shape == Shape({d.n, d.h / 2, d.w / 2, d.c}), op, ": y is ", y.shape.str());
+  const PoolWindow pw = checked_pool_window(attrs_of(c, op), x.shape, op, true);
+  TR_CHECK(y.dtype == x.dtype && y.shape == pooled_shape(x.shape, pw), op, ": y is ", y.shape.str());
   check_same(dy, y, op, "dy");
   check_same(dx, x, op, "dx");
   const GpuHandles& gh = handles_of(c, op);
+  const bool fast = is_2x2(pw);
   dispatch_float(x.dtype, op, [&](auto tag) {
     using T = decltype(tag);
     with_vec<T>(can_vec<T>(d.c, {dy.data, x.data, y.data, dx.data}), [&](auto vt) {
       constexpr int V = decltype(vt)::value;
-      const int64_t work = d.n * ((d.h + 1) / 2) * ((d.w + 1) / 2) * (d.c / V);
-      if (work == 0) return;
-      maxpool_bwd_kernel<T, V><<<grid_for(work, sm_count(gh)), kThreads, 0, stream_of(c)>>>(
-          dy.as<T>(), x.as<T>(), y.as<T>(), dx.as<T>(), d.n, d.h, d.w, d.c);
+      if (fast) {  // one item per (possibly partial) 2x2 window
+        const int64_t work = d.n * ((d.h + 1) / 2) * ((d.w + 1) / 2) * (d.c / V);
+        if (work == 0) return;
+        maxpool_bwd_kernel<T, V><<<grid_for(work, sm_count(gh)), kThreads, 0, stream_of(c)>>>(
+            dy.as<T>(), x.as<T>(), y.as<T>(), dx.as<T>(), d.n, d.h, d.w, d.c);
+      } else {  // one item per input position of whole tiles
+        const int64_t work = d.n * ceil_div(d.h, kTileH) * kTileH * ceil_div(d.w, kTileW) * kTileW * (d.c / V);
+        if (work == 0) return;
+        maxpool_bwd_general_kernel<T, V><<<grid_for(work, sm_count(gh)), kThreads, 0, stream_of(c)>>>(
+            dy.as<T>(), x.as<T>(), y.as<T>(), dx.as<T>(), d.n, d.h, d.w, d.c, pw);
+      }
       TR_LAUNCH_CHECK();
     });
   });

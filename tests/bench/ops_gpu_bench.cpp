@@ -4,6 +4,8 @@
 //   mlp 784-1024-512-256-10 fully connected / ReLU / loss shapes at batch 200;
 //   ResNet-50 convolutions at batch 32, f16: the 7x7 / stride 2 stem
 //   (224x224x3 -> 64) and a 3x3 / stride 2 one (56x56x128 -> 128).
+//   resnet50 pooling: the stem max pool (3x3/s2/p1 on 112x112x64, batch 32, f16)
+//   and the head's global average pool (7x7x2048, batch 256), forward and backward.
 // Each iteration replays a CUDA Graph holding kReps launches of the op between
 // two events (as full capture runs ops: no host launch gaps); the time reported
 // is per launch. Counters: GB/s (bytes of every input and output the op reads
@@ -27,6 +29,7 @@
 #include "framework/core/error.h"
 #include "framework/core/half.h"
 #include "framework/core/rng.h"
+#include "framework/ops/avgpool.h"
 #include "framework/ops/batchnorm.h"
 #include "framework/ops/conv.h"
 #include "framework/ops/conv_plan_cache_cuda.h"
@@ -116,6 +119,10 @@ struct Spec {
   VariantDims variant;
   OpKind conv = OpKind::Count;  // a conv kind: prepare its plan first
   double flops = 0;
+  // Optional: before timing, in[derive_to] = derive(in[derive_from]) with these
+  // attrs (a backward's y made by its forward, so the data is realistic).
+  OpFn derive = nullptr;
+  int derive_from = 0, derive_to = 0;
 };
 
 struct DevBuf {
@@ -178,6 +185,14 @@ void run_spec(benchmark::State& state, const Spec& sp) {
   c.variant = &sp.variant;
   c.env = &env;
   try {
+    if (sp.derive != nullptr) {
+      OpCall d = c;
+      d.in = &in[size_t(sp.derive_from)];
+      d.n_in = 1;
+      d.out = &in[size_t(sp.derive_to)];
+      d.n_out = 1;
+      sp.derive(d);
+    }
     if (sp.conv != OpKind::Count) {
       std::vector<Shape> shapes;
       for (const TensorRef& t : in) shapes.push_back(t.shape);
@@ -315,6 +330,10 @@ std::vector<Spec> pool_specs(const std::string& pre, DType t, int64_t B, int64_t
   const std::string sh = cat("/", H, "x", H, "x", C, "/", dn(t));
   const Shape x{B, H, H, C}, y{B, H / 2, H / 2, C};
   std::vector<Spec> r(2);
+  for (Spec& s : r) {  // the cnn's 2x2/s2 window
+    s.attrs.kernel = 2;
+    s.attrs.stride = 2;
+  }
   r[0].name = cat(pre, "maxpool_fwd", sh);
   r[0].fn = maxpool_fwd_cuda;
   r[0].in = {{t, x}};
@@ -416,6 +435,55 @@ std::vector<Spec> cnn_specs(DType t, int64_t B) {
   return v;
 }
 
+// ResNet-50's pooling layers: the stem max pool x[B,112,112,64] -> [B,56,56,64]
+// (3x3/s2/p1: overlapping windows, the general gather backward) and the global
+// average pool x[B,7,7,2048] -> [B,2048].
+std::vector<Spec> resnet50_pool_specs() {
+  const DType h = DType::F16;
+  std::vector<Spec> v;
+  {
+    const int64_t B = 32;
+    const std::string pre = cat("resnet50/b", B, "/");
+    const Shape x{B, 112, 112, 64}, y{B, 56, 56, 64};
+    Spec f, b;
+    for (Spec* s : {&f, &b}) {
+      s->attrs.kernel = 3;
+      s->attrs.stride = 2;
+      s->attrs.pad = 1;
+    }
+    f.name = cat(pre, "maxpool_fwd/112x112x64-3x3s2p1/", dn(h));
+    f.fn = maxpool_fwd_cuda;
+    f.in = {{h, x}};
+    f.out = {{h, y}};
+    b.name = cat(pre, "maxpool_bwd/112x112x64-3x3s2p1/", dn(h));
+    b.fn = maxpool_bwd_cuda;
+    b.in = {{h, y}, {h, x}, {h, y}};
+    b.out = {{h, x}};
+    b.derive = maxpool_fwd_cuda;  // y = the forward of x: every output finds its maximum, as in training
+    b.derive_from = 1;
+    b.derive_to = 2;
+    v.push_back(f);
+    v.push_back(b);
+  }
+  for (DType t : {DType::F16, DType::F32}) {
+    const int64_t B = 256;
+    const std::string pre = cat("resnet50/b", B, "/");
+    const Shape x{B, 7, 7, 2048}, y{B, 2048};
+    Spec f, b;
+    f.name = cat(pre, "global_avgpool_fwd/7x7x2048/", dn(t));
+    f.fn = global_avgpool_fwd_cuda;
+    f.in = {{t, x}};
+    f.out = {{t, y}};
+    b.name = cat(pre, "global_avgpool_bwd/7x7x2048/", dn(t));
+    b.fn = global_avgpool_bwd_cuda;
+    b.in = {{t, y}, {t, x, -1, 1, true}};
+    b.out = {{t, x}};
+    v.push_back(f);
+    v.push_back(b);
+  }
+  return v;
+}
+
 std::vector<Spec> mlp_specs(DType t) {
   const std::string pre = "mlp/b200/";
   const int64_t N = 200;
@@ -454,6 +522,8 @@ void register_all() {
   }
   std::vector<Spec> r = resnet_specs(DType::F16);
   all.insert(all.end(), r.begin(), r.end());
+  std::vector<Spec> rp = resnet50_pool_specs();
+  all.insert(all.end(), rp.begin(), rp.end());
   for (const Spec& s : all)
     benchmark::RegisterBenchmark(s.name.c_str(), [s](benchmark::State& st) { run_spec(st, s); })
         ->UseManualTime()

@@ -1,7 +1,7 @@
 // Fully connected layer over the flattened input ([N,H,W,C] is read as [N,H*W*C]).
 //   w [M,K] He-normal (std = sqrt(2/K)), optional bias b [M] (zeros), output scale
 //   forward:  y = scale * x w^T (+ b)
-//   backward: dw (, db) = FcBwdWeight(x, dy) (a side stream may take it), dx = FcBwdData(dy, w)
+//   backward: dw (, db) = FcBwdWeight(x, dy) (a side stream may take it), dx = FcBwdData(dy, w, x)
 #include <cmath>
 
 #include "framework/graph/layers/layer_plugins.h"
@@ -48,8 +48,9 @@ std::vector<TensorId> backward(LayerEmitter& e, const LayerBwd& b) {
   std::vector<TensorId> grads = {b.state.params[0].grad};
   if (b.spec.bias) grads.push_back(b.state.params[1].grad);
   e.emit(b.graph, e.side(compute(OpKind::FcBwdWeight, {b.x[0], b.dy}, grads, b.name + ".bwd_weight", a)));
+  // x goes along for its shape: dx has the shape of what the layer flattened.
   if (b.need_dx[0])
-    e.emit(b.graph, compute(OpKind::FcBwdData, {b.dy, b.state.params[0].compute}, {dx}, b.name + ".bwd_data", a));
+    e.emit(b.graph, compute(OpKind::FcBwdData, {b.dy, b.state.params[0].compute, b.x[0]}, {dx}, b.name + ".bwd_data", a));
   return {dx};
 }
 

@@ -1,0 +1,238 @@
+// GPU max, average and global pooling against the CPU reference, bit for bit:
+// the kernels visit windows and sum overlaps in the CPU's order (Note [pool
+// window order] in framework/ops/pool_window.h). Also two GPU runs bitwise
+// equal, and a captured pool chain replayed bitwise like eager launches.
+// Skips without a CUDA device.
+#include "framework/ops/add.h"
+#include "framework/ops/avgpool.h"
+#include "tests/ops_gpu_bitwise.h"
+
+namespace tr {
+namespace {
+
+using namespace gpu_test;
+
+struct Win {
+  int k, s, p;
+};
+
+OpAttrs win_attrs(Win w) {
+  OpAttrs a;
+  a.kernel = w.k;
+  a.stride = w.s;
+  a.pad = w.p;
+  return a;
+}
+
+Shape pooled(const Shape& x, Win w) {
+  auto len = [&](int64_t n) { return (n + 2 * w.p - w.k) / w.s + 1; };
+  return {x[0], len(x[1]), len(x[2]), x[3]};
+}
+
+std::string wname(Win w) { return cat(w.k, "x", w.k, "/s", w.s, "/p", w.p); }
+
+struct PoolCase {
+  Win w;
+  Shape x;
+};
+
+class OpsGpuPool : public OpsGpuBitwise {
+ protected:
+  // Forward on x, then backward with a random dy (every 5th entry -0) and the
+  // CPU forward's y: both bitwise against the CPU.
+  void max_fwd_bwd(const PoolCase& pc, const HostTensor& x, Rng& rng, const char* data) {
+    const DType dt = x.dtype();
+    const Shape ys = pooled(pc.x, pc.w);
+    Case f;
+    f.name = cat(tname("MaxPoolFwd", dt), " x", pc.x.str(), " ", wname(pc.w), " ", data);
+    f.attrs = win_attrs(pc.w);
+    f.in = {x};
+    f.out = {HostTensor(dt, ys)};
+    check_bitwise(maxpool_fwd_cpu, maxpool_fwd_cuda, f);
+    const HostTensor y = run_cpu(maxpool_fwd_cpu, f)[0];
+    Case b;
+    b.name = cat(tname("MaxPoolBwd", dt), " x", pc.x.str(), " ", wname(pc.w), " ", data);
+    b.attrs = f.attrs;
+    b.in = {with_negative_zeros(rnd(dt, ys, rng)), x, y};
+    b.out = {HostTensor(dt, pc.x)};
+    check_bitwise(maxpool_bwd_cpu, maxpool_bwd_cuda, b);
+  }
+};
+
+// ================================================================ max pooling
+
+// The cnn's 2x2/s2 window: the CUDA fast path, against the CPU's general gather.
+const Shape kPool2Shapes[] = {{3, 8, 8, 16}, {2, 7, 9, 16}, {2, 5, 6, 5}, {4, 28, 28, 64}, {2, 3, 3, 256}};
+
+TEST_F(OpsGpuPool, MaxPool2MatchesCpu) {
+  Rng rng(9);
+  for (DType t : {F32, F16})
+    for (const Shape& s : kPool2Shapes) max_fwd_bwd({{2, 2, 0}, s}, ties(t, s, rng), rng, "ties");
+}
+
+// Any other window: the general kernels. The ResNet-50 stem (3x3/s2/p1 on
+// 112x112x64) at batch 2; overlapping windows (3x3/s1/p1, 2x2/s1, 5x5/s2/p2:
+// up to 9 outputs per input); a stride larger than the window; the largest pad
+// (k-1); H != W; C not a multiple of the vector width (one channel per thread).
+const PoolCase kMaxCases[] = {
+    {{3, 2, 1}, {2, 112, 112, 64}}, {{3, 2, 1}, {3, 9, 7, 16}}, {{3, 2, 1}, {2, 5, 6, 5}},
+    {{3, 2, 1}, {2, 8, 8, 24}},     {{3, 1, 1}, {2, 7, 9, 16}}, {{2, 1, 0}, {2, 6, 7, 8}},
+    {{1, 2, 0}, {2, 7, 7, 8}},      {{3, 2, 2}, {2, 5, 6, 16}}, {{3, 3, 0}, {2, 9, 10, 8}},
+    {{5, 2, 2}, {2, 11, 13, 16}},   {{2, 2, 1}, {2, 7, 8, 3}},
+};
+
+TEST_F(OpsGpuPool, MaxPoolWindowsMatchCpu) {
+  Rng rng(11);
+  for (DType t : {F32, F16})
+    for (const PoolCase& pc : kMaxCases) {
+      max_fwd_bwd(pc, ties(t, pc.x, rng), rng, "ties");
+      max_fwd_bwd(pc, rnd(t, pc.x, rng), rng, "random");
+    }
+}
+
+TEST_F(OpsGpuPool, GlobalMaxPoolMatchesCpu) {
+  Rng rng(10);
+  for (DType t : {F32, F16})
+    for (const Shape& s : kPool2Shapes) {
+      const Shape ys{s[0], s[3]};
+      const HostTensor x = ties(t, s, rng);
+      Case f;
+      f.name = cat(tname("GlobalMaxPoolFwd", t), " x", s.str());
+      f.in = {x};
+      f.out = {HostTensor(t, ys)};
+      check_bitwise(global_maxpool_fwd_cpu, global_maxpool_fwd_cuda, f);
+      const HostTensor y = run_cpu(global_maxpool_fwd_cpu, f)[0];
+      Case b;
+      b.name = cat(tname("GlobalMaxPoolBwd", t), " x", s.str());
+      b.in = {rnd(t, ys, rng), x, y};
+      b.out = {HostTensor(t, s)};
+      check_bitwise(global_maxpool_bwd_cpu, global_maxpool_bwd_cuda, b);
+    }
+}
+
+// ================================================================ average pooling
+
+const PoolCase kAvgCases[] = {
+    {{2, 2, 0}, {3, 8, 8, 16}}, {{2, 2, 0}, {2, 7, 9, 16}}, {{2, 2, 0}, {2, 5, 6, 5}},  {{3, 1, 0}, {2, 7, 9, 16}},
+    {{3, 2, 0}, {2, 9, 9, 24}}, {{7, 1, 0}, {4, 7, 7, 64}}, {{1, 2, 0}, {2, 7, 7, 8}}, {{2, 3, 0}, {2, 8, 7, 8}},
+};
+
+TEST_F(OpsGpuPool, AvgPoolMatchesCpu) {
+  Rng rng(12);
+  for (DType t : {F32, F16})
+    for (const PoolCase& pc : kAvgCases) {
+      const Shape ys = pooled(pc.x, pc.w);
+      const HostTensor x = rnd(t, pc.x, rng);
+      Case f;
+      f.name = cat(tname("AvgPoolFwd", t), " x", pc.x.str(), " ", wname(pc.w));
+      f.attrs = win_attrs(pc.w);
+      f.in = {x};
+      f.out = {HostTensor(t, ys)};
+      check_bitwise(avgpool_fwd_cpu, avgpool_fwd_cuda, f);
+      Case b;
+      b.name = cat(tname("AvgPoolBwd", t), " x", pc.x.str(), " ", wname(pc.w));
+      b.attrs = f.attrs;
+      b.in = {with_negative_zeros(rnd(t, ys, rng)), x};
+      b.out = {HostTensor(t, pc.x)};
+      check_bitwise(avgpool_bwd_cpu, avgpool_bwd_cuda, b);
+    }
+}
+
+// H*W = 49 (ResNet-50's head, batch 8), 25, 9, 1, 81 and 6 positions: the
+// forward's four-at-a-time loads with and without a remainder.
+const Shape kGlobalAvgShapes[] = {{8, 7, 7, 2048}, {3, 5, 5, 16}, {2, 3, 3, 5}, {4, 1, 1, 64}, {2, 9, 9, 24},
+                                  {2, 2, 3, 3}};
+
+TEST_F(OpsGpuPool, GlobalAvgPoolMatchesCpu) {
+  Rng rng(13);
+  for (DType t : {F32, F16})
+    for (const Shape& s : kGlobalAvgShapes) {
+      const Shape ys{s[0], s[3]};
+      const HostTensor x = rnd(t, s, rng);
+      Case f;
+      f.name = cat(tname("GlobalAvgPoolFwd", t), " x", s.str());
+      f.in = {x};
+      f.out = {HostTensor(t, ys)};
+      check_bitwise(global_avgpool_fwd_cpu, global_avgpool_fwd_cuda, f);
+      Case b;
+      b.name = cat(tname("GlobalAvgPoolBwd", t), " x", s.str());
+      b.in = {with_negative_zeros(rnd(t, ys, rng)), x};
+      b.out = {HostTensor(t, s)};
+      check_bitwise(global_avgpool_bwd_cpu, global_avgpool_bwd_cuda, b);
+    }
+}
+
+// ================================================================ capture
+
+// A ResNet-like head launched eagerly, then captured into one CUDA Graph and
+// replayed: stem max pool 3x3/s2/p1, residual Add with ReLU, 2x2 average pool,
+// global average pool, and their backward. Every replay equals eager bit for bit.
+TEST_F(OpsGpuPool, CapturedPoolChainReplaysBitwiseLikeEager) {
+  Rng rng(14);
+  const DType t = F16;
+  const int64_t N = 8, H = 16, C = 32;
+  VariantDims v{N, N, H, H};
+  const OpAttrs stem = win_attrs({3, 2, 1}), avg = win_attrs({2, 2, 0});
+  OpAttrs relu;
+  relu.relu = true;
+  const OpAttrs none;
+  const HostTensor hx = rnd(t, {N, H, H, C}, rng), hr = rnd(t, {N, H / 2, H / 2, C}, rng);
+  const HostTensor hdg = rnd(t, {N, C}, rng);
+  DevTensor x(hx), r(hr), dg(hdg);
+  DevTensor p(HostTensor(t, {N, H / 2, H / 2, C})), q(HostTensor(t, {N, H / 2, H / 2, C}));
+  DevTensor a(HostTensor(t, {N, H / 4, H / 4, C})), g(HostTensor(t, {N, C}));
+  DevTensor da(HostTensor(t, {N, H / 4, H / 4, C})), dq(HostTensor(t, {N, H / 2, H / 2, C}));
+  DevTensor dx(HostTensor(t, {N, H, H, C}));
+
+  auto chain = [&] {
+    call(maxpool_fwd_cuda, {x.ref()}, {p.ref()}, stem, v);
+    call(add_cuda, {p.ref(), r.ref()}, {q.ref()}, relu, v);
+    call(avgpool_fwd_cuda, {q.ref()}, {a.ref()}, avg, v);
+    call(global_avgpool_fwd_cuda, {a.ref()}, {g.ref()}, none, v);
+    call(global_avgpool_bwd_cuda, {dg.ref(), a.ref()}, {da.ref()}, none, v);
+    call(avgpool_bwd_cuda, {da.ref(), q.ref()}, {dq.ref()}, avg, v);
+    call(maxpool_bwd_cuda, {dq.ref(), x.ref(), p.ref()}, {dx.ref()}, stem, v);
+  };
+  std::vector<DevTensor*> outs{&p, &q, &a, &g, &da, &dq, &dx};
+  auto snapshot = [&] {
+    std::vector<HostTensor> res;
+    for (DevTensor* d : outs) res.push_back(d->download());
+    return res;
+  };
+  auto poison_all = [&] {
+    for (DevTensor* d : outs) d->poison();
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  };
+
+  poison_all();
+  chain();
+  CUDA_OK(cudaStreamSynchronize(stream_));
+  const std::vector<HostTensor> eager = snapshot();
+  for (size_t i = 0; i < eager.size(); ++i) EXPECT_LT(eager[i].first_non_finite(), 0) << "eager output " << i;
+
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  CUDA_OK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+  try {
+    chain();
+  } catch (...) {
+    cudaStreamEndCapture(stream_, &graph);
+    if (graph) cudaGraphDestroy(graph);
+    throw;
+  }
+  CUDA_OK(cudaStreamEndCapture(stream_, &graph));
+  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  for (int rep = 0; rep < 3; ++rep) {
+    poison_all();
+    CUDA_OK(cudaGraphLaunch(exec, stream_));
+    CUDA_OK(cudaStreamSynchronize(stream_));
+    const std::vector<HostTensor> replay = snapshot();
+    for (size_t i = 0; i < eager.size(); ++i)
+      EXPECT_TRUE(bitwise_equal(replay[i], eager[i])) << "output " << i << " differs in replay " << rep;
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+}
+
+}  // namespace
+}  // namespace tr
