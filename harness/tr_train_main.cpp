@@ -56,6 +56,8 @@ Trains a reference model with the whole training step compiled into graphs.
   --bn-sync batch|running  with several ranks: BN statistics all-reduced in every BN layer
                            (batch, default: N ranks train like one with the whole batch) or
                            per-rank BN with the running statistics averaged once per step
+  --bucket-mb X            with several ranks: all-reduce the deep gradients in buckets of X MB,
+                           issued during the backward (default 25; 0: one bucket after it)
   --ranks N                data-parallel ranks on the CPU (default 1)
   --gpus N                 data-parallel ranks on CUDA (default 1)
   --seed N                 (default 1)
@@ -104,7 +106,7 @@ int run(int argc, char** argv) {
             {"--model", "--device", "--mode", "--epochs", "--batch", "--data-dir", "--train-subset", "--val-subset",
              "--width", "--optimizer", "--lr", "--schedule", "--warmup", "--weight-decay", "--label-smoothing",
              "--ema-decay", "--lowres-epochs", "--lowres-size", "--ranks", "--gpus", "--seed", "--bn-sync",
-             "--image-size"},
+             "--image-size", "--bucket-mb"},
             {"--synthetic", "--amp", "--no-shuffle", "--side-streams", "--split-steps", "--help"});
   if (a.flag("--help")) {
     std::printf(kUsage, model_names().c_str());
@@ -132,6 +134,7 @@ int run(int argc, char** argv) {
   o.train.amp = a.flag("--amp");
   o.train.side_streams = a.flag("--side-streams");
   o.train.bn_sync = parse_bn_sync(a.str("--bn-sync", "batch"));
+  o.train.bucket_bytes = int64_t(a.real("--bucket-mb", 25.0, 0.0, 1e6) * 1048576.0);
   o.step_graphs = !a.flag("--split-steps");
   if (o.train.amp) o.train.init_loss_scale = 65536.f;
   o.lowres_epochs = static_cast<int>(a.integer("--lowres-epochs", 0, 0, o.epochs));

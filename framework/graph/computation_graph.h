@@ -3,6 +3,7 @@
 // ids; RANGE nodes name regions of the arena (resolved to (offset, size) by the
 // MemoryPlan). Nodes are bucketed by GraphId; a bucket is executed in order.
 #include <array>
+#include <climits>
 #include <string>
 #include <vector>
 
@@ -13,14 +14,17 @@
 
 namespace tr {
 
-// An operand of a RANGE node: a whole region (role x group run) or one tensor.
+// An operand of a RANGE node: a whole region (role x group run), the part of
+// one holding layout slots [slot_lo, slot_hi) (a gradient bucket), or one tensor.
 struct RangeRef {
   bool is_tensor = false;
   Role role = Role::Grad;
   GroupMask groups = kAllGroups;
   TensorId tensor = kNoTensor;
+  int32_t slot_lo = 0, slot_hi = INT32_MAX;
 
   static RangeRef region(Role r, GroupMask g = kAllGroups) { return {false, r, g, kNoTensor}; }
+  static RangeRef slots(Role r, GroupMask g, int32_t lo, int32_t hi) { return {false, r, g, kNoTensor, lo, hi}; }
   static RangeRef of(TensorId t) { return {true, Role::Persistent, 0, t}; }
 };
 

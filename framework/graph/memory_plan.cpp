@@ -64,8 +64,8 @@ ResolvedRange PlanSet::resolve(const ComputationGraph& cg, const RangeRef& r, co
   const RegionLayout& rl = rr.layout == Layout::Param ? param_layout : bn_layout;
   int first = -1, last = -1;
   for (size_t i = 0; i < rl.segs.size(); ++i) {
-    if (r.groups & group_bit(rl.groups[i])) {
-      TR_CHECK(last == -1 || last == static_cast<int>(i) - 1, "region groups are not contiguous");
+    if ((r.groups & group_bit(rl.groups[i])) && rl.slots[i] >= r.slot_lo && rl.slots[i] < r.slot_hi) {
+      TR_CHECK(last == -1 || last == static_cast<int>(i) - 1, "region groups or slots are not contiguous");
       if (first < 0) first = static_cast<int>(i);
       last = static_cast<int>(i);
     }

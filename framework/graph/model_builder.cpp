@@ -9,6 +9,7 @@
 #include <set>
 
 #include "framework/core/error.h"
+#include "framework/graph/grad_buckets.h"
 #include "framework/graph/layer_plugin.h"
 #include "framework/graph/model_registry.h"
 #include "framework/graph/recipe_graphs.h"
@@ -52,10 +53,13 @@ class Builder {
     make_inputs_and_state();
     for (size_t i = 0; i < specs_.size(); ++i)
       layer(i).plugin->make_params(emitter_, specs_[i], layer(i).name, layer(i).in_shapes, states_[i]);
+    if (out_.train.has_collectives()) buckets_ = grad_buckets(out_.cg, out_.train.bucket_bytes);
     emit_training();
     RecipeTensors rt{out_.images, out_.labels_src, out_.lr_table, out_.step_metrics, out_.train_metrics,
                      out_.val_main_metrics, out_.val_ema_metrics};
-    emit_recipe_graphs(out_.cg, out_.train, rt, emitter_.bn_slots() > 0);
+    // DEEP_COMM takes the last bucket: the slots below the in-backward ones.
+    const int32_t deep_comm_hi = buckets_.size() > 1 ? buckets_[buckets_.size() - 2].slot_lo : INT32_MAX;
+    emit_recipe_graphs(out_.cg, out_.train, rt, emitter_.bn_slots() > 0, deep_comm_hi);
     emit_validation();
     return std::move(out_);
   }
@@ -75,7 +79,7 @@ class Builder {
     resolved_.resize(specs_.size());
     states_.resize(specs_.size());
     std::vector<bool> used(specs_.size(), false);
-    bool first_done = false;
+    bool first_done = false, fc_seen = false;
     out_.supports_lowres = true;
     for (size_t i = 0; i < specs_.size(); ++i) {
       const LayerSpec& s = specs_[i];
@@ -110,6 +114,10 @@ class Builder {
       TR_USER_CHECK(!is_first(i) || !first_done, "model ", model, ": the first-group layers must open the list (",
                     r.name, " comes after a deep layer)");
       if (!is_first(i)) first_done = true;
+      // Note [gradient buckets]: slot order must be layout order.
+      TR_USER_CHECK(s.group == ParamGroup::Fc || !fc_seen, "model ", model, ": the Fc-group layers must close the list (",
+                    r.name, " comes after one)");
+      fc_seen = fc_seen || s.group == ParamGroup::Fc;
       r.out_shape = r.plugin->shape(s, r.name, r.in_shapes);
       if (r.plugin->fixes_resolution && r.plugin->fixes_resolution(r.in_shapes)) out_.supports_lowres = false;
     }
@@ -188,6 +196,7 @@ class Builder {
   void backward_pass(TensorId x0, TensorId logits, TensorId dlogits) {
     std::map<TensorId, TensorId> grad_of = {{logits, dlogits}};
     std::map<TensorId, int> sums;  // extra readers summed so far, per tensor
+    size_t next_bucket = 0;        // the next in-backward bucket to issue
     for (auto it = tape_.rbegin(); it != tape_.rend(); ++it) {
       const size_t i = size_t(it->layer);
       Resolved& r = layer(i);
@@ -212,7 +221,40 @@ class Builder {
         emitter_.emit(g, compute(OpKind::Add, {slot->second, dx[k]}, {sum}, cat(producer, ".dsum", n), a));
         slot->second = sum;
       }
+      // Every bucket but the last, once its lowest slot's gradient exists.
+      while (next_bucket + 1 < buckets_.size() && owns_slot(i, buckets_[next_bucket].slot_lo)) {
+        emit_bucket(next_bucket);
+        ++next_bucket;
+      }
     }
+    TR_CHECK(buckets_.empty() || next_bucket + 1 == buckets_.size(), "gradient buckets: ", next_bucket, " of ",
+             buckets_.size() - 1, " issued during the backward");
+  }
+
+  bool owns_slot(size_t layer, int32_t slot) const {
+    const LayerState& s = states_[layer];
+    auto has = [&](const Param& p) { return out_.cg.tensor(p.master).slot == slot; };
+    for (const Param& p : s.params)
+      if (has(p)) return true;
+    return s.has_bn && (has(s.bn.gamma) || has(s.bn.beta));
+  }
+
+  // Note [gradient buckets]: AMP cast and all-reduce of bucket k on UPDATE,
+  // beside the rest of the backward.
+  void emit_bucket(size_t k) {
+    const GradBucket& b = buckets_[k];
+    const Role grads = out_.train.amp ? Role::GradMaster : Role::Grad;
+    if (out_.train.amp) {
+      Node cast = range(RangeOp::Cast, {RangeRef::slots(Role::Grad, kDeepGroups, b.slot_lo, b.slot_hi),
+                                        RangeRef::slots(Role::GradMaster, kDeepGroups, b.slot_lo, b.slot_hi)},
+                        cat("bucket", k, ".cast"));
+      cast.stream = StreamKind::UPDATE;
+      emitter_.emit(GraphId::DEEP_FWD_BWD, std::move(cast));
+    }
+    Node ar = range(RangeOp::AllReduceSum, {RangeRef::slots(grads, kDeepGroups, b.slot_lo, b.slot_hi)},
+                    cat("bucket", k, ".allreduce"));
+    ar.stream = StreamKind::UPDATE;
+    emitter_.emit(GraphId::DEEP_FWD_BWD, std::move(ar));
   }
 
   void emit_validation() {
@@ -249,6 +291,7 @@ class Builder {
   std::vector<Resolved> resolved_;
   std::vector<LayerState> states_;
   std::vector<TapeEntry> tape_;
+  std::vector<GradBucket> buckets_;  // Note [gradient buckets]; empty without collectives
   TensorId val_step_main_ = kNoTensor, val_step_ema_ = kNoTensor;
 };
 

@@ -62,6 +62,9 @@ struct TrainConfig {
   // even with one rank, so a single GPU runs NCCL inside its captured graphs.
   bool force_collectives = false;
   BnSync bn_sync = BnSync::Batch;
+  // With collectives: deep gradients all-reduced in buckets of this many bytes,
+  // issued during the backward (Note [gradient buckets]); <= 0: one bucket.
+  int64_t bucket_bytes = int64_t(25) << 20;
   bool has_collectives() const { return ranks > 1 || force_collectives; }
 };
 

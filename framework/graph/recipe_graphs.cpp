@@ -14,7 +14,10 @@ Node range_copy_in(const RecipeTensors& ids, int slot) {
 
 }  // namespace
 
-void emit_recipe_graphs(ComputationGraph& cg, const TrainConfig& tc, const RecipeTensors& ids, bool has_bn) {
+void emit_recipe_graphs(ComputationGraph& cg, const TrainConfig& tc, const RecipeTensors& ids, bool has_bn,
+                        int32_t deep_comm_slot_hi) {
+  // The deep gradients not yet cast and all-reduced when the backward ends.
+  auto deep_rest = [&](Role r) { return RangeRef::slots(r, kDeepGroups, 0, deep_comm_slot_hi); };
   const bool amp = tc.amp;
   const Role grads = amp ? Role::GradMaster : Role::Grad;
   cg.add(GraphId::TRANSFER_A, range_copy_in(ids, 0));
@@ -22,7 +25,7 @@ void emit_recipe_graphs(ComputationGraph& cg, const TrainConfig& tc, const Recip
   cg.add(GraphId::ZERO_GRAD, range(RangeOp::Clear, {RangeRef::region(Role::Grad)}, "zero_grad"));
   if (amp) {
     cg.add(GraphId::CAST_DEEP_GRAD_FP16_TO_FP32,
-             range(RangeOp::Cast, {RangeRef::region(Role::Grad, kDeepGroups), RangeRef::region(Role::GradMaster, kDeepGroups)},
+             range(RangeOp::Cast, {deep_rest(Role::Grad), deep_rest(Role::GradMaster)},
                    "cast_deep_grad"));
     cg.add(GraphId::CAST_FIRST_GRAD_FP16_TO_FP32,
              range(RangeOp::Cast,
@@ -31,7 +34,7 @@ void emit_recipe_graphs(ComputationGraph& cg, const TrainConfig& tc, const Recip
                    "cast_first_grad"));
   }
   if (tc.has_collectives()) {
-    cg.add(GraphId::DEEP_COMM, range(RangeOp::AllReduceSum, {RangeRef::region(grads, kDeepGroups)}, "deep_allreduce"));
+    cg.add(GraphId::DEEP_COMM, range(RangeOp::AllReduceSum, {deep_rest(grads)}, "deep_allreduce"));
     cg.add(GraphId::FIRST_COMM,
              range(RangeOp::AllReduceSum, {RangeRef::region(grads, group_bit(ParamGroup::First))}, "first_allreduce"));
     // BnSync::Running: the shards' (mean, var) averaged before UPDATE_STATS

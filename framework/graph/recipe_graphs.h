@@ -5,6 +5,7 @@
 // or LARS in three groups), EMA. They act on whole regions of the arena (RANGE
 // nodes), so they do not depend on the layers.
 #include <array>
+#include <climits>
 
 #include "framework/graph/computation_graph.h"
 #include "framework/graph/model_config.h"
@@ -17,6 +18,9 @@ struct RecipeTensors {
   TensorId lr_table, step_metrics, train_metrics, val_main_metrics, val_ema_metrics;
 };
 
-void emit_recipe_graphs(ComputationGraph& cg, const TrainConfig& t, const RecipeTensors& ids, bool has_bn);
+// deep_comm_slot_hi: DEEP_COMM (and its AMP cast) cover the deep slots below it;
+// the buckets above were issued during the backward (Note [gradient buckets]).
+void emit_recipe_graphs(ComputationGraph& cg, const TrainConfig& t, const RecipeTensors& ids, bool has_bn,
+                        int32_t deep_comm_slot_hi = INT32_MAX);
 
 }  // namespace tr

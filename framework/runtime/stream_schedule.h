@@ -1,9 +1,14 @@
 #pragma once
 // Note [streams inside a graph]: a graph runs on its own stream (its origin),
-// but some nodes name a side stream (weight gradients on COMP_2). StreamSchedule
-// orders them with events created before any capture (DeviceContext::stream_wait):
-//  - a side node first waits for the origin's work so far (its inputs);
+// but some nodes name a side stream (weight gradients on COMP_2, gradient
+// buckets on UPDATE). StreamSchedule orders them with events created before
+// any capture (DeviceContext::stream_wait):
+//  - a side node first waits for the origin's work so far (its inputs), and
+//    for the work so far of every other side stream (a bucket all-reduce reads
+//    weight gradients that COMP_2 wrote);
 //  - an origin node that reads what a side stream wrote waits for that stream;
+//  - an origin node holding a collective waits for every side stream that ran
+//    one (Note [one collective at a time]);
 //  - at the end the origin joins every side stream it forked.
 // The same code orders eager launches and stream capture, so both modes see the
 // same dependencies. The memory plan keeps a side node's tensors alive until
@@ -26,10 +31,14 @@ class StreamSchedule {
   void join();
 
  private:
+  void wait(StreamKind waiter, StreamKind on);
+
   DeviceContext& ctx_;
   StreamKind origin_;
   std::array<bool, kStreamKindCount> used_{};
-  std::array<bool, kStreamKindCount> synced_{};  // side stream has seen all origin work so far
+  // seen_[a][b]: stream a has waited for all work submitted to b so far.
+  std::array<std::array<bool, kStreamKindCount>, kStreamKindCount> seen_{};
+  std::array<bool, kStreamKindCount> side_collective_{};  // ran a collective the origin has not waited for
   std::vector<std::pair<const void*, StreamKind>> side_writes_;  // outputs of side nodes, not yet joined
 };
 

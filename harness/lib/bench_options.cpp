@@ -35,6 +35,8 @@ and writes a Google-Benchmark-compatible JSON report.
   --bn-sync S           with several GPUs: batch (default; every BN layer all-reduces its
                         statistics, exact data parallelism) or running (per-GPU BN, the
                         statistics averaged once per step)
+  --bucket-mb X         with several GPUs: all-reduce the deep gradients in buckets of X MB,
+                        issued during the backward in backward order (default 25; 0: one)
   --precision P         fp32 | amp: fp16 storage/compute with fp32 master weights
                         (default: amp on cuda, fp32 on cpu)
   --warmup N            steps before measuring (default 10 on cuda, 2 on cpu)
@@ -95,7 +97,7 @@ BenchOptions parse_bench_options(int argc, char** argv) {
   CliArgs a(argc, argv,
             {"--mode", "--device", "--gpus", "--ranks", "--model", "--batch", "--variants", "--width", "--warmup",
              "--iters", "--repetitions", "--json", "--precision", "--optimizer", "--cnn-optimizer",
-             "--batch-per-gpu", "--bn-sync", "--image-size"},
+             "--batch-per-gpu", "--bn-sync", "--image-size", "--bucket-mb"},
             {"--no-cupti", "--side-streams", "--split-steps", "--help"});
   BenchOptions o;
   for (int i = 0; i < argc; ++i) o.command_line += (i ? " " : "") + std::string(argv[i]);
@@ -150,6 +152,7 @@ BenchOptions parse_bench_options(int argc, char** argv) {
   TR_USER_CHECK(!a.has("--cnn-optimizer"), "--cnn-optimizer is now --optimizer (it applies to every model swept)");
   if (a.has("--optimizer")) o.optimizer = parse_optimizer(a.str("--optimizer", ""));
   o.bn_sync = parse_bn_sync(a.str("--bn-sync", "batch"));
+  o.bucket_mb = a.real("--bucket-mb", 25.0, 0.0, 1e6);
   const std::string prec = a.str("--precision", o.backend == Backend::Cuda ? "amp" : "fp32");
   TR_USER_CHECK(prec == "fp32" || prec == "amp", "--precision must be fp32 or amp, got '", prec, "'");
   o.amp = prec == "amp";

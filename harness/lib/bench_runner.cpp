@@ -55,6 +55,7 @@ BenchReport run_bench(const BenchOptions& o) {
   report.context = collect_context(o.backend, o.command_line);
   report.context.precision = o.amp ? "amp" : "fp32";
   report.context.bn_sync = bn_sync_name(o.bn_sync);
+  report.context.bucket_mb = o.bucket_mb;
   std::unique_ptr<CuptiProbe> cupti;
   if (o.backend == Backend::Cuda && o.cupti) cupti = CuptiProbe::create();
   const bool any_val = wants(o.variants, false, false, true);
@@ -81,6 +82,7 @@ BenchReport run_bench(const BenchOptions& o) {
           ro.train.amp = o.amp;
           ro.train.side_streams = o.side_streams;
           ro.train.bn_sync = o.bn_sync;
+          ro.train.bucket_bytes = int64_t(o.bucket_mb * 1048576.0);
           ro.step_graphs = o.step_graphs;
           ro.train.init_loss_scale = o.amp ? 65536.f : 1.f;
           ro.train.ranks = ranks;

@@ -25,11 +25,12 @@ struct BenchContext {
   std::string command_line;
   std::string precision = "fp32";  // "fp32" or "amp" (fp16 storage/compute, fp32 master weights)
   std::string bn_sync = "batch";   // "batch" (synchronised BN) or "running" (per-rank BN, running stats averaged)
+  double bucket_mb = 25;           // gradient all-reduce bucket size (Note [gradient buckets])
   int schema_version = kReportSchemaVersion;
 };
 
 struct BenchCase {
-  std::string model;         // "mlp" | "cnn"
+  std::string model;         // a model registry name: "mlp", "cnn", "resnet50", ...
   std::string mode;          // "eager" | "partial-capture" | "full-capture"
   std::string variant;       // "train_base", "val_base", ...
   int ranks = 1;             // GPUs (cuda) or rank threads (cpu)

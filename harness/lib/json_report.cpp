@@ -87,6 +87,7 @@ ojson to_json(const BenchReport& r) {
   ctx["command_line"] = x.command_line;
   ctx["precision"] = x.precision;
   ctx["bn_sync"] = x.bn_sync;
+  ctx["bucket_mb"] = x.bucket_mb;
 
   ojson benchmarks = ojson::array();
   std::set<std::string> names;
@@ -261,6 +262,9 @@ BenchReport report_from_json(const json& j, const std::string& path) {
   x.precision = ctx.contains("precision") && ctx["precision"].is_string() ? ctx["precision"].get<std::string>() : "fp32";
   // Reports from before --bn-sync existed ran synchronised BN.
   x.bn_sync = ctx.contains("bn_sync") && ctx["bn_sync"].is_string() ? ctx["bn_sync"].get<std::string>() : "batch";
+  // Reports from before --bucket-mb existed all-reduced the deep gradients in one
+  // message, which is what 25 MB gives their models (mlp, cnn).
+  x.bucket_mb = ctx.contains("bucket_mb") && ctx["bucket_mb"].is_number() ? ctx["bucket_mb"].get<double>() : 25.0;
 
   const json& benchmarks = rd.field(j, "benchmarks", "");
   if (!benchmarks.is_array()) rd.fail("", "'benchmarks' is not an array");
