@@ -74,18 +74,6 @@ TEST(GpuTraining, Fp32LossMatchesCpuOver20Steps) {
 
 // Every gradient of the first step, GPU against CPU: relative L2 error 1e-4
 // (fp32 everywhere; only summation order differs).
-struct GradRecorder {
-  Trainer* t = nullptr;
-  std::map<std::string, std::vector<float>> grads;
-  static void hook(DeviceContext& ctx, void* u) {
-    auto* r = static_cast<GradRecorder*>(u);
-    if (!r->grads.empty()) return;
-    const ComputationGraph& cg = r->t->model().cg;
-    for (TensorId id = 0; id < cg.num_tensors(); ++id)
-      if (cg.tensor(id).role == Role::Grad)
-        r->grads[cg.tensor(id).name] = read_tensor(r->t->model(), r->t->plans().plan(Variant::TrainBase), ctx, id);
-  }
-};
 
 TEST(GpuTraining, FirstStepGradientsMatchCpu) {
   SKIP_WITHOUT_GPU();
@@ -98,8 +86,8 @@ TEST(GpuTraining, FirstStepGradientsMatchCpu) {
       o.validate = false;
       o.backend = dev ? Backend::Cuda : Backend::Cpu;
       Trainer t(o, view_of(train), view_of(val));
-      GradRecorder rec{&t, {}};
-      t.set_step_hook(StepHook{&GradRecorder::hook, &rec});
+      testing::GradRecorder rec{&t, {}};
+      t.set_step_hook(StepHook{&testing::GradRecorder::hook, &rec});
       t.run_epoch();
       g[dev] = rec.grads;
     }

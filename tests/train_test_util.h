@@ -112,4 +112,54 @@ inline UpdateDiff update_diff(const std::map<std::string, std::vector<float>>& i
   return u;
 }
 
+// The first training step's gradients by name (a StepHook after the backward).
+struct GradRecorder {
+  Trainer* t = nullptr;
+  std::map<std::string, std::vector<float>> grads;
+  static void hook(DeviceContext& ctx, void* u) {
+    auto* r = static_cast<GradRecorder*>(u);
+    if (!r->grads.empty()) return;
+    const ComputationGraph& cg = r->t->model().cg;
+    for (TensorId id = 0; id < cg.num_tensors(); ++id)
+      if (cg.tensor(id).role == Role::Grad)
+        r->grads[cg.tensor(id).name] = read_tensor(r->t->model(), r->t->plans().plan(Variant::TrainBase), ctx, id);
+  }
+};
+
+// Worst relative L2 distance over the tensors of `ref` and `got`, and its tensor.
+inline std::pair<double, std::string> worst_rel_l2(const std::map<std::string, std::vector<float>>& ref,
+                                                   const std::map<std::string, std::vector<float>>& got) {
+  double worst = 0;
+  std::string name;
+  for (const auto& [n, c] : ref) {
+    const auto& q = got.at(n);
+    double num = 0, den = 0;
+    for (size_t i = 0; i < c.size(); ++i) {
+      num += (double(c[i]) - q[i]) * (double(c[i]) - q[i]);
+      den += double(c[i]) * c[i];
+    }
+    const double rel = std::sqrt(num / std::max(den, 1e-30));
+    if (rel > worst) worst = rel, name = n;
+  }
+  return {worst, name};
+}
+
+// The zoo's new models, small enough for the CPU: 1/8 width, 32x32x3, 10
+// classes (their registry entries with the input and classes overridden).
+inline const std::vector<std::string>& zoo_models() {
+  static const std::vector<std::string> m = {"resnet18", "resnet50", "vgg16bn"};
+  return m;
+}
+inline RunOptions zoo_run(const std::string& model, OptimizerKind opt, ExecMode mode, int64_t batch,
+                          double width = 0.125) {
+  RunOptions o = small_run(model, opt, mode, batch);
+  o.model = model_config(model, width, 32, 3, 10);
+  return o;
+}
+// Synthetic images of the run's own model shape.
+inline data::ImageDataset run_data(const RunOptions& o, int64_t count, uint64_t seed) {
+  const ModelConfig& m = o.model;
+  return data::make_synthetic(count, m.in_height, m.in_width, m.in_channels, m.classes, seed);
+}
+
 }  // namespace tr::testing
