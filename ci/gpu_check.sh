@@ -3,7 +3,7 @@
 # tests, op micro-benchmarks, tr-bench over the three modes, and the accuracy
 # run; logs and JSON go to $OUT (default ./gpu-check-out). Uses .device/ from
 # ci/pack_device.sh when present, else build/bin.
-#   TR_CHECK_PARTS="tests ops bench train scaling" selects parts (default: all;
+#   TR_CHECK_PARTS="tests ops bench zoo train scaling" selects parts (default: all;
 #   scaling needs 2 or more GPUs and says so otherwise).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -11,7 +11,7 @@ OUT=${OUT:-$PWD/gpu-check-out}
 SUMMARY_DIR=$OUT
 OUT=$SUMMARY_DIR/detail  # every log and JSON; packed into detail.tgz at the end
 mkdir -p "$OUT"
-PARTS=${TR_CHECK_PARTS:-"tests ops bench train scaling"}
+PARTS=${TR_CHECK_PARTS:-"tests ops bench zoo train scaling"}
 BIN=build/bin
 [ -d .device/bin ] && BIN=.device/bin
 DATA=${TR_DATA_DIR:-/usr/share/datasets/fashion-mnist}
@@ -53,10 +53,10 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm 
 note "GPU: $(tail -1 "$OUT/nvidia-smi.csv")"
 
 if [[ " $PARTS " == *" tests "* ]]; then
-  timeout ${TR_T_TESTS:-400} "$BIN/tr_tests" --gtest_brief=0 > "$OUT/tests.log" 2>&1; rc=$?
+  timeout ${TR_T_TESTS:-400} "$BIN/tr_tests" --gtest_brief=0 --gtest_filter="${TR_TEST_FILTER:-*}" > "$OUT/tests.log" 2>&1; rc=$?
   [ $rc -ne 0 ] && status=1
   note "tests (exit $rc): $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/tests.log" | tr '\n' ' ')"
-  grep -E '^\[ (gpu vs cpu|amp|modes|launches|dp|gpu dp|plan|atlas|mlp|diag|nccl|allreduce) \]|FAILED|Failure' "$OUT/tests.log" | head -60 | tee -a "$OUT/summary.txt"
+  grep -E '^\[ (gpu vs cpu|amp|modes|launches|dp|gpu dp|plan|atlas|mlp|diag|nccl|allreduce|zoo[a-z ]*|buckets) \]|FAILED|Failure' "$OUT/tests.log" | head -120 | tee -a "$OUT/summary.txt"
 fi
 if [[ " $PARTS " == *" ops "* ]] && [ -x "$BIN/tr_bench_ops" ]; then
   timeout ${TR_T_OPS:-300} "$BIN/tr_bench_ops" --benchmark_min_time=0.01 --benchmark_format=console \
@@ -66,7 +66,7 @@ if [[ " $PARTS " == *" ops "* ]] && [ -x "$BIN/tr_bench_ops" ]; then
 fi
 if [[ " $PARTS " == *" bench "* ]]; then
   # cnn trains with SGD here, the optimizer the PyTorch peer uses too.
-  common="--device cuda --cnn-optimizer sgd --warmup 10 --iters 30 --repetitions 5"
+  common="--device cuda --optimizer sgd --warmup 10 --iters 30 --repetitions 5"
   for prec in amp fp32; do
     timeout ${TR_T_BENCH:-200} "$BIN/tr-bench" $common --precision $prec --model cnn --batch 64,256,1024,4096 \
       --json "$OUT/bench_cnn_$prec.json" > "$OUT/bench_cnn_$prec.log" 2>&1 || status=1
@@ -84,12 +84,34 @@ if [[ " $PARTS " == *" bench "* ]]; then
   # The same steps in PyTorch (peers/torch_step.py), where a PyTorch with CUDA is installed.
   PY=${TR_TORCH_PYTHON:-/opt/torch/.venv/bin/python}
   if [ -x "$PY" ] && "$PY" -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
-    timeout ${TR_T_TORCH:-200} "$PY" peers/torch_step.py --model cnn,mlp --batch 64,256,1024,4096 --mlp-batch 200 \
-      --json "$OUT/torch_amp.json" > "$OUT/torch_amp.log" 2>&1 || status=1
+    timeout ${TR_T_TORCH:-200} "$PY" peers/torch_step.py --model cnn,mlp --json "$OUT/torch_amp.json" \
+      > "$OUT/torch_amp.log" 2>&1 || status=1
     note "PyTorch peer (amp)"
     grep -v -i warn "$OUT/torch_amp.log" | grep -v "return Variable" | tee -a "$OUT/summary.txt"
     note "tr vs PyTorch (median step time; torch/tr above 1: tr is faster)"
     "$PY" peers/compare.py "$OUT/torch_amp.json" "$OUT/bench_cnn_amp.json" "$OUT/bench_mlp_amp.json" 2>&1 | tee -a "$OUT/summary.txt"
+  else
+    note "PyTorch peer skipped: no python with torch and CUDA at $PY"
+  fi
+fi
+if [[ " $PARTS " == *" zoo "* ]]; then
+  # The zoo (resnet18, resnet50, vgg16bn) in every mode at its default batches,
+  # AMP, SGD, beside the PyTorch peer (channels-last, AMP; torch.compile at each
+  # model's largest batch) in the same call. TR_ZOO narrows the models.
+  zoo=${TR_ZOO:-resnet18,resnet50,vgg16bn}
+  timeout ${TR_T_ZOO:-300} "$BIN/tr-bench" --device cuda --optimizer sgd --precision amp --model "$zoo" \
+    --warmup 5 --iters 20 --repetitions 3 --json "$OUT/bench_zoo_amp.json" > "$OUT/bench_zoo_amp.log" 2>&1 || status=1
+  note "tr-bench zoo (amp): $zoo"
+  tee -a "$OUT/summary.txt" < "$OUT/bench_zoo_amp.log"
+  "$BIN/tr-bench" report "$OUT/bench_zoo_amp.json" -o "$OUT/bench_zoo_amp.html" > /dev/null 2>&1 || status=1
+  PY=${TR_TORCH_PYTHON:-/opt/torch/.venv/bin/python}
+  if [ -x "$PY" ] && "$PY" -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+    timeout ${TR_T_ZOO_TORCH:-280} "$PY" peers/torch_step.py --model "$zoo" --compile-largest --warmup 5 --iters 20 \
+      --repetitions 3 --json "$OUT/torch_zoo_amp.json" > "$OUT/torch_zoo_amp.log" 2>&1 || status=1
+    note "PyTorch peer, zoo (amp)"
+    grep -v -i warn "$OUT/torch_zoo_amp.log" | tee -a "$OUT/summary.txt"
+    note "tr vs PyTorch, zoo (median step time; torch/tr above 1: tr is faster)"
+    "$PY" peers/compare.py "$OUT/torch_zoo_amp.json" "$OUT/bench_zoo_amp.json" 2>&1 | tee -a "$OUT/summary.txt"
   else
     note "PyTorch peer skipped: no python with torch and CUDA at $PY"
   fi
@@ -104,6 +126,11 @@ if [[ " $PARTS " == *" train "* ]]; then
     > "$OUT/train_cnn_full_amp.log" 2>&1 || status=1
   note "cnn on Fashion-MNIST, 10 epochs on the GPU, full capture, AMP:"
   tee -a "$OUT/summary.txt" < "$OUT/train_cnn_full_amp.log"
+  # resnet18 on Fashion-MNIST padded to 32x32, with its default recipe.
+  timeout ${TR_T_TRAIN:-240} "$BIN/tr-train" --device cuda --model resnet18 --amp --epochs 10 --data-dir "$DATA" \
+    > "$OUT/train_resnet18_full_amp.log" 2>&1 || status=1
+  note "resnet18 on Fashion-MNIST (padded to 32x32), 10 epochs on the GPU, full capture, AMP:"
+  tee -a "$OUT/summary.txt" < "$OUT/train_resnet18_full_amp.log"
 fi
 if [[ " $PARTS " == *" scaling "* ]]; then
   gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
@@ -134,7 +161,7 @@ if [[ " $PARTS " == *" scaling "* ]]; then
       note "weak scaling not run: the data-parallel tests hung"
       exit 1
     fi
-    common="--device cuda --mode all --gpus auto --cnn-optimizer sgd --warmup 10 --iters 30 --repetitions 5"
+    common="--device cuda --mode all --gpus auto --optimizer sgd --warmup 10 --iters 30 --repetitions 5"
     probe ${TR_T_SCALING:-400} "$OUT/scaling_cnn.log" "$BIN/tr-bench" $common --model cnn --batch-per-gpu 256,1024 \
       --json "$OUT/scaling_cnn.json" || status=1
     # The same with per-GPU BN: one small collective per step instead of two

@@ -9,13 +9,15 @@ Peer numbers for tr-bench's three modes, on the same GPU in the same check:
                   scale: GradScaler's inf check reads the device from the host,
                   which a captured step cannot do)
 
-Models mirror tr's reference models (NHWC / channels_last, AMP fp16, fp32
-masters): cnn = conv3x3(32)+BN+ReLU, then for 64/128/256 conv+maxpool+BN+ReLU,
-conv+BN+ReLU; global max pool; linear to 10 classes scaled by 1/8. mlp =
-784-1024-512-256-10 with ReLU. Loss: softmax cross-entropy, label smoothing 0.1.
-cnn trains with SGD (Nesterov, momentum 0.9, lr 0.1), mlp with AdamW (lr 1e-3);
-weight decay 0 (as tr-bench); EMA of the weights (decay 0.99) and on-device
-metrics every step; each step copies its u8 batch from pinned memory (H2D).
+  torch-compile   (--compile-largest) torch.compile(model) (default mode) run
+                  like eager, at each model's largest batch only
+
+Models are tr's registry models layer for layer (peers/torch_models.py:
+mlp, cnn, resnet18, resnet50, vgg16bn), NHWC / channels_last, AMP fp16 with
+fp32 masters. Loss: softmax cross-entropy, label smoothing 0.1. mlp trains with
+AdamW (lr 1e-3), the others with SGD (Nesterov, momentum 0.9, lr 0.1); weight
+decay 0 (as tr-bench); EMA of the weights (decay 0.99) and on-device metrics
+every step; each step copies its u8 batch from pinned memory (H2D).
 
 Step time: CUDA events around --iters steps after --warmup steps, median of
 --repetitions. Writes one JSON object (see --json) and prints a table.
@@ -30,25 +32,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-
-def cnn(width=1.0):
-    def w(c):
-        return max(1, round(c * width))
-
-    layers = [nn.Conv2d(1, w(32), 3, padding=1, bias=False), nn.BatchNorm2d(w(32)), nn.ReLU()]
-    cin = w(32)
-    for base in (64, 128, 256):
-        c = w(base)
-        layers += [nn.Conv2d(cin, c, 3, padding=1, bias=False), nn.MaxPool2d(2), nn.BatchNorm2d(c), nn.ReLU(),
-                   nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c), nn.ReLU()]
-        cin = c
-    layers += [nn.AdaptiveMaxPool2d(1), nn.Flatten(), nn.Linear(cin, 10, bias=False)]
-    return nn.Sequential(*layers)
-
-
-def mlp():
-    return nn.Sequential(nn.Flatten(), nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 512), nn.ReLU(),
-                         nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 10))
+import torch_models
 
 
 class Step:
@@ -59,12 +43,12 @@ class Step:
         (torch_ddp.py wraps the net in DistributedDataParallel there)."""
         self.model_name, self.mode = model_name, mode
         dev = torch.device("cuda")
-        net = cnn() if model_name == "cnn" else mlp()
+        net, (h, w, c), classes, (mean, std), self.logit_scale, opt = torch_models.build(model_name)
+        self.params_count = sum(p.numel() for p in net.parameters())
         self.net = net.to(dev).to(memory_format=torch.channels_last)
         if wrap is not None:
             self.net = wrap(self.net)
-        self.logit_scale = 0.125 if model_name == "cnn" else 1.0
-        if model_name == "cnn":
+        if opt == "sgd":
             self.opt = torch.optim.SGD(self.net.parameters(), lr=0.1, momentum=0.9, nesterov=True, foreach=True)
         else:
             self.opt = torch.optim.AdamW(self.net.parameters(), lr=1e-3, weight_decay=0.0, foreach=True,
@@ -75,21 +59,25 @@ class Step:
         self.loss_sum = torch.zeros((), device=dev)
         # Two pinned host batches (A/B) and the device input, as tr-bench does.
         g = torch.Generator().manual_seed(1)
-        self.host_x = [torch.randint(0, 256, (batch, 28, 28, 1), dtype=torch.uint8, generator=g).pin_memory()
+        self.host_x = [torch.randint(0, 256, (batch, h, w, c), dtype=torch.uint8, generator=g).pin_memory()
                        for _ in range(2)]
-        self.host_y = [torch.randint(0, 10, (batch,), dtype=torch.int64, generator=g).pin_memory() for _ in range(2)]
-        self.x_u8 = torch.empty((batch, 28, 28, 1), dtype=torch.uint8, device=dev)
+        self.host_y = [torch.randint(0, classes, (batch,), dtype=torch.int64, generator=g).pin_memory()
+                       for _ in range(2)]
+        self.x_u8 = torch.empty((batch, h, w, c), dtype=torch.uint8, device=dev)
         self.y = torch.empty((batch,), dtype=torch.int64, device=dev)
-        self.mean, self.std = 0.2860, 0.3530
+        per_channel = lambda v: torch.tensor([v[min(i, len(v) - 1)] for i in range(c)], device=dev).view(1, c, 1, 1)
+        self.mean, self.std = per_channel(mean), per_channel(std)
         if mode == "full-capture":
             self.scale = 1024.0  # static loss scale
         else:
             self.scaler = torch.amp.GradScaler("cuda", init_scale=65536.0)
         if mode == "partial-capture":
-            sample = torch.randn((batch, 1, 28, 28), device=dev).to(memory_format=torch.channels_last)
+            sample = torch.randn((batch, c, h, w), device=dev).to(memory_format=torch.channels_last)
             # Graphed callables need autocast's weight-cast cache off (PyTorch docs).
             with torch.autocast("cuda", dtype=torch.float16, cache_enabled=False):
                 self.fwd = torch.cuda.make_graphed_callables(self.net, (sample.requires_grad_(False),))
+        elif mode == "torch-compile":
+            self.fwd = torch.compile(self.net)
         else:
             self.fwd = self.net
         self.graph = None
@@ -167,10 +155,11 @@ def time_case(model, batch, mode, warmup, iters, reps, wrap=None, capture_warmup
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", default="cnn,mlp")
-    ap.add_argument("--batch", default="64,256,1024,4096")
-    ap.add_argument("--mlp-batch", default="200")
+    ap.add_argument("--model", default="cnn,mlp", help="registry names: " + ",".join(torch_models.REGISTRY))
+    ap.add_argument("--batch", default="", help="batches for every model (default: each model's, as tr-bench)")
     ap.add_argument("--mode", default="eager,partial-capture,full-capture")
+    ap.add_argument("--compile-largest", action="store_true",
+                    help="also time torch.compile (default mode) at each model's largest batch")
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--repetitions", type=int, default=5)
@@ -185,29 +174,38 @@ def main():
         if m not in ("eager", "partial-capture", "full-capture"):
             print(f"torch_step: unknown mode '{m}'", file=sys.stderr)
             return 2
+    models = a.model.split(",")
+    for m in models:
+        if m not in torch_models.REGISTRY:
+            print(f"torch_step: unknown model '{m}' (known: {', '.join(torch_models.REGISTRY)})", file=sys.stderr)
+            return 2
     out = {"context": {"torch_version": torch.__version__, "cuda": torch.version.cuda,
                        "cudnn": torch.backends.cudnn.version(), "device_name": torch.cuda.get_device_name(),
                        "command_line": " ".join(sys.argv)},
            "benchmarks": []}
     print(f"torch_step: torch {torch.__version__} on {torch.cuda.get_device_name()}, "
           f"{a.repetitions} repetitions x {a.iters} steps after {a.warmup} warm-up steps")
-    print(f"{'model':5} {'mode':16} {'batch':>6} {'step_ms':>9} {'cpu_ms':>8} {'x_eager':>8}")
-    for model in a.model.split(","):
-        batches = a.batch if model == "cnn" else a.mlp_batch
-        for b in [int(x) for x in batches.split(",")]:
+    for model in models:
+        print(f"torch_step: {model}: {torch_models.build(model)[0].__class__.__name__} with "
+              f"{sum(p.numel() for p in torch_models.build(model)[0].parameters())} parameters")
+    print(f"{'model':8} {'mode':16} {'batch':>6} {'step_ms':>9} {'cpu_ms':>8} {'x_eager':>8}")
+    for model in models:
+        batches = [int(x) for x in a.batch.split(",")] if a.batch else torch_models.REGISTRY[model][6]
+        for b in batches:
             eager_ms = None
-            for m in modes:
+            case_modes = modes + (["torch-compile"] if a.compile_largest and b == max(batches) else [])
+            for m in case_modes:
                 try:
                     ms, cpu_ms = time_case(model, b, m, a.warmup, a.iters, a.repetitions)
                 except Exception as e:  # one failed case must not hide the others
-                    print(f"{model:5} {m:16} {b:6d} failed: {e}")
+                    print(f"{model:8} {m:16} {b:6d} failed: {e}")
                     out["benchmarks"].append({"name": f"torch_step/model:{model}/mode:{m}/batch:{b}",
                                               "error": str(e)})
                     continue
                 if m == "eager":
                     eager_ms = ms
                 ratio = f"{eager_ms / ms:.2f}" if eager_ms else "-"
-                print(f"{model:5} {m:16} {b:6d} {ms:9.4f} {cpu_ms:8.4f} {ratio:>8}", flush=True)
+                print(f"{model:8} {m:16} {b:6d} {ms:9.4f} {cpu_ms:8.4f} {ratio:>8}", flush=True)
                 out["benchmarks"].append({"name": f"torch_step/model:{model}/mode:{m}/batch:{b}",
                                           "real_time": ms, "cpu_time": cpu_ms, "time_unit": "ms",
                                           "samples_per_second": b / ms * 1e3})

@@ -74,6 +74,20 @@ TEST(TrTrainCli, BadFlagsAndValues) {
   expect_user_error("tr-train --ranks 2 --gpus 2", "not both");
   expect_user_error("tr-train --device cpu --gpus 2", "--gpus needs --device cuda");
   expect_user_error("tr-train --device cuda --ranks 2", "--ranks is for --device cpu");
+  // The zoo: a width that rounds a layer to nothing, an image the pools cannot take.
+  expect_user_error("tr-train --model resnet18 --synthetic --width 0.005", "leaves a 64-channel layer with 0 channels");
+  expect_user_error("tr-train --model vgg16bn --synthetic --image-size 16 --train-subset 8 --val-subset 8",
+                    "its 1x1 input is smaller than its 2x2 window");
+  expect_user_error("tr-train --model resnet50 --image-size 16", "model resnet50 takes 16x16 images but the data's are 28x28");
+}
+
+// Every 32x32 model takes Fashion-MNIST padded from 28x28.
+TEST(TrTrainCli, ZooModelsTrainOnPaddedFashionMnist) {
+  if (!std::filesystem::is_directory("/usr/share/datasets/fashion-mnist") && !std::getenv("TR_DATA_DIR"))
+    GTEST_SKIP() << "no Fashion-MNIST";
+  const Result r = run("tr-train --model resnet18 --width 0.0625 --train-subset 64 --val-subset 32 --batch 32");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("model resnet18 (width 0.0625, 32x32x1, 10 classes)"), std::string::npos) << r.out;
 }
 
 // More GPUs than exist is a clear error (here: a machine with fewer than 64 GPUs).
@@ -116,9 +130,15 @@ TEST(TrBenchCli, HelpAndBadInput) {
   expect_user_error("tr-bench --device cpu --batch 64,x", "--batch expects integers");
   expect_user_error("tr-bench --device cpu --batch 64,,128", "empty item");
   expect_user_error("tr-bench --device cpu --variants train_first", "unknown variant 'train_first'");
+  expect_user_error("tr-bench --device cpu --model resnet51", "unknown model 'resnet51' (known: mlp, cnn, resnet18, resnet50, vgg16bn)");
+  expect_user_error("tr-bench --device cpu --model cnn --image-size 4 --batch 2", "smaller than its");
   expect_user_error("tr-bench --device cpu --gpus 2", "--gpus needs --device cuda");
   if (!std::system("nvidia-smi -L > /dev/null 2>&1")) {
     expect_user_error("tr-bench --device cuda --gpus 64", "--gpus asks for 64 GPUs but");
+    // A batch the device cannot hold: the bytes wanted and free, not a crash.
+    expect_user_error("tr-bench --device cuda --model resnet18 --image-size 512 --batch 512 --mode eager --iters 1 "
+                      "--repetitions 1 --warmup 0 --no-cupti",
+                      "of device memory but");
   } else {
     expect_user_error("tr-bench --device cuda", "no CUDA GPU is visible");
   }

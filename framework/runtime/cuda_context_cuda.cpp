@@ -104,6 +104,15 @@ void CudaContext::allocate(const ContextSpec& spec) {
   spec_ = spec;
   spec_.deterministic = det;  // fixed at construction (the conv plans were chosen with it)
   make_current();
+  // A batch the device cannot hold is the user's to change: say so in one line
+  // with the bytes wanted and free, before cudaMalloc's bare "out of memory".
+  size_t free_bytes = 0, total_bytes = 0;
+  TR_GPU_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  const double gib = 1024.0 * 1024.0 * 1024.0;
+  TR_USER_CHECK(size_t(spec.arena_bytes) <= free_bytes, "rank ", spec.rank, " (device ", spec_.device,
+                "): this model and batch need ", spec.arena_bytes, " bytes (", double(spec.arena_bytes) / gib,
+                " GiB) of device memory but ", free_bytes, " bytes (", double(free_bytes) / gib, " GiB) of ",
+                double(total_bytes) / gib, " GiB are free; use a smaller --batch");
   void* p = nullptr;
   TR_GPU_CHECK(cudaMalloc(&p, static_cast<size_t>(spec.arena_bytes)));
   ++allocations_;

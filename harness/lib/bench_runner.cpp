@@ -223,7 +223,7 @@ void print_summary(const BenchReport& r, std::FILE* out) {
     if (c.mode == "eager") eager[key(c)] = median(c.step_ms);
   bool busy = false;
   for (const auto& c : r.cases) busy = busy || c.counters.count("gpu_busy_fraction");
-  std::fprintf(out, "%-5s %-16s %-11s %5s %6s %10s %8s %12s %8s %9s %9s %8s%s\n", "model", "mode", "variant",
+  std::fprintf(out, "%-8s %-16s %-11s %5s %6s %10s %8s %12s %8s %9s %9s %8s%s\n", "model", "mode", "variant",
                r.context.device_kind == "cuda" ? "gpus" : "ranks", "batch", "step_ms", "cv_%", "samples/s",
                "graphs", r.context.device_kind == "cuda" ? "kernels" : "nodes", "cpu_ms", "x_eager",
                busy ? "  gpu_busy" : "");
@@ -237,7 +237,7 @@ void print_summary(const BenchReport& r, std::FILE* out) {
                             ? c.counters.at("cupti_kernel_launches_per_step")
                             : c.counters.at("kernel_launches_per_step") + c.counters.at("library_calls_per_step");
     const auto b = c.counters.find("gpu_busy_fraction");
-    std::fprintf(out, "%-5s %-16s %-11s %5d %6lld %10.4f %8.2f %12.0f %8.1f %9.1f %9.4f %8s%s\n", c.model.c_str(),
+    std::fprintf(out, "%-8s %-16s %-11s %5d %6lld %10.4f %8.2f %12.0f %8.1f %9.1f %9.4f %8s%s\n", c.model.c_str(),
                  c.mode.c_str(), c.variant.c_str(), c.ranks, static_cast<long long>(c.batch), med,
                  100.0 * cv(c.step_ms), c.counters.at("samples_per_second"),
                  c.counters.at("graph_launches_per_step"), kern, median(c.cpu_ms),

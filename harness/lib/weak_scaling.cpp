@@ -46,12 +46,12 @@ void print_weak_scaling(const BenchReport& r, std::FILE* out) {
   const char* unit = r.context.device_kind == "cuda" ? "gpus" : "ranks";
   std::fprintf(out, "weak scaling efficiency (samples/s at N %s / (N x samples/s at 1), same batch per %s):\n", unit,
                r.context.device_kind == "cuda" ? "GPU" : "rank");
-  std::fprintf(out, "%-5s %-16s %-11s %9s", "model", "mode", "variant", "batch/N");
+  std::fprintf(out, "%-8s %-16s %-11s %9s", "model", "mode", "variant", "batch/N");
   for (int n : ranks) std::fprintf(out, " %7s", (std::to_string(n) + (r.context.device_kind == "cuda" ? "gpu" : "r")).c_str());
   std::fprintf(out, "\n");
   for (const Key& k : order) {
     const auto& by_ranks = rows.at(k);
-    std::fprintf(out, "%-5s %-16s %-11s %9lld", std::get<0>(k).c_str(), std::get<1>(k).c_str(), std::get<2>(k).c_str(),
+    std::fprintf(out, "%-8s %-16s %-11s %9lld", std::get<0>(k).c_str(), std::get<1>(k).c_str(), std::get<2>(k).c_str(),
                  static_cast<long long>(std::get<3>(k)));
     for (int n : ranks) {
       const auto it = by_ranks.find(n);

@@ -1,0 +1,151 @@
+// The zoo on the GPU (resnet18, resnet50, vgg16bn at reduced width, 32x32x3):
+// the modes are bit-identical over 20 steps that include incomplete last
+// batches, first-step gradients agree with the CPU oracle, full capture is one
+// graph and no kernel launch per step, and gradient buckets all-reduced inside
+// the captured backward (NCCL on a side stream) change nothing. Every test
+// skips without a GPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "harness/lib/bench_driver.h"
+#include "tests/gpu_test_util.h"
+#include "tests/train_test_util.h"
+
+namespace tr {
+namespace {
+
+using testing::run_data;
+using testing::state_of;
+using testing::view_of;
+using testing::zoo_models;
+using testing::zoo_run;
+
+TEST(ZooGpu, ModesAreBitIdenticalOver20Steps) {
+  SKIP_WITHOUT_GPU();
+  for (const std::string& model : zoo_models()) {
+    const bool resnet = model != "vgg16bn";  // VGG's five 2x2 pools need the full 32x32
+    for (bool amp : {false, true}) {
+      std::map<std::string, std::vector<float>> ref;
+      for (auto [mode, split] : testing::kModeRuns) {
+        RunOptions o = zoo_run(model, OptimizerKind::Sgd, mode, 32, 0.25);
+        o.backend = Backend::Cuda;
+        o.step_graphs = !split;
+        o.epochs = 2;
+        o.lowres_epochs = resnet ? 1 : 0;
+        o.lowres_size = 24;
+        o.train.amp = amp;
+        o.train.init_loss_scale = amp ? 4096.f : 1.f;
+        const auto train = run_data(o, 10 * 32 - 8, 91);  // 10 steps per epoch, the last one short
+        const auto val = run_data(o, 64, 92);
+        Trainer t(o, view_of(train), view_of(val));
+        for (int e = 0; e < 2; ++e) t.run_epoch();
+        const auto s = state_of(t);
+        if (mode == ExecMode::Eager) {
+          ref = s;
+          continue;
+        }
+        const int differing = testing::differing_tensors(
+            ref, s, cat(model, ": eager vs ", mode_name(mode), split ? " split" : "", amp ? " (amp)" : ""));
+        std::printf("[ zoo modes ] %s %s%s %s, 20 steps: %zu state tensors, %d differ from eager\n", model.c_str(),
+                    mode_name(mode).c_str(), split ? " (split steps)" : "", amp ? "amp" : "fp32", s.size(),
+                    differing);
+      }
+    }
+  }
+}
+
+// Tolerance: cuDNN and cuBLAS sum in other orders than the CPU's im2col + BLAS
+// (relative ~1e-6 per op, fp32 without TF32). Over a deep network a last-bit
+// difference can also flip a ReLU or a max near zero, which moves one BN bias
+// gradient of a narrow late stage by about a percent (the CPU alone does as
+// much when its batch is reversed, ZooTraining.RanksMatchOneRankWithTheWholeBatch).
+// So the bound is on all gradients together: 1e-3 relative L2; a wrong stride,
+// padding or window would be off by tens of percent.
+TEST(ZooGpu, FirstStepGradientsMatchCpu) {
+  SKIP_WITHOUT_GPU();
+  for (const std::string& model : zoo_models()) {
+    std::map<std::string, std::vector<float>> g[2];
+    for (int dev = 0; dev < 2; ++dev) {
+      RunOptions o = zoo_run(model, OptimizerKind::Sgd, ExecMode::Eager, 16);
+      o.validate = false;
+      o.backend = dev ? Backend::Cuda : Backend::Cpu;
+      const auto train = run_data(o, 16, 93);
+      Trainer t(o, view_of(train), view_of(train));
+      testing::GradRecorder rec{&t, {}};
+      t.set_step_hook(StepHook{&testing::GradRecorder::hook, &rec});
+      t.run_epoch();
+      g[dev] = rec.grads;
+    }
+    double num = 0, den = 0;
+    for (const auto& [name, c] : g[0])
+      for (size_t i = 0; i < c.size(); ++i) {
+        const double d = double(c[i]) - g[1].at(name)[i];
+        num += d * d;
+        den += double(c[i]) * c[i];
+      }
+    const double total = std::sqrt(num / den);
+    const auto [worst, worst_name] = testing::worst_rel_l2(g[0], g[1]);
+    std::printf("[ zoo gpu vs cpu ] %s first-step gradients: relative L2 error %.3g over all, worst tensor %.3g (%s)\n",
+                model.c_str(), total, worst, worst_name.c_str());
+    EXPECT_LT(total, 1e-3) << model;
+  }
+}
+
+TEST(ZooGpu, FullCaptureIsOneGraphPerStep) {
+  SKIP_WITHOUT_GPU();
+  for (const std::string& model : zoo_models())
+    for (ExecMode mode : {ExecMode::Eager, ExecMode::FullCapture}) {
+      RunOptions o = zoo_run(model, OptimizerKind::Sgd, mode, 32, 0.25);
+      o.backend = Backend::Cuda;
+      o.train.amp = true;
+      o.train.init_loss_scale = 4096.f;
+      const auto train = run_data(o, 4 * 32, 94);
+      Trainer t(o, view_of(train), view_of(train));
+      bench::BenchDriver drive(t.session());
+      drive.prime(Variant::TrainBase);
+      drive.steps(Variant::TrainBase, 2);
+      const LaunchTally l = drive.steps(Variant::TrainBase, 10).rank0_tally;
+      std::printf("[ zoo launches ] %s %s per step: %.1f graphs, %.1f kernels, %.1f library calls\n", model.c_str(),
+                  mode_name(mode).c_str(), l.graph_launches / 10.0, l.kernels / 10.0, l.library_calls / 10.0);
+      if (mode == ExecMode::FullCapture) {
+        EXPECT_EQ(l.graph_launches, 10) << model;
+        EXPECT_EQ(l.kernels + l.library_calls + l.memcpys, 0) << model;
+      } else {
+        EXPECT_GT(l.kernels + l.library_calls, 50) << model;
+      }
+    }
+}
+
+// With collectives forced on one GPU, small buckets put NCCL all-reduces inside
+// the captured backward on UPDATE (Note [gradient buckets]); the state stays
+// bit-identical to eager and to one bucket after the backward.
+TEST(ZooGpu, InBackwardBucketsChangeNothing) {
+  SKIP_WITHOUT_GPU();
+  RunOptions o = zoo_run("resnet18", OptimizerKind::Sgd, ExecMode::Eager, 32, 0.25);
+  o.backend = Backend::Cuda;
+  o.train.force_collectives = true;
+  o.train.bucket_bytes = 0;
+  const auto train = run_data(o, 6 * 32 - 8, 95);
+  const auto val = run_data(o, 64, 96);
+  Trainer one(o, view_of(train), view_of(val));
+  one.run_epoch();
+  const auto ref = state_of(one);
+  for (ExecMode mode : {ExecMode::Eager, ExecMode::PartialCapture, ExecMode::FullCapture}) {
+    o.mode = mode;
+    o.train.bucket_bytes = 256 << 10;
+    Trainer t(o, view_of(train), view_of(val));
+    t.run_epoch();
+    int in_backward = 0;
+    for (const Node& n : t.model().cg.nodes(GraphId::DEEP_FWD_BWD)) in_backward += n.collective && n.stream == StreamKind::UPDATE;
+    const int differing = testing::differing_tensors(ref, state_of(t), cat("buckets, ", mode_name(mode)));
+    std::printf("[ zoo buckets ] resnet18 on 1 GPU, collectives forced, %s: %d bucket all-reduces inside the "
+                "backward, %d of %zu state tensors differ from one bucket\n",
+                mode_name(mode).c_str(), in_backward, differing, ref.size());
+    EXPECT_GT(in_backward, 0);
+  }
+}
+
+}  // namespace
+}  // namespace tr
