@@ -3,13 +3,17 @@
 # .device/ (git-ignored): stripped executables, the shared libraries they use
 # that such a machine lacks (OpenBLAS, Google Benchmark, ...), and the
 # Fashion-MNIST files. Run after ci/build.sh; then carry .device to the GPU box
-# and run ci/gpu_check.sh there.
+# and run ci/gpu_check.sh there. The whole tree that travels is capped at
+# 64 MiB: TR_PACK_SKIP="tr_bench_ops tr_tests data" leaves out what a call does
+# not need (the parts that need a missing piece say so and skip).
 set -euo pipefail
+skip=" ${TR_PACK_SKIP:-} "
 cd "$(dirname "$0")/.."
 rm -rf .device
 mkdir -p .device/bin .device/lib .device/data
 for exe in tr-train tr-bench tr_tests tr_bench_ops; do
   # Symbols kept (not stripped): a hang's backtrace must name our functions.
+  [[ "$skip" == *" $exe "* ]] && continue
   [ -x "build/bin/$exe" ] && cp "build/bin/$exe" ".device/bin/$exe"
 done
 # Libraries outside CUDA's own (those come from the GPU machine) and glibc.
@@ -28,5 +32,7 @@ fi
 # The NVTX recorder the NVTX tests inject (they look beside the executables first).
 [ -f build/libtr_nvtx_recorder.so ] && strip -o .device/bin/libtr_nvtx_recorder.so build/libtr_nvtx_recorder.so
 rm -f .device/bin/tr_bench_ops.skip
-cp /usr/share/datasets/fashion-mnist/*.gz .device/data/ 2>/dev/null || echo "pack_device: no Fashion-MNIST here; the GPU accuracy run will be skipped"
+if [[ "$skip" != *" data "* ]]; then
+  cp /usr/share/datasets/fashion-mnist/*.gz .device/data/ 2>/dev/null || echo "pack_device: no Fashion-MNIST here; the GPU accuracy run will be skipped"
+fi
 du -sh .device

@@ -6,6 +6,7 @@
 // skips without a GPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -56,40 +57,62 @@ TEST(ZooGpu, ModesAreBitIdenticalOver20Steps) {
   }
 }
 
+// Relative L2 distance over all gradients together.
+double total_rel_l2(const std::map<std::string, std::vector<float>>& ref,
+                    const std::map<std::string, std::vector<float>>& got) {
+  double num = 0, den = 0;
+  for (const auto& [name, c] : ref)
+    for (size_t i = 0; i < c.size(); ++i) {
+      const double d = double(c[i]) - got.at(name)[i];
+      num += d * d;
+      den += double(c[i]) * c[i];
+    }
+  return std::sqrt(num / den);
+}
+
+// The first step's gradients on the CPU and on the GPU of a batch, or of the
+// same batch reversed on the CPU.
+std::map<std::string, std::vector<float>> first_grads(const std::string& model, Backend b, bool reverse) {
+  RunOptions o = zoo_run(model, OptimizerKind::Sgd, ExecMode::Eager, 16);
+  o.validate = false;
+  o.shuffle = false;
+  o.backend = b;
+  auto train = run_data(o, 16, 93);
+  if (reverse) {
+    const auto copy = train;
+    const int64_t img = train.image_bytes();
+    for (int64_t i = 0; i < 16; ++i) {
+      std::copy_n(copy.images.begin() + (15 - i) * img, img, train.images.begin() + i * img);
+      train.labels[size_t(i)] = copy.labels[size_t(15 - i)];
+    }
+  }
+  Trainer t(o, view_of(train), view_of(train));
+  testing::GradRecorder rec{&t, {}};
+  t.set_step_hook(StepHook{&testing::GradRecorder::hook, &rec});
+  t.run_epoch();
+  return rec.grads;
+}
+
 // Tolerance: cuDNN and cuBLAS sum in other orders than the CPU's im2col + BLAS
-// (relative ~1e-6 per op, fp32 without TF32). Over a deep network a last-bit
-// difference can also flip a ReLU or a max near zero, which moves one BN bias
-// gradient of a narrow late stage by about a percent (the CPU alone does as
-// much when its batch is reversed, ZooTraining.RanksMatchOneRankWithTheWholeBatch).
-// So the bound is on all gradients together: 1e-3 relative L2; a wrong stride,
-// padding or window would be off by tens of percent.
+// (relative ~1e-6 per op, fp32 without TF32). In a deep narrow network a
+// last-bit difference can also flip a ReLU or a max near zero, which moves a
+// BN gradient of a late 2x2 or 1x1 stage by a percent; the CPU does as much
+// when it merely sums its batch in reverse order (measured for the 1/8-width
+// resnet50: 0.5% over all gradients). So the bound is 1e-3 over all gradients,
+// or 4 times what reversing the batch does on the CPU where that is larger; a
+// wrong stride, padding or window is off by tens of percent.
 TEST(ZooGpu, FirstStepGradientsMatchCpu) {
   SKIP_WITHOUT_GPU();
   for (const std::string& model : zoo_models()) {
-    std::map<std::string, std::vector<float>> g[2];
-    for (int dev = 0; dev < 2; ++dev) {
-      RunOptions o = zoo_run(model, OptimizerKind::Sgd, ExecMode::Eager, 16);
-      o.validate = false;
-      o.backend = dev ? Backend::Cuda : Backend::Cpu;
-      const auto train = run_data(o, 16, 93);
-      Trainer t(o, view_of(train), view_of(train));
-      testing::GradRecorder rec{&t, {}};
-      t.set_step_hook(StepHook{&testing::GradRecorder::hook, &rec});
-      t.run_epoch();
-      g[dev] = rec.grads;
-    }
-    double num = 0, den = 0;
-    for (const auto& [name, c] : g[0])
-      for (size_t i = 0; i < c.size(); ++i) {
-        const double d = double(c[i]) - g[1].at(name)[i];
-        num += d * d;
-        den += double(c[i]) * c[i];
-      }
-    const double total = std::sqrt(num / den);
-    const auto [worst, worst_name] = testing::worst_rel_l2(g[0], g[1]);
-    std::printf("[ zoo gpu vs cpu ] %s first-step gradients: relative L2 error %.3g over all, worst tensor %.3g (%s)\n",
-                model.c_str(), total, worst, worst_name.c_str());
-    EXPECT_LT(total, 1e-3) << model;
+    const auto cpu = first_grads(model, Backend::Cpu, false);
+    const auto gpu = first_grads(model, Backend::Cuda, false);
+    const double noise = total_rel_l2(cpu, first_grads(model, Backend::Cpu, true));
+    const double total = total_rel_l2(cpu, gpu);
+    const auto [worst, worst_name] = testing::worst_rel_l2(cpu, gpu);
+    std::printf("[ zoo gpu vs cpu ] %s first-step gradients: relative L2 error %.3g over all, worst tensor %.3g (%s); "
+                "the CPU with its batch reversed: %.3g\n",
+                model.c_str(), total, worst, worst_name.c_str(), noise);
+    EXPECT_LT(total, std::max(1e-3, 4 * noise)) << model;
   }
 }
 

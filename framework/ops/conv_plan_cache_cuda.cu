@@ -181,6 +181,11 @@ const ConvPlan& ConvPlanCache::prepare(const GpuHandles& g, const ConvKey& key) 
   const int n = int(key.n), hh = int(key.h), ww = int(key.w), c = int(key.c), k = int(key.k);
   const int r = int(key.r), st = int(key.stride), pd = int(key.pad), ho = int(key.ho()), wo = int(key.wo());
 
+  // cuDNN's tensor descriptors count elements in 32 bits: a batch that makes
+  // one activation larger is the user's to shrink, not an internal error.
+  const int64_t biggest = std::max(key.n * key.h * key.w * key.c, key.n * key.ho() * key.wo() * key.k);
+  TR_USER_CHECK(biggest < (int64_t(1) << 31), "a convolution's activation of ", biggest,
+                " elements is more than cuDNN takes in one tensor (2^31): ", key.str(), "; use a smaller --batch");
   auto p = std::make_unique<ConvPlan>();
   p->key = key;
   if (uses_small_c_kernel(key)) {  // Note [small-C convolutions]
