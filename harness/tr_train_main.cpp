@@ -48,6 +48,8 @@ Trains a reference model with the whole training step compiled into graphs.
   --side-streams           weight gradients on a second stream inside the backward graphs
                            (faster on small batches; cuBLAS/cuDNN then no longer promise
                            bitwise-reproducible results)
+  --cudnn-benchmark        time cuDNN's deterministic algorithms once per convolution shape and
+                           keep the fastest (reproducible within a process only)
   --split-steps            full capture launches a training step as its dozen sub-graphs
                            (DESIGN §3) instead of one step graph composed of them
   --lowres-epochs N        train the first N epochs at --lowres-size (models without a
@@ -107,7 +109,7 @@ int run(int argc, char** argv) {
              "--width", "--optimizer", "--lr", "--schedule", "--warmup", "--weight-decay", "--label-smoothing",
              "--ema-decay", "--lowres-epochs", "--lowres-size", "--ranks", "--gpus", "--seed", "--bn-sync",
              "--image-size", "--bucket-mb"},
-            {"--synthetic", "--amp", "--no-shuffle", "--side-streams", "--split-steps", "--help"});
+            {"--synthetic", "--amp", "--no-shuffle", "--side-streams", "--split-steps", "--cudnn-benchmark", "--help"});
   if (a.flag("--help")) {
     std::printf(kUsage, model_names().c_str());
     return 0;
@@ -136,6 +138,7 @@ int run(int argc, char** argv) {
   o.train.bn_sync = parse_bn_sync(a.str("--bn-sync", "batch"));
   o.train.bucket_bytes = int64_t(a.real("--bucket-mb", 25.0, 0.0, 1e6) * 1048576.0);
   o.step_graphs = !a.flag("--split-steps");
+  o.cudnn_benchmark = a.flag("--cudnn-benchmark");
   if (o.train.amp) o.train.init_loss_scale = 65536.f;
   o.lowres_epochs = static_cast<int>(a.integer("--lowres-epochs", 0, 0, o.epochs));
   o.lowres_size = static_cast<int>(a.integer("--lowres-size", image_size * 5 / 7, 1, 4096));

@@ -36,8 +36,12 @@ TEST(GradBuckets, CutTheDeepSlotsInBackwardOrder) {
   EXPECT_EQ(buckets.back().slot_lo, first_deep);
   int64_t sum = 0;
   for (size_t k = 0; k < buckets.size(); ++k) {
-    if (k > 0) EXPECT_EQ(buckets[k].slot_hi, buckets[k - 1].slot_lo);  // contiguous, descending
-    if (k + 1 < buckets.size()) EXPECT_GE(buckets[k].bytes, kSmallBuckets);
+    if (k > 0) {
+      EXPECT_EQ(buckets[k].slot_hi, buckets[k - 1].slot_lo);  // contiguous, descending
+    }
+    if (k + 1 < buckets.size()) {
+      EXPECT_GE(buckets[k].bytes, kSmallBuckets);
+    }
     sum += buckets[k].bytes;
   }
   EXPECT_EQ(sum, total);

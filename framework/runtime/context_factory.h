@@ -7,9 +7,9 @@
 
 namespace tr {
 
-std::unique_ptr<DeviceContext> make_context(Backend b, int rank, int ranks, int device, bool deterministic,
+std::unique_ptr<DeviceContext> make_context(Backend b, int rank, int ranks, int device, AlgoChoice algos,
                                             Communicator* comm);
-std::unique_ptr<DeviceContext> make_cuda_context(int rank, int ranks, int device, bool deterministic,
+std::unique_ptr<DeviceContext> make_cuda_context(int rank, int ranks, int device, AlgoChoice algos,
                                                  Communicator* comm);
 int cuda_device_count();  // 0 without CUDA or without a GPU
 

@@ -9,9 +9,19 @@
 #include "framework/core/gpu_check_cuda.h"
 
 namespace tr {
+namespace {
 
-CudaContext::CudaContext(int rank, int ranks, int device, bool deterministic, Communicator* comm)
-    : DeviceContext(rank, ranks, device), comm_(comm) {
+ConvPlanCache::Options plan_options(AlgoChoice a) {
+  ConvPlanCache::Options o;
+  o.benchmark = a.benchmark;
+  return o;
+}
+
+}  // namespace
+
+CudaContext::CudaContext(int rank, int ranks, int device, AlgoChoice algos, Communicator* comm)
+    : DeviceContext(rank, ranks, device), conv_plans_(plan_options(algos)), comm_(comm) {
+  const bool deterministic = algos.deterministic;
   int count = 0;
   TR_GPU_CHECK(cudaGetDeviceCount(&count));
   TR_USER_CHECK(device >= 0 && device < count, "rank ", rank, " needs CUDA device ", device, " but ", count,
@@ -219,9 +229,9 @@ void CudaContext::synchronize() {
   }
 }
 
-std::unique_ptr<DeviceContext> make_cuda_context(int rank, int ranks, int device, bool deterministic,
+std::unique_ptr<DeviceContext> make_cuda_context(int rank, int ranks, int device, AlgoChoice algos,
                                                  Communicator* comm) {
-  return std::make_unique<CudaContext>(rank, ranks, device, deterministic, comm);
+  return std::make_unique<CudaContext>(rank, ranks, device, algos, comm);
 }
 
 int cuda_device_count() {

@@ -22,7 +22,7 @@ namespace tr {
 
 class CudaContext final : public DeviceContext {
  public:
-  CudaContext(int rank, int ranks, int device, bool deterministic, Communicator* comm);
+  CudaContext(int rank, int ranks, int device, AlgoChoice algos, Communicator* comm);
   ~CudaContext() override;
 
   Backend backend() const override { return Backend::Cuda; }

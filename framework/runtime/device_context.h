@@ -16,6 +16,15 @@
 
 namespace tr {
 
+// How a rank picks library algorithms (cuDNN convolutions).
+struct AlgoChoice {
+  bool deterministic = true;  // only algorithms that give the same bits on every run
+  // Time the candidates once per shape (cudnnFind, before any capture) instead
+  // of taking the heuristics' first: often faster, but two processes may pick
+  // differently, so runs are reproducible bit for bit within a process only.
+  bool benchmark = false;
+};
+
 struct ContextSpec {
   int rank = 0;
   int ranks = 1;

@@ -89,7 +89,8 @@ TrainingSession::TrainingSession(const RunOptions& opt, DataView train, DataView
   }
   int64_t workspace = 0;
   for (int r = 0; r < ranks; ++r) {
-    contexts_.push_back(make_context(opt.backend, r, ranks, opt.first_device + r, opt.deterministic, comm_.get()));
+    contexts_.push_back(make_context(opt.backend, r, ranks, opt.first_device + r,
+                                     AlgoChoice{opt.deterministic, opt.cudnn_benchmark}, comm_.get()));
     workspace = std::max(workspace, contexts_.back()->prepare_workspace(model_, dims));
   }
   {

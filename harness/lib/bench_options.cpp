@@ -45,6 +45,9 @@ and writes a Google-Benchmark-compatible JSON report.
   --json FILE           write the report here
   --no-cupti            do not use CUPTI (launch cross-check and GPU busy time)
   --side-streams        weight gradients on a second stream inside the backward graphs
+  --cudnn-benchmark     time cuDNN's deterministic algorithms once per convolution shape and keep
+                        the fastest (default: the heuristics' first); reproducible within a
+                        process only, so the report records it and the gate refuses mixing
   --split-steps         full capture launches a training step as its dozen sub-graphs
                         (DESIGN §3) instead of one step graph composed of them
   --help                this text
@@ -98,7 +101,7 @@ BenchOptions parse_bench_options(int argc, char** argv) {
             {"--mode", "--device", "--gpus", "--ranks", "--model", "--batch", "--variants", "--width", "--warmup",
              "--iters", "--repetitions", "--json", "--precision", "--optimizer", "--cnn-optimizer",
              "--batch-per-gpu", "--bn-sync", "--image-size", "--bucket-mb"},
-            {"--no-cupti", "--side-streams", "--split-steps", "--help"});
+            {"--no-cupti", "--side-streams", "--split-steps", "--cudnn-benchmark", "--help"});
   BenchOptions o;
   for (int i = 0; i < argc; ++i) o.command_line += (i ? " " : "") + std::string(argv[i]);
   if (a.flag("--help")) {
@@ -166,6 +169,7 @@ BenchOptions parse_bench_options(int argc, char** argv) {
   o.cupti = !a.flag("--no-cupti");
   o.side_streams = a.flag("--side-streams");
   o.step_graphs = !a.flag("--split-steps");
+  o.cudnn_benchmark = a.flag("--cudnn-benchmark");
   o.progress = isatty(2) != 0;
   return o;
 }

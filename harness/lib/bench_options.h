@@ -30,6 +30,7 @@ struct BenchOptions {
   std::optional<OptimizerKind> optimizer;  // unset: each model's bench optimizer
   BnSync bn_sync = BnSync::Batch;
   double bucket_mb = 25;               // --bucket-mb (Note [gradient buckets])
+  bool cudnn_benchmark = false;        // --cudnn-benchmark (AlgoChoice::benchmark)
   std::string json_path;               // empty: no file
   bool progress = false;               // stderr progress (a terminal only)
   bool cupti = true;

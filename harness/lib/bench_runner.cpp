@@ -56,6 +56,7 @@ BenchReport run_bench(const BenchOptions& o) {
   report.context.precision = o.amp ? "amp" : "fp32";
   report.context.bn_sync = bn_sync_name(o.bn_sync);
   report.context.bucket_mb = o.bucket_mb;
+  report.context.cudnn_benchmark = o.cudnn_benchmark;
   std::unique_ptr<CuptiProbe> cupti;
   if (o.backend == Backend::Cuda && o.cupti) cupti = CuptiProbe::create();
   const bool any_val = wants(o.variants, false, false, true);
@@ -83,6 +84,7 @@ BenchReport run_bench(const BenchOptions& o) {
           ro.train.side_streams = o.side_streams;
           ro.train.bn_sync = o.bn_sync;
           ro.train.bucket_bytes = int64_t(o.bucket_mb * 1048576.0);
+          ro.cudnn_benchmark = o.cudnn_benchmark;
           ro.step_graphs = o.step_graphs;
           ro.train.init_loss_scale = o.amp ? 65536.f : 1.f;
           ro.train.ranks = ranks;

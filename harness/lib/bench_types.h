@@ -26,6 +26,7 @@ struct BenchContext {
   std::string precision = "fp32";  // "fp32" or "amp" (fp16 storage/compute, fp32 master weights)
   std::string bn_sync = "batch";   // "batch" (synchronised BN) or "running" (per-rank BN, running stats averaged)
   double bucket_mb = 25;           // gradient all-reduce bucket size (Note [gradient buckets])
+  bool cudnn_benchmark = false;    // cuDNN algorithms timed per shape instead of the heuristics' choice
   int schema_version = kReportSchemaVersion;
 };
 

@@ -158,6 +158,7 @@ void check_comparable(const BenchReport& baseline, const BenchReport& current, b
   same(b.precision, c.precision, "precision");
   same(b.bn_sync, c.bn_sync, "BN sync");
   same(cat(b.bucket_mb), cat(c.bucket_mb), "gradient bucket MB");
+  same(b.cudnn_benchmark ? "on" : "off", c.cudnn_benchmark ? "on" : "off", "cuDNN benchmark");
   if (problems.empty()) {
     std::set<std::string> nb, nc;
     for (const BenchCase& x : baseline.cases) nb.insert(x.name(b.device_kind));

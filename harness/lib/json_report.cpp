@@ -88,6 +88,7 @@ ojson to_json(const BenchReport& r) {
   ctx["precision"] = x.precision;
   ctx["bn_sync"] = x.bn_sync;
   ctx["bucket_mb"] = x.bucket_mb;
+  ctx["cudnn_benchmark"] = x.cudnn_benchmark;
 
   ojson benchmarks = ojson::array();
   std::set<std::string> names;
@@ -265,6 +266,7 @@ BenchReport report_from_json(const json& j, const std::string& path) {
   // Reports from before --bucket-mb existed all-reduced the deep gradients in one
   // message, which is what 25 MB gives their models (mlp, cnn).
   x.bucket_mb = ctx.contains("bucket_mb") && ctx["bucket_mb"].is_number() ? ctx["bucket_mb"].get<double>() : 25.0;
+  x.cudnn_benchmark = ctx.contains("cudnn_benchmark") && ctx["cudnn_benchmark"].is_boolean() && ctx["cudnn_benchmark"].get<bool>();
 
   const json& benchmarks = rd.field(j, "benchmarks", "");
   if (!benchmarks.is_array()) rd.fail("", "'benchmarks' is not an array");
