@@ -38,7 +38,8 @@ Trains a reference model with the whole training step compiled into graphs.
   --width X                channel multiplier of every layer (default 1.0)
   --image-size S           build the model for S x S inputs (default: the model's own)
   --optimizer sgd|lars|adamw   (default: the model's; mlp adamw, the others sgd)
-  --lr X                   peak learning rate (default: adamw 1e-3, sgd 0.05, lars 0.1)
+  --lr X                   peak learning rate (default: the model's, else adamw 1e-3, sgd 0.05,
+                           lars 0.1; resnet18 0.2)
   --schedule constant|linear|cosine   (default linear, to 0)
   --warmup X               warm-up share of all steps (default 0.1 for sgd/lars, 0 for adamw)
   --weight-decay X         (default: adamw 1e-4, sgd/lars 5e-4)
@@ -127,7 +128,9 @@ int run(int argc, char** argv) {
   const double width = a.real("--width", 1.0, 1e-3, 16.0);
   o.train.optimizer = a.has("--optimizer") ? parse_optimizer(a.str("--optimizer", "")) : entry.optimizer;
   const bool adam = o.train.optimizer == OptimizerKind::AdamW;
-  o.lr.base_lr = static_cast<float>(a.real("--lr", default_lr(o.train.optimizer), 1e-9, 1e3));
+  // The model's own learning rate goes with its own optimizer only.
+  const float model_lr = !a.has("--optimizer") && entry.train_lr > 0 ? entry.train_lr : default_lr(o.train.optimizer);
+  o.lr.base_lr = static_cast<float>(a.real("--lr", model_lr, 1e-9, 1e3));
   o.lr.kind = parse_lr_schedule(a.str("--schedule", "linear"));
   o.lr.warmup_fraction = static_cast<float>(a.real("--warmup", adam ? 0.0 : 0.1, 0.0, 0.99));
   o.train.weight_decay = static_cast<float>(a.real("--weight-decay", adam ? 1e-4 : 5e-4, 0.0, 1.0));

@@ -24,6 +24,7 @@ Step time: CUDA events around --iters steps after --warmup steps, median of
 """
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -209,10 +210,16 @@ def main():
                 out["benchmarks"].append({"name": f"torch_step/model:{model}/mode:{m}/batch:{b}",
                                           "real_time": ms, "cpu_time": cpu_ms, "time_unit": "ms",
                                           "samples_per_second": b / ms * 1e3})
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(out, f, indent=1)
+                write(a.json, out)  # after every case: a run cut short keeps what it measured
+    write(a.json, out)
     return 0
+
+
+def write(path, out):
+    if path:
+        with open(path + ".tmp", "w") as f:
+            json.dump(out, f, indent=1)
+        os.replace(path + ".tmp", path)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "framework/graph/grad_buckets.h"
+#include "harness/lib/bench_driver.h"
 #include "tests/train_test_util.h"
 
 namespace tr {
@@ -74,6 +75,27 @@ TEST(GradBuckets, EarlyBucketsAreAllReducedInsideTheBackward) {
     tc.ranks = 1;  // no collectives, no buckets
     EXPECT_EQ(allreduces_in(build_model(model_config("cnn", 0.25), tc, 8), GraphId::DEEP_FWD_BWD), 0);
   }
+}
+
+// tr-bench's accounting: the buckets inside the backward and those after it
+// add up to every gradient byte, each counted once.
+TEST(GradBuckets, TheBenchmarkCountsEveryGradientByteOnce) {
+  const auto train = testing::model_data("cnn", 2 * 32, 73);
+  RunOptions o = small_run("cnn", OptimizerKind::Sgd, ExecMode::FullCapture, 32);
+  o.train.ranks = 2;
+  o.train.bucket_bytes = kSmallBuckets;
+  Trainer t(o, view_of(train), view_of(train));
+  const bench::BenchDriver drive(t.session());
+  const auto early = drive.in_backward_messages(Variant::TrainBase);
+  const auto after = drive.grad_allreduce_messages(Variant::TrainBase);  // DEEP_COMM, FIRST_COMM
+  int64_t bytes = 0;
+  for (const auto& m : early) bytes += m.bytes();
+  for (const auto& m : after) bytes += m.bytes();
+  const PlanSet& ps = t.plans();
+  const int64_t grads = ps.resolve(t.model().cg, RangeRef::region(Role::Grad), ps.plan(Variant::TrainBase)).elems * 4;
+  EXPECT_EQ(early.size(), grad_buckets(t.model().cg, kSmallBuckets).size() - 1);
+  EXPECT_EQ(after.size(), 2u);
+  EXPECT_EQ(bytes, grads);  // f32 gradients: the whole padded region, once
 }
 
 RunOptions bucket_run(ExecMode mode, int64_t bucket_bytes, bool amp) {

@@ -26,7 +26,6 @@ using testing::zoo_run;
 TEST(ZooGpu, ModesAreBitIdenticalOver20Steps) {
   SKIP_WITHOUT_GPU();
   for (const std::string& model : zoo_models()) {
-    const bool resnet = model != "vgg16bn";  // VGG's five 2x2 pools need the full 32x32
     for (bool amp : {false, true}) {
       std::map<std::string, std::vector<float>> ref;
       for (auto [mode, split] : testing::kModeRuns) {
@@ -34,7 +33,7 @@ TEST(ZooGpu, ModesAreBitIdenticalOver20Steps) {
         o.backend = Backend::Cuda;
         o.step_graphs = !split;
         o.epochs = 2;
-        o.lowres_epochs = resnet ? 1 : 0;
+        o.lowres_epochs = testing::builds_at(o, 24) ? 1 : 0;  // a resolution switch where the model allows it
         o.lowres_size = 24;
         o.train.amp = amp;
         o.train.init_loss_scale = amp ? 4096.f : 1.f;
@@ -70,9 +69,22 @@ double total_rel_l2(const std::map<std::string, std::vector<float>>& ref,
   return std::sqrt(num / den);
 }
 
+// The fewest values any BatchNorm of the run normalises over (batch x H x W).
+int64_t smallest_bn_population(Trainer& t) {
+  const MemoryPlan& p = t.plans().plan(Variant::TrainBase);
+  int64_t least = INT64_MAX;
+  for (const Node& n : t.model().cg.nodes(GraphId::DEEP_FWD_BWD))
+    if (n.kind == Node::Kind::Compute && n.op == OpKind::BnStats) {
+      const Shape& x = p.shape_of(n.in[0]);
+      least = std::min(least, x[0] * x[1] * x[2]);
+    }
+  return least;
+}
+
 // The first step's gradients on the CPU and on the GPU of a batch, or of the
 // same batch reversed on the CPU.
-std::map<std::string, std::vector<float>> first_grads(const std::string& model, Backend b, bool reverse) {
+std::map<std::string, std::vector<float>> first_grads(const std::string& model, Backend b, bool reverse,
+                                                     int64_t* bn_population = nullptr) {
   RunOptions o = zoo_run(model, OptimizerKind::Sgd, ExecMode::Eager, 16);
   o.validate = false;
   o.shuffle = false;
@@ -90,29 +102,34 @@ std::map<std::string, std::vector<float>> first_grads(const std::string& model, 
   testing::GradRecorder rec{&t, {}};
   t.set_step_hook(StepHook{&testing::GradRecorder::hook, &rec});
   t.run_epoch();
+  if (bn_population) *bn_population = smallest_bn_population(t);
   return rec.grads;
 }
 
 // Tolerance: cuDNN and cuBLAS sum in other orders than the CPU's im2col + BLAS
-// (relative ~1e-6 per op, fp32 without TF32). In a deep narrow network a
-// last-bit difference can also flip a ReLU or a max near zero, which moves a
-// BN gradient of a late 2x2 or 1x1 stage by a percent; the CPU does as much
-// when it merely sums its batch in reverse order (measured for the 1/8-width
-// resnet50: 0.5% over all gradients). So the bound is 1e-3 over all gradients,
-// or 4 times what reversing the batch does on the CPU where that is larger; a
-// wrong stride, padding or window is off by tens of percent.
+// (relative ~1e-6 per op, fp32 without TF32): resnet18 and vgg16bn agree to
+// 2e-6 and 3e-6 over all gradients (H200). The 1/8-width resnet50 at 32x32 ends
+// in 1x1 feature maps where a BN sees 16 values per channel: one ReLU that a
+// last-bit difference flips near zero moves that BN's reduction, and every
+// gradient below it, by about a percent. It differs from the CPU by 0.52% on
+// the H200, and two CPU runs of the same batch in reverse order differ by
+// 0.46% with OpenBLAS (by 1.4e-6 with the reference BLAS). So the bound is 1e-4
+// over all gradients, 2e-2 where some BN normalises 16 values or fewer, or 4
+// times what reversing the batch does on this CPU where that is larger. A wrong stride, padding or window is
+// off by tens of percent; the op tests (OpsGpu*) bound every kernel tightly.
 TEST(ZooGpu, FirstStepGradientsMatchCpu) {
   SKIP_WITHOUT_GPU();
   for (const std::string& model : zoo_models()) {
-    const auto cpu = first_grads(model, Backend::Cpu, false);
+    int64_t population = 0;
+    const auto cpu = first_grads(model, Backend::Cpu, false, &population);
     const auto gpu = first_grads(model, Backend::Cuda, false);
     const double noise = total_rel_l2(cpu, first_grads(model, Backend::Cpu, true));
     const double total = total_rel_l2(cpu, gpu);
     const auto [worst, worst_name] = testing::worst_rel_l2(cpu, gpu);
     std::printf("[ zoo gpu vs cpu ] %s first-step gradients: relative L2 error %.3g over all, worst tensor %.3g (%s); "
-                "the CPU with its batch reversed: %.3g\n",
-                model.c_str(), total, worst, worst_name.c_str(), noise);
-    EXPECT_LT(total, std::max(1e-3, 4 * noise)) << model;
+                "the CPU with its batch reversed: %.3g; fewest values under one BN: %lld\n",
+                model.c_str(), total, worst, worst_name.c_str(), noise, static_cast<long long>(population));
+    EXPECT_LT(total, std::max(population <= 16 ? 2e-2 : 1e-4, 4 * noise)) << model << ", fewest BN values " << population;
   }
 }
 

@@ -156,6 +156,19 @@ inline RunOptions zoo_run(const std::string& model, OptimizerKind opt, ExecMode 
   o.model = model_config(model, width, 32, 3, 10);
   return o;
 }
+// Whether a run's model also builds for side x side inputs (a low-resolution
+// variant): VGG's five 2x2 pools need 32x32, the ResNets take anything.
+inline bool builds_at(const RunOptions& o, int side) {
+  ModelConfig m = o.model;
+  m.in_height = m.in_width = side;
+  try {
+    build_model(m, o.train, 1);
+    return true;
+  } catch (const UserError&) {
+    return false;
+  }
+}
+
 // Synthetic images of the run's own model shape.
 inline data::ImageDataset run_data(const RunOptions& o, int64_t count, uint64_t seed) {
   const ModelConfig& m = o.model;

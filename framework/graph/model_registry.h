@@ -24,6 +24,7 @@ struct ModelEntry {
   // tr-train's defaults
   int64_t train_batch = 0;
   OptimizerKind optimizer = OptimizerKind::Sgd;
+  float train_lr = 0.f;  // peak learning rate; 0: the optimizer's default (default_lr)
   // tr-bench's defaults: global batches swept on a GPU and on the CPU, optimizer
   std::vector<int64_t> gpu_batches, cpu_batches;
   OptimizerKind bench_optimizer = OptimizerKind::Sgd;

@@ -91,6 +91,21 @@ std::vector<BenchDriver::Message> BenchDriver::grad_allreduce_messages(Variant v
   return out;
 }
 
+std::vector<BenchDriver::Message> BenchDriver::in_backward_messages(Variant v) const {
+  std::vector<Message> out;
+  const MemoryPlan& p = s_.plans().plan(v);
+  if (!p.present() || !is_train(v)) return out;
+  const ComputationGraph& cg = s_.model().cg;
+  for (const Node& n : cg.nodes(GraphId::DEEP_FWD_BWD)) {
+    if (!n.collective || n.stream == StreamKind::COUNT) continue;  // BN statistics run on the graph's own stream
+    for (const RangeRef& r : n.operands) {
+      const ResolvedRange rr = s_.plans().resolve(cg, r, p);
+      out.push_back({rr.elems, rr.dtype});
+    }
+  }
+  return out;
+}
+
 BenchDriver::AllreduceTiming BenchDriver::allreduce(Variant v, int64_t steps) {
   const std::vector<Message> msgs = grad_allreduce_messages(v);
   TR_CHECK(!msgs.empty() && s_.comm() != nullptr, "variant ", variant_name(v), " has no gradient all-reduce");

@@ -35,6 +35,9 @@ class BenchDriver {
     int64_t bytes() const { return elems * static_cast<int64_t>(dtype_size(dtype)); }
   };
   std::vector<Message> grad_allreduce_messages(Variant v) const;
+  // The gradient buckets all-reduced inside the backward (Note [gradient
+  // buckets]), beside it and so not part of allreduce()'s timing.
+  std::vector<Message> in_backward_messages(Variant v) const;
   // Times the gradient all-reduce two ways on rank 0, per step:
   //  - in_step_ms: inside `n` training steps of v (their sub-graphs launched in
   //    sequence with time marks around the two all-reduce graphs on UPDATE, the

@@ -58,7 +58,7 @@ Examples:
   tr-bench --mode all --gpus 1,2,4,8 --model cnn --batch-per-gpu 1024 --bn-sync running
   tr-bench --model resnet50 --batch 32,256 --optimizer sgd --json resnet50.json
   tr-bench --model cnn,mlp --batch 256 --repetitions 10 --json run.json
-  tr-bench gate --baseline reports/baselines/cpu.json --current run.json
+  tr-bench gate --baseline reports/baselines/cpu_counters.json --current run.json --counters-only
   tr-bench report run.json -o run.html
   nsys profile --capture-range=cudaProfilerApi --cuda-graph-trace=node tr-bench --mode full-capture
 )";

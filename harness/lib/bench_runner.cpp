@@ -204,6 +204,13 @@ BenchReport run_bench(const BenchOptions& o) {
               k["allreduce_alone_ms_per_step"] = at.alone_ms;
               k["grad_allreduce_busbw_gbps"] = bus_bandwidth_gbps(bytes, ranks, at.in_step_ms);
               k["allreduce_alone_busbw_gbps"] = bus_bandwidth_gbps(bytes, ranks, at.alone_ms);
+              // Note [gradient buckets]: the buckets issued inside the backward overlap it
+              // and are not in the timing above.
+              double early = 0;
+              const auto in_bwd = drive.in_backward_messages(v);
+              for (const auto& m : in_bwd) early += double(m.bytes());
+              k["grad_allreduce_in_backward_bytes_per_step"] = early;
+              k["grad_allreduce_in_backward_messages_per_step"] = double(in_bwd.size());
             }
             report.cases.push_back(std::move(c));
           }

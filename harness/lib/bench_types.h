@@ -43,7 +43,9 @@ struct BenchCase {
   //   graph_launches_per_step, kernel_launches_per_step (own kernels, eager),
   //   library_calls_per_step, memcpy_per_step, event_ops_per_step, node_launches_per_step,
   //   captured_graphs, unique_graphs, atlas_slots, reused_slots, arena_bytes, graph_kernel_nodes,
-  //   grad_allreduce_bytes_per_step, grad_allreduce_messages_per_step
+  //   grad_allreduce_bytes_per_step, grad_allreduce_messages_per_step (DEEP_COMM + FIRST_COMM),
+  //   grad_allreduce_in_backward_bytes_per_step, grad_allreduce_in_backward_messages_per_step
+  //   (the gradient buckets all-reduced inside the backward, Note [gradient buckets])
   // Measured counters (timing-dependent): samples_per_second, samples_per_second_per_gpu,
   //   capture_ms, gpu_busy_fraction(_traced), gpu_kernel_ms_per_step, cupti_* cross-checks,
   //   weak_scaling_efficiency (weak_scaling.h), grad_allreduce_ms_per_step,
