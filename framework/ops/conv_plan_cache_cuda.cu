@@ -2,6 +2,7 @@
 #include "framework/ops/conv_plan_cache_cuda.h"
 
 #include <climits>
+#include <cstdint>
 
 #include "framework/ops/cuda_kernel_util_cuda.h"
 #include "framework/core/gpu_check_cuda.h"
@@ -148,9 +149,15 @@ template <typename Perf>
 void apply_pick(ConvPlan& p, const Perf* perf, int n, bool deterministic, size_t limit, bool benchmark) {
   const bool f32 = p.key.dtype == DType::F32;
   const Perf* best = pick(perf, n, deterministic, limit, f32);
-  if (best == nullptr)
+  if (best == nullptr) {
+    // Only the workspace stands in the way: the shapes are too large, which the
+    // user can change.
+    if (pick(perf, n, deterministic, SIZE_MAX, f32) != nullptr)
+      throw UserError(cat("a convolution needs more than ", limit, " bytes of cuDNN workspace at this batch: ",
+                          p.key.str(), "; use a smaller --batch"));
     throw Error(cat("ConvPlanCache: no usable cuDNN algorithm for ", p.key.str(), " (deterministic=", deterministic,
                     ", workspace limit ", limit, " B); candidates: ", candidates(perf, n)));
+  }
   p.algo = int(best->algo);
   p.workspace_bytes = best->memory;
   if (!f32) p.math = best->mathType;  // f32 keeps CUDNN_FMA_MATH
