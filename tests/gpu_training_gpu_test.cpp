@@ -242,6 +242,27 @@ TEST(GpuTraining, RunsAreReproducibleStepByStep) {
   }
 }
 
+// An arena larger than the free device memory is the user's batch to shrink:
+// one UserError with the bytes wanted and free, before cudaMalloc fails.
+TEST(GpuRuntime, AnArenaPastTheFreeMemoryIsAUserError) {
+  SKIP_WITHOUT_GPU();
+  CudaContext ctx(0, 1, 0, AlgoChoice{}, nullptr);
+  ContextSpec s;
+  s.arena_bytes = int64_t(1) << 50;  // 1 PiB
+  s.workspace_bytes = int64_t(1) << 30;
+  try {
+    ctx.allocate(s);
+    ADD_FAILURE() << "a 1 PiB arena was allocated";
+  } catch (const UserError& e) {
+    const std::string m = e.what();
+    std::printf("[ memory ] %s\n", m.c_str());
+    EXPECT_NE(m.find("need 1125899906842624 bytes"), std::string::npos) << m;
+    EXPECT_NE(m.find("of device memory but"), std::string::npos) << m;
+    EXPECT_NE(m.find("use a smaller --batch"), std::string::npos) << m;
+  }
+  EXPECT_EQ(ctx.allocations(), 0);
+}
+
 TEST(GpuRuntime, NoDeviceAllocationAfterPlanning) {
   SKIP_WITHOUT_GPU();
   const auto train = testing::model_data("cnn", 6 * 64 - 10, 47);
