@@ -26,33 +26,9 @@ using testing::zoo_run;
 TEST(ZooGpu, ModesAreBitIdenticalOver20Steps) {
   SKIP_WITHOUT_GPU();
   for (const std::string& model : zoo_models()) {
-    for (bool amp : {false, true}) {
-      std::map<std::string, std::vector<float>> ref;
-      for (auto [mode, split] : testing::kModeRuns) {
-        RunOptions o = zoo_run(model, OptimizerKind::Sgd, mode, 32, 0.25);
-        o.backend = Backend::Cuda;
-        o.step_graphs = !split;
-        o.epochs = 2;
-        o.lowres_epochs = testing::builds_at(o, 24) ? 1 : 0;  // a resolution switch where the model allows it
-        o.lowres_size = 24;
-        o.train.amp = amp;
-        o.train.init_loss_scale = amp ? 4096.f : 1.f;
-        const auto train = run_data(o, 10 * 32 - 8, 91);  // 10 steps per epoch, the last one short
-        const auto val = run_data(o, 64, 92);
-        Trainer t(o, view_of(train), view_of(val));
-        for (int e = 0; e < 2; ++e) t.run_epoch();
-        const auto s = state_of(t);
-        if (mode == ExecMode::Eager) {
-          ref = s;
-          continue;
-        }
-        const int differing = testing::differing_tensors(
-            ref, s, cat(model, ": eager vs ", mode_name(mode), split ? " split" : "", amp ? " (amp)" : ""));
-        std::printf("[ zoo modes ] %s %s%s %s, 20 steps: %zu state tensors, %d differ from eager\n", model.c_str(),
-                    mode_name(mode).c_str(), split ? " (split steps)" : "", amp ? "amp" : "fp32", s.size(),
-                    differing);
-      }
-    }
+    RunOptions o = zoo_run(model, OptimizerKind::Sgd, ExecMode::Eager, 32, 0.25);
+    o.backend = Backend::Cuda;
+    testing::expect_modes_bit_identical(o, 10, 91);
   }
 }
 

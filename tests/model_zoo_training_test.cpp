@@ -20,34 +20,8 @@ using testing::zoo_models;
 using testing::zoo_run;
 
 TEST(ZooTraining, ModesAreBitIdentical) {
-  for (const std::string& model : zoo_models()) {
-    for (bool amp : {false, true}) {
-      std::map<std::string, std::vector<float>> ref;
-      for (auto [mode, split] : testing::kModeRuns) {
-        RunOptions o = zoo_run(model, OptimizerKind::Sgd, mode, 16);
-        o.step_graphs = !split;
-        o.epochs = 2;
-        o.lowres_epochs = testing::builds_at(o, 24) ? 1 : 0;  // a resolution switch where the model allows it
-        o.lowres_size = 24;
-        o.train.amp = amp;
-        o.train.init_loss_scale = amp ? 1024.f : 1.f;
-        const auto train = run_data(o, 3 * 16 - 6, 81);  // 3 steps per epoch, the last one short
-        const auto val = run_data(o, 20, 82);
-        Trainer t(o, view_of(train), view_of(val));
-        for (int e = 0; e < 2; ++e) t.run_epoch();
-        const auto s = state_of(t);
-        if (mode == ExecMode::Eager) {
-          ref = s;
-          continue;
-        }
-        const int differing = testing::differing_tensors(
-            ref, s, cat(model, ": eager vs ", mode_name(mode), split ? " split" : "", amp ? " (amp)" : ""));
-        std::printf("[ zoo modes ] %s %s%s %s: %zu state tensors, %d differ from eager\n", model.c_str(),
-                    mode_name(mode).c_str(), split ? " (split steps)" : "", amp ? "amp" : "fp32", s.size(),
-                    differing);
-      }
-    }
-  }
+  for (const std::string& model : zoo_models())
+    testing::expect_modes_bit_identical(zoo_run(model, OptimizerKind::Sgd, ExecMode::Eager, 16), 3, 81);
 }
 
 // The same samples in reverse order: the same gradient, summed in another order.

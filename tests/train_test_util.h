@@ -175,4 +175,41 @@ inline data::ImageDataset run_data(const RunOptions& o, int64_t count, uint64_t 
   return data::make_synthetic(count, m.in_height, m.in_width, m.in_channels, m.classes, seed);
 }
 
+// The specification of the modes for one model: two epochs of
+// `steps_per_epoch` steps, the last one short, the first at 24x24 where the
+// model takes it (a resolution switch), in fp32 and AMP; every mode's state
+// compared with eager's, bit for bit, one line printed per mode. `base` gives
+// the model, backend and batch.
+inline void expect_modes_bit_identical(const RunOptions& base, int64_t steps_per_epoch, uint64_t seed) {
+  const int64_t B = base.batch;
+  for (bool amp : {false, true}) {
+    std::map<std::string, std::vector<float>> ref;
+    for (auto [mode, split] : kModeRuns) {
+      RunOptions o = base;
+      o.mode = mode;
+      o.step_graphs = !split;
+      o.epochs = 2;
+      o.lowres_epochs = builds_at(o, 24) ? 1 : 0;
+      o.lowres_size = 24;
+      o.train.amp = amp;
+      o.train.init_loss_scale = amp ? 1024.f : 1.f;
+      const auto train = run_data(o, steps_per_epoch * B - B / 4, seed);
+      const auto val = run_data(o, 2 * B, seed + 1);
+      Trainer t(o, view_of(train), view_of(val));
+      for (int e = 0; e < 2; ++e) t.run_epoch();
+      const auto s = state_of(t);
+      if (mode == ExecMode::Eager) {
+        ref = s;
+        continue;
+      }
+      const std::string& model = o.model.name;
+      const int differing = differing_tensors(
+          ref, s, cat(model, ": eager vs ", mode_name(mode), split ? " split" : "", amp ? " (amp)" : ""));
+      std::printf("[ zoo modes ] %s %s%s %s, %lld steps: %zu state tensors, %d differ from eager\n", model.c_str(),
+                  mode_name(mode).c_str(), split ? " (split steps)" : "", amp ? "amp" : "fp32",
+                  static_cast<long long>(2 * steps_per_epoch), s.size(), differing);
+    }
+  }
+}
+
 }  // namespace tr::testing
