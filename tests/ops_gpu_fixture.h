@@ -19,6 +19,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -216,6 +217,50 @@ class OpsGpu : public ::testing::Test {
       EXPECT_TRUE(bitwise_equal(a[i], b[i])) << k.name << " output " << i << " differs between two runs";
       if (e > tol / 10) std::printf("  %s output %zu: rel err %.3g (tol %.0e)\n", k.name.c_str(), i, e, tol);
     }
+  }
+
+  // Runs `chain` eagerly, then captures it into a CUDA Graph and replays it
+  // three times: every output (poisoned before each run) must come out
+  // finite and bit-identical to the eager run.
+  void expect_replays_like_eager(const std::function<void()>& chain, const std::vector<DevTensor*>& outs) {
+    auto snapshot = [&] {
+      std::vector<HostTensor> r;
+      for (DevTensor* d : outs) r.push_back(d->download());
+      return r;
+    };
+    auto poison_all = [&] {
+      for (DevTensor* d : outs) d->poison();
+      EXPECT_EQ(cudaMemset(ws_, 0xff, kWorkspaceBytes), cudaSuccess);
+      EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    };
+    poison_all();
+    chain();
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    const std::vector<HostTensor> eager = snapshot();
+    for (size_t i = 0; i < eager.size(); ++i) EXPECT_LT(eager[i].first_non_finite(), 0) << "eager output " << i;
+
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    ASSERT_EQ(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    try {
+      chain();
+    } catch (...) {
+      cudaStreamEndCapture(stream_, &graph);
+      if (graph) cudaGraphDestroy(graph);
+      throw;
+    }
+    ASSERT_EQ(cudaStreamEndCapture(stream_, &graph), cudaSuccess);
+    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    for (int rep = 0; rep < 3; ++rep) {
+      poison_all();
+      EXPECT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
+      EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+      const std::vector<HostTensor> replay = snapshot();
+      for (size_t i = 0; i < eager.size(); ++i)
+        EXPECT_TRUE(bitwise_equal(replay[i], eager[i])) << "output " << i << " differs in replay " << rep;
+    }
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
   }
 
   cudaStream_t stream_ = nullptr;

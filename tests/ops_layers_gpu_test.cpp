@@ -269,45 +269,7 @@ TEST_F(OpsGpu, CapturedChainReplaysBitwiseLikeEager) {
   };
   std::vector<DevTensor*> outs{&y, &sums, &z, &batch, &pool, &g, &logits, &dlogits, &metrics, &dfc, &dg, &dpool,
                                &dz, &dwc};
-  auto snapshot = [&] {
-    std::vector<HostTensor> r;
-    for (DevTensor* d : outs) r.push_back(d->download());
-    return r;
-  };
-  auto poison_all = [&] {
-    for (DevTensor* d : outs) d->poison();
-    EXPECT_EQ(cudaMemset(ws_, 0xff, kWorkspaceBytes), cudaSuccess);
-    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  };
-
-  poison_all();
-  chain();
-  CUDA_OK(cudaStreamSynchronize(stream_));
-  const std::vector<HostTensor> eager = snapshot();
-  for (size_t i = 0; i < eager.size(); ++i) EXPECT_LT(eager[i].first_non_finite(), 0) << "eager output " << i;
-
-  cudaGraph_t graph = nullptr;
-  cudaGraphExec_t exec = nullptr;
-  CUDA_OK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-  try {
-    chain();
-  } catch (...) {
-    cudaStreamEndCapture(stream_, &graph);
-    if (graph) cudaGraphDestroy(graph);
-    throw;
-  }
-  CUDA_OK(cudaStreamEndCapture(stream_, &graph));
-  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
-  for (int rep = 0; rep < 3; ++rep) {
-    poison_all();
-    CUDA_OK(cudaGraphLaunch(exec, stream_));
-    CUDA_OK(cudaStreamSynchronize(stream_));
-    const std::vector<HostTensor> replay = snapshot();
-    for (size_t i = 0; i < eager.size(); ++i)
-      EXPECT_TRUE(bitwise_equal(replay[i], eager[i])) << "output " << i << " differs in replay " << rep;
-  }
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
+  expect_replays_like_eager(chain, outs);
 }
 
 
