@@ -113,6 +113,7 @@ inline UpdateDiff update_diff(const std::map<std::string, std::vector<float>>& i
 }
 
 // The first training step's gradients by name (a StepHook after the backward).
+// One rank only: with several, every rank thread would run the hook at once.
 struct GradRecorder {
   Trainer* t = nullptr;
   std::map<std::string, std::vector<float>> grads;
