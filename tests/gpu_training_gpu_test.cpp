@@ -91,18 +91,7 @@ TEST(GpuTraining, FirstStepGradientsMatchCpu) {
       t.run_epoch();
       g[dev] = rec.grads;
     }
-    double worst = 0;
-    std::string wn;
-    for (const auto& [name, c] : g[0]) {
-      const auto& q = g[1].at(name);
-      double num = 0, den = 0;
-      for (size_t i = 0; i < c.size(); ++i) {
-        num += (double(c[i]) - q[i]) * (double(c[i]) - q[i]);
-        den += double(c[i]) * c[i];
-      }
-      const double rel = std::sqrt(num / std::max(den, 1e-30));
-      if (rel > worst) worst = rel, wn = name;
-    }
+    const auto [worst, wn] = testing::worst_rel_l2(g[0], g[1]);
     std::printf("[ gpu vs cpu ] %s first-step gradients: worst relative L2 error %.3g (%s)\n", kind.c_str(),
                 worst, wn.c_str());
     EXPECT_LT(worst, 1e-4) << wn;

@@ -10,14 +10,6 @@
 namespace tr {
 namespace {
 
-OpAttrs conv_attrs(const LayerSpec& s) {
-  OpAttrs a;
-  a.kernel = s.kernel;
-  a.stride = s.stride;
-  a.pad = s.pad;
-  return a;
-}
-
 FeatureShape shape(const LayerSpec& s, const std::string& name, const std::vector<FeatureShape>& in) {
   TR_USER_CHECK(s.channels >= 1, "layer ", name, ": a convolution needs at least 1 output channel, got ", s.channels);
   return layers::window_shape(s, name, in[0], s.channels);
@@ -33,13 +25,13 @@ void make_params(LayerEmitter& e, const LayerSpec& s, const std::string& name, c
 TensorId forward(LayerEmitter& e, const LayerFwd& f) {
   const TensorId y = e.activation(f.name + ".y");
   e.emit(f.graphs, compute(OpKind::ConvFwd, {f.x[0], LayerEmitter::weight(f.state.params[0], f.pass)}, {y},
-                           f.name + ".fwd", conv_attrs(f.spec)));
+                           f.name + ".fwd", layers::window_attrs(f.spec)));
   return y;
 }
 
 std::vector<TensorId> backward(LayerEmitter& e, const LayerBwd& b) {
   const Param& w = b.state.params[0];
-  const OpAttrs a = conv_attrs(b.spec);
+  const OpAttrs a = layers::window_attrs(b.spec);
   const TensorId dx = b.need_dx[0] ? e.activation(b.name + ".dx") : kNoTensor;
   e.emit(b.graph, e.side(compute(OpKind::ConvBwdFilter, {b.x[0], b.dy}, {w.grad}, b.name + ".bwd_filter", a)));
   if (b.need_dx[0]) e.emit(b.graph, compute(OpKind::ConvBwdData, {b.dy, w.compute, b.x[0]}, {dx}, b.name + ".bwd_data", a));

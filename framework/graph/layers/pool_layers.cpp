@@ -10,14 +10,6 @@
 namespace tr {
 namespace {
 
-OpAttrs window_attrs(const LayerSpec& s) {
-  OpAttrs a;
-  a.kernel = s.kernel;
-  a.stride = s.stride;
-  a.pad = s.pad;
-  return a;
-}
-
 FeatureShape windowed(const LayerSpec& s, const std::string& name, const std::vector<FeatureShape>& in) {
   return layers::window_shape(s, name, in[0], in[0].c);
 }
@@ -38,7 +30,7 @@ template <OpKind Fwd, OpKind Bwd, bool reads_y, bool windowed_attrs>
 struct Pool {
   static TensorId forward(LayerEmitter& e, const LayerFwd& f) {
     const TensorId y = e.activation(f.name + ".y");
-    e.emit(f.graphs, compute(Fwd, {f.x[0]}, {y}, f.name + ".fwd", windowed_attrs ? window_attrs(f.spec) : OpAttrs{}));
+    e.emit(f.graphs, compute(Fwd, {f.x[0]}, {y}, f.name + ".fwd", windowed_attrs ? layers::window_attrs(f.spec) : OpAttrs{}));
     return y;
   }
   static std::vector<TensorId> backward(LayerEmitter& e, const LayerBwd& b) {
@@ -46,7 +38,7 @@ struct Pool {
     const TensorId dx = e.activation(b.name + ".dx");
     std::vector<TensorId> in = {b.dy, b.x[0]};
     if (reads_y) in.push_back(b.y);
-    e.emit(b.graph, compute(Bwd, in, {dx}, b.name + ".bwd", windowed_attrs ? window_attrs(b.spec) : OpAttrs{}));
+    e.emit(b.graph, compute(Bwd, in, {dx}, b.name + ".bwd", windowed_attrs ? layers::window_attrs(b.spec) : OpAttrs{}));
     return {dx};
   }
 };

@@ -8,6 +8,15 @@
 
 namespace tr::layers {
 
+// The op attributes of a sliding-window layer: its kernel, stride and padding.
+inline OpAttrs window_attrs(const LayerSpec& s) {
+  OpAttrs a;
+  a.kernel = s.kernel;
+  a.stride = s.stride;
+  a.pad = s.pad;
+  return a;
+}
+
 // (in + 2*pad - kernel) / stride + 1, refusing windows that do not fit.
 inline int64_t window_out(const std::string& layer, int64_t in, int kernel, int stride, int pad) {
   TR_USER_CHECK(kernel >= 1, "layer ", layer, ": kernel must be >= 1, got ", kernel);
