@@ -14,6 +14,7 @@
 #include "harness/lib/gate_cli.h"
 #include "harness/lib/json_report.h"
 #include "harness/lib/report_cli.h"
+#include "harness/lib/tta_cli.h"
 
 namespace {
 
@@ -21,6 +22,7 @@ int run(int argc, char** argv) {
   using namespace tr::bench;
   if (argc > 1 && std::strcmp(argv[1], "gate") == 0) return gate_main(argc - 1, argv + 1);
   if (argc > 1 && std::strcmp(argv[1], "report") == 0) return report_main(argc - 1, argv + 1);
+  if (argc > 1 && std::strcmp(argv[1], "tta") == 0) return tta_main(argc - 1, argv + 1);
   const BenchOptions o = parse_bench_options(argc, argv);
   if (o.help) {
     std::printf(kBenchUsage, tr::model_names().c_str());

@@ -145,11 +145,22 @@ class Builder {
     val_step_ema_ = emitter_.persistent("metrics.val_step_ema", DType::F32, Shape{kMetricSlots});
   }
 
-  OpAttrs prep_attrs() const {
+  // InputPrep of the training graphs (augmented) or of the validation graphs
+  // (mirrored copies under flip-TTA).
+  OpAttrs prep_attrs(bool training) const {
     OpAttrs a;
     for (int c = 0; c < 4; ++c) {
       a.norm_mean[c] = mc_.norm_mean[c];
       a.norm_std[c] = mc_.norm_std[c];
+    }
+    const AugmentConfig& aug = out_.train.augment;
+    if (training) {
+      a.aug_flip = aug.flip;
+      a.aug_translate = aug.translate;
+      a.aug_cutout = aug.cutout;
+      a.aug_seed = aug.seed;
+    } else {
+      a.tta_flip = out_.train.tta_flip;
     }
     return a;
   }
@@ -175,9 +186,9 @@ class Builder {
     const TensorId x0 = emitter_.activation("input.x");
     const TensorId labels = emitter_.activation("input.labels", DType::I32);
     emitter_.emit(GraphId::FIRST_LAYER_FWD_A, compute(OpKind::InputPrep, {out_.images[0], out_.labels_src[0]},
-                                                      {x0, labels}, "input_prep.A", prep_attrs()));
+                                                      {x0, labels}, "input_prep.A", prep_attrs(true)));
     emitter_.emit(GraphId::FIRST_LAYER_FWD_B, compute(OpKind::InputPrep, {out_.images[1], out_.labels_src[1]},
-                                                      {x0, labels}, "input_prep.B", prep_attrs()));
+                                                      {x0, labels}, "input_prep.B", prep_attrs(true)));
     const TensorId logits = forward_pass(x0, Pass::Train, "", fwd_ab, {GraphId::DEEP_FWD_BWD});
 
     OpAttrs la;
@@ -257,6 +268,14 @@ class Builder {
     emitter_.emit(GraphId::DEEP_FWD_BWD, std::move(ar));
   }
 
+  // Flip-TTA: the logits of the 2N images -> the mean of each pair, [N,M].
+  TensorId tta_join(TensorId logits2, const std::string& name, const std::vector<GraphId>& gs) {
+    if (!out_.train.tta_flip) return logits2;
+    const TensorId y = emitter_.activation(name);
+    emitter_.emit(gs, compute(OpKind::TtaMean, {logits2}, {y}, name));
+    return y;
+  }
+
   void emit_validation() {
     for (size_t i = 0; i < specs_.size(); ++i)
       if (layer(i).plugin->before_inference) layer(i).plugin->before_inference(emitter_, layer(i).name, states_[i]);
@@ -265,15 +284,16 @@ class Builder {
     const std::vector<GraphId> main_gs = {GraphId::INF_MAIN_A, GraphId::INF_MAIN_B};
     for (int b = 0; b < 2; ++b)
       emitter_.emit(main_gs[size_t(b)], compute(OpKind::InputPrep, {out_.images[b], out_.labels_src[b]}, {xv, lv},
-                                                b == 0 ? "val.input_prep.A" : "val.input_prep.B", prep_attrs()));
+                                                b == 0 ? "val.input_prep.A" : "val.input_prep.B", prep_attrs(false)));
     OpAttrs la;
     la.label_smoothing = out_.train.label_smoothing;
     la.with_grad = false;
-    TensorId x = forward_pass(xv, Pass::InferMain, ".inf", main_gs, main_gs);
+    TensorId x = tta_join(forward_pass(xv, Pass::InferMain, ".inf", main_gs, main_gs), "val.tta_mean", main_gs);
     emitter_.emit(main_gs, compute(OpKind::SoftmaxXent, {x, lv}, {val_step_main_}, "val.loss", la));
     emitter_.emit(main_gs, range(RangeOp::Accumulate, {RangeRef::of(out_.val_main_metrics), RangeRef::of(val_step_main_)},
                                  "val.accum"));
-    x = forward_pass(xv, Pass::InferEma, ".ema", {GraphId::INF_EMA}, {GraphId::INF_EMA});
+    x = tta_join(forward_pass(xv, Pass::InferEma, ".ema", {GraphId::INF_EMA}, {GraphId::INF_EMA}), "val_ema.tta_mean",
+                 {GraphId::INF_EMA});
     emitter_.emit(GraphId::INF_EMA, compute(OpKind::SoftmaxXent, {x, lv}, {val_step_ema_}, "val_ema.loss", la));
     emitter_.emit(GraphId::INF_EMA, range(RangeOp::Accumulate,
                                           {RangeRef::of(out_.val_ema_metrics), RangeRef::of(val_step_ema_)},

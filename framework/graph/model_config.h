@@ -38,6 +38,16 @@ struct ModelConfig {
   std::vector<LayerSpec> layers;
 };
 
+// Training-time augmentation inside the captured input graphs (Note
+// [augmentation], framework/ops/augment.h).
+struct AugmentConfig {
+  bool flip = false;      // mirror left-right with probability 1/2
+  int translate = 0;      // shift by up to this many pixels each way, zero-padded
+  int cutout = 0;         // side of a square set to the data mean; 0 off
+  uint64_t seed = 0;      // keys every decision with (batch, sample)
+  bool any() const { return flip || translate > 0 || cutout > 0; }
+};
+
 struct TrainConfig {
   OptimizerKind optimizer = OptimizerKind::AdamW;
   bool amp = false;               // f16 storage/compute with f32 master weights
@@ -65,6 +75,10 @@ struct TrainConfig {
   // With collectives: deep gradients all-reduced in buckets of this many bytes,
   // issued during the backward (Note [gradient buckets]); <= 0: one bucket.
   int64_t bucket_bytes = int64_t(25) << 20;
+  AugmentConfig augment;
+  // Flip test-time augmentation: validation averages the logits of each image
+  // and its mirror (InputPrep with tta_flip, then TtaMean).
+  bool tta_flip = false;
   bool has_collectives() const { return ranks > 1 || force_collectives; }
 };
 

@@ -15,6 +15,25 @@
 
 namespace tr {
 
+// The time-to-accuracy recipe (README "Time to accuracy"): what `tr-bench tta`
+// and `tr-train --recipe tta` default to. Optimizer and batch as the entry's
+// training defaults unless set here.
+struct Recipe {
+  int epochs = 1;
+  int64_t batch = 0;            // 0: the entry's train_batch
+  float lr = 0.f;               // peak; 0: the entry's train_lr, else the optimizer's default
+  float warmup = 0.f;           // share of the steps ramping up linearly; then linear to 0
+  float label_smoothing = 0.1f;
+  float ema_decay = 0.99f;
+  float weight_decay = -1.f;    // < 0: the optimizer's default
+  bool flip = false;            // Note [augmentation]
+  int translate = 0;
+  int cutout = 0;
+  bool tta_flip = false;        // flip test-time augmentation
+  bool amp = false;
+  double target_acc = 0.9;      // the task's default target (test accuracy, a fraction)
+};
+
 struct ModelEntry {
   std::string_view name;
   std::string_view summary;
@@ -28,6 +47,7 @@ struct ModelEntry {
   // tr-bench's defaults: global batches swept on a GPU and on the CPU, optimizer
   std::vector<int64_t> gpu_batches, cpu_batches;
   OptimizerKind bench_optimizer = OptimizerKind::Sgd;
+  Recipe recipe;
 };
 
 const std::vector<ModelEntry>& model_registry();

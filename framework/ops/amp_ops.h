@@ -8,7 +8,7 @@
 //   UpdateLossScale: dynamic_scale: found_inf -> loss_scale *= backoff, good_steps = 0,
 //                    skipped_steps++; else ++good_steps == growth_interval ->
 //                    loss_scale *= growth, good_steps = 0. Not dynamic: only counts skips.
-//   AdvanceStep:     ops[0] = lr table f32[schedule_len]. When !found_inf: step++;
+//   AdvanceStep:     ops[0] = lr table f32[schedule_len]. batches++ always; when !found_inf: step++;
 //                    lr = table[min(step-1, schedule_len-1)]. (lr is that of the step being applied.)
 #include "framework/ops/op_registry.h"
 

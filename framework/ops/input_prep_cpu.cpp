@@ -1,10 +1,15 @@
 // InputPrep: shape rule and the CPU reference.
-//   x[n,i,j,c] = (images[n, floor(i*H0/h), floor(j*W0/w), c] / 255 - mean[c]) / std[c]
+//   x[n,i,j,c] = (images[n, floor(i'*H0/h), floor(j'*W0/w), c] / 255 - mean[c]) / std[c]
 //   labels[n]  = labels_src[n]                          for n < N = variant.batch
+// where (i', j') = (i, j) unless the sample is augmented or mirrored
+// (framework/ops/augment.h gives (i', j'), the padding and the cutout).
 // The normalisation goes through a 256-entry table per channel, computed with
 // exactly the formula above (in float, or double for F64).
 #include "framework/ops/input_prep.h"
 
+#include <algorithm>
+
+#include "framework/ops/augment.h"
 #include "framework/ops/cpu_kernel_util.h"
 
 namespace tr {
@@ -22,18 +27,31 @@ void prep_impl(const OpCall& c, int64_t N, int64_t h, int64_t w) {
     const A mean = A(c.attrs->norm_mean[ch]), sd = A(c.attrs->norm_std[ch]);
     for (int v = 0; v < 256; ++v) lut[ch * 256 + v] = cpu::store<S>((A(v) / A(255) - mean) / sd);
   }
+  const AugmentParams aug = augment_params(*c.attrs);
+  const uint32_t batch = aug.any() ? uint32_t(c.env->scalars->batches) : 0u;
+  const int64_t copies = c.attrs->tta_flip ? 2 : 1;
   const uint8_t* img = c.in[0].as<uint8_t>();
   S* x = c.out[0].as<S>();
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t i = 0; i < h; ++i) {
-      const int64_t si = i * H0 / h;
+  for (int64_t m = 0; m < copies * N; ++m) {
+    const int64_t n = m % N;
+    AugmentChoice ch0;
+    if (aug.any()) ch0 = augment_choice(aug, batch, uint32_t(c.env->rank * N + n), int32_t(h), int32_t(w));
+    const bool mirror = m >= N;
+    for (int64_t i = 0; i < h; ++i)
       for (int64_t j = 0; j < w; ++j) {
-        const int64_t sj = j * W0 / w;
-        const uint8_t* src = img + ((n * H0 + si) * W0 + sj) * C;
-        S* dst = x + ((n * h + i) * w + j) * C;
-        for (int64_t ch = 0; ch < C; ++ch) dst[ch] = lut[ch * 256 + src[ch]];
+        S* dst = x + ((m * h + i) * w + j) * C;
+        int64_t si = 0, sj = 0;
+        const bool inside = augment_source(ch0, i, mirror ? w - 1 - j : j, h, w, si, sj);
+        if (augment_cut(ch0, aug.cutout, i, j)) {
+          for (int64_t ch = 0; ch < C; ++ch) dst[ch] = cpu::store<S>(A(0));
+        } else if (!inside) {
+          for (int64_t ch = 0; ch < C; ++ch) dst[ch] = lut[ch * 256];
+        } else {
+          const uint8_t* src = img + ((n * H0 + si * H0 / h) * W0 + sj * W0 / w) * C;
+          for (int64_t ch = 0; ch < C; ++ch) dst[ch] = lut[ch * 256 + src[ch]];
+        }
       }
-    }
+  }
   const int32_t* ls = c.in[1].as<int32_t>();
   int32_t* ld = c.out[1].as<int32_t>();
   for (int64_t n = 0; n < N; ++n) ld[n] = ls[n];
@@ -59,7 +77,13 @@ void input_prep_shapes(const ShapeCtx& c, Shape* out, int n_out) {
   for (int ch = 0; ch < im[3]; ++ch)
     TR_USER_CHECK(c.attrs->norm_std[ch] > 0.f, op, ": norm_std[", ch, "] = ", c.attrs->norm_std[ch],
                   " must be positive");
-  out[0] = Shape{v.batch, v.height, v.width, im[3]};
+  const OpAttrs& a = *c.attrs;
+  const int64_t side = std::min(v.height, v.width);
+  TR_USER_CHECK(a.aug_translate >= 0 && a.aug_translate < side, op, ": --translate ", a.aug_translate,
+                " must be in [0, ", side, ") for ", v.height, "x", v.width, " images");
+  TR_USER_CHECK(a.aug_cutout >= 0 && a.aug_cutout <= side, op, ": --cutout ", a.aug_cutout, " must be in [0, ",
+                side, "] for ", v.height, "x", v.width, " images");
+  out[0] = Shape{a.tta_flip ? 2 * v.batch : v.batch, v.height, v.width, im[3]};
   out[1] = Shape{v.batch};
 }
 
@@ -76,8 +100,10 @@ void input_prep_cpu(const OpCall& c) {
   cpu::check_dtype(c.in[1], DType::I32, op, "labels_src");
   cpu::check_dtype(c.out[1], DType::I32, op, "labels");
   TR_CHECK(c.in[1].shape.numel() >= N, op, ": labels_src ", c.in[1].shape.str());
-  cpu::check_numel(c.out[0], N * h * w * im[3], op, "x");
+  cpu::check_numel(c.out[0], (c.attrs->tta_flip ? 2 : 1) * N * h * w * im[3], op, "x");
   cpu::check_numel(c.out[1], N, op, "labels");
+  TR_CHECK(!augment_params(*c.attrs).any() || (c.env && c.env->scalars), op, ": augmentation needs the scalars");
+  if (N == 0) return;
   cpu::dispatch_float(c.out[0].dtype, op, [&](auto tag) { prep_impl<typename decltype(tag)::type>(c, N, h, w); });
 }
 

@@ -1,8 +1,12 @@
 // InputPrep CUDA kernel. Semantics: framework/ops/input_prep.h.
-//   x[n,i,j,c] = (images[n, i*H0/h, j*W0/w, c] / 255 - mean[c]) / std[c]   (in float,
-//   the CPU reference's formula: same bits), labels[n] = labels_src[n].
+//   x[m,i,j,c] = (images[n, i'*H0/h, j'*W0/w, c] / 255 - mean[c]) / std[c]   (in float,
+//   the CPU reference's formula: same bits), labels[n] = labels_src[n];
+//   n = m mod N, (i', j') from framework/ops/augment.h (identity unless the
+//   sample is augmented or, for m >= N under flip-TTA, mirrored).
 // One thread per output element; the first N threads also copy the labels.
-// No workspace.
+// Augmenting threads read the batch counter from the scalars in device memory,
+// so a captured graph draws new decisions on every replay. No workspace.
+#include "framework/ops/augment.h"
 #include "framework/ops/cuda_kernel_util_cuda.h"
 #include "framework/ops/input_prep.h"
 
@@ -18,25 +22,42 @@ struct Norm {
   float std[4];
 };
 
-template <typename T>
+// The shapes: Nout = N or 2N samples out, each h x w x C, read from H0 x W0.
+struct PrepDims {
+  int64_t N, Nout, H0, W0, h, w, C;
+  int32_t rank;
+};
+
+template <typename T, bool AUG>
 __global__ void input_prep_kernel(const uint8_t* __restrict__ img, const int32_t* __restrict__ labels_src,
-                                  T* __restrict__ x, int32_t* __restrict__ labels, int64_t N, int64_t H0, int64_t W0,
-                                  int64_t h, int64_t w, int64_t C, Norm norm) {
-  const int64_t total = N * h * w * C;
+                                  T* __restrict__ x, int32_t* __restrict__ labels, PrepDims d, Norm norm,
+                                  AugmentParams aug, const TrainScalars* __restrict__ scalars) {
+  const int64_t total = d.Nout * d.h * d.w * d.C;
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   const int64_t tid = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  for (int64_t i = tid; i < total; i += stride) {
-    const int64_t ch = i % C;
-    int64_t t = i / C;
-    const int64_t j = t % w;
-    t /= w;
-    const int64_t r = t % h;
-    const int64_t n = t / h;
-    const int64_t si = r * H0 / h, sj = j * W0 / w;
-    const float u = float(img[((n * H0 + si) * W0 + sj) * C + ch]);
-    x[i] = from_f<T>((u / 255.f - norm.mean[ch]) / norm.std[ch]);
+  const uint32_t batch = AUG ? uint32_t(scalars->batches) : 0u;
+  for (int64_t e = tid; e < total; e += stride) {
+    const int64_t ch = e % d.C;
+    int64_t t = e / d.C;
+    const int64_t j = t % d.w;
+    t /= d.w;
+    const int64_t i = t % d.h;
+    const int64_t m = t / d.h;
+    const int64_t n = m % d.N;
+    AugmentChoice choice;
+    if (AUG) choice = augment_choice(aug, batch, uint32_t(d.rank * d.N + n), int32_t(d.h), int32_t(d.w));
+    int64_t si = 0, sj = 0;
+    const bool inside = augment_source(choice, i, m >= d.N ? d.w - 1 - j : j, d.h, d.w, si, sj);
+    float v;
+    if (AUG && augment_cut(choice, aug.cutout, i, j)) {
+      v = 0.f;
+    } else {
+      const float u = inside ? float(img[((n * d.H0 + si * d.H0 / d.h) * d.W0 + sj * d.W0 / d.w) * d.C + ch]) : 0.f;
+      v = (u / 255.f - norm.mean[ch]) / norm.std[ch];
+    }
+    x[e] = from_f<T>(v);
   }
-  for (int64_t n = tid; n < N; n += stride) labels[n] = labels_src[n];
+  for (int64_t n = tid; n < d.N; n += stride) labels[n] = labels_src[n];
 }
 
 }  // namespace
@@ -58,25 +79,33 @@ void input_prep_cuda(const OpCall& c) {
   check_dtype(labels_src, DType::I32, op, "labels_src");
   check_dtype(labels, DType::I32, op, "labels");
   TR_CHECK(labels_src.shape.numel() >= N, op, ": labels_src ", labels_src.shape.str());
-  check_numel(x, N * h * w * im[3], op, "x");
+  const OpAttrs& a = attrs_of(c, op);
+  const int64_t Nout = a.tta_flip ? 2 * N : N;
+  check_numel(x, Nout * h * w * im[3], op, "x");
   check_numel(labels, N, op, "labels");
   if (N == 0) return;
-  const OpAttrs& a = attrs_of(c, op);
+  const AugmentParams aug = augment_params(a);
+  TR_CHECK(!aug.any() || (c.env && c.env->scalars), op, ": augmentation needs the scalars");
   Norm norm{};
   for (int i = 0; i < 4; ++i) {
     norm.mean[i] = a.norm_mean[i];
     norm.std[i] = a.norm_std[i];
   }
+  const PrepDims d{N, Nout, im[1], im[2], h, w, im[3], int32_t(c.env ? c.env->rank : 0)};
   const GpuHandles& gh = handles_of(c, op);
   dispatch_float(x.dtype, op, [&](auto tag) {
     using T = decltype(tag);
-    const int64_t total = N * h * w * im[3];
+    const int64_t total = Nout * h * w * im[3];
     int64_t blocks = ceil_div(total, kThreads);
     const int64_t cap = int64_t(sm_count(gh)) * 8;
     if (blocks > cap) blocks = cap;
-    input_prep_kernel<T><<<unsigned(blocks), kThreads, 0, stream_of(c)>>>(
-        images.as<uint8_t>(), labels_src.as<int32_t>(), x.as<T>(), labels.as<int32_t>(), N, im[1], im[2], h, w,
-        im[3], norm);
+    const TrainScalars* s = aug.any() ? c.env->scalars : nullptr;
+    if (aug.any())
+      input_prep_kernel<T, true><<<unsigned(blocks), kThreads, 0, stream_of(c)>>>(
+          images.as<uint8_t>(), labels_src.as<int32_t>(), x.as<T>(), labels.as<int32_t>(), d, norm, aug, s);
+    else
+      input_prep_kernel<T, false><<<unsigned(blocks), kThreads, 0, stream_of(c)>>>(
+          images.as<uint8_t>(), labels_src.as<int32_t>(), x.as<T>(), labels.as<int32_t>(), d, norm, aug, s);
     TR_LAUNCH_CHECK();
   });
 }

@@ -36,6 +36,12 @@ struct OpAttrs {
   bool has_bias = false;        // FcFwd / FcBwdWeight
   float norm_mean[4] = {0, 0, 0, 0};  // InputPrep: x = (u8/255 - mean) / std, per channel
   float norm_std[4] = {1, 1, 1, 1};
+  // InputPrep augmentation and flip-TTA (Note [augmentation], framework/ops/augment.h).
+  bool aug_flip = false;       // mirror left-right with probability 1/2
+  int aug_translate = 0;       // shift by up to this many pixels each way (zero padding)
+  int aug_cutout = 0;          // side of a square set to the mean; 0 off
+  uint64_t aug_seed = 0;       // the run's seed
+  bool tta_flip = false;       // x holds 2N images: the N inputs, then their mirrors
 };
 
 // A host-side batch waiting in pinned (GPU) or plain (CPU) memory for CopyIn.

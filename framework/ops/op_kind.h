@@ -10,6 +10,7 @@ namespace tr {
 // COMPUTE ops act on tensor ids. Tensor conventions (T = compute dtype, f32 or f16):
 enum class OpKind : uint8_t {
   InputPrep,          // in: images u8[Bmax,H0,W0,C], labels_src i32[Bmax]   out: x T[N,h,w,C], labels i32[N]
+                      //   (x T[2N,h,w,C] with attrs.tta_flip: the images, then their mirrors)
   ConvFwd,            // in: x T[N,H,W,C], w T[K,R,R,C]                       out: y T[N,Ho,Wo,K]
                       //   R = attrs.kernel; Ho = (H + 2*pad - R)/stride + 1 (attrs.stride, attrs.pad)
   ConvBwdData,        // in: dy T[N,Ho,Wo,K], w T[K,R,R,C], x T[N,H,W,C] (shape only)  out: dx T[N,H,W,C]
@@ -35,6 +36,7 @@ enum class OpKind : uint8_t {
   ReluFwd,            // in: x T                                              out: y T
   ReluBwd,            // in: dy T, y T                                        out: dx T
   SoftmaxXent,        // in: logits T[N,M], labels i32[N]                     out: (dlogits T[N,M] if with_grad,) metrics f32[4]
+  TtaMean,            // in: x T[2N,M]                                        out: y T[N,M] = (x[n] + x[N+n]) / 2
   Count
 };
 
@@ -46,7 +48,7 @@ enum class RangeOp : uint8_t {
   CheckFinite,        // ops: grads...                              scalars.found_inf |= any non-finite
   UnscaleGrads,       // ops: grads...                              g *= 1/loss_scale (when finite)
   UpdateLossScale,    // ops: none                                  dynamic loss scale, growth/backoff
-  AdvanceStep,        // ops: lr_table                              if finite: step++, lr = table[step-1]
+  AdvanceStep,        // ops: lr_table                              batches++; if finite: step++, lr = table[step-1]
   Lerp,               // ops: dst, src                              dst += t*(src-dst) (skipped on inf if skip_on_inf)
   Accumulate,         // ops: dst, src                              dst += src
   AllReduceSum,       // ops: buf                                   sum over ranks (then *1/ranks if attrs.average)

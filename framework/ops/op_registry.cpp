@@ -14,6 +14,7 @@
 #include "framework/ops/region_ops.h"
 #include "framework/ops/relu.h"
 #include "framework/ops/softmax_xent.h"
+#include "framework/ops/tta_mean.h"
 
 namespace tr {
 namespace {
@@ -47,6 +48,7 @@ constexpr OpDef kOps[] = {
     TR_OP(ReluFwd, "relu_fwd", relu_fwd),
     TR_OP(ReluBwd, "relu_bwd", relu_bwd),
     TR_OP(SoftmaxXent, "softmax_xent", softmax_xent),
+    TR_OP(TtaMean, "tta_mean", tta_mean),
 };
 #undef TR_OP
 

@@ -120,6 +120,7 @@ TR_RANGE_HD void update_loss_scale(TrainScalars& s, float growth, float backoff,
 // the usable length is min(schedule_len, table_elems) (table_elems when
 // schedule_len is not set), so a bad schedule_len never reads past the table.
 TR_RANGE_HD void advance_step(TrainScalars& s, const float* table, int64_t table_elems) {
+  ++s.batches;
   if (s.found_inf) return;
   ++s.step;
   int64_t len = table_elems;

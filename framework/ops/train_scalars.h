@@ -16,7 +16,7 @@ struct TrainScalars {
   int32_t good_steps = 0;    // finite steps since the last loss-scale change
   int32_t skipped_steps = 0; // total skipped steps (for reports and tests)
   int32_t schedule_len = 0;  // entries in the learning-rate table
-  int32_t pad_ = 0;
+  int32_t batches = 0;       // training batches run, skipped ones too (Note [augmentation])
 };
 
 // Metric slots (f32) written by the loss ops and summed by ACCUM_METRICS.

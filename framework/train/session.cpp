@@ -72,6 +72,7 @@ TrainingSession::TrainingSession(const RunOptions& opt, DataView train, DataView
 
   TrainConfig tc = opt.train;
   tc.schedule_len = int64_t(opt.epochs) * steps_per_epoch_;
+  tc.augment.seed = opt.seed;  // Note [augmentation]: the run's seed keys every decision
   int64_t max_batch = 0;
   for (const auto& d : dims) max_batch = std::max(max_batch, d.batch);
   {

@@ -22,7 +22,7 @@ namespace tr {
 
 struct RunOptions {
   ModelConfig model;
-  TrainConfig train;            // schedule_len is filled in by the session
+  TrainConfig train;            // schedule_len and augment.seed are filled in by the session
   ExecMode mode = ExecMode::FullCapture;
   Backend backend = Backend::Cpu;
   int epochs = 1;

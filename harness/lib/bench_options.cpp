@@ -13,6 +13,7 @@ namespace tr::bench {
 const char* kBenchUsage = R"(usage: tr-bench [run] [flags]
        tr-bench gate --baseline A.json --current B.json [--threshold X] [--alpha X]
        tr-bench report A.json [B.json ...] -o out.html
+       tr-bench tta [--runs N] [--target-acc X] [training flags]   (time to accuracy; tta --help)
 
 Measures training steps of the reference models in the three execution modes
 and writes a Google-Benchmark-compatible JSON report.

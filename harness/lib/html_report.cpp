@@ -457,17 +457,19 @@ figure { margin: 0; }
 
 }  // namespace
 
-std::string render_html(const std::vector<LabeledReport>& reports) {
-  TR_CHECK(!reports.empty(), "render_html without reports");
+std::string render_html(const std::vector<LabeledReport>& reports, const std::vector<std::string>& sections) {
+  TR_CHECK(!reports.empty() || !sections.empty(), "render_html without reports");
   std::ostringstream o;
   o << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>tr-bench report</title>\n"
     << "<style>" << kStyle << "</style>\n</head>\n<body>\n<h1>tr-bench report</h1>\n";
   size_t total = 0;
   for (const LabeledReport& r : reports) total += r.report.cases.size();
-  o << "<p class=\"sub\">" << reports.size() << (reports.size() == 1 ? " report, " : " reports, ") << total
-    << " cases. Step time is wall time per training step; every chart and number below comes from the JSON "
-       "report(s) named here.</p>\n";
-  o << "<h2>Context</h2>\n" << context_table(reports);
+  if (!reports.empty()) {
+    o << "<p class=\"sub\">" << reports.size() << (reports.size() == 1 ? " report, " : " reports, ") << total
+      << " cases. Step time is wall time per training step; every chart and number below comes from the JSON "
+         "report(s) named here.</p>\n";
+    o << "<h2>Context</h2>\n" << context_table(reports);
+  }
   for (const LabeledReport& r : reports) {
     const std::string& kind = r.report.context.device_kind;
     o << "<h2>" << html_escape(reports.size() == 1 ? "Results" : "Results: " + r.label) << "</h2>\n";
@@ -487,6 +489,7 @@ std::string render_html(const std::vector<LabeledReport>& reports) {
     o << "<h3>All cases</h3>\n" << case_table(r.report);
   }
   if (reports.size() > 1) o << "<h2>Comparison of median step times</h2>\n" << comparison_table(reports);
+  for (const std::string& s : sections) o << s;
   o << "</body>\n</html>\n";
   return o.str();
 }

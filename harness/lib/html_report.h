@@ -21,6 +21,8 @@ std::string html_escape(const std::string& s);
 
 // With two or more reports the page ends with a table of median step times of
 // every case across them, relative to the first.
-std::string render_html(const std::vector<LabeledReport>& reports);
+// `sections` (already HTML, e.g. tta_html.h's) follow the reports' results;
+// a page may hold only sections.
+std::string render_html(const std::vector<LabeledReport>& reports, const std::vector<std::string>& sections = {});
 
 }  // namespace tr::bench

@@ -64,8 +64,7 @@ void put_case_keys(ojson& e, const BenchCase& c) {
 
 }  // namespace
 
-ojson to_json(const BenchReport& r) {
-  const BenchContext& x = r.context;
+ojson context_to_json(const BenchContext& x) {
   ojson ctx;
   ctx["date"] = x.date;
   ctx["host_name"] = x.host_name;
@@ -89,6 +88,12 @@ ojson to_json(const BenchReport& r) {
   ctx["bn_sync"] = x.bn_sync;
   ctx["bucket_mb"] = x.bucket_mb;
   ctx["cudnn_benchmark"] = x.cudnn_benchmark;
+  return ctx;
+}
+
+ojson to_json(const BenchReport& r) {
+  const BenchContext& x = r.context;
+  ojson ctx = context_to_json(x);
 
   ojson benchmarks = ojson::array();
   std::set<std::string> names;

@@ -21,6 +21,8 @@ namespace tr::bench {
 bool is_reserved_entry_key(const std::string& key);
 
 nlohmann::ordered_json to_json(const BenchReport& report);
+// The `context` block alone (other report kinds, e.g. tta_report.h, share it).
+nlohmann::ordered_json context_to_json(const BenchContext& context);
 
 // Writes to_json(report) with two-space indentation and a final newline.
 // A file that cannot be written is a UserError naming it.

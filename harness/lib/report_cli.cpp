@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,10 +13,21 @@
 #include "harness/lib/cli_args.h"
 #include "harness/lib/html_report.h"
 #include "harness/lib/json_report.h"
+#include "harness/lib/tta_html.h"
+#include "harness/lib/tta_report.h"
 
 namespace tr::bench {
 
 namespace {
+
+// The file as JSON, or nothing when it is not JSON (read_report then says why).
+std::optional<nlohmann::json> read_json_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return std::nullopt;
+  nlohmann::json j = nlohmann::json::parse(f, nullptr, false);
+  if (j.is_discarded()) return std::nullopt;
+  return j;
+}
 
 constexpr const char* kUsage =
     "usage: tr-bench report A.json [B.json ...] -o out.html\n"
@@ -24,6 +36,8 @@ constexpr const char* kUsage =
     "no scripts, no network): context, step time and samples/s per model by mode,\n"
     "variant, batch and ranks, launches per step by mode, and a table of every case.\n"
     "With several reports, a table compares the median step times across them.\n"
+    "Time-to-accuracy reports (tr-bench tta --json) get a chart of test accuracy\n"
+    "against training time per seed and a table of the runs.\n"
     "  -o, --output FILE   the HTML file to write (required)\n";
 
 int run(int argc, char** argv) {
@@ -45,9 +59,16 @@ int run(int argc, char** argv) {
   TR_USER_CHECK(a.has("--output"), "-o out.html is required");
   const std::string out = a.str("--output", "");
   std::vector<LabeledReport> reports;
-  for (const std::string& path : a.positional())
-    reports.push_back({std::filesystem::path(path).filename().string(), read_report(path)});
-  const std::string html = render_html(reports);
+  std::vector<std::string> tta_sections;
+  for (const std::string& path : a.positional()) {
+    const std::string label = std::filesystem::path(path).filename().string();
+    const std::optional<nlohmann::json> j = read_json_file(path);
+    if (j && is_tta_json(*j))
+      tta_sections.push_back(render_tta_section(label, tta_report_from_json(*j, path)));
+    else
+      reports.push_back({label, read_report(path)});
+  }
+  const std::string html = render_html(reports, tta_sections);
   std::ofstream f(out, std::ios::binary | std::ios::trunc);
   if (!f) throw UserError(cat("cannot write '", out, "': ", std::strerror(errno)));
   f << html;
@@ -55,8 +76,9 @@ int run(int argc, char** argv) {
   if (!f) throw UserError(cat("cannot write '", out, "': write failed"));
   size_t cases = 0;
   for (const LabeledReport& r : reports) cases += r.report.cases.size();
-  std::printf("tr-bench report: wrote %s (%zu cases from %zu report%s)\n", out.c_str(), cases, reports.size(),
-              reports.size() == 1 ? "" : "s");
+  std::printf("tr-bench report: wrote %s (%zu cases from %zu report%s, %zu time-to-accuracy report%s)\n",
+              out.c_str(), cases, reports.size(), reports.size() == 1 ? "" : "s", tta_sections.size(),
+              tta_sections.size() == 1 ? "" : "s");
   return 0;
 }
 

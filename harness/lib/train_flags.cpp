@@ -1,0 +1,178 @@
+#include "harness/lib/train_flags.h"
+
+#include <algorithm>
+#include <climits>
+
+#include "datasets/idx_dataset.h"
+#include "datasets/pad.h"
+#include "datasets/synthetic.h"
+#include "framework/core/error.h"
+#include "framework/runtime/context_factory.h"
+
+namespace tr {
+
+const char* const kTrainFlagsUsage = R"(  --model NAME             a registered model (default mlp): %s
+  --device cpu|cuda        where to run (default cpu)
+  --mode M                 eager | partial-capture | full-capture (default full-capture)
+  --epochs N               epochs (default 1; the recipe's with a recipe)
+  --batch N                global batch size (default: the model's, e.g. mlp 200, cnn 256)
+  --data-dir DIR           IDX image set (MNIST family: train-/t10k- or *-train-/*-test- files;
+                           default $TR_DATA_DIR or /usr/share/datasets/fashion-mnist). Images
+                           smaller than the model's input are zero-padded to it (28 -> 32)
+  --synthetic              train on deterministic synthetic data of the model's shape instead
+  --train-subset N         use the first N training images (default: all)
+  --val-subset N           use the first N test images (default: all)
+  --width X                channel multiplier of every layer (default 1.0)
+  --image-size S           build the model for S x S inputs (default: the model's own)
+  --optimizer sgd|lars|adamw   (default: the model's; mlp adamw, the others sgd)
+  --lr X                   peak learning rate (default: the model's, else adamw 1e-3, sgd 0.05,
+                           lars 0.1; resnet18 0.2)
+  --schedule constant|linear|cosine   (default linear, to 0)
+  --warmup X               warm-up share of all steps (default 0.1 for sgd/lars, 0 for adamw)
+  --weight-decay X         (default: adamw 1e-4, sgd/lars 5e-4)
+  --label-smoothing X      (default 0.1)
+  --ema-decay X            EMA of the weights, evaluated too (default 0.99)
+  --flip                   augment: mirror each training image left-right with probability 1/2
+  --translate N            augment: shift each training image by up to N pixels each way
+                           (zero padding; default 0)
+  --cutout N               augment: set a random N x N square of each training image to the
+                           data mean (default 0: off)
+  --no-augment             none of the three (a recipe's included)
+  --tta none|flip          test-time augmentation: flip averages the logits of each test image
+                           and its mirror (default none)
+  --amp                    fp16 storage/compute with fp32 master weights and loss scaling
+  --no-amp                 fp32 even where the recipe says AMP
+  --side-streams           weight gradients on a second stream inside the backward graphs
+                           (faster on small batches; cuBLAS/cuDNN then no longer promise
+                           bitwise-reproducible results)
+  --cudnn-benchmark        time cuDNN's deterministic algorithms once per convolution shape and
+                           keep the fastest (reproducible within a process only)
+  --split-steps            full capture launches a training step as its dozen sub-graphs
+                           (DESIGN §3) instead of one step graph composed of them
+  --lowres-epochs N        train the first N epochs at --lowres-size (models without a
+                           spatial fully connected layer)
+  --lowres-size S          low resolution side (default 5/7 of the input side: 20 for 28)
+  --bn-sync batch|running  with several ranks: BN statistics all-reduced in every BN layer
+                           (batch, default: N ranks train like one with the whole batch) or
+                           per-rank BN with the running statistics averaged once per step
+  --bucket-mb X            with several ranks: all-reduce the deep gradients in buckets of X MB,
+                           issued during the backward (default 25; 0: one bucket after it)
+  --ranks N                data-parallel ranks on the CPU (default 1)
+  --gpus N                 data-parallel ranks on CUDA (default 1)
+  --seed N                 (default 1)
+  --no-shuffle             keep the data order
+)";
+
+std::vector<std::string> train_value_flags() {
+  return {"--model", "--device", "--mode", "--epochs", "--batch", "--data-dir", "--train-subset", "--val-subset",
+          "--width", "--optimizer", "--lr", "--schedule", "--warmup", "--weight-decay", "--label-smoothing",
+          "--ema-decay", "--lowres-epochs", "--lowres-size", "--ranks", "--gpus", "--seed", "--bn-sync",
+          "--image-size", "--bucket-mb", "--translate", "--cutout", "--tta"};
+}
+
+std::vector<std::string> train_bool_flags() {
+  return {"--synthetic", "--amp", "--no-amp", "--no-shuffle", "--side-streams", "--split-steps",
+          "--cudnn-benchmark", "--flip", "--no-augment"};
+}
+
+namespace {
+
+RunData load_data(const CliArgs& a, const ModelEntry& e, int image_size, uint64_t seed) {
+  RunData d;
+  if (a.flag("--synthetic")) {
+    TR_USER_CHECK(!a.has("--data-dir"), "give --synthetic or --data-dir, not both");
+    d.train = data::make_synthetic(60000, image_size, image_size, e.channels, e.classes, seed);
+    d.test = data::make_synthetic(10000, image_size, image_size, e.channels, e.classes, seed + 1);
+  } else {
+    const std::string dir = a.str("--data-dir", data::default_data_dir());
+    d.train = data::load_idx_split(dir, data::Split::Train);
+    d.test = data::load_idx_split(dir, data::Split::Test);
+    TR_USER_CHECK(d.train.height == d.test.height && d.train.width == d.test.width, dir, ": the train images are ",
+                  d.train.height, "x", d.train.width, " but the test images are ", d.test.height, "x",
+                  d.test.width);
+    TR_USER_CHECK(d.test.num_classes <= d.train.num_classes, dir, ": the test split has label ",
+                  d.test.num_classes - 1, ", but the training split only labels ", d.train.num_classes, " classes");
+    d.test.num_classes = d.train.num_classes;
+    TR_USER_CHECK(d.train.height <= image_size && d.train.width <= image_size, "model ", e.name, " takes ",
+                  image_size, "x", image_size, " images but the data's are ", d.train.height, "x", d.train.width,
+                  " (build it for them with --image-size ", std::max(d.train.height, d.train.width), ")");
+    if (d.train.height != image_size || d.train.width != image_size) {
+      d.train = data::pad_images(d.train, image_size);
+      d.test = data::pad_images(d.test, image_size);
+    }
+  }
+  d.train_count = a.integer("--train-subset", d.train.count, 1, d.train.count);
+  d.test_count = a.integer("--val-subset", d.test.count, 1, d.test.count);
+  return d;
+}
+
+}  // namespace
+
+TrainSetup parse_train_setup(const CliArgs& a, bool recipe_defaults) {
+  TR_USER_CHECK(a.positional().empty(), "unexpected argument '", a.positional().front(), "' (see --help)");
+  TrainSetup s;
+  RunOptions& o = s.options;
+  const ModelEntry& entry = model_entry(a.str("--model", "mlp"));
+  s.entry = &entry;
+  const Recipe rc = recipe_defaults ? entry.recipe : Recipe{};
+  const int image_size = static_cast<int>(a.integer("--image-size", entry.height, 1, 4096));
+  s.device = a.str("--device", "cpu");
+  TR_USER_CHECK(s.device == "cpu" || s.device == "cuda", "--device must be cpu or cuda, got '", s.device, "'");
+  o.backend = s.device == "cuda" ? Backend::Cuda : Backend::Cpu;
+  o.mode = parse_mode(a.str("--mode", "full-capture"));
+  o.epochs = static_cast<int>(a.integer("--epochs", recipe_defaults ? rc.epochs : 1, 1, 100000));
+  o.batch = a.integer("--batch", rc.batch > 0 ? rc.batch : entry.train_batch, 1, 1 << 20);
+  const double width = a.real("--width", 1.0, 1e-3, 16.0);
+  o.train.optimizer = a.has("--optimizer") ? parse_optimizer(a.str("--optimizer", "")) : entry.optimizer;
+  const bool adam = o.train.optimizer == OptimizerKind::AdamW;
+  // The model's own learning rate goes with its own optimizer only.
+  float model_lr = default_lr(o.train.optimizer);
+  if (!a.has("--optimizer")) model_lr = rc.lr > 0 ? rc.lr : entry.train_lr > 0 ? entry.train_lr : model_lr;
+  o.lr.base_lr = static_cast<float>(a.real("--lr", model_lr, 1e-9, 1e3));
+  o.lr.kind = parse_lr_schedule(a.str("--schedule", "linear"));
+  const double warmup = recipe_defaults ? rc.warmup : adam ? 0.0 : 0.1;
+  o.lr.warmup_fraction = static_cast<float>(a.real("--warmup", warmup, 0.0, 0.99));
+  const double wd = recipe_defaults && rc.weight_decay >= 0 ? rc.weight_decay : adam ? 1e-4 : 5e-4;
+  o.train.weight_decay = static_cast<float>(a.real("--weight-decay", wd, 0.0, 1.0));
+  o.train.label_smoothing = static_cast<float>(a.real("--label-smoothing", rc.label_smoothing, 0.0, 0.99));
+  o.train.ema_decay = static_cast<float>(a.real("--ema-decay", rc.ema_decay, 0.0, 0.999999));
+
+  TR_USER_CHECK(!(a.flag("--no-augment") && (a.flag("--flip") || a.has("--translate") || a.has("--cutout"))),
+                "--no-augment contradicts --flip, --translate and --cutout");
+  const bool aug = !a.flag("--no-augment");
+  o.train.augment.flip = aug && (a.flag("--flip") || rc.flip);
+  o.train.augment.translate = aug ? static_cast<int>(a.integer("--translate", rc.translate, 0, 64)) : 0;
+  o.train.augment.cutout = aug ? static_cast<int>(a.integer("--cutout", rc.cutout, 0, 4096)) : 0;
+  const std::string tta = a.str("--tta", rc.tta_flip ? "flip" : "none");
+  TR_USER_CHECK(tta == "none" || tta == "flip", "--tta must be none or flip, got '", tta, "'");
+  o.train.tta_flip = tta == "flip";
+
+  TR_USER_CHECK(!(a.flag("--amp") && a.flag("--no-amp")), "give --amp or --no-amp, not both");
+  o.train.amp = a.flag("--amp") || (rc.amp && !a.flag("--no-amp"));
+  o.train.side_streams = a.flag("--side-streams");
+  o.train.bn_sync = parse_bn_sync(a.str("--bn-sync", "batch"));
+  o.train.bucket_bytes = int64_t(a.real("--bucket-mb", 25.0, 0.0, 1e6) * 1048576.0);
+  o.step_graphs = !a.flag("--split-steps");
+  o.cudnn_benchmark = a.flag("--cudnn-benchmark");
+  if (o.train.amp) o.train.init_loss_scale = 65536.f;
+  o.lowres_epochs = static_cast<int>(a.integer("--lowres-epochs", 0, 0, o.epochs));
+  o.lowres_size = static_cast<int>(a.integer("--lowres-size", image_size * 5 / 7, 1, 4096));
+  TR_USER_CHECK(!(a.has("--ranks") && a.has("--gpus")), "give --ranks (CPU) or --gpus (CUDA), not both");
+  if (o.backend == Backend::Cpu) {
+    TR_USER_CHECK(!a.has("--gpus"), "--gpus needs --device cuda; use --ranks for CPU ranks");
+    o.train.ranks = static_cast<int>(a.integer("--ranks", 1, 1, 64));
+  } else {
+    TR_USER_CHECK(!a.has("--ranks"), "--ranks is for --device cpu; use --gpus with --device cuda");
+    o.train.ranks = static_cast<int>(a.integer("--gpus", 1, 1, 64));
+    const int have = cuda_device_count();
+    TR_USER_CHECK(o.train.ranks <= have, "asked for ", o.train.ranks, " GPUs but ", have, " are visible");
+  }
+  o.seed = static_cast<uint64_t>(a.integer("--seed", 1, 0, INT64_MAX));
+  o.shuffle = !a.flag("--no-shuffle");
+
+  s.data = load_data(a, entry, image_size, o.seed);
+  o.model = model_config(entry.name, width, image_size, s.data.train.channels, s.data.train.num_classes);
+  return s;
+}
+
+}  // namespace tr

@@ -1,0 +1,129 @@
+#include "harness/lib/tta_cli.h"
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "datasets/data_view.h"
+#include "framework/core/error.h"
+#include "framework/train/lr_schedule.h"
+#include "harness/lib/cli_args.h"
+#include "harness/lib/context_info.h"
+#include "harness/lib/train_flags.h"
+#include "harness/lib/tta_report.h"
+
+namespace tr::bench {
+namespace {
+
+constexpr const char* kUsage = R"(usage: tr-bench tta [flags]
+
+Time to accuracy: trains the model from scratch once per seed (seed, seed+1, ...)
+and reports, per run, the training time until the test accuracy first reaches
+the target, and the final accuracy; then mean +- std and min/max over the runs.
+Training time counts the training steps only: the set-up (compile, plan,
+capture) and the evaluation after every epoch are reported apart. The training
+flags default to the model's time-to-accuracy recipe (README "Time to accuracy").
+
+  --runs N                 seeds to train (default 5)
+  --target-acc X           test accuracy to reach, a fraction (default: the recipe's,
+                           e.g. cnn 0.94, mlp 0.895)
+  --eval main|ema          whose accuracy meets the target: the trained weights (main,
+                           default) or their EMA
+  --json PATH              write the report (reports/schema.md, "tta reports")
+  --mllog PATH             write MLPerf-style ":::MLLOG" lines (run_start, epoch_stop,
+                           eval_accuracy, run_stop, ...)
+)";
+
+constexpr const char* kUsageTail = R"(  --help                   this text
+
+Exit codes: 0 success, 2 bad input (flags, data files), 1 other errors.
+)";
+
+nlohmann::ordered_json recipe_json(const TrainSetup& s) {
+  const RunOptions& o = s.options;
+  nlohmann::ordered_json j;
+  j["device"] = s.device;
+  j["ranks"] = o.train.ranks;
+  j["mode"] = mode_name(o.mode);
+  j["width"] = o.model.width;
+  j["image_size"] = o.model.in_height;
+  j["train_images"] = 0;  // filled by the caller
+  j["epochs"] = o.epochs;
+  j["batch"] = o.batch;
+  j["optimizer"] = optimizer_name(o.train.optimizer);
+  j["lr"] = o.lr.base_lr;
+  j["schedule"] = lr_schedule_name(o.lr.kind);
+  j["warmup"] = o.lr.warmup_fraction;
+  j["weight_decay"] = o.train.weight_decay;
+  j["label_smoothing"] = o.train.label_smoothing;
+  j["ema_decay"] = o.train.ema_decay;
+  j["flip"] = o.train.augment.flip;
+  j["translate"] = o.train.augment.translate;
+  j["cutout"] = o.train.augment.cutout;
+  j["tta"] = o.train.tta_flip ? "flip" : "none";
+  j["amp"] = o.train.amp;
+  j["lowres_epochs"] = o.lowres_epochs;
+  j["lowres_size"] = o.lowres_size;
+  return j;
+}
+
+int run(int argc, char** argv) {
+  std::vector<std::string> values = train_value_flags(), bools = train_bool_flags();
+  for (const char* f : {"--runs", "--target-acc", "--eval", "--json", "--mllog"}) values.push_back(f);
+  bools.push_back("--help");
+  const CliArgs a(argc, argv, values, bools);
+  if (a.flag("--help")) {
+    std::fputs(kUsage, stdout);
+    std::printf(kTrainFlagsUsage, model_names().c_str());
+    std::fputs(kUsageTail, stdout);
+    return 0;
+  }
+  const TrainSetup setup = parse_train_setup(a, true);
+  TtaSpec spec;
+  spec.run = setup.options;
+  spec.train = data::data_view(setup.data.train, setup.data.train_count);
+  spec.test = data::data_view(setup.data.test, setup.data.test_count);
+  spec.runs = static_cast<int>(a.integer("--runs", 5, 1, 1000));
+  spec.target_acc = a.real("--target-acc", setup.entry->recipe.target_acc, 1e-6, 1.0);
+  const std::string eval = a.str("--eval", "main");
+  TR_USER_CHECK(eval == "main" || eval == "ema", "--eval must be main or ema, got '", eval, "'");
+  spec.eval_ema = eval == "ema";
+
+  std::string command;
+  for (int i = 0; i < argc; ++i) command += (i ? " " : "tr-bench ") + std::string(argv[i]);
+  TtaReport report;
+  report.context = collect_context(setup.options.backend, command);
+  report.context.precision = setup.options.train.amp ? "amp" : "fp32";
+  report.model = setup.options.model.name;
+  report.target_acc = spec.target_acc;
+  report.eval = eval;
+  report.recipe = recipe_json(setup);
+  report.recipe["train_images"] = spec.train.count;
+  report.recipe["test_images"] = spec.test.count;
+  std::printf("tr-bench tta: %s on %s, %d run(s), target %.2f %% (%s weights)\n  recipe %s\n",
+              report.model.c_str(), report.context.device_name.c_str(), spec.runs, 100 * spec.target_acc,
+              eval.c_str(), report.recipe.dump().c_str());
+  std::fflush(stdout);
+  check_tta_spec(spec);
+  const std::string json_path = a.str("--json", "");
+  for (int k = 0; k < spec.runs; ++k) {
+    report.runs.push_back(run_tta_seed(spec, spec.run.seed + uint64_t(k), [&](const TtaRun& run, const TtaEpoch& e) {
+      print_tta_epoch(run, e, spec.target_acc, stdout);
+    }));
+    // After every seed, so a later failure or time-out keeps the finished runs.
+    if (!json_path.empty()) write_tta_report(report, json_path);
+  }
+  print_tta_summary(report, stdout);
+  if (!json_path.empty()) std::printf("tr-bench tta: wrote %s\n", json_path.c_str());
+  if (a.has("--mllog")) {
+    write_mllog(report, a.str("--mllog", ""));
+    std::printf("tr-bench tta: wrote %s\n", a.str("--mllog", "").c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int tta_main(int argc, char** argv) { return run(argc, argv); }
+
+}  // namespace tr::bench
