@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The recipe search behind the models' time-to-accuracy recipes (README "Time
+# to accuracy"): tr-bench tta over a grid of settings, 2 seeds each, on the GPU.
+# Each line of $OUT/sweep.txt is one setting's summary. Run on the GPU machine
+# after ci/pack_device.sh (TR_PACK_SKIP="tr_bench_ops tr_tests").
+#   TR_SWEEP="cnn mlp resnet18" selects the models.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/sweep-out}
+mkdir -p "$OUT"
+BIN=build/bin
+[ -d .device/bin ] && BIN=.device/bin
+DATA=${TR_DATA_DIR:-/usr/share/datasets/fashion-mnist}
+[ -d .device/data ] && DATA=$PWD/.device/data
+SP=/opt/torch/.venv/lib/python3.12/site-packages
+export LD_LIBRARY_PATH="$PWD/.device/lib:$SP/nvidia/cudnn/lib:$SP/nvidia/nccl/lib:$SP/nvidia/cublas/lib:$SP/nvidia/cu13/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+SEEDS=${TR_SWEEP_SEEDS:-2}
+one() {  # one setting: tr-bench tta --model M FLAGS...
+  local tag; tag=$(echo "$*" | tr -c 'a-zA-Z0-9.\n' '_')
+  timeout 120 "$BIN/tr-bench" tta --device cuda --data-dir "$DATA" --runs "$SEEDS" "$@" > "$OUT/$tag.log" 2>&1
+  echo "$* :: $(grep -E '^(time to|final accuracy)' "$OUT/$tag.log" | tr '\n' ' ' | cut -c1-220)" | tee -a "$OUT/sweep.txt"
+}
+for m in ${TR_SWEEP:-cnn mlp}; do
+  case $m in
+    cnn)
+      one --model cnn
+      for e in 6 10; do one --model cnn --epochs $e; done
+      for b in 256 1024; do one --model cnn --batch $b; done
+      for lr in 0.1 0.4; do one --model cnn --lr $lr; done
+      one --model cnn --translate 0
+      one --model cnn --translate 1
+      one --model cnn --no-augment
+      one --model cnn --tta none
+      one --model cnn --cutout 8
+      one --model cnn --label-smoothing 0.2
+      one --model cnn --eval ema
+      one --model cnn --epochs 10 --batch 1024 --lr 0.4
+      ;;
+    mlp)
+      one --model mlp
+      for e in 6 15; do one --model mlp --epochs $e; done
+      for b in 500 1000; do one --model mlp --batch $b; done
+      one --model mlp --lr 2e-3
+      one --model mlp --batch 1000 --lr 3e-3
+      one --model mlp --no-augment
+      one --model mlp --translate 1
+      one --model mlp --tta none
+      one --model mlp --eval ema
+      ;;
+    resnet18)
+      one --model resnet18
+      ;;
+  esac
+done
