@@ -3,7 +3,8 @@
 # to accuracy"): tr-bench tta over a grid of settings, 2 seeds each, on the GPU.
 # Each line of $OUT/sweep.txt is one setting's summary. Run on the GPU machine
 # after ci/pack_device.sh (TR_PACK_SKIP="tr_bench_ops tr_tests").
-#   TR_SWEEP="cnn mlp resnet18" selects the models.
+#   TR_SWEEP="cnn mlp resnet18" selects the models of the built-in grid;
+#   ci/tta_sweep.sh FILE runs FILE's settings instead, one line of flags each.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/sweep-out}
@@ -17,9 +18,15 @@ export LD_LIBRARY_PATH="$PWD/.device/lib:$SP/nvidia/cudnn/lib:$SP/nvidia/nccl/li
 SEEDS=${TR_SWEEP_SEEDS:-2}
 one() {  # one setting: tr-bench tta --model M FLAGS...
   local tag; tag=$(echo "$*" | tr -c 'a-zA-Z0-9.\n' '_')
-  timeout 120 "$BIN/tr-bench" tta --device cuda --data-dir "$DATA" --runs "$SEEDS" "$@" > "$OUT/$tag.log" 2>&1
+  local runs=(--runs "$SEEDS")
+  [[ " $* " == *" --runs "* ]] && runs=()
+  timeout 120 "$BIN/tr-bench" tta --device cuda --data-dir "$DATA" "${runs[@]}" "$@" > "$OUT/$tag.log" 2>&1
   echo "$* :: $(grep -E '^(time to|final accuracy)' "$OUT/$tag.log" | tr '\n' ' ' | cut -c1-220)" | tee -a "$OUT/sweep.txt"
 }
+if (($# == 1)); then
+  while read -r line; do [ -n "$line" ] && one $line; done < "$1"
+  exit 0
+fi
 for m in ${TR_SWEEP:-cnn mlp}; do
   case $m in
     cnn)
