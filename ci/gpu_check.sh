@@ -3,7 +3,7 @@
 # tests, op micro-benchmarks, tr-bench over the three modes, and the accuracy
 # run; logs and JSON go to $OUT (default ./gpu-check-out). Uses .device/ from
 # ci/pack_device.sh when present, else build/bin.
-#   TR_CHECK_PARTS="tests ops bench zoo train scaling" selects parts (default: all;
+#   TR_CHECK_PARTS="tests ops bench zoo train tta scaling" selects parts (default: all;
 #   scaling needs 2 or more GPUs and says so otherwise).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -11,7 +11,7 @@ OUT=${OUT:-$PWD/gpu-check-out}
 SUMMARY_DIR=$OUT
 OUT=$SUMMARY_DIR/detail  # every log and JSON; packed into detail.tgz at the end
 mkdir -p "$OUT"
-PARTS=${TR_CHECK_PARTS:-"tests ops bench zoo train scaling"}
+PARTS=${TR_CHECK_PARTS:-"tests ops bench zoo train tta scaling"}
 BIN=build/bin
 [ -d .device/bin ] && BIN=.device/bin
 DATA=${TR_DATA_DIR:-/usr/share/datasets/fashion-mnist}
@@ -56,7 +56,7 @@ if [[ " $PARTS " == *" tests "* ]]; then
   timeout ${TR_T_TESTS:-400} "$BIN/tr_tests" --gtest_brief=0 --gtest_filter="${TR_TEST_FILTER:-*}" > "$OUT/tests.log" 2>&1; rc=$?
   [ $rc -ne 0 ] && status=1
   note "tests (exit $rc): $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/tests.log" | tr '\n' ' ')"
-  grep -E '^\[ (gpu vs cpu|amp|modes|launches|dp|gpu dp|plan|atlas|mlp|diag|nccl|allreduce|zoo[a-z ]*|buckets) \]|FAILED|Failure' "$OUT/tests.log" | head -120 | tee -a "$OUT/summary.txt"
+  grep -E '^\[ (gpu vs cpu|amp|modes|launches|dp|gpu dp|plan|atlas|mlp|diag|nccl|allreduce|zoo[a-z ]*|buckets|augment[a-z ]*|tta) \]|FAILED|Failure' "$OUT/tests.log" | head -120 | tee -a "$OUT/summary.txt"
 fi
 if [[ " $PARTS " == *" ops "* ]] && [ -x "$BIN/tr_bench_ops" ]; then
   timeout ${TR_T_OPS:-300} "$BIN/tr_bench_ops" --benchmark_min_time=0.01 --benchmark_format=console \
@@ -131,6 +131,40 @@ if [[ " $PARTS " == *" train "* ]]; then
     > "$OUT/train_resnet18_full_amp.log" 2>&1 || status=1
   note "resnet18 on Fashion-MNIST (padded to 32x32), 10 epochs on the GPU, full capture, AMP:"
   tee -a "$OUT/summary.txt" < "$OUT/train_resnet18_full_amp.log"
+  # The same 10 epochs with flips and flip-TTA (the time-to-accuracy recipe's lr 0.1).
+  timeout ${TR_T_TRAIN:-240} "$BIN/tr-train" --device cuda --model resnet18 --amp --epochs 10 --lr 0.1 --flip \
+    --tta flip --data-dir "$DATA" > "$OUT/train_resnet18_flip_tta.log" 2>&1 || status=1
+  note "resnet18, 10 epochs, flips and flip-TTA, lr 0.1:"
+  tee -a "$OUT/summary.txt" < "$OUT/train_resnet18_flip_tta.log"
+fi
+if [[ " $PARTS " == *" tta "* ]]; then
+  # Time to accuracy: tr-bench tta with each model's recipe (5 seeds; resnet18
+  # ${TR_TTA_RESNET_RUNS:-5}), then the same recipe in PyTorch in the same call.
+  for m in cnn mlp resnet18; do
+    runs=5
+    [ $m = resnet18 ] && runs=${TR_TTA_RESNET_RUNS:-5}
+    timeout ${TR_T_TTA:-300} "$BIN/tr-bench" tta --device cuda --model $m --runs $runs --data-dir "$DATA" \
+      --json "$OUT/tta_$m.json" --mllog "$OUT/tta_$m.mllog" > "$OUT/tta_$m.log" 2>&1 || status=1
+    note "tr-bench tta --model $m:"
+    grep -A20 '^tta:' "$OUT/tta_$m.log" | tee -a "$OUT/summary.txt"
+  done
+  "$BIN/tr-bench" report "$OUT"/tta_*.json -o "$OUT/tta.html" >> "$OUT/summary.txt" 2>&1 || status=1
+  PY=${TR_TORCH_PYTHON:-/opt/torch/.venv/bin/python}
+  if [ -x "$PY" ] && "$PY" -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+    # The recipes of framework/graph/model_registry.cpp, flag for flag.
+    declare -A recipe=(
+      [cnn]="--epochs 7 --batch 512 --lr 0.4 --warmup 0.2 --amp --flip --tta flip --target-acc 0.94 --runs 5"
+      [mlp]="--epochs 10 --batch 500 --lr 1.5e-3 --warmup 0 --amp --flip --tta flip --target-acc 0.895 --runs 5"
+      [resnet18]="--epochs 12 --batch 512 --lr 0.1 --warmup 0.2 --amp --flip --translate 1 --tta flip --target-acc 0.95 --runs ${TR_TTA_TORCH_RESNET_RUNS:-2}")
+    for m in cnn mlp resnet18; do
+      timeout ${TR_T_TTA_TORCH:-300} "$PY" peers/torch_tta.py --model $m ${recipe[$m]} --data-dir "$DATA" \
+        --json "$OUT/tta_torch_$m.json" > "$OUT/tta_torch_$m.log" 2>&1 || status=1
+      note "peers/torch_tta.py --model $m:"
+      tail -4 "$OUT/tta_torch_$m.log" | tee -a "$OUT/summary.txt"
+    done
+  else
+    note "PyTorch peer skipped: no python with torch and CUDA at $PY"
+  fi
 fi
 if [[ " $PARTS " == *" scaling "* ]]; then
   gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')

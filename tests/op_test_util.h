@@ -175,6 +175,7 @@ struct OpRunner {
   OpAttrs attrs;
   VariantDims variant;
   TrainScalars scalars;
+  int rank = 0, ranks = 1;     // the ExecEnv's (InputPrep keys augmentation by rank)
   bool poison_outputs = true;  // fill outputs with NaN / 0xA5 before the call
   bool check_finite = true;    // flag float outputs holding NaN/Inf after the call
 
@@ -197,6 +198,8 @@ struct OpRunner {
   void run_refs(OpFn fn, const std::vector<TensorRef>& in, const std::vector<TensorRef>& out) {
     ExecEnv env;
     env.scalars = &scalars;
+    env.rank = rank;
+    env.ranks = ranks;
     call_op(fn, in, out, attrs, variant, env);
   }
   std::vector<Shape> shapes(ShapeFn fn, const std::vector<Shape>& in, int n_out) const {

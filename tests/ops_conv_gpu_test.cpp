@@ -34,6 +34,53 @@ TEST_F(OpsGpu, InputPrepMatchesCpu) {
       }
 }
 
+// Augmented (flip, translate, cutout) and flip-TTA preparation: the CPU and
+// CUDA kernels make the same integer decisions (Note [augmentation]), so the
+// values match bit for bit, at several batch counters and ranks.
+TEST_F(OpsGpu, InputPrepAugmentationMatchesCpu) {
+  Rng rng(2);
+  int cases = 0;
+  for (DType t : {F32, F16})
+    for (int32_t batches : {0, 1, 977})
+      for (int rank : {0, 3})
+        for (bool tta : {false, true}) {
+          Case k;
+          k.name = cat(tname("InputPrep+aug", t), " batches=", batches, " rank=", rank, tta ? " tta" : "");
+          k.variant = {16, 64, 28, 28};
+          k.batches = batches;
+          k.rank = rank;
+          k.attrs.norm_mean[0] = 0.286f;
+          k.attrs.norm_std[0] = 0.353f;
+          k.attrs.aug_flip = !tta;
+          k.attrs.aug_translate = tta ? 0 : 3;
+          k.attrs.aug_cutout = tta ? 0 : 9;
+          k.attrs.aug_seed = 0x123456789abcull;
+          k.attrs.tta_flip = tta;
+          HostTensor img(DType::U8, {16, 28, 28, 1});
+          for (int64_t i = 0; i < img.numel(); ++i) img.set(i, double(rng.below(256)));
+          HostTensor lab(DType::I32, {16});
+          for (int64_t i = 0; i < 16; ++i) lab.set(i, double(rng.below(10)));
+          k.in = {img, lab};
+          k.out = {HostTensor(t, {tta ? 32 : 16, 28, 28, 1}), HostTensor(DType::I32, {16})};
+          k.tol = {0.0, 0.0};
+          check(input_prep_cpu, input_prep_cuda, k);
+          ++cases;
+        }
+  std::printf("[ gpu vs cpu ] InputPrep with augmentation / flip-TTA: %d cases, bit for bit\n", cases);
+}
+
+TEST_F(OpsGpu, TtaMeanMatchesCpu) {
+  Rng rng(3);
+  for (DType t : {F32, F16}) {
+    Case k;
+    k.name = tname("TtaMean", t);
+    k.in = {test::random_tensor(t, {2 * 37, 10}, rng, -4, 4)};
+    k.out = {HostTensor(t, {37, 10})};
+    k.tol = {0.0};
+    check(tta_mean_cpu, tta_mean_cuda, k);
+  }
+}
+
 // ================================================================ conv
 
 // x[N,H,W,C] through an R x R window, stride, pad -> K channels.

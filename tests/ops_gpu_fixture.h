@@ -33,6 +33,7 @@
 #include "framework/ops/pool.h"
 #include "framework/ops/relu.h"
 #include "framework/ops/softmax_xent.h"
+#include "framework/ops/tta_mean.h"
 #include "framework/ops/gpu_handles.h"
 #include "tests/op_test_util.h"
 
@@ -106,6 +107,8 @@ struct Case {
   OpAttrs attrs;
   VariantDims variant{4, 4, 0, 0};
   float loss_scale = 1.f;
+  int32_t batches = 0;          // TrainScalars::batches (InputPrep's augmentation counter)
+  int rank = 0;
   std::vector<HostTensor> in;
   std::vector<HostTensor> out;  // dtype and shape of each output
   std::vector<double> tol;      // per output; empty: tol_for(out dtype)
@@ -143,9 +146,10 @@ class OpsGpu : public ::testing::Test {
     if (stream_) cudaStreamDestroy(stream_);
   }
 
-  void set_scalars(float loss_scale) {
+  void set_scalars(float loss_scale, int32_t batches = 0) {
     TrainScalars s;
     s.loss_scale = loss_scale;
+    s.batches = batches;
     ASSERT_EQ(cudaMemcpy(scalars_, &s, sizeof s, cudaMemcpyHostToDevice), cudaSuccess);
   }
 
@@ -162,6 +166,9 @@ class OpsGpu : public ::testing::Test {
     r.attrs = k.attrs;
     r.variant = k.variant;
     r.scalars.loss_scale = k.loss_scale;
+    r.scalars.batches = k.batches;
+    r.rank = k.rank;
+    r.ranks = k.rank + 1;
     std::vector<const HostTensor*> in;
     for (const HostTensor& t : k.in) in.push_back(&t);
     std::vector<HostTensor> out;
@@ -174,7 +181,7 @@ class OpsGpu : public ::testing::Test {
 
   // Uploads the inputs, poisons the outputs and the workspace, runs, downloads.
   std::vector<HostTensor> run_gpu(OpFn fn, Case& k) {
-    set_scalars(k.loss_scale);
+    set_scalars(k.loss_scale, k.batches);
     std::vector<std::unique_ptr<DevTensor>> din, dout;
     std::vector<TensorRef> in, out;
     for (const HostTensor& t : k.in) {
@@ -188,7 +195,7 @@ class OpsGpu : public ::testing::Test {
     }
     EXPECT_EQ(cudaMemset(ws_, 0xff, kWorkspaceBytes), cudaSuccess);
     EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    call(fn, in, out, k.attrs, k.variant);
+    call(fn, in, out, k.attrs, k.variant, k.rank);
     EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
     std::vector<HostTensor> res;
     for (auto& d : dout) res.push_back(d->download());
@@ -196,9 +203,11 @@ class OpsGpu : public ::testing::Test {
   }
 
   void call(OpFn fn, const std::vector<TensorRef>& in, const std::vector<TensorRef>& out, const OpAttrs& attrs,
-            const VariantDims& variant) {
+            const VariantDims& variant, int rank = 0) {
     ExecEnv env;
     env.scalars = scalars_;
+    env.rank = rank;
+    env.ranks = rank + 1;
     env.stream = stream_;
     env.gpu = &gh_;
     call_op(fn, in, out, attrs, variant, env);

@@ -76,9 +76,10 @@ int run(int argc, char** argv) {
   if (!f) throw UserError(cat("cannot write '", out, "': write failed"));
   size_t cases = 0;
   for (const LabeledReport& r : reports) cases += r.report.cases.size();
-  std::printf("tr-bench report: wrote %s (%zu cases from %zu report%s, %zu time-to-accuracy report%s)\n",
-              out.c_str(), cases, reports.size(), reports.size() == 1 ? "" : "s", tta_sections.size(),
-              tta_sections.size() == 1 ? "" : "s");
+  const std::string tta =
+      tta_sections.empty() ? "" : cat(", ", tta_sections.size(), " time-to-accuracy report", tta_sections.size() == 1 ? "" : "s");
+  std::printf("tr-bench report: wrote %s (%zu cases from %zu report%s%s)\n", out.c_str(), cases, reports.size(),
+              reports.size() == 1 ? "" : "s", tta.c_str());
   return 0;
 }
 

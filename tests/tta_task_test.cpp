@@ -1,0 +1,119 @@
+// The time-to-accuracy task on the CPU (a small cnn on synthetic data): every
+// number it reports is consistent with the others, the JSON reads back, the
+// MLLOG lines parse, and the HTML section draws one line per seed.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/lib/context_info.h"
+#include "harness/lib/tta_html.h"
+#include "harness/lib/tta_report.h"
+#include "tests/train_test_util.h"
+
+namespace tr::bench {
+namespace {
+
+TtaReport small_tta_report() {
+  static const auto train = testing::model_data("cnn", 12 * 32, 71);
+  static const auto test = testing::model_data("cnn", 64, 72);
+  TtaSpec spec;
+  spec.run = testing::small_run("cnn", OptimizerKind::Sgd, ExecMode::FullCapture, 32);
+  spec.run.epochs = 3;
+  spec.run.lr.base_lr = 0.2f;
+  spec.run.train.augment.flip = true;
+  spec.run.train.tta_flip = true;
+  spec.train = testing::view_of(train);
+  spec.test = testing::view_of(test);
+  spec.runs = 2;
+  spec.target_acc = 0.3;
+  TtaReport r;
+  r.context = collect_context(Backend::Cpu, "tta_task_test");
+  r.model = "cnn";
+  r.target_acc = spec.target_acc;
+  r.recipe = {{"epochs", 3}, {"flip", true}};
+  r.runs = run_tta(spec);
+  return r;
+}
+
+TEST(TtaTask, ReportsConsistentNumbers) {
+  const TtaReport r = small_tta_report();
+  ASSERT_EQ(r.runs.size(), 2u);
+  EXPECT_EQ(r.runs[0].seed + 1, r.runs[1].seed);
+  std::vector<double> finals;
+  for (const TtaRun& run : r.runs) {
+    ASSERT_EQ(run.epochs.size(), 3u);
+    double sum = 0;
+    for (const TtaEpoch& e : run.epochs) {
+      sum += e.epoch_seconds;
+      EXPECT_GT(e.epoch_seconds, 0);
+      EXPECT_NEAR(e.train_seconds, sum, 1e-9);  // cumulative training time, evaluation apart
+      EXPECT_EQ(e.acc, e.val_acc);              // judged by the main weights
+      EXPECT_GE(e.acc, 0);
+      EXPECT_LE(e.acc, 1);
+      EXPECT_LE(e.start_unix_ms + 1e3 * e.epoch_seconds, e.end_unix_ms + 1);
+    }
+    EXPECT_GT(run.setup_seconds, 0);
+    EXPECT_EQ(run.final_acc, run.epochs.back().acc);
+    if (run.time_to_target) {
+      const TtaEpoch& hit = run.epochs[size_t(run.epochs_to_target - 1)];
+      EXPECT_EQ(*run.time_to_target, hit.train_seconds);
+      EXPECT_GE(hit.acc, r.target_acc);
+      for (int k = 0; k + 1 < run.epochs_to_target; ++k) EXPECT_LT(run.epochs[size_t(k)].acc, r.target_acc);
+    } else {
+      for (const TtaEpoch& e : run.epochs) EXPECT_LT(e.acc, r.target_acc);
+    }
+    finals.push_back(run.final_acc);
+  }
+  const TtaSummary s = summarize_tta(r.runs);
+  EXPECT_EQ(s.runs, 2);
+  EXPECT_DOUBLE_EQ(s.final_acc.mean, (finals[0] + finals[1]) / 2);
+  EXPECT_EQ(s.reached, int(bool(r.runs[0].time_to_target)) + int(bool(r.runs[1].time_to_target)));
+  std::printf("[ tta ] cpu: 2 runs, final accuracy %.4f and %.4f, %d reached %.2f\n", finals[0], finals[1], s.reached,
+              r.target_acc);
+  // Synthetic classes are easy: the small cnn passes 30 % within 3 epochs.
+  EXPECT_EQ(s.reached, 2);
+}
+
+TEST(TtaTask, JsonReadsBackAndMllogAndHtmlHoldEveryRun) {
+  const TtaReport r = small_tta_report();
+  const nlohmann::ordered_json j = tta_to_json(r);
+  const nlohmann::json plain = nlohmann::json::parse(j.dump());
+  ASSERT_TRUE(is_tta_json(plain));
+  EXPECT_EQ(plain["context"]["task"], "tta");
+  // Google Benchmark's shape: one iteration per seed, then four aggregates.
+  ASSERT_EQ(plain["benchmarks"].size(), 6u);
+  EXPECT_EQ(plain["benchmarks"][0]["run_type"], "iteration");
+  EXPECT_EQ(plain["benchmarks"][5]["aggregate_name"], "cv");
+  const TtaReport back = tta_report_from_json(plain, "mem.json");
+  ASSERT_EQ(back.runs.size(), r.runs.size());
+  for (size_t k = 0; k < r.runs.size(); ++k) {
+    EXPECT_EQ(back.runs[k].seed, r.runs[k].seed);
+    EXPECT_EQ(back.runs[k].time_to_target, r.runs[k].time_to_target);
+    ASSERT_EQ(back.runs[k].epochs.size(), r.runs[k].epochs.size());
+    EXPECT_EQ(back.runs[k].epochs.back().train_seconds, r.runs[k].epochs.back().train_seconds);
+  }
+  EXPECT_THROW(tta_report_from_json(nlohmann::json::parse(R"({"context":{},"tta":{}})"), "bad.json"), UserError);
+
+  int run_starts = 0, run_stops = 0, evals = 0;
+  for (const std::string& line : mllog_lines(r)) {
+    ASSERT_EQ(line.rfind(":::MLLOG ", 0), 0u) << line;
+    const nlohmann::json e = nlohmann::json::parse(line.substr(9));
+    const std::string key = e["key"];
+    run_starts += key == "run_start";
+    run_stops += key == "run_stop";
+    evals += key == "eval_accuracy";
+    if (key == "run_stop") EXPECT_EQ(e["metadata"]["status"], "success");
+  }
+  EXPECT_EQ(run_starts, 2);
+  EXPECT_EQ(run_stops, 2);
+  EXPECT_EQ(evals, r.runs[0].epochs_to_target + r.runs[1].epochs_to_target);
+
+  const std::string html = render_tta_section("mem.json", r);
+  size_t lines = 0;
+  for (size_t p = html.find("<polyline"); p != std::string::npos; p = html.find("<polyline", p + 1)) ++lines;
+  EXPECT_EQ(lines, 2u);
+  EXPECT_NE(html.find("target 30 %"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tr::bench
