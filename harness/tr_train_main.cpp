@@ -55,6 +55,10 @@ int run(int argc, char** argv) {
               static_cast<long long>(o.batch), o.train.ranks,
               o.train.ranks > 1 ? cat(", BN sync ", bn_sync_name(o.train.bn_sync)).c_str() : "",
               static_cast<long long>(t.steps_per_epoch()));
+  const AugmentConfig& aug = o.train.augment;
+  if (aug.any() || o.train.tta_flip)
+    std::printf("tr-train: augmentation in the input graphs: flip %s, translate %d, cutout %d; test-time: %s\n",
+                aug.flip ? "on" : "off", aug.translate, aug.cutout, o.train.tta_flip ? "flip" : "none");
   std::printf("tr-train: %zu nodes, arena %.1f MiB (activations %.1f MiB, %.1f MiB without reuse); atlas %d slots, "
               "%d unique, %d reused; %d captured, %d step graphs, in %.1f ms\n",
               t.model().cg.total_nodes(), t.plans().arena_bytes / 1048576.0, t.plans().activation_pool_bytes / 1048576.0,

@@ -80,6 +80,45 @@ TEST(TrTrainCli, BadFlagsAndValues) {
                     "its 1x1 input is smaller than its 2x2 window");
 }
 
+TEST(TrTrainCli, BadAugmentationAndRecipeFlags) {
+  expect_user_error("tr-train --synthetic --translate 28 --train-subset 64 --val-subset 64",
+                    "--translate 28 must be in [0, 28) for 28x28 images");
+  expect_user_error("tr-train --synthetic --cutout 29 --train-subset 64 --val-subset 64", "--cutout 29 must be in");
+  expect_user_error("tr-train --translate -1", "--translate must be in");
+  expect_user_error("tr-train --tta mirror", "--tta must be none or flip, got 'mirror'");
+  expect_user_error("tr-train --no-augment --flip", "--no-augment contradicts");
+  expect_user_error("tr-train --amp --no-amp", "give --amp or --no-amp, not both");
+  expect_user_error("tr-train --recipe fast", "--recipe must be plain or tta, got 'fast'");
+}
+
+TEST(TrBenchTtaCli, HelpAndBadFlags) {
+  const Result r = run("tr-bench tta --help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("--target-acc"), std::string::npos);
+  EXPECT_NE(r.out.find("--translate N"), std::string::npos);
+  expect_user_error("tr-bench tta --runs 0", "--runs must be in [1, 1000]");
+  expect_user_error("tr-bench tta --target-acc 94", "--target-acc must be in");
+  expect_user_error("tr-bench tta --eval best", "--eval must be main or ema, got 'best'");
+  expect_user_error("tr-bench tta --model resnet9", "unknown model 'resnet9'");
+}
+
+// The task end to end on the CPU: a tiny cnn on synthetic data, its JSON and MLLOG.
+TEST(TrBenchTtaCli, WritesJsonAndMllog) {
+  const std::string dir = ::testing::TempDir() + "tr_tta_cli_" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  const Result r = run("tr-bench tta --model cnn --width 0.125 --synthetic --train-subset 256 --val-subset 64 --epochs 2 "
+                       "--batch 64 --runs 2 --no-amp --target-acc 0.2 --json " + dir + "/t.json --mllog " + dir + "/t.mllog");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("tta: cnn, target 20.00 % test accuracy (main weights), 2 run(s)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("final accuracy:"), std::string::npos) << r.out;
+  EXPECT_TRUE(std::filesystem::file_size(dir + "/t.json") > 0);
+  std::ifstream m(dir + "/t.mllog");
+  std::string first;
+  std::getline(m, first);
+  EXPECT_EQ(first.rfind(":::MLLOG {", 0), 0u) << first;
+  std::filesystem::remove_all(dir);
+}
+
 // Every 32x32 model takes Fashion-MNIST padded from 28x28; a smaller input is refused.
 TEST(TrTrainCli, ZooModelsTrainOnPaddedFashionMnist) {
   const char* env = std::getenv("TR_DATA_DIR");

@@ -5,7 +5,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
 #include "harness/lib/context_info.h"
+#include "harness/lib/report_cli.h"
 #include "harness/lib/tta_html.h"
 #include "harness/lib/tta_report.h"
 #include "tests/train_test_util.h"
@@ -113,6 +121,31 @@ TEST(TtaTask, JsonReadsBackAndMllogAndHtmlHoldEveryRun) {
   for (size_t p = html.find("<polyline"); p != std::string::npos; p = html.find("<polyline", p + 1)) ++lines;
   EXPECT_EQ(lines, 2u);
   EXPECT_NE(html.find("target 30 %"), std::string::npos);
+}
+
+// `tr-bench report` tells a time-to-accuracy file from a benchmark report and
+// renders both on one page.
+TEST(TtaTask, ReportCliRendersTtaFilesBesideBenchReports) {
+  const std::string dir = ::testing::TempDir() + "tr_tta_html_" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  write_tta_report(small_tta_report(), dir + "/tta_cnn.json");
+  const char* src = std::getenv("TR_SOURCE_DIR");
+  const std::string golden = src ? std::string(src) + "/tests/golden/report_small.json"
+                                 : (std::filesystem::path(__FILE__).parent_path() / "golden/report_small.json").string();
+  std::vector<std::string> args = {"report", golden,
+                                   dir + "/tta_cnn.json", "-o", dir + "/out.html"};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  ::testing::internal::CaptureStdout();
+  const int code = report_main(int(argv.size()), argv.data());
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  ASSERT_EQ(code, 0);
+  EXPECT_NE(out.find("from 1 report, 1 time-to-accuracy report)"), std::string::npos) << out;
+  std::ifstream f(dir + "/out.html");
+  const std::string html((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_NE(html.find("Time to accuracy: cnn (tta_cnn.json)"), std::string::npos);
+  EXPECT_NE(html.find("Model cnn"), std::string::npos);  // the benchmark report's section
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
