@@ -8,7 +8,7 @@ ctest --test-dir build --output-on-failure -j"${TR_TEST_JOBS:-2}" --timeout 900
 bash ci/bench_gate.sh
 # The PyTorch peer scripts run only where torch is (ci/gpu_check.sh); here they
 # must at least compile, and compare.py must read the committed H200 reports.
-python3 -m py_compile peers/torch_step.py peers/torch_ddp.py peers/compare.py
+python3 -m py_compile peers/torch_step.py peers/torch_ddp.py peers/torch_tta.py peers/compare.py
 python3 peers/compare.py reports/h200/gpu_check/torch_amp.json reports/h200/gpu_check/bench_cnn_amp.json \
   reports/h200/gpu_check/bench_mlp_amp.json > /dev/null
 echo "test.sh: ok"

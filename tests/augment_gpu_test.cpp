@@ -16,23 +16,16 @@ using testing::small_run;
 using testing::state_of;
 using testing::view_of;
 
-void augment(RunOptions& o) {
-  o.train.augment.flip = true;
-  o.train.augment.translate = 2;
-  o.train.augment.cutout = 6;
-  o.train.tta_flip = true;
-}
-
 TEST(AugmentGpu, ModesAreBitIdenticalWithAugmentationAndTta) {
   SKIP_WITHOUT_GPU();
   RunOptions o = small_run("cnn", OptimizerKind::Sgd, ExecMode::Eager, 64);
   o.model = model_config("cnn", 0.5);
   o.backend = Backend::Cuda;
-  augment(o);
+  testing::augment_all(o);
   testing::expect_modes_bit_identical(o, 10, 95);
   RunOptions r = testing::zoo_run("resnet18", OptimizerKind::Sgd, ExecMode::Eager, 32, 0.25);
   r.backend = Backend::Cuda;
-  augment(r);
+  testing::augment_all(r);
   testing::expect_modes_bit_identical(r, 10, 96);
 }
 
@@ -49,7 +42,7 @@ TEST(AugmentGpu, TrainsLikeTheCpuStepForStep) {
     RunOptions o = small_run("cnn", OptimizerKind::Sgd, ExecMode::FullCapture, 32);
     o.backend = b;
     o.shuffle = false;
-    if (aug) augment(o);
+    if (aug) testing::augment_all(o);
     Trainer t(o, view_of(train), view_of(val));
     auto init = state_of(t);
     const EpochStats s = t.run_epoch();

@@ -16,16 +16,9 @@ using testing::small_run;
 using testing::state_of;
 using testing::view_of;
 
-void augment(RunOptions& o) {
-  o.train.augment.flip = true;
-  o.train.augment.translate = 2;
-  o.train.augment.cutout = 6;
-  o.train.tta_flip = true;
-}
-
 TEST(AugmentTraining, ModesStayBitIdenticalWithAugmentationAndTta) {
   RunOptions o = small_run("cnn", OptimizerKind::Sgd, ExecMode::Eager, 16);
-  augment(o);
+  testing::augment_all(o);
   testing::expect_modes_bit_identical(o, 3, 61);
 }
 
@@ -36,7 +29,7 @@ TEST(AugmentTraining, AugmentationChangesTrainingAndOnlyItsSeedChangesIt) {
     RunOptions o = small_run("cnn", OptimizerKind::Sgd, ExecMode::FullCapture, 16);
     o.seed = seed;
     o.shuffle = false;  // the data order stays; only the augmentation may differ
-    if (aug) augment(o);
+    if (aug) testing::augment_all(o);
     Trainer t(o, view_of(train), view_of(val));
     t.run_epoch();
     return state_of(t);
@@ -66,7 +59,7 @@ TEST(AugmentTraining, RanksAgreeWithOneRankAfterAStep) {
   auto run = [&](int ranks) {
     RunOptions o = small_run("cnn", OptimizerKind::Lars, ExecMode::FullCapture, 32);
     o.train.ranks = ranks;
-    augment(o);
+    testing::augment_all(o);
     Trainer t(o, view_of(train), view_of(val));
     t.run_epoch();
     return state_of(t);

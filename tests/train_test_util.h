@@ -170,6 +170,14 @@ inline bool builds_at(const RunOptions& o, int side) {
   }
 }
 
+// Every augmentation on (flip, translate 2, cutout 6) and flip-TTA.
+inline void augment_all(RunOptions& o) {
+  o.train.augment.flip = true;
+  o.train.augment.translate = 2;
+  o.train.augment.cutout = 6;
+  o.train.tta_flip = true;
+}
+
 // Synthetic images of the run's own model shape.
 inline data::ImageDataset run_data(const RunOptions& o, int64_t count, uint64_t seed) {
   const ModelConfig& m = o.model;
