@@ -8,17 +8,13 @@
 #include <filesystem>
 
 #include "framework/core/error.h"
+#include "tests/golden_files.h"
 #include "harness/lib/gate.h"
 #include "harness/lib/gate_cli.h"
 #include "harness/lib/json_report.h"
 
 namespace tr::bench {
 namespace {
-
-std::string golden_dir() {
-  if (const char* s = std::getenv("TR_SOURCE_DIR")) return std::string(s) + "/tests/golden";
-  return (std::filesystem::path(__FILE__).parent_path() / "golden").string();
-}
 
 BenchCase make_case(const std::string& mode, std::vector<double> step) {
   BenchCase c;

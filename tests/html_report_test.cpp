@@ -8,17 +8,13 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/golden_files.h"
 #include "harness/lib/html_report.h"
 #include "harness/lib/json_report.h"
 #include "harness/lib/report_cli.h"
 
 namespace tr::bench {
 namespace {
-
-std::string golden_dir() {
-  if (const char* s = std::getenv("TR_SOURCE_DIR")) return std::string(s) + "/tests/golden";
-  return (std::filesystem::path(__FILE__).parent_path() / "golden").string();
-}
 
 size_t count(const std::string& hay, const std::string& needle) {
   size_t n = 0;

@@ -18,16 +18,12 @@
 #include <sstream>
 
 #include "framework/core/error.h"
+#include "tests/golden_files.h"
 #include "harness/lib/json_report.h"
 #include "harness/lib/statistics.h"
 
 namespace tr::bench {
 namespace {
-
-std::string golden_dir() {
-  if (const char* s = std::getenv("TR_SOURCE_DIR")) return std::string(s) + "/tests/golden";
-  return (std::filesystem::path(__FILE__).parent_path() / "golden").string();
-}
 
 std::string read_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);

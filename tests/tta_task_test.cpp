@@ -7,7 +7,6 @@
 
 #include <unistd.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -16,6 +15,7 @@
 #include "harness/lib/report_cli.h"
 #include "harness/lib/tta_html.h"
 #include "harness/lib/tta_report.h"
+#include "tests/golden_files.h"
 #include "tests/train_test_util.h"
 
 namespace tr::bench {
@@ -129,9 +129,7 @@ TEST(TtaTask, ReportCliRendersTtaFilesBesideBenchReports) {
   const std::string dir = ::testing::TempDir() + "tr_tta_html_" + std::to_string(getpid());
   std::filesystem::create_directories(dir);
   write_tta_report(small_tta_report(), dir + "/tta_cnn.json");
-  const char* src = std::getenv("TR_SOURCE_DIR");
-  const std::string golden = src ? std::string(src) + "/tests/golden/report_small.json"
-                                 : (std::filesystem::path(__FILE__).parent_path() / "golden/report_small.json").string();
+  const std::string golden = golden_dir() + "/report_small.json";
   std::vector<std::string> args = {"report", golden,
                                    dir + "/tta_cnn.json", "-o", dir + "/out.html"};
   std::vector<char*> argv;

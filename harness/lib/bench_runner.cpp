@@ -12,6 +12,7 @@
 #include "framework/runtime/nvtx.h"
 #include "framework/train/session.h"
 #include "harness/lib/bench_driver.h"
+#include "harness/lib/busy_fraction.h"
 #include "harness/lib/context_info.h"
 #include "harness/lib/cupti_probe.h"
 #include "harness/lib/profiler_range.h"
@@ -167,13 +168,13 @@ BenchReport run_bench(const BenchOptions& o) {
               k["cupti_graph_launches_per_step"] = double(cc.graph_launches) / steps / ranks;
               k["cupti_memcpy_per_step"] = double(cc.memcpy_async) / steps / ranks;
               k["gpu_kernel_ms_per_step"] = cc.kernel_ms_sum / steps;
-              // Note [busy fraction]: kernel time per step (union of kernel
-              // intervals, so concurrent kernels count once) over the median step
-              // time of the timed, untraced repetitions. Tracing lengthens the
-              // gaps between kernels, so the traced repetition's own ratio is
-              // lower; it is kept as gpu_busy_fraction_traced.
-              k["gpu_busy_fraction"] = cc.kernel_ms_union / steps / med;
-              k["gpu_busy_fraction_traced"] = cc.kernel_ms_union / wall_ms;
+              // Note [busy fraction] (busy_fraction.h): kernel time over the
+              // wall time of the same traced repetition, at most 1; the traced
+              // step time is kept beside the untraced one (real_time).
+              const BusyFraction busy = busy_fraction(cc.kernel_ms_union, wall_ms);
+              k["gpu_busy_fraction"] = busy.value;
+              if (busy.raw) k["gpu_busy_fraction_raw"] = *busy.raw;
+              k["traced_step_ms"] = wall_ms / steps;
               k["gpu_kernels_per_step"] = double(cc.kernels_executed) / steps;
               // Cross-check (Note [launch accounting]): graph launches and memcpys
               // must match exactly; every kernel launch we count is one CUPTI sees

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "framework/core/error.h"
+#include "harness/lib/atomic_file.h"
 #include "harness/lib/statistics.h"
 
 namespace tr::bench {
@@ -164,12 +165,7 @@ ojson to_json(const BenchReport& r) {
 }
 
 void write_report(const BenchReport& report, const std::string& path) {
-  const std::string text = to_json(report).dump(2) + "\n";
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) throw UserError(cat("cannot write report '", path, "': ", std::strerror(errno)));
-  f << text;
-  f.close();
-  if (!f) throw UserError(cat("cannot write report '", path, "': write failed"));
+  write_file_atomically(path, to_json(report).dump(2) + "\n");
 }
 
 // ---------------------------------------------------------------- reading

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "framework/core/error.h"
+#include "harness/lib/atomic_file.h"
 #include "harness/lib/cli_args.h"
 #include "harness/lib/html_report.h"
 #include "harness/lib/json_report.h"
@@ -69,11 +70,7 @@ int run(int argc, char** argv) {
       reports.push_back({label, read_report(path)});
   }
   const std::string html = render_html(reports, tta_sections);
-  std::ofstream f(out, std::ios::binary | std::ios::trunc);
-  if (!f) throw UserError(cat("cannot write '", out, "': ", std::strerror(errno)));
-  f << html;
-  f.close();
-  if (!f) throw UserError(cat("cannot write '", out, "': write failed"));
+  write_file_atomically(out, html);
   size_t cases = 0;
   for (const LabeledReport& r : reports) cases += r.report.cases.size();
   const std::string tta =

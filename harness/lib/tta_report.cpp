@@ -1,11 +1,9 @@
 #include "harness/lib/tta_report.h"
 
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <fstream>
 
 #include "framework/core/error.h"
+#include "harness/lib/atomic_file.h"
 #include "harness/lib/json_report.h"
 #include "harness/lib/statistics.h"
 
@@ -21,14 +19,6 @@ ojson summary_json(const Summary& s) {
 }
 
 std::string case_name(const TtaReport& r) { return cat("tta/model:", r.model, "/target:", r.target_acc); }
-
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) throw UserError(cat("cannot write '", path, "': ", std::strerror(errno)));
-  f << text;
-  f.close();
-  if (!f) throw UserError(cat("cannot write '", path, "': write failed"));
-}
 
 // The value a seed contributes to the Google-Benchmark entries: its time to
 // target, or, when it never got there, its whole training time.
@@ -133,7 +123,7 @@ ojson tta_to_json(const TtaReport& r) {
 }
 
 void write_tta_report(const TtaReport& r, const std::string& path) {
-  write_text(path, tta_to_json(r).dump(2) + "\n");
+  write_file_atomically(path, tta_to_json(r).dump(2) + "\n");
 }
 
 TtaReport tta_report_from_json(const json& j, const std::string& path) {
@@ -256,7 +246,7 @@ std::vector<std::string> mllog_lines(const TtaReport& r) {
 void write_mllog(const TtaReport& r, const std::string& path) {
   std::string text;
   for (const std::string& l : mllog_lines(r)) text += l + "\n";
-  write_text(path, text);
+  write_file_atomically(path, text);
 }
 
 }  // namespace tr::bench

@@ -1,0 +1,50 @@
+#include "harness/lib/atomic_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "framework/core/error.h"
+
+namespace tr {
+
+void write_file_atomically(const std::string& path, std::string_view text,
+                           const std::function<void(size_t)>& after_chunk) {
+  constexpr size_t kChunk = size_t(1) << 20;
+  const std::string tmp = cat(path, ".tmp.", ::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw UserError(cat("cannot write '", path, "': ", std::strerror(errno)));
+  auto fail = [&](const char* what) {
+    const int err = errno;
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw UserError(cat("cannot write '", path, "': ", what, ": ", std::strerror(err)));
+  };
+  size_t done = 0;
+  while (done < text.size()) {
+    const size_t n = std::min(kChunk, text.size() - done);
+    const ssize_t w = ::write(fd, text.data() + done, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      fail("write failed");
+    }
+    done += size_t(w);
+    if (after_chunk) after_chunk(done);
+  }
+  if (::fsync(fd) != 0) fail("flush failed");
+  if (::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    throw UserError(cat("cannot write '", path, "': close failed: ", std::strerror(err)));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    throw UserError(cat("cannot write '", path, "': rename failed: ", std::strerror(err)));
+  }
+}
+
+}  // namespace tr
