@@ -65,9 +65,16 @@ TEST(CpuTraining, LossFallsAndLastBatchUsesItsVariant) {
   std::printf("[ mlp ] loss %.4f -> %.4f, val acc %.3f -> %.3f\n", e0.train_loss, e2.train_loss, e0.val_acc, e2.val_acc);
   EXPECT_LT(e2.train_loss, e0.train_loss * 0.8);
   EXPECT_GT(e2.val_acc, 0.5);
-  // Every sample was counted once per epoch, the last batch included.
+  // Every sample was counted once per epoch, the last batch included: with the
+  // base variant's 192 the last batch would count 1152.
   const auto m = read_tensor(t.model(), t.plans().plan(Variant::TrainBase), t.context(0), t.model().train_metrics);
   EXPECT_EQ(m[kMetricCount], 1000.f);
+  // Exactly 3 x 6 optimizer steps ran, none skipped, and the device's batch
+  // counter (Note [augmentation]) saw each of them once.
+  const TrainScalars sc = read_scalars(t.plans(), t.context(0));
+  EXPECT_EQ(sc.step, 18);
+  EXPECT_EQ(sc.batches, 18);
+  EXPECT_EQ(sc.skipped_steps, 0);
 }
 
 struct NanInjector {
