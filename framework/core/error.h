@@ -22,6 +22,10 @@ class UserError : public std::runtime_error {
 };
 
 [[noreturn]] void throw_internal(const char* file, int line, const std::string& what);
+// Inside a catch block: rethrows the error being handled with `where` in front
+// of its message, keeping its kind (a UserError stays one; any other exception
+// becomes an Error).
+[[noreturn]] void rethrow_with_context(const std::string& where);
 void warn_in_destructor(const char* file, int line, const std::string& what) noexcept;
 
 // Concatenates any streamable arguments into one string.

@@ -68,6 +68,8 @@ class CudaContext;
 
 // Captures `nodes` (prepared for ctx) on the stream of `gid` and instantiates
 // them. Throws on any failure, leaving no capture open and nothing allocated.
-std::unique_ptr<CudaGraphExec> capture_nodes(const std::vector<PreparedNode>& nodes, CudaContext& ctx, GraphId gid);
+// inject_failure (tests, CaptureFault): throw after the first node, inside the capture.
+std::unique_ptr<CudaGraphExec> capture_nodes(const std::vector<PreparedNode>& nodes, CudaContext& ctx, GraphId gid,
+                                             bool inject_failure = false);
 
 }  // namespace tr

@@ -6,8 +6,12 @@
 
 namespace tr {
 
+std::string capture_where(const UniqueGraph& u, int rank) {
+  return cat("capturing ", graph_name(u.gid), " (variant ", variant_name(u.variant), ", rank ", rank, ")");
+}
+
 PreCaptureResult pre_capture(GraphAtlas& atlas, const ComputationGraph& cg, const PlanSet& plans,
-                             const std::vector<DeviceContext*>& ranks, ExecMode mode) {
+                             const std::vector<DeviceContext*>& ranks, ExecMode mode, const CaptureFault* fault) {
   TR_CHECK(!ranks.empty(), "no ranks");
   PreCaptureResult r;
   r.dedup = dedup(atlas);  // B1
@@ -41,7 +45,7 @@ PreCaptureResult pre_capture(GraphAtlas& atlas, const ComputationGraph& cg, cons
     if (u.collective) ++r.collective;
   }
   if (ranks.front()->backend() == Backend::Cuda) {
-    capture_cuda(r, cg, plans, ranks);
+    capture_cuda(r, cg, plans, ranks, fault);
   } else {
     // CPU "capture": resolve every node once into a prepared list per rank.
     for (auto& g : r.graphs) {
@@ -49,9 +53,16 @@ PreCaptureResult pre_capture(GraphAtlas& atlas, const ComputationGraph& cg, cons
       const UniqueGraph& u = g->key();
       const MemoryPlan& plan = plans.plan(u.variant);
       for (DeviceContext* ctx : ranks) {
-        std::vector<PreparedNode> ops;
-        for (const Node& n : cg.nodes(u.gid)) ops.push_back(prepare_node(n, cg, plans, plan, *ctx, node_stream(n, u.gid)));
-        g->set_cpu_ops(ctx->rank(), std::move(ops));
+        try {
+          std::vector<PreparedNode> ops;
+          for (const Node& n : cg.nodes(u.gid)) {
+            ops.push_back(prepare_node(n, cg, plans, plan, *ctx, node_stream(n, u.gid)));
+            if (fault && fault->matches(u, ctx->rank())) throw Error("injected capture failure");
+          }
+          g->set_cpu_ops(ctx->rank(), std::move(ops));
+        } catch (...) {
+          rethrow_with_context(capture_where(u, ctx->rank()));
+        }
       }
     }
   }
@@ -63,7 +74,8 @@ PreCaptureResult pre_capture(GraphAtlas& atlas, const ComputationGraph& cg, cons
 
 #ifndef TR_HAVE_CUDA
 namespace tr {
-void capture_cuda(PreCaptureResult&, const ComputationGraph&, const PlanSet&, const std::vector<DeviceContext*>&) {
+void capture_cuda(PreCaptureResult&, const ComputationGraph&, const PlanSet&, const std::vector<DeviceContext*>&,
+                  const CaptureFault*) {
   throw Error("this build of tr has no CUDA backend (configure with -DTR_CUDA=ON)");
 }
 }  // namespace tr

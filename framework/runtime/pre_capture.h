@@ -5,6 +5,7 @@
 // warm-up launch of the non-collective graphs. Only the graphs the mode
 // captures are built.
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "framework/runtime/captured_graph.h"
@@ -26,11 +27,27 @@ struct PreCaptureResult {
   std::vector<std::vector<CollectiveSig>> collectives;
 };
 
+// Tests: make the capture of one graph fail, on one rank, after its first node
+// ran (on CUDA inside the open stream capture), to show that the error names
+// the graph and that nothing is left half-made.
+struct CaptureFault {
+  GraphId gid = GraphId::DEEP_FWD_BWD;
+  Variant variant = Variant::TrainBase;
+  int rank = 0;
+  bool matches(const UniqueGraph& u, int r) const { return u.gid == gid && u.variant == variant && r == rank; }
+};
+
+// A failure while capturing a graph is rethrown with the graph, its variant
+// and the rank in front of the message (the error keeps its kind).
 PreCaptureResult pre_capture(GraphAtlas& atlas, const ComputationGraph& cg, const PlanSet& plans,
-                             const std::vector<DeviceContext*>& ranks, ExecMode mode);
+                             const std::vector<DeviceContext*>& ranks, ExecMode mode,
+                             const CaptureFault* fault = nullptr);
 
 // The CUDA half (B2 warm-up, stream capture, B4), in pre_capture_cuda.cpp.
 void capture_cuda(PreCaptureResult& r, const ComputationGraph& cg, const PlanSet& plans,
-                  const std::vector<DeviceContext*>& ranks);
+                  const std::vector<DeviceContext*>& ranks, const CaptureFault* fault);
+
+// "capturing DEEP_FWD_BWD (variant train_base, rank 0)"
+std::string capture_where(const UniqueGraph& u, int rank);
 
 }  // namespace tr

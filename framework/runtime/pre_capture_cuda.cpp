@@ -101,7 +101,8 @@ void CudaGraphExec::splice(DeviceContext& ctx, StreamKind stream) const {
   TR_GPU_CHECK(cudaStreamUpdateCaptureDependencies(s, &node, nullptr, 1, cudaStreamSetCaptureDependencies));
 }
 
-std::unique_ptr<CudaGraphExec> capture_nodes(const std::vector<PreparedNode>& nodes, CudaContext& ctx, GraphId gid) {
+std::unique_ptr<CudaGraphExec> capture_nodes(const std::vector<PreparedNode>& nodes, CudaContext& ctx, GraphId gid,
+                                             bool inject_failure) {
   cudaGraph_t graph = nullptr;
   {
     CaptureGuard guard(ctx.stream(stream_for(gid)));
@@ -110,6 +111,7 @@ std::unique_ptr<CudaGraphExec> capture_nodes(const std::vector<PreparedNode>& no
       sched.before(p, p.stream());
       p.run();
       sched.after(p, p.stream());
+      if (inject_failure) throw Error("injected capture failure");
     }
     sched.join();
     graph = guard.end();
@@ -118,7 +120,7 @@ std::unique_ptr<CudaGraphExec> capture_nodes(const std::vector<PreparedNode>& no
 }
 
 void capture_cuda(PreCaptureResult& r, const ComputationGraph& cg, const PlanSet& plans,
-                  const std::vector<DeviceContext*>& ranks) {
+                  const std::vector<DeviceContext*>& ranks, const CaptureFault* fault) {
   trace("B2: warm-up on ", ranks.size(), " rank(s)");
   // B2: warm-up. cuDNN plans were chosen in prepare_workspace; one eager run of
   // every safe graph loads modules and settles cuBLAS before any capture.
@@ -144,7 +146,12 @@ void capture_cuda(PreCaptureResult& r, const ComputationGraph& cg, const PlanSet
     for (auto& g : r.graphs) {
       if (!g || g->key().collective != collective) continue;
       if (collective) trace("rank ", ctx.rank(), ": B3.5 capture ", graph_name(g->key().gid));
-      g->set_native(ctx.rank(), capture_nodes(prepare_graph(g->key(), cg, plans, ctx), ctx, g->key().gid));
+      try {
+        const bool inject = fault && fault->matches(g->key(), ctx.rank());
+        g->set_native(ctx.rank(), capture_nodes(prepare_graph(g->key(), cg, plans, ctx), ctx, g->key().gid, inject));
+      } catch (...) {
+        rethrow_with_context(capture_where(g->key(), ctx.rank()));
+      }
     }
   };
   auto on_all_ranks = [&](size_t first, const std::function<void(size_t)>& fn) {

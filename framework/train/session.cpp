@@ -123,7 +123,8 @@ TrainingSession::TrainingSession(const RunOptions& opt, DataView train, DataView
   {
     nvtx::Range range(nvtx::Phase::Capture);
     trace("contexts allocated; pre_capture");
-    capture_ = pre_capture(atlas_, model_.cg, plans_, raw, opt.mode);
+    capture_ = pre_capture(atlas_, model_.cg, plans_, raw, opt.mode,
+                           opt.capture_fault ? &*opt.capture_fault : nullptr);
     trace("pre_capture done: ", capture_.captured, " graphs");
     for (auto& c : contexts_) runners_.push_back(std::make_unique<GraphRunner>(model_.cg, plans_, atlas_, capture_, *c));
     // Full capture: compose each rank's training steps into step graphs.

@@ -6,6 +6,7 @@
 // benchmark driver (harness/lib/bench_driver.h) then drive it.
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "framework/comm/communicator.h"
@@ -39,6 +40,7 @@ struct RunOptions {
   int first_device = 0;         // CUDA: ranks use devices first_device .. + ranks-1
   int watchdog_ms = 120000;     // a rank waiting this long in a collective is an error
   bool step_graphs = true;      // full capture: a training step is one graph (step_graphs.h)
+  std::optional<CaptureFault> capture_fault;  // tests: fail the capture of one graph (pre_capture.h)
 };
 
 class TrainingSession {
