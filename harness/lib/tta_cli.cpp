@@ -1,6 +1,7 @@
 #include "harness/lib/tta_cli.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -39,7 +40,14 @@ constexpr const char* kUsageTail = R"(  --help                   this text
 Exit codes: 0 success, 2 bad input (flags, data files), 1 other errors.
 )";
 
-nlohmann::ordered_json recipe_json(const TrainSetup& s) {
+// A float setting as the decimal it was given as (0.2, not 0.200000003).
+double decimal(float v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.7g", double(v));
+  return std::strtod(buf, nullptr);
+}
+
+nlohmann::ordered_json recipe_json(const TrainSetup& s, int64_t train_images, int64_t test_images) {
   const RunOptions& o = s.options;
   nlohmann::ordered_json j;
   j["device"] = s.device;
@@ -47,16 +55,17 @@ nlohmann::ordered_json recipe_json(const TrainSetup& s) {
   j["mode"] = mode_name(o.mode);
   j["width"] = o.model.width;
   j["image_size"] = o.model.in_height;
-  j["train_images"] = 0;  // filled by the caller
+  j["train_images"] = train_images;
+  j["test_images"] = test_images;
   j["epochs"] = o.epochs;
   j["batch"] = o.batch;
   j["optimizer"] = optimizer_name(o.train.optimizer);
-  j["lr"] = o.lr.base_lr;
+  j["lr"] = decimal(o.lr.base_lr);
   j["schedule"] = lr_schedule_name(o.lr.kind);
-  j["warmup"] = o.lr.warmup_fraction;
-  j["weight_decay"] = o.train.weight_decay;
-  j["label_smoothing"] = o.train.label_smoothing;
-  j["ema_decay"] = o.train.ema_decay;
+  j["warmup"] = decimal(o.lr.warmup_fraction);
+  j["weight_decay"] = decimal(o.train.weight_decay);
+  j["label_smoothing"] = decimal(o.train.label_smoothing);
+  j["ema_decay"] = decimal(o.train.ema_decay);
   j["flip"] = o.train.augment.flip;
   j["translate"] = o.train.augment.translate;
   j["cutout"] = o.train.augment.cutout;
@@ -97,9 +106,7 @@ int run(int argc, char** argv) {
   report.model = setup.options.model.name;
   report.target_acc = spec.target_acc;
   report.eval = eval;
-  report.recipe = recipe_json(setup);
-  report.recipe["train_images"] = spec.train.count;
-  report.recipe["test_images"] = spec.test.count;
+  report.recipe = recipe_json(setup, spec.train.count, spec.test.count);
   std::printf("tr-bench tta: %s on %s, %d run(s), target %.2f %% (%s weights)\n  recipe %s\n",
               report.model.c_str(), report.context.device_name.c_str(), spec.runs, 100 * spec.target_acc,
               eval.c_str(), report.recipe.dump().c_str());
