@@ -45,6 +45,7 @@ def idx_seeds():
     put("idx_reader", "truncated_raw", bytes([2]) + small[:-3])
     put("idx_reader", "truncated_gz", bytes([2]) + gzip.compress(small, mtime=0)[:-6])
     put("idx_reader", "empty_items", bytes([2]) + idx([0, 7, 9]))
+    put("idx_reader", "empty_items_overflowing", bytes([2]) + idx([0, 0xFFFFFFFF, 0xFFFFFFFF], b""))
 
 
 def trimmed_bench_report(path, cases):
