@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command: install, build, run every test (GPU tests skip
-# without a GPU), then the harness end to end on the CPU (ci/bench_gate.sh).
+# without a GPU), then the harness end to end on the CPU (ci/bench_gate.sh), then
+# the parsers' fuzz targets (ci/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/build.sh
@@ -11,4 +12,6 @@ bash ci/bench_gate.sh
 python3 -m py_compile peers/torch_step.py peers/torch_ddp.py peers/torch_tta.py peers/compare.py
 python3 peers/compare.py reports/h200/gpu_check/torch_amp.json reports/h200/gpu_check/bench_cnn_amp.json \
   reports/h200/gpu_check/bench_mlp_amp.json > /dev/null
+# The parsers under libFuzzer with ASan and UBSan, 20 s a target (ci/fuzz.sh).
+bash ci/fuzz.sh "${TR_FUZZ_SECONDS:-20}"
 echo "test.sh: ok"

@@ -173,14 +173,17 @@ std::vector<int64_t> read_header(GzReader& in, const std::string& path,
 }
 
 // prod(dims), or a UserError when a (lying) header declares more than int64 holds.
+// The item (prod(dims[1:])) must fit on its own, even with 0 items: an array
+// read is one whose IdxArray::item_bytes() is defined.
 int64_t payload_bytes(const std::vector<int64_t>& dims, const std::string& path,
                       const std::string& noun) {
-  int64_t total = 1;
-  for (int64_t d : dims) {
-    if (__builtin_mul_overflow(total, d, &total))
-      fail(path, cat("header declares ", dims[0], " ", noun, " of ", join_dims(dims, 1),
-                     ", too large to read"));
-  }
+  int64_t item = 1, total = 0;
+  bool overflow = false;
+  for (size_t i = 1; i < dims.size(); ++i) overflow |= __builtin_mul_overflow(item, dims[i], &item);
+  overflow |= __builtin_mul_overflow(dims[0], item, &total);
+  if (overflow)
+    fail(path, cat("header declares ", dims[0], " ", noun, " of ", join_dims(dims, 1),
+                   ", too large to read"));
   return total;
 }
 

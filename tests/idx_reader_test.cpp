@@ -182,6 +182,16 @@ TEST(IdxReaderTest, DeclaredSizeOverflowingInt64) {
   expect_message(user_error([&] { tr::data::read_idx_u8(p, 3); }), p, {"too large to read"});
 }
 
+// Found by tests/fuzz/fuzz_idx_reader: no items, but an item of 2^64 bytes
+// made IdxArray::item_bytes() overflow (undefined behaviour) on the array read.
+TEST(IdxReaderTest, ZeroItemsOfAnItemOverflowingInt64) {
+  TempDir dir;
+  const std::string p = dir.file("empty_overflow.gz");
+  write_gz(p, idx_file(kImagesMagic, {0, 0xffffffffu, 0xffffffffu}, {}));
+  expect_message(user_error([&] { tr::data::read_idx_u8(p, 3); }), p,
+                 {"header declares 0 items of 4294967295x4294967295, too large to read"});
+}
+
 TEST(IdxReaderTest, TrailingGarbage) {
   TempDir dir;
   for (const std::string name : {"g.gz", "g"}) {

@@ -77,12 +77,19 @@ std::vector<std::string> train_bool_flags() {
 
 namespace {
 
+// The synthetic sets' sizes (Fashion-MNIST's).
+constexpr int64_t kSyntheticTrain = 60000, kSyntheticTest = 10000;
+
 RunData load_data(const CliArgs& a, const ModelEntry& e, int image_size, uint64_t seed) {
   RunData d;
   if (a.flag("--synthetic")) {
     TR_USER_CHECK(!a.has("--data-dir"), "give --synthetic or --data-dir, not both");
-    d.train = data::make_synthetic(60000, image_size, image_size, e.channels, e.classes, seed);
-    d.test = data::make_synthetic(10000, image_size, image_size, e.channels, e.classes, seed + 1);
+    // A synthetic item does not depend on the set's size, so only the subsets
+    // in use are made: the same images, without 60000 of them to skip.
+    const int64_t train_n = a.integer("--train-subset", kSyntheticTrain, 1, kSyntheticTrain);
+    const int64_t test_n = a.integer("--val-subset", kSyntheticTest, 1, kSyntheticTest);
+    d.train = data::make_synthetic(train_n, image_size, image_size, e.channels, e.classes, seed);
+    d.test = data::make_synthetic(test_n, image_size, image_size, e.channels, e.classes, seed + 1);
   } else {
     const std::string dir = a.str("--data-dir", data::default_data_dir());
     d.train = data::load_idx_split(dir, data::Split::Train);
