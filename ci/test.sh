@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The README's test command: install, build, run every test (GPU tests skip
-# without a GPU), then the harness end to end on the CPU (ci/bench_gate.sh).
+# without a GPU), then the harness end to end on the CPU (ci/bench_gate.sh),
+# then the sanitizer builds (ci/sanitize.sh: ASan+UBSan over every CPU test,
+# TSan over the threaded ones).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/build.sh
@@ -11,4 +13,6 @@ bash ci/bench_gate.sh
 python3 -m py_compile peers/torch_step.py peers/torch_ddp.py peers/torch_tta.py peers/compare.py
 python3 peers/compare.py reports/h200/gpu_check/torch_amp.json reports/h200/gpu_check/bench_cnn_amp.json \
   reports/h200/gpu_check/bench_mlp_amp.json > /dev/null
+bash ci/sanitize.sh asan
+bash ci/sanitize.sh tsan
 echo "test.sh: ok"
