@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Configures and builds tr into build/ (executables in build/bin/). The CUDA
-# backend is built when nvcc is found (override: TR_CUDA=ON|OFF|AUTO).
+# backend is built when nvcc is found (override: TR_CUDA=ON|OFF|AUTO). C++
+# warnings are errors (TR_WERROR=ON).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/setup.sh
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DTR_CUDA="${TR_CUDA:-AUTO}" >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DTR_CUDA="${TR_CUDA:-AUTO}" -DTR_WERROR=ON >/dev/null
 ninja -C build -j"${TR_JOBS:-$(nproc)}"

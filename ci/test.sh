@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's test command: install, build, run every test (GPU tests skip
-# without a GPU), then the harness end to end on the CPU (ci/bench_gate.sh), then
-# the parsers' fuzz targets (ci/fuzz.sh).
+# without a GPU), then the harness end to end on the CPU (ci/bench_gate.sh), the
+# parsers' fuzz targets (ci/fuzz.sh), and the sanitizer builds (ci/sanitize.sh:
+# ASan+UBSan over every CPU test, TSan over the threaded ones).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/build.sh
@@ -14,4 +15,6 @@ python3 peers/compare.py reports/h200/gpu_check/torch_amp.json reports/h200/gpu_
   reports/h200/gpu_check/bench_mlp_amp.json > /dev/null
 # The parsers under libFuzzer with ASan and UBSan, 20 s a target (ci/fuzz.sh).
 bash ci/fuzz.sh "${TR_FUZZ_SECONDS:-20}"
+bash ci/sanitize.sh asan
+bash ci/sanitize.sh tsan
 echo "test.sh: ok"

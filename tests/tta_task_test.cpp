@@ -110,7 +110,9 @@ TEST(TtaTask, JsonReadsBackAndMllogAndHtmlHoldEveryRun) {
     run_starts += key == "run_start";
     run_stops += key == "run_stop";
     evals += key == "eval_accuracy";
-    if (key == "run_stop") EXPECT_EQ(e["metadata"]["status"], "success");
+    if (key == "run_stop") {
+      EXPECT_EQ(e["metadata"]["status"], "success");
+    }
   }
   EXPECT_EQ(run_starts, 2);
   EXPECT_EQ(run_stops, 2);

@@ -25,8 +25,11 @@ void RankBarrier::arrive_and_wait(int rank, const std::string& what) {
   if (!aborted_.empty() && generation_ == gen) throw Error(cat("rank ", rank, ": ", what, ": ", aborted_));
   if (!done) {
     std::string missing;
-    for (int r = 0; r < ranks_; ++r)
-      if (!here_[static_cast<size_t>(r)]) missing += (missing.empty() ? "" : ",") + std::to_string(r);
+    for (int r = 0; r < ranks_; ++r) {
+      if (here_[static_cast<size_t>(r)]) continue;
+      if (!missing.empty()) missing += ',';
+      missing += std::to_string(r);
+    }
     aborted_ = cat("watchdog: rank(s) ", missing, " did not reach ", what, " within ", timeout_.count(), " ms");
     cv_.notify_all();
     throw Error(cat("rank ", rank, ": ", aborted_));
