@@ -129,7 +129,9 @@ TEST(GpuTraining, AmpTrainsAndSkipsANanStep) {
   o.train.init_loss_scale = 1024.f;
   o.epochs = 3;
   Trainer t(o, view_of(train), view_of(val));
-  NanOnce n{&t.model(), &t.plans()};
+  NanOnce n;
+  n.m = &t.model();
+  n.p = &t.plans();
   t.set_step_hook(StepHook{&NanOnce::hook, &n});
   const EpochStats e0 = t.run_epoch();
   t.run_epoch();

@@ -104,7 +104,10 @@ BenchOptions parse_bench_options(int argc, char** argv) {
              "--batch-per-gpu", "--bn-sync", "--image-size", "--bucket-mb"},
             {"--no-cupti", "--side-streams", "--split-steps", "--cudnn-benchmark", "--help"});
   BenchOptions o;
-  for (int i = 0; i < argc; ++i) o.command_line += (i ? " " : "") + std::string(argv[i]);
+  for (int i = 0; i < argc; ++i) {
+    if (i) o.command_line += ' ';
+    o.command_line += argv[i];
+  }
   if (a.flag("--help")) {
     o.help = true;
     return o;

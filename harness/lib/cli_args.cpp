@@ -47,7 +47,7 @@ CliArgs::CliArgs(int argc, char** argv, const std::vector<std::string>& value_fl
     }
     if (is_in(bool_flags, name)) {
       TR_USER_CHECK(!inline_value, name, " takes no value");
-      values_[name] = "1";
+      values_[name] = std::string("1");  // not = "1": GCC 12 -O3 -Wrestrict false positive
     } else if (is_in(value_flags, name)) {
       if (!inline_value) {
         TR_USER_CHECK(i + 1 < argc, name, " needs a value");

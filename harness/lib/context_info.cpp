@@ -32,7 +32,7 @@ std::string iso_now() {
   char buf[64];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S%z", &tm);
   std::string s = buf;  // +hhmm -> +hh:mm as Google Benchmark writes it
-  if (s.size() > 5) s.insert(s.size() - 2, ":");
+  if (s.size() > 5) s.insert(s.size() - 2, 1, ':');
   return s;
 }
 
