@@ -98,8 +98,11 @@ int run(int argc, char** argv) {
   TR_USER_CHECK(eval == "main" || eval == "ema", "--eval must be main or ema, got '", eval, "'");
   spec.eval_ema = eval == "ema";
 
-  std::string command;
-  for (int i = 0; i < argc; ++i) command += (i ? " " : "tr-bench ") + std::string(argv[i]);
+  std::string command = "tr-bench";
+  for (int i = 0; i < argc; ++i) {
+    command += ' ';
+    command += argv[i];
+  }
   TtaReport report;
   report.context = collect_context(setup.options.backend, command);
   report.context.precision = setup.options.train.amp ? "amp" : "fp32";
