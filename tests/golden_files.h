@@ -40,7 +40,10 @@ inline std::string golden_dir() {
   const fs::path here = fs::path(__FILE__).parent_path() / "golden";
   if (try_dir(here)) return here.string();
   std::string list;
-  for (const fs::path& p : tried) list += " " + p.string();
+  for (const fs::path& p : tried) {
+    list += ' ';
+    list += p.string();
+  }
   throw UserError(cat("golden files not found (set TR_GOLDEN_DIR); tried:", list));
 }
 
