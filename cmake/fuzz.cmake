@@ -8,9 +8,9 @@ if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
   message(FATAL_ERROR "TR_FUZZ=ON needs clang (-DCMAKE_CXX_COMPILER=clang++), got ${CMAKE_CXX_COMPILER_ID}")
 endif()
 set(TR_CUDA OFF CACHE STRING "Build the CUDA backend: AUTO, ON or OFF" FORCE)
-set(TR_SANITIZE -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
-add_compile_options(-fsanitize=fuzzer-no-link ${TR_SANITIZE} -g)
-add_link_options(${TR_SANITIZE})
+set(tr_fuzz_sanitize -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
+add_compile_options(-fsanitize=fuzzer-no-link ${tr_fuzz_sanitize} -g)
+add_link_options(${tr_fuzz_sanitize})
 
 # tests/fuzz/fuzz_<name>.cpp -> build-fuzz/bin/fuzz_<name>; called after tr_harness exists.
 function(tr_add_fuzz_targets)
