@@ -185,7 +185,8 @@ if [[ " $PARTS " == *" sanitize "* ]]; then
         "$@" > "$OUT/$log" 2>&1
       local rc=$?
       [ $rc -ne 0 ] && status=1
-      note "compute-sanitizer $tool $* (exit $rc): $(grep -m1 'ERROR SUMMARY' "$OUT/$log")"
+      # memcheck adds a LEAK SUMMARY, racecheck says RACECHECK SUMMARY instead.
+      note "compute-sanitizer $tool $* (exit $rc): $(grep -E 'ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY' "$OUT/$log" | sed 's/^========= //' | paste -sd';' -)"
     }
     for tool in ${TR_SAN_TOOLS:-memcheck initcheck synccheck racecheck}; do
       for m in ${TR_SAN_MODELS:-mlp cnn resnet18 resnet50 vgg16bn}; do
