@@ -10,6 +10,7 @@
 #include "framework/train/trainer.h"
 #include "harness/lib/cli_args.h"
 #include "harness/lib/cli_main.h"
+#include "harness/lib/process_launch.h"
 #include "harness/lib/train_flags.h"
 
 namespace {
@@ -27,7 +28,7 @@ const char* kUsageTail = R"(  --help                   this text
 Exit codes: 0 success, 2 bad input (flags, data files), 1 other errors.
 )";
 
-int run(int argc, char** argv) {
+int run(int argc, char** argv, tr::World* world) {
   using namespace tr;
   std::vector<std::string> values = train_value_flags(), bools = train_bool_flags();
   values.push_back("--recipe");
@@ -36,23 +37,26 @@ int run(int argc, char** argv) {
   if (a.flag("--help")) {
     std::fputs(kUsage, stdout);
     std::printf(kTrainFlagsUsage, model_names().c_str());
+    std::fputs(kProcessFlagsUsage, stdout);
     std::fputs(kUsageTail, stdout);
     return 0;
   }
   const std::string recipe = a.str("--recipe", "plain");
   TR_USER_CHECK(recipe == "plain" || recipe == "tta", "--recipe must be plain or tta, got '", recipe, "'");
-  const TrainSetup setup = parse_train_setup(a, recipe == "tta");
+  const TrainSetup setup = parse_train_setup(a, recipe == "tta", world);
   const RunOptions& o = setup.options;
   const std::string& device = setup.device;
   Trainer t(o, data::data_view(setup.data.train, setup.data.train_count),
             data::data_view(setup.data.test, setup.data.test_count));
   const auto& pc = t.capture();
-  std::printf("tr-train: model %s (width %g, %dx%dx%d, %d classes), %s, mode %s, %s, batch %lld, %d rank(s)%s, "
+  const std::string processes =
+      world ? cat(" in ", world->processes(), " processes (", world->launch_kind(), ", ", world->library(), ")") : "";
+  std::printf("tr-train: model %s (width %g, %dx%dx%d, %d classes), %s, mode %s, %s, batch %lld, %d rank(s)%s%s, "
               "%lld steps/epoch\n",
               o.model.name.c_str(), o.model.width, o.model.in_height, o.model.in_width, o.model.in_channels,
               o.model.classes,
               device.c_str(), mode_name(o.mode).c_str(), o.train.amp ? "amp fp16" : "fp32",
-              static_cast<long long>(o.batch), o.train.ranks,
+              static_cast<long long>(o.batch), o.train.ranks, processes.c_str(),
               o.train.ranks > 1 ? cat(", BN sync ", bn_sync_name(o.train.bn_sync)).c_str() : "",
               static_cast<long long>(t.steps_per_epoch()));
   const AugmentConfig& aug = o.train.augment;
@@ -78,4 +82,6 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return tr::run_cli("tr-train", [&] { return run(argc, argv); }); }
+int main(int argc, char** argv) {
+  return tr::run_cli_world("tr-train", &argc, &argv, [&](tr::World* world) { return run(argc, argv, world); });
+}

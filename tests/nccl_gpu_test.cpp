@@ -55,7 +55,7 @@ void expect_sums(RankBuffers& b, int gpus, int passes, int rank) {
 TEST(NcclGpu, AllReduceSumsOverEveryGpuEagerlyAndCaptured) {
   SKIP_WITHOUT_GPU();
   const int gpus = cuda_device_count();
-  auto comm = make_nccl_communicator(gpus, 0);
+  auto comm = make_nccl_communicator(gpus, nullptr, 0, std::chrono::milliseconds(60000));
   std::vector<RankBuffers> bufs(static_cast<size_t>(gpus));
   on_every_gpu(gpus, [&](int r) {
     RankBuffers& b = bufs[static_cast<size_t>(r)];

@@ -5,7 +5,7 @@
 namespace tr {
 
 void CapturedGraph::launch(DeviceContext& ctx) const {
-  const size_t r = static_cast<size_t>(ctx.rank());
+  const size_t r = static_cast<size_t>(ctx.local_rank());
   ++launch_tally().graph_launches;
   if (const auto& n = native_.at(r)) {
     n->launch(ctx, stream_for(key_.gid));
@@ -15,7 +15,7 @@ void CapturedGraph::launch(DeviceContext& ctx) const {
 }
 
 void CapturedGraph::splice(DeviceContext& ctx, std::vector<const CapturedGraph*>& cpu_seq) const {
-  if (const auto& n = native_.at(static_cast<size_t>(ctx.rank()))) {
+  if (const auto& n = native_.at(static_cast<size_t>(ctx.local_rank()))) {
     n->splice(ctx, stream_for(key_.gid));
     return;
   }
@@ -23,7 +23,7 @@ void CapturedGraph::splice(DeviceContext& ctx, std::vector<const CapturedGraph*>
 }
 
 void CapturedGraph::run_cpu(DeviceContext& ctx) const {
-  for (const PreparedNode& p : cpu_ops_.at(static_cast<size_t>(ctx.rank()))) p.run();
+  for (const PreparedNode& p : cpu_ops_.at(static_cast<size_t>(ctx.local_rank()))) p.run();
 }
 
 }  // namespace tr

@@ -23,14 +23,21 @@ class NativeExec {
 
 class CapturedGraph {
  public:
-  CapturedGraph(UniqueGraph key, int ranks)
-      : key_(key), cpu_ops_(static_cast<size_t>(ranks)), native_(static_cast<size_t>(ranks)) {}
+  // One executable per rank of this process, indexed by the local rank
+  // (Note [processes and ranks]).
+  CapturedGraph(UniqueGraph key, int local_ranks)
+      : key_(key), cpu_ops_(static_cast<size_t>(local_ranks)), native_(static_cast<size_t>(local_ranks)) {}
 
   const UniqueGraph& key() const { return key_; }
-  void set_cpu_ops(int rank, std::vector<PreparedNode> ops) { cpu_ops_.at(static_cast<size_t>(rank)) = std::move(ops); }
-  void set_native(int rank, std::unique_ptr<NativeExec> e) { native_.at(static_cast<size_t>(rank)) = std::move(e); }
-  bool ready(int rank) const {
-    return native_.at(static_cast<size_t>(rank)) != nullptr || !cpu_ops_.at(static_cast<size_t>(rank)).empty();
+  void set_cpu_ops(int local_rank, std::vector<PreparedNode> ops) {
+    cpu_ops_.at(static_cast<size_t>(local_rank)) = std::move(ops);
+  }
+  void set_native(int local_rank, std::unique_ptr<NativeExec> e) {
+    native_.at(static_cast<size_t>(local_rank)) = std::move(e);
+  }
+  bool ready(int local_rank) const {
+    return native_.at(static_cast<size_t>(local_rank)) != nullptr ||
+           !cpu_ops_.at(static_cast<size_t>(local_rank)).empty();
   }
 
   // Runs the whole graph on ctx's rank, on the stream its GraphId belongs to.

@@ -1,5 +1,7 @@
 #include "framework/runtime/collective_check.h"
 
+#include <cstring>
+
 #include "framework/core/error.h"
 
 namespace tr {
@@ -40,6 +42,26 @@ void verify_collective_sequences(const std::vector<std::vector<CollectiveSig>>& 
     throw Error(cat("collective sequence mismatch: rank ", r, " differs from rank 0 at collective #", i, ": rank 0 has ",
                     ra, ", rank ", r, " has ", rb, " (", a.size(), " vs ", b.size(), " collectives)"));
   }
+}
+
+void verify_collective_sequences(const std::vector<CollectiveSig>& mine, World& world, int local_ranks,
+                                 std::chrono::milliseconds timeout) {
+  // Four int64 per collective: graph, op, element count, dtype.
+  std::vector<int64_t> words;
+  for (const CollectiveSig& s : mine)
+    for (int64_t w : {int64_t(s.gid), int64_t(s.op), s.elems, int64_t(s.dtype)}) words.push_back(w);
+  const std::string bytes(reinterpret_cast<const char*>(words.data()), words.size() * sizeof(int64_t));
+  const auto all = world.allgather_strings(bytes, "the collective sequences", timeout);
+  std::vector<std::vector<CollectiveSig>> seqs;
+  for (const std::string& b : all) {
+    std::vector<int64_t> w(b.size() / sizeof(int64_t));
+    std::memcpy(w.data(), b.data(), w.size() * sizeof(int64_t));
+    std::vector<CollectiveSig> seq;
+    for (size_t i = 0; i + 3 < w.size(); i += 4)
+      seq.push_back({static_cast<GraphId>(w[i]), static_cast<RangeOp>(w[i + 1]), w[i + 2], static_cast<DType>(w[i + 3])});
+    for (int l = 0; l < local_ranks; ++l) seqs.push_back(seq);  // process p's ranks p*L .. p*L + L-1
+  }
+  verify_collective_sequences(seqs);
 }
 
 }  // namespace tr

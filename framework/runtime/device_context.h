@@ -26,8 +26,9 @@ struct AlgoChoice {
 };
 
 struct ContextSpec {
-  int rank = 0;
-  int ranks = 1;
+  int rank = 0;                   // global (Note [processes and ranks], framework/comm/world.h)
+  int ranks = 1;                  // global
+  int local_rank = 0;             // index among this process's ranks
   int device = 0;                 // CUDA device ordinal
   int64_t arena_bytes = 0;
   int64_t scalars_offset = 0;
@@ -52,6 +53,7 @@ class DeviceContext {
   virtual int64_t prepare_workspace(const CompiledModel& m, const std::array<VariantDims, kVariantCount>& dims) = 0;
   virtual void allocate(const ContextSpec& spec) = 0;
   int rank() const { return spec_.rank; }
+  int local_rank() const { return spec_.local_rank; }
   int ranks() const { return spec_.ranks; }
   const ContextSpec& spec() const { return spec_; }
   std::byte* base() const { return base_; }

@@ -19,7 +19,7 @@ GraphRunner::GraphRunner(const ComputationGraph& cg, const PlanSet& plans, const
       const AtlasSlot& s = atlas.slot(v, static_cast<GraphId>(g));
       if (!s.present()) continue;
       const auto& cgraph = captured.graphs.at(static_cast<size_t>(s.captured_idx));
-      if (cgraph && cgraph->ready(ctx.rank())) table_[static_cast<size_t>(vidx(v))][static_cast<size_t>(g)] = cgraph.get();
+      if (cgraph && cgraph->ready(ctx.local_rank())) table_[static_cast<size_t>(vidx(v))][static_cast<size_t>(g)] = cgraph.get();
     }
   }
 }

@@ -11,7 +11,8 @@ std::string capture_where(const UniqueGraph& u, int rank) {
 }
 
 PreCaptureResult pre_capture(GraphAtlas& atlas, const ComputationGraph& cg, const PlanSet& plans,
-                             const std::vector<DeviceContext*>& ranks, ExecMode mode, const CaptureFault* fault) {
+                             const std::vector<DeviceContext*>& ranks, ExecMode mode, const CaptureFault* fault,
+                             World* world) {
   TR_CHECK(!ranks.empty(), "no ranks");
   PreCaptureResult r;
   r.dedup = dedup(atlas);  // B1
@@ -34,18 +35,21 @@ PreCaptureResult pre_capture(GraphAtlas& atlas, const ComputationGraph& cg, cons
     }
   }
   verify_collective_sequences(seqs);
+  if (world)
+    verify_collective_sequences(seqs.front(), *world, static_cast<int>(ranks.size()),
+                                std::chrono::milliseconds(ranks.front()->spec().watchdog_ms));
   r.collective_hash = hash_sequence(seqs.front());
   const auto t0 = std::chrono::steady_clock::now();
   r.graphs.resize(r.dedup.graphs.size());
   for (size_t i = 0; i < r.dedup.graphs.size(); ++i) {
     const UniqueGraph& u = r.dedup.graphs[i];
     if (!is_captured(mode, is_fwd_bwd(u.gid))) continue;
-    r.graphs[i] = std::make_unique<CapturedGraph>(u, static_cast<int>(ranks.size()));
+    r.graphs[i] = std::make_unique<CapturedGraph>(u, static_cast<int>(ranks.size()));  // local ranks
     ++r.captured;
     if (u.collective) ++r.collective;
   }
   if (ranks.front()->backend() == Backend::Cuda) {
-    capture_cuda(r, cg, plans, ranks, fault);
+    capture_cuda(r, cg, plans, ranks, fault, world);
   } else {
     // CPU "capture": resolve every node once into a prepared list per rank.
     for (auto& g : r.graphs) {
@@ -59,7 +63,7 @@ PreCaptureResult pre_capture(GraphAtlas& atlas, const ComputationGraph& cg, cons
             ops.push_back(prepare_node(n, cg, plans, plan, *ctx, node_stream(n, u.gid)));
             if (fault && fault->matches(u, ctx->rank())) throw Error("injected capture failure");
           }
-          g->set_cpu_ops(ctx->rank(), std::move(ops));
+          g->set_cpu_ops(ctx->local_rank(), std::move(ops));
         } catch (...) {
           rethrow_with_context(capture_where(u, ctx->rank()));
         }
@@ -75,7 +79,7 @@ PreCaptureResult pre_capture(GraphAtlas& atlas, const ComputationGraph& cg, cons
 #ifndef TR_HAVE_CUDA
 namespace tr {
 void capture_cuda(PreCaptureResult&, const ComputationGraph&, const PlanSet&, const std::vector<DeviceContext*>&,
-                  const CaptureFault*) {
+                  const CaptureFault*, World*) {
   throw Error("this build of tr has no CUDA backend (configure with -DTR_CUDA=ON)");
 }
 }  // namespace tr

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "framework/comm/world.h"
 #include "framework/runtime/captured_graph.h"
 #include "framework/runtime/collective_check.h"
 #include "framework/runtime/exec_mode.h"
@@ -38,14 +39,17 @@ struct CaptureFault {
 };
 
 // A failure while capturing a graph is rethrown with the graph, its variant
-// and the rank in front of the message (the error keeps its kind).
+// and the rank in front of the message (the error keeps its kind). `ranks` are
+// this process's ranks; with a World (several processes) the collective
+// sequences are compared across processes too, and the processes capture
+// their collective graphs together (Note [processes and ranks]).
 PreCaptureResult pre_capture(GraphAtlas& atlas, const ComputationGraph& cg, const PlanSet& plans,
                              const std::vector<DeviceContext*>& ranks, ExecMode mode,
-                             const CaptureFault* fault = nullptr);
+                             const CaptureFault* fault = nullptr, World* world = nullptr);
 
 // The CUDA half (B2 warm-up, stream capture, B4), in pre_capture_cuda.cpp.
 void capture_cuda(PreCaptureResult& r, const ComputationGraph& cg, const PlanSet& plans,
-                  const std::vector<DeviceContext*>& ranks, const CaptureFault* fault);
+                  const std::vector<DeviceContext*>& ranks, const CaptureFault* fault, World* world);
 
 // "capturing DEEP_FWD_BWD (variant train_base, rank 0)"
 std::string capture_where(const UniqueGraph& u, int rank);

@@ -120,7 +120,7 @@ std::unique_ptr<CudaGraphExec> capture_nodes(const std::vector<PreparedNode>& no
 }
 
 void capture_cuda(PreCaptureResult& r, const ComputationGraph& cg, const PlanSet& plans,
-                  const std::vector<DeviceContext*>& ranks, const CaptureFault* fault) {
+                  const std::vector<DeviceContext*>& ranks, const CaptureFault* fault, World* world) {
   trace("B2: warm-up on ", ranks.size(), " rank(s)");
   // B2: warm-up. cuDNN plans were chosen in prepare_workspace; one eager run of
   // every safe graph loads modules and settles cuBLAS before any capture.
@@ -148,7 +148,7 @@ void capture_cuda(PreCaptureResult& r, const ComputationGraph& cg, const PlanSet
       if (collective) trace("rank ", ctx.rank(), ": B3.5 capture ", graph_name(g->key().gid));
       try {
         const bool inject = fault && fault->matches(g->key(), ctx.rank());
-        g->set_native(ctx.rank(), capture_nodes(prepare_graph(g->key(), cg, plans, ctx), ctx, g->key().gid, inject));
+        g->set_native(ctx.local_rank(), capture_nodes(prepare_graph(g->key(), cg, plans, ctx), ctx, g->key().gid, inject));
       } catch (...) {
         rethrow_with_context(capture_where(g->key(), ctx.rank()));
       }
@@ -168,7 +168,7 @@ void capture_cuda(PreCaptureResult& r, const ComputationGraph& cg, const PlanSet
           if (first_failed.compare_exchange_strong(none, static_cast<int>(i))) {
             // The other ranks may be blocked in NCCL waiting for this one (its
             // set-up during capture involves every rank): release them.
-            if (Communicator* c = ranks[i]->env(StreamKind::UPDATE).comm) c->abort(cat("rank ", i, " failed in pre-capture"));
+            if (Communicator* c = ranks[i]->env(StreamKind::UPDATE).comm) c->abort(cat("rank ", ranks[i]->rank(), " failed in pre-capture"));
           }
         }
       });
@@ -186,15 +186,18 @@ void capture_cuda(PreCaptureResult& r, const ComputationGraph& cg, const PlanSet
   // them after the compute nodes that follow an all-reduce, e.g. synchronised BN
   // inside DEEP_FWD_BWD.) Capture mode is thread-local, so captures on the rank
   // threads do not disturb each other.
-  if (ranks.size() == 1) {
+  // Across processes the same holds: they meet at a barrier (a stalled one is
+  // a watchdog error here, not a hang inside NCCL) and connect together.
+  if (ranks.front()->ranks() == 1) {
     capture_rank(ranks.front(), true);
   } else if (r.collective > 0) {
+    if (world) world->barrier("the capture of the collective graphs", std::chrono::milliseconds(ranks.front()->spec().watchdog_ms));
     // Connect the communicators eagerly first (a tiny all-reduce of scratch on
     // every rank), so no connection set-up has to happen under capture.
     on_all_ranks(0, [&](size_t i) {
       auto& ctx = static_cast<CudaContext&>(*ranks[i]);
       ctx.make_current();
-      trace("rank ", i, ": B3.5 connecting the communicator");
+      trace("rank ", ctx.rank(), ": B3.5 connecting the communicator");
       const ExecEnv& e = ctx.env(StreamKind::UPDATE);
       const auto* gh = static_cast<const GpuHandles*>(e.gpu);
       TR_CHECK(e.comm && gh && gh->workspace_bytes >= 256, "rank ", i, " has no communicator or scratch");

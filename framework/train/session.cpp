@@ -28,8 +28,11 @@ void check_data(const DataView& d, const ModelConfig& m, const char* what) {
 }  // namespace
 
 TrainingSession::TrainingSession(const RunOptions& opt, DataView train, DataView val) : opt_(opt), train_(train), val_(val) {
-  const int ranks = opt.train.ranks;
+  const int ranks = opt.train.ranks;  // global
   TR_USER_CHECK(ranks >= 1, "--ranks/--gpus must be >= 1, got ", ranks);
+  const int processes = opt.world ? opt.world->processes() : 1;
+  TR_USER_CHECK(ranks % processes == 0, ranks, " ranks do not divide over ", processes, " processes");
+  const int local_ranks = ranks / processes, first_rank = opt.world ? opt.world->process() * local_ranks : 0;
   TR_USER_CHECK(opt.epochs >= 1, "--epochs must be >= 1, got ", opt.epochs);
   TR_USER_CHECK(opt.batch >= 1, "--batch must be >= 1, got ", opt.batch);
   TR_USER_CHECK(opt.batch % ranks == 0, "--batch ", opt.batch, " does not divide evenly over ", ranks, " ranks");
@@ -86,11 +89,12 @@ TrainingSession::TrainingSession(const RunOptions& opt, DataView train, DataView
   trace("trainer: ", opt.model.name, ", ", mode_name(opt.mode), ", ", ranks, " rank(s), batch ", opt.batch);
   if (opt.train.has_collectives()) {
     trace("communicator: creating for ", ranks, " rank(s)");
-    comm_ = make_communicator(opt.backend, ranks, opt.first_device, std::chrono::milliseconds(opt.watchdog_ms));
+    comm_ = make_communicator(opt.backend, ranks, opt.world, opt.first_device,
+                              std::chrono::milliseconds(opt.watchdog_ms));
   }
   int64_t workspace = 0;
-  for (int r = 0; r < ranks; ++r) {
-    contexts_.push_back(make_context(opt.backend, r, ranks, opt.first_device + r,
+  for (int l = 0; l < local_ranks; ++l) {
+    contexts_.push_back(make_context(opt.backend, first_rank + l, ranks, opt.first_device + l,
                                      AlgoChoice{opt.deterministic, opt.cudnn_benchmark}, comm_.get()));
     workspace = std::max(workspace, contexts_.back()->prepare_workspace(model_, dims));
   }
@@ -113,6 +117,7 @@ TrainingSession::TrainingSession(const RunOptions& opt, DataView train, DataView
     ContextSpec s = spec;
     s.rank = ctx->rank();
     s.ranks = ranks;
+    s.local_rank = ctx->rank() - first_rank;
     s.device = ctx->spec().device;
     ctx->allocate(s);
     init_arena_state(model_, plans_, *ctx, lr_table, tc.amp ? tc.init_loss_scale : 1.f, opt.seed);
@@ -124,7 +129,7 @@ TrainingSession::TrainingSession(const RunOptions& opt, DataView train, DataView
     nvtx::Range range(nvtx::Phase::Capture);
     trace("contexts allocated; pre_capture");
     capture_ = pre_capture(atlas_, model_.cg, plans_, raw, opt.mode,
-                           opt.capture_fault ? &*opt.capture_fault : nullptr);
+                           opt.capture_fault ? &*opt.capture_fault : nullptr, opt.world);
     trace("pre_capture done: ", capture_.captured, " graphs");
     for (auto& c : contexts_) runners_.push_back(std::make_unique<GraphRunner>(model_.cg, plans_, atlas_, capture_, *c));
     // Full capture: compose each rank's training steps into step graphs.
@@ -151,20 +156,20 @@ TrainingSession::TrainingSession(const RunOptions& opt, DataView train, DataView
 TrainingSession::~TrainingSession() = default;
 
 void TrainingSession::for_each_rank(const std::function<void(int)>& fn) {
-  if (ranks() == 1) {
+  if (local_ranks() == 1) {
     fn(0);
     return;
   }
-  std::vector<std::exception_ptr> errors(static_cast<size_t>(ranks()));
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(local_ranks()));
   std::vector<std::thread> threads;
-  for (int r = 0; r < ranks(); ++r) {
+  for (int r = 0; r < local_ranks(); ++r) {
     threads.emplace_back([&, r] {
       try {
         context(r).make_current();
         fn(r);
       } catch (const std::exception& e) {
         errors[static_cast<size_t>(r)] = std::current_exception();
-        comm_->abort(cat("rank ", r, " failed: ", e.what()));
+        comm_->abort(cat("rank ", context(r).rank(), " failed: ", e.what()));
       }
     });
   }

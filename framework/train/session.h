@@ -41,6 +41,10 @@ struct RunOptions {
   int watchdog_ms = 120000;     // a rank waiting this long in a collective is an error
   bool step_graphs = true;      // full capture: a training step is one graph (step_graphs.h)
   std::optional<CaptureFault> capture_fault;  // tests: fail the capture of one graph (pre_capture.h)
+  // Several processes (mpirun, srun): this process holds train.ranks /
+  // processes() consecutive ranks, on devices first_device ... Null: this
+  // process holds every rank (Note [processes and ranks]).
+  World* world = nullptr;
 };
 
 class TrainingSession {
@@ -57,10 +61,13 @@ class TrainingSession {
   const PlanSet& plans() const { return plans_; }
   const GraphAtlas& atlas() const { return atlas_; }
   const PreCaptureResult& capture() const { return capture_; }
-  int ranks() const { return static_cast<int>(contexts_.size()); }
-  DeviceContext& context(int rank) { return *contexts_.at(static_cast<size_t>(rank)); }
-  GraphRunner& runner(int rank) { return *runners_.at(static_cast<size_t>(rank)); }
-  StepGraphs& steps(int rank) { return *steps_.at(static_cast<size_t>(rank)); }
+  // This process's ranks; context(l), runner(l) and steps(l) take the local
+  // index l (Note [processes and ranks]). world_ranks() counts every process's.
+  int local_ranks() const { return static_cast<int>(contexts_.size()); }
+  int world_ranks() const { return opt_.train.ranks; }
+  DeviceContext& context(int local) { return *contexts_.at(static_cast<size_t>(local)); }
+  GraphRunner& runner(int local) { return *runners_.at(static_cast<size_t>(local)); }
+  StepGraphs& steps(int local) { return *steps_.at(static_cast<size_t>(local)); }
   Communicator* comm() { return comm_.get(); }
 
   // Global sizes: steps per epoch and the size of the last (maybe incomplete)
@@ -74,8 +81,9 @@ class TrainingSession {
   void set_step_hook(const StepHook& h) { hook_ = h; }
   const StepHook& step_hook() const { return hook_; }
 
-  // Runs fn(rank) on every rank: inline for one rank, else one thread per rank.
-  // The first failure aborts the communicator (nobody hangs) and is rethrown.
+  // Runs fn(local) on every rank of this process: inline for one, else one
+  // thread per rank. The first failure aborts the communicator (nobody
+  // hangs) and is rethrown.
   void for_each_rank(const std::function<void(int)>& fn);
 
   // Copies this rank's shard of the global batch [first, first + global_n) of

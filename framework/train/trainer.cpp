@@ -1,6 +1,7 @@
 #include "framework/train/trainer.h"
 
 #include <chrono>
+#include <cstring>
 #include <numeric>
 
 #include "framework/core/log.h"
@@ -92,11 +93,23 @@ EpochStats Trainer::run_epoch() {
 
   const MemoryPlan& p = s_.plans().plan(Variant::TrainBase);
   double loss = 0, correct = 0, count = 0;
-  for (int r = 0; r < s_.ranks(); ++r) {
+  for (int r = 0; r < s_.local_ranks(); ++r) {
     const auto m = read_tensor(s_.model(), p, s_.context(r), s_.model().train_metrics);
     loss += m[kMetricLossSum];
     correct += m[kMetricCorrect];
     count += m[kMetricCount];
+  }
+  if (World* w = s_.options().world) {  // the other processes' ranks, summed in process order
+    const double mine[3] = {loss, correct, count};
+    const auto all = w->allgather(mine, sizeof mine, "the training metrics", std::chrono::milliseconds(s_.options().watchdog_ms));
+    loss = correct = count = 0;
+    for (int q = 0; q < w->processes(); ++q) {
+      double theirs[3];
+      std::memcpy(theirs, all.data() + size_t(q) * sizeof theirs, sizeof theirs);
+      loss += theirs[0];
+      correct += theirs[1];
+      count += theirs[2];
+    }
   }
   st.train_loss = loss / std::max(1.0, count);
   st.train_acc = correct / std::max(1.0, count);

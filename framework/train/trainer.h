@@ -32,8 +32,8 @@ class Trainer {
   const PlanSet& plans() const { return s_.plans(); }
   const GraphAtlas& atlas() const { return s_.atlas(); }
   const PreCaptureResult& capture() const { return s_.capture(); }
-  DeviceContext& context(int rank) { return s_.context(rank); }
-  int ranks() const { return s_.ranks(); }
+  DeviceContext& context(int local) { return s_.context(local); }
+  int local_ranks() const { return s_.local_ranks(); }
   int64_t steps_per_epoch() const { return s_.steps_per_epoch(); }
   void set_step_hook(const StepHook& h) { s_.set_step_hook(h); }
 

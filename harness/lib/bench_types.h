@@ -27,6 +27,12 @@ struct BenchContext {
   std::string bn_sync = "batch";   // "batch" (synchronised BN) or "running" (per-rank BN, running stats averaged)
   double bucket_mb = 25;           // gradient all-reduce bucket size (Note [gradient buckets])
   bool cudnn_benchmark = false;    // cuDNN algorithms timed per shape instead of the heuristics' choice
+  // How the ranks ran (Note [processes and ranks]): "threads" (one process),
+  // "processes" (mpirun/srun on one host) or "nodes" (several hosts).
+  std::string launch = "threads";
+  int processes = 1;
+  std::string hosts;               // per process, comma-separated ("" for threads: host_name)
+  std::string mpi_version = "none";
   int schema_version = kReportSchemaVersion;
 };
 

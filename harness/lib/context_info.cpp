@@ -38,7 +38,7 @@ std::string iso_now() {
 
 }  // namespace
 
-BenchContext collect_context(Backend b, const std::string& command_line) {
+BenchContext collect_context(Backend b, const std::string& command_line, World* world) {
   BenchContext c;
   c.date = iso_now();
   char host[256] = {0};
@@ -66,6 +66,14 @@ BenchContext collect_context(Backend b, const std::string& command_line) {
     c.device_kind = "cpu";
     c.device_name = cpu;
     c.driver_version = c.cuda_runtime_version = c.cudnn_version = c.nccl_version = "none";
+  }
+  c.hosts = c.host_name;
+  if (world) {
+    c.launch = world->launch_kind();
+    c.processes = world->processes();
+    c.mpi_version = world->library();
+    c.hosts.clear();
+    for (const std::string& h : world->hosts()) c.hosts += (c.hosts.empty() ? "" : ",") + h;
   }
   return c;
 }

@@ -2,12 +2,14 @@
 // The report's context block: when, where, on what, built how.
 #include <string>
 
+#include "framework/comm/world.h"
 #include "framework/runtime/device_context.h"
 #include "harness/lib/bench_types.h"
 
 namespace tr::bench {
 
-BenchContext collect_context(Backend b, const std::string& command_line);
+// With a World, the launch kind, process count, hosts and MPI library too.
+BenchContext collect_context(Backend b, const std::string& command_line, World* world = nullptr);
 
 // CUDA side (context_info_cuda.cpp): device name and driver / runtime / cuDNN /
 // NCCL versions of device 0; a CPU-only build fills "none".

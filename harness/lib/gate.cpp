@@ -145,7 +145,8 @@ void add_counter_rows(GateResult& res, const std::string& name, const BenchCase&
 
 }  // namespace
 
-void check_comparable(const BenchReport& baseline, const BenchReport& current, bool counters_only) {
+void check_comparable(const BenchReport& baseline, const BenchReport& current, bool counters_only,
+                      bool allow_launch_mismatch) {
   const BenchContext &b = baseline.context, &c = current.context;
   std::vector<std::string> problems;
   auto same = [&](const std::string& x, const std::string& y, const char* what) {
@@ -159,6 +160,9 @@ void check_comparable(const BenchReport& baseline, const BenchReport& current, b
   same(b.bn_sync, c.bn_sync, "BN sync");
   same(cat(b.bucket_mb), cat(c.bucket_mb), "gradient bucket MB");
   same(b.cudnn_benchmark ? "on" : "off", c.cudnn_benchmark ? "on" : "off", "cuDNN benchmark");
+  if (!allow_launch_mismatch && b.launch != c.launch)
+    problems.push_back(cat("launch differs (baseline '", b.launch, "', current '", c.launch,
+                           "'; --allow-launch-mismatch compares them anyway)"));
   if (problems.empty()) {
     std::set<std::string> nb, nc;
     for (const BenchCase& x : baseline.cases) nb.insert(x.name(b.device_kind));
@@ -178,7 +182,7 @@ void check_comparable(const BenchReport& baseline, const BenchReport& current, b
 }
 
 GateResult run_gate(const BenchReport& baseline, const BenchReport& current, const GateOptions& opt) {
-  check_comparable(baseline, current, opt.counters_only);
+  check_comparable(baseline, current, opt.counters_only, opt.allow_launch_mismatch);
   GateResult res;
   const BenchContext &bx = baseline.context, &cx = current.context;
   auto note = [&](const std::string& x, const std::string& y, const char* what) {

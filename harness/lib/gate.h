@@ -30,6 +30,9 @@ struct GateOptions {
   double threshold = 0.05;  // relative growth of the median step time that counts
   double alpha = 0.05;      // significance level of the U test
   bool counters_only = false;  // judge deterministic counters only (CI on a shared, noisy machine)
+  // Compare a multi-process report with a threads report (or processes with
+  // nodes): their step times differ by the launch, not by the code.
+  bool allow_launch_mismatch = false;
 };
 
 enum class Verdict {
@@ -61,7 +64,8 @@ struct GateResult {
 };
 
 // Throws UserError naming every blocking difference (rule 1).
-void check_comparable(const BenchReport& baseline, const BenchReport& current, bool counters_only = false);
+void check_comparable(const BenchReport& baseline, const BenchReport& current, bool counters_only = false,
+                      bool allow_launch_mismatch = false);
 
 // check_comparable, then rules 2 and 3.
 GateResult run_gate(const BenchReport& baseline, const BenchReport& current, const GateOptions& opt);

@@ -13,7 +13,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: tr-bench gate --baseline A.json --current B.json [--threshold 0.05] [--alpha 0.05]\n"
-    "                     [--counters-only]\n"
+    "                     [--counters-only] [--allow-launch-mismatch]\n"
     "\n"
     "Compares two tr-bench JSON reports of the same device, build type and cases.\n"
     "  deterministic counters (launches, graphs, arena bytes ...) must match exactly;\n"
@@ -21,10 +21,12 @@ constexpr const char* kUsage =
     "  (a fraction: 0.05 = 5%) and the Mann-Whitney U test over the repetitions gives\n"
     "  p < --alpha; with fewer than 3 repetitions on a side the timing is not judged.\n"
     "  --counters-only judges the deterministic counters alone (a noisy shared machine).\n"
+    "  --allow-launch-mismatch compares reports whose ranks ran differently (threads of one\n"
+    "  process, processes under mpirun/srun, several nodes); refused otherwise.\n"
     "exit: 0 no regression, 1 regression, 2 the reports could not be compared\n";
 
 int run(int argc, char** argv) {
-  const CliArgs a(argc, argv, {"--baseline", "--current", "--threshold", "--alpha"}, {"--counters-only", "--help"});
+  const CliArgs a(argc, argv, {"--baseline", "--current", "--threshold", "--alpha"}, {"--counters-only", "--allow-launch-mismatch", "--help"});
   if (a.flag("--help")) {
     std::fputs(kUsage, stdout);
     return 0;
@@ -37,6 +39,7 @@ int run(int argc, char** argv) {
   opt.threshold = a.real("--threshold", opt.threshold, 0, 100);
   opt.alpha = a.real("--alpha", opt.alpha, 0, 1);
   opt.counters_only = a.flag("--counters-only");
+  opt.allow_launch_mismatch = a.flag("--allow-launch-mismatch");
   const std::string base_path = a.str("--baseline", ""), cur_path = a.str("--current", "");
   const BenchReport baseline = read_report(base_path);
   const BenchReport current = read_report(cur_path);

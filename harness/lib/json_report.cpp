@@ -89,6 +89,10 @@ ojson context_to_json(const BenchContext& x) {
   ctx["bn_sync"] = x.bn_sync;
   ctx["bucket_mb"] = x.bucket_mb;
   ctx["cudnn_benchmark"] = x.cudnn_benchmark;
+  ctx["launch"] = x.launch;
+  ctx["processes"] = x.processes;
+  ctx["hosts"] = x.hosts;
+  ctx["mpi_version"] = x.mpi_version;
   return ctx;
 }
 
@@ -268,6 +272,17 @@ BenchReport report_from_json(const json& j, const std::string& path) {
   // message, which is what 25 MB gives their models (mlp, cnn).
   x.bucket_mb = ctx.contains("bucket_mb") && ctx["bucket_mb"].is_number() ? ctx["bucket_mb"].get<double>() : 25.0;
   x.cudnn_benchmark = ctx.contains("cudnn_benchmark") && ctx["cudnn_benchmark"].is_boolean() && ctx["cudnn_benchmark"].get<bool>();
+  // Reports from before the MPI launch ran every rank as a thread of one process.
+  auto text = [&](const char* k, const char* dflt) {
+    return ctx.contains(k) ? rd.str(ctx, k, "context") : std::string(dflt);
+  };
+  x.launch = text("launch", "threads");
+  if (x.launch != "threads" && x.launch != "processes" && x.launch != "nodes")
+    rd.fail("context", cat("launch must be threads, processes or nodes, got '", x.launch, "'"));
+  x.processes = ctx.contains("processes") ? static_cast<int>(rd.integer(ctx, "processes", "context")) : 1;
+  if (x.processes < 1) rd.fail("context", cat("processes must be >= 1, got ", x.processes));
+  x.hosts = text("hosts", "");
+  x.mpi_version = text("mpi_version", "none");
 
   const json& benchmarks = rd.field(j, "benchmarks", "");
   if (!benchmarks.is_array()) rd.fail("", "'benchmarks' is not an array");

@@ -8,6 +8,7 @@
 #include "datasets/synthetic.h"
 #include "framework/core/error.h"
 #include "framework/runtime/context_factory.h"
+#include "harness/lib/process_launch.h"
 
 namespace tr {
 
@@ -59,20 +60,27 @@ const char* const kTrainFlagsUsage = R"(  --model NAME             a registered 
                            issued during the backward (default 25; 0: one bucket after it)
   --ranks N                data-parallel ranks on the CPU (default 1)
   --gpus N                 data-parallel ranks on CUDA (default 1)
+  --force-collectives      run the all-reduces even with one rank (they then leave the
+                           values as they are: a check of the communicator)
+  --watchdog-ms N          a rank that waits this long for the others in a collective, or for
+                           its GPU, is an error on every rank, not a hang (default 120000)
   --seed N                 (default 1)
   --no-shuffle             keep the data order
 )";
 
 std::vector<std::string> train_value_flags() {
-  return {"--model", "--device", "--mode", "--epochs", "--batch", "--data-dir", "--train-subset", "--val-subset",
-          "--width", "--optimizer", "--lr", "--schedule", "--warmup", "--weight-decay", "--label-smoothing",
-          "--ema-decay", "--lowres-epochs", "--lowres-size", "--ranks", "--gpus", "--seed", "--bn-sync",
-          "--image-size", "--bucket-mb", "--translate", "--cutout", "--tta"};
+  std::vector<std::string> f = {
+      "--model", "--device", "--mode", "--epochs", "--batch", "--data-dir", "--train-subset", "--val-subset",
+      "--width", "--optimizer", "--lr", "--schedule", "--warmup", "--weight-decay", "--label-smoothing",
+      "--ema-decay", "--lowres-epochs", "--lowres-size", "--ranks", "--gpus", "--seed", "--bn-sync",
+      "--image-size", "--bucket-mb", "--translate", "--cutout", "--tta", "--watchdog-ms"};
+  for (const std::string& p : process_value_flags()) f.push_back(p);
+  return f;
 }
 
 std::vector<std::string> train_bool_flags() {
   return {"--synthetic", "--amp", "--no-amp", "--no-shuffle", "--side-streams", "--split-steps",
-          "--cudnn-benchmark", "--flip", "--no-augment"};
+          "--cudnn-benchmark", "--flip", "--no-augment", "--force-collectives"};
 }
 
 namespace {
@@ -115,7 +123,7 @@ RunData load_data(const CliArgs& a, const ModelEntry& e, int image_size, uint64_
 
 }  // namespace
 
-TrainSetup parse_train_setup(const CliArgs& a, bool recipe_defaults) {
+TrainSetup parse_train_setup(const CliArgs& a, bool recipe_defaults, World* world) {
   TR_USER_CHECK(a.positional().empty(), "unexpected argument '", a.positional().front(), "' (see --help)");
   TrainSetup s;
   RunOptions& o = s.options;
@@ -171,9 +179,23 @@ TrainSetup parse_train_setup(const CliArgs& a, bool recipe_defaults) {
   } else {
     TR_USER_CHECK(!a.has("--ranks"), "--ranks is for --device cpu; use --gpus with --device cuda");
     o.train.ranks = static_cast<int>(a.integer("--gpus", 1, 1, 64));
-    const int have = cuda_device_count();
-    TR_USER_CHECK(o.train.ranks <= have, "asked for ", o.train.ranks, " GPUs but ", have, " are visible");
+    if (world == nullptr) {
+      const int have = cuda_device_count();
+      TR_USER_CHECK(o.train.ranks <= have, "asked for ", o.train.ranks, " GPUs but ", have, " are visible");
+    }
   }
+  const ProcessRanks pr = process_ranks(a, world, o.backend);
+  if (world) {
+    const char* flag = o.backend == Backend::Cpu ? "--ranks" : "--gpus";
+    TR_USER_CHECK(!a.has(flag) || o.train.ranks == pr.total, "under ", world->processes(), " processes x ",
+                  pr.per_process, " per process there are ", pr.total, " ranks, but ", flag, " says ",
+                  o.train.ranks);
+    o.train.ranks = pr.total;
+    o.first_device = pr.first_device;
+    o.world = world;
+  }
+  o.train.force_collectives = a.flag("--force-collectives");
+  o.watchdog_ms = static_cast<int>(a.integer("--watchdog-ms", o.watchdog_ms, 100, 86400000));
   o.seed = static_cast<uint64_t>(a.integer("--seed", 1, 0, INT64_MAX));
   o.shuffle = !a.flag("--no-shuffle");
 

@@ -34,6 +34,8 @@ struct TrainSetup {
   RunData data;
   std::string device;  // "cpu" or "cuda"
 };
-TrainSetup parse_train_setup(const CliArgs& a, bool recipe_defaults);
+// With a World (mpirun, srun), the ranks are processes x --gpus-per-process
+// (harness/lib/process_launch.h) and --gpus / --ranks, if given, must say so.
+TrainSetup parse_train_setup(const CliArgs& a, bool recipe_defaults, World* world = nullptr);
 
 }  // namespace tr

@@ -1,0 +1,160 @@
+// The World of an mpirun / srun launch (Note [processes and ranks]). Every
+// collective is the non-blocking MPI call polled against a deadline, so a
+// process that stalls or dies turns into an Error on the others.
+#include <mpi.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "framework/comm/world.h"
+#include "framework/core/error.h"
+#include "framework/core/log.h"
+
+namespace tr {
+namespace {
+
+void check_mpi(int rc, const std::string& what) {
+  if (rc == MPI_SUCCESS) return;
+  char msg[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, msg, &len);
+  throw Error(cat("MPI: ", what, ": ", std::string(msg, static_cast<size_t>(len))));
+}
+
+class MpiWorld final : public World {
+ public:
+  // Takes ownership of `comm` unless it is MPI_COMM_WORLD (then `top` ends MPI).
+  MpiWorld(MPI_Comm comm, bool top) : comm_(comm), top_(top) {
+    check_mpi(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "set_errhandler");
+    check_mpi(MPI_Comm_rank(comm_, &process_), "Comm_rank");
+    check_mpi(MPI_Comm_size(comm_, &processes_), "Comm_size");
+    // A communicator of its own for fail(): a failing process must not meet
+    // the others inside a collective they posted on comm_.
+    check_mpi(MPI_Comm_dup(comm_, &fail_comm_), "Comm_dup");
+    MPI_Comm node = MPI_COMM_NULL;
+    check_mpi(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, process_, MPI_INFO_NULL, &node), "Comm_split_type");
+    check_mpi(MPI_Comm_rank(node, &node_process_), "Comm_rank (node)");
+    MPI_Comm_free(&node);
+    char name[MPI_MAX_PROCESSOR_NAME];
+    int len = 0;
+    check_mpi(MPI_Get_processor_name(name, &len), "Get_processor_name");
+    hosts_ = allgather_strings(std::string(name, static_cast<size_t>(len)), "host names", ms(120000));
+  }
+  ~MpiWorld() override {
+    if (fail_comm_ != MPI_COMM_NULL) MPI_Comm_free(&fail_comm_);
+    if (!top_ && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+    if (top_) finish();
+  }
+
+  int process() const override { return process_; }
+  int processes() const override { return processes_; }
+  int node_process() const override { return node_process_; }
+  const std::vector<std::string>& hosts() const override { return hosts_; }
+  std::string library() const override {
+    char v[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    MPI_Get_library_version(v, &len);
+    std::string s(v, static_cast<size_t>(len));
+    return s.substr(0, s.find_first_of("\n,"));
+  }
+
+  void barrier(const std::string& what, ms timeout) override {
+    MPI_Request r;
+    check_mpi(MPI_Ibarrier(comm_, &r), what);
+    wait(r, what, timeout);
+  }
+  void broadcast(void* data, size_t bytes, int root, const std::string& what, ms timeout) override {
+    MPI_Request r;
+    check_mpi(MPI_Ibcast(data, count(bytes), MPI_BYTE, root, comm_, &r), what);
+    wait(r, what, timeout);
+  }
+  std::vector<std::byte> allgather(const void* mine, size_t bytes, const std::string& what, ms timeout) override {
+    std::vector<std::byte> all(bytes * static_cast<size_t>(processes_));
+    MPI_Request r;
+    check_mpi(MPI_Iallgather(mine, count(bytes), MPI_BYTE, all.data(), count(bytes), MPI_BYTE, comm_, &r), what);
+    wait(r, what, timeout);
+    return all;
+  }
+  void alltoall(const void* send, void* recv, size_t bytes, const std::string& what, ms timeout) override {
+    MPI_Request r;
+    check_mpi(MPI_Ialltoall(send, count(bytes), MPI_BYTE, recv, count(bytes), MPI_BYTE, comm_, &r), what);
+    wait(r, what, timeout);
+  }
+  std::unique_ptr<World> first(int n) override {
+    TR_CHECK(n >= 1 && n <= processes_, "first(", n, ") of ", processes_, " processes");
+    MPI_Comm sub = MPI_COMM_NULL;
+    check_mpi(MPI_Comm_split(comm_, process_ < n ? 0 : MPI_UNDEFINED, process_, &sub), "Comm_split");
+    if (sub == MPI_COMM_NULL) return nullptr;
+    return std::make_unique<MpiWorld>(sub, false);
+  }
+
+  void fail(int code, ms grace) override {
+    MPI_Request r;
+    if (MPI_Ibarrier(fail_comm_, &r) == MPI_SUCCESS) {
+      const auto deadline = std::chrono::steady_clock::now() + grace;
+      int done = 0;
+      while (MPI_Test(&r, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done &&
+             std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      if (done) return;  // every process failed and printed its error: end normally
+    }
+    std::fflush(stdout);
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, code);  // some process is still running: end the job
+    std::_Exit(code);                 // not reached: MPI_Abort does not return
+  }
+  void finish() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Finalize();
+  }
+
+ private:
+  static int count(size_t bytes) {
+    TR_CHECK(bytes <= size_t(INT32_MAX), "an MPI message of ", bytes, " bytes is larger than MPI's int count");
+    return static_cast<int>(bytes);
+  }
+  void wait(MPI_Request& r, const std::string& what, ms timeout) const {
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto deadline = t0 + timeout;
+    int done = 0;
+    for (int spins = 0;; ++spins) {
+      check_mpi(MPI_Test(&r, &done, MPI_STATUS_IGNORE), what);
+      if (done) return;
+      if (std::chrono::steady_clock::now() >= deadline)
+        throw Error(cat("watchdog: process ", process_, " of ", processes_, " waited ", timeout.count(),
+                        " ms in ", what, " for the other processes; one of them stalled or died"));
+      // Spin briefly (a step's all-reduce is short), then stop burning a core.
+      if (spins > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  MPI_Comm fail_comm_ = MPI_COMM_NULL;
+  bool top_ = false;
+  int process_ = 0, processes_ = 1, node_process_ = 0;
+  std::vector<std::string> hosts_;
+};
+
+}  // namespace
+
+std::unique_ptr<World> join_world(int* argc, char*** argv) {
+  if (launcher_in_environment().empty()) return nullptr;
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    // Serialized: the rank threads of one process take turns (only the first
+    // local rank's thread calls MPI during a step, the main thread otherwise).
+    int provided = 0;
+    check_mpi(MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided), "Init_thread");
+    if (provided < MPI_THREAD_SERIALIZED)
+      throw Error(cat("MPI provides thread level ", provided, ", tr needs MPI_THREAD_SERIALIZED"));
+  }
+  trace("MPI: joined the world");
+  return std::make_unique<MpiWorld>(MPI_COMM_WORLD, true);
+}
+
+}  // namespace tr
