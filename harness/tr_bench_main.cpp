@@ -18,23 +18,31 @@
 
 namespace {
 
-int run(int argc, char** argv) {
+int run(int argc, char** argv, tr::World* world) {
   using namespace tr::bench;
   if (argc > 1 && std::strcmp(argv[1], "gate") == 0) return gate_main(argc - 1, argv + 1);
   if (argc > 1 && std::strcmp(argv[1], "report") == 0) return report_main(argc - 1, argv + 1);
-  if (argc > 1 && std::strcmp(argv[1], "tta") == 0) return tta_main(argc - 1, argv + 1);
-  const BenchOptions o = parse_bench_options(argc, argv);
+  if (argc > 1 && std::strcmp(argv[1], "tta") == 0) {
+    TR_USER_CHECK(!world || world->processes() == 1, "tr-bench tta runs in one process (its ranks as threads), "
+                  "not under mpirun or srun with ", world ? world->processes() : 0, " processes");
+    return tta_main(argc - 1, argv + 1);
+  }
+  const BenchOptions o = parse_bench_options(argc, argv, world);
   if (o.help) {
     std::printf(kBenchUsage, tr::model_names().c_str());
     return 0;
   }
-  const BenchReport r = run_bench(o);
-  std::printf("tr-bench: %s on %s (%s), %d repetitions x %d steps after %d warm-up steps\n", r.context.device_kind.c_str(),
-              r.context.device_name.c_str(), r.context.host_name.c_str(), o.repetitions, o.iters, o.warmup);
+  const BenchReport r = run_bench(o, world);
+  const std::string launch = world ? tr::cat(", ranks in ", r.context.processes, " processes (", r.context.launch, ": ",
+                                             r.context.hosts, "; ", r.context.mpi_version, ")")
+                                   : std::string();
+  std::printf("tr-bench: %s on %s (%s%s), %d repetitions x %d steps after %d warm-up steps\n",
+              r.context.device_kind.c_str(), r.context.device_name.c_str(), r.context.host_name.c_str(), launch.c_str(),
+              o.repetitions, o.iters, o.warmup);
   print_summary(r, stdout);
   print_weak_scaling(r, stdout);
   print_allreduce_table(r, stdout);
-  if (!o.json_path.empty()) {
+  if (!o.json_path.empty() && (!world || world->process() == 0)) {  // one report, process 0's
     write_report(r, o.json_path);
     std::printf("tr-bench: wrote %s\n", o.json_path.c_str());
   }
@@ -43,4 +51,6 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return tr::run_cli("tr-bench", [&] { return run(argc, argv); }); }
+int main(int argc, char** argv) {
+  return tr::run_cli_world("tr-bench", &argc, &argv, [&](tr::World* world) { return run(argc, argv, world); });
+}

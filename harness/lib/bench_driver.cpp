@@ -146,7 +146,7 @@ BenchDriver::AllreduceTiming BenchDriver::allreduce(Variant v, int64_t steps) {
     }
     const ExecEnv& e = ctx.env(StreamKind::COMP_1);
     auto round = [&] {
-      for (const Message& m : msgs) s_.comm()->allreduce(r, scratch, m.elems, m.dtype, ReduceOp::Sum, e.stream);
+      for (const Message& m : msgs) s_.comm()->allreduce(ctx.rank(), scratch, m.elems, m.dtype, ReduceOp::Sum, e.stream);
     };
     round();  // warm-up
     ctx.synchronize();

@@ -7,6 +7,7 @@
 #include "framework/graph/model_registry.h"
 #include "framework/runtime/context_factory.h"
 #include "harness/lib/cli_args.h"
+#include "harness/lib/process_launch.h"
 
 namespace tr::bench {
 
@@ -95,14 +96,41 @@ Variant parse_variant(const std::string& s) {
                       "val_base or val_last)"));
 }
 
+// The rank counts under a launcher: every process's ranks by default; auto:
+// the first 1, 2, 4 ... processes (and all); a list: multiples of the ranks
+// per process, up to all of them.
+std::vector<int> launched_ranks(const CliArgs& a, World* world, Backend b, int* per_process) {
+  const ProcessRanks pr = process_ranks(a, world, b);
+  *per_process = pr.per_process;
+  const char* flag = b == Backend::Cuda ? "--gpus" : "--ranks";
+  TR_USER_CHECK(!a.has(b == Backend::Cuda ? "--ranks" : "--gpus"), b == Backend::Cuda
+                    ? "--ranks is for --device cpu; use --gpus"
+                    : "--gpus needs --device cuda; use --ranks on the CPU");
+  const std::string g = a.str(flag, std::to_string(pr.total));
+  std::vector<int> ranks;
+  if (g == "auto") {
+    for (int p = 1; p <= world->processes(); p *= 2) ranks.push_back(p * pr.per_process);
+    if (ranks.back() != pr.total) ranks.push_back(pr.total);
+    return ranks;
+  }
+  for (int64_t n : int_list(flag, g, 1, 4096)) {
+    TR_USER_CHECK(n <= pr.total && n % pr.per_process == 0, flag, " ", n, ": under ", world->processes(),
+                  " processes x ", pr.per_process, " ranks each, a rank count is a multiple of ", pr.per_process,
+                  " up to ", pr.total);
+    ranks.push_back(static_cast<int>(n));
+  }
+  return ranks;
+}
+
 }  // namespace
 
-BenchOptions parse_bench_options(int argc, char** argv) {
-  CliArgs a(argc, argv,
-            {"--mode", "--device", "--gpus", "--ranks", "--model", "--batch", "--variants", "--width", "--warmup",
-             "--iters", "--repetitions", "--json", "--precision", "--optimizer", "--cnn-optimizer",
-             "--batch-per-gpu", "--bn-sync", "--image-size", "--bucket-mb"},
-            {"--no-cupti", "--side-streams", "--split-steps", "--cudnn-benchmark", "--help"});
+BenchOptions parse_bench_options(int argc, char** argv, World* world) {
+  std::vector<std::string> values = {"--mode", "--device", "--gpus", "--ranks", "--model", "--batch", "--variants",
+                                     "--width", "--warmup", "--iters", "--repetitions", "--json", "--precision",
+                                     "--optimizer", "--cnn-optimizer", "--batch-per-gpu", "--bn-sync",
+                                     "--image-size", "--bucket-mb"};
+  for (const std::string& p : process_value_flags()) values.push_back(p);
+  CliArgs a(argc, argv, values, {"--no-cupti", "--side-streams", "--split-steps", "--cudnn-benchmark", "--help"});
   BenchOptions o;
   for (int i = 0; i < argc; ++i) {
     if (i) o.command_line += ' ';
@@ -118,7 +146,10 @@ BenchOptions parse_bench_options(int argc, char** argv) {
   std::string device = a.str("--device", gpus > 0 ? "cuda" : "cpu");
   TR_USER_CHECK(device == "cuda" || device == "cpu", "--device must be cuda or cpu, got '", device, "'");
   o.backend = device == "cuda" ? Backend::Cuda : Backend::Cpu;
-  if (o.backend == Backend::Cuda) {
+  if (world) {
+    o.ranks = launched_ranks(a, world, o.backend, &o.per_process);
+  } else if (o.backend == Backend::Cuda) {
+    (void)process_ranks(a, nullptr, o.backend);  // refuses --gpus-per-process without a launcher
     TR_USER_CHECK(gpus > 0, "--device cuda but no CUDA GPU is visible");
     TR_USER_CHECK(!a.has("--ranks"), "--ranks is for --device cpu; use --gpus");
     const std::string g = a.str("--gpus", "1");
@@ -133,6 +164,7 @@ BenchOptions parse_bench_options(int argc, char** argv) {
       }
     }
   } else {
+    (void)process_ranks(a, nullptr, o.backend);
     TR_USER_CHECK(!a.has("--gpus"), "--gpus needs --device cuda; use --ranks on the CPU");
     o.ranks.clear();
     for (int64_t n : int_list("--ranks", a.str("--ranks", "1"), 1, 64)) o.ranks.push_back(static_cast<int>(n));

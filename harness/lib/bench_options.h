@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "framework/comm/world.h"
 #include "framework/graph/model_config.h"
 #include "framework/graph/variant.h"
 #include "framework/runtime/device_context.h"
@@ -17,7 +18,8 @@ struct BenchOptions {
   Backend backend = Backend::Cpu;
   std::vector<std::string> models = {"cnn", "mlp"};  // model registry names
   std::vector<ExecMode> modes = {ExecMode::Eager, ExecMode::PartialCapture, ExecMode::FullCapture};
-  std::vector<int> ranks = {1};
+  std::vector<int> ranks = {1};        // global rank counts (Note [processes and ranks])
+  int per_process = 1;                 // under a launcher: --gpus-per-process
   std::vector<int64_t> batches;        // global batch; empty: per-model default
   bool batch_per_rank = false;         // --batch-per-gpu: `batches` are per rank (weak scaling)
   std::vector<Variant> variants = {Variant::TrainBase};
@@ -42,7 +44,10 @@ struct BenchOptions {
 
 extern const char* kBenchUsage;
 
-// argv[0] is the program; subcommands are handled before this.
-BenchOptions parse_bench_options(int argc, char** argv);
+// argv[0] is the program; subcommands are handled before this. Under a
+// launcher (a World), --gpus / --ranks count every process's ranks: the default
+// is all of them, auto sweeps 1, 2, 4 ... processes, and each count must be a
+// multiple of --gpus-per-process.
+BenchOptions parse_bench_options(int argc, char** argv, World* world = nullptr);
 
 }  // namespace tr::bench

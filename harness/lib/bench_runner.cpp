@@ -15,6 +15,7 @@
 #include "harness/lib/busy_fraction.h"
 #include "harness/lib/context_info.h"
 #include "harness/lib/cupti_probe.h"
+#include "harness/lib/process_counters.h"
 #include "harness/lib/profiler_range.h"
 #include "harness/lib/statistics.h"
 #include "harness/lib/allreduce_table.h"
@@ -51,9 +52,9 @@ bool wants(const std::vector<Variant>& vs, bool last, bool lowres, bool val) {
 
 }  // namespace
 
-BenchReport run_bench(const BenchOptions& o) {
+BenchReport run_bench(const BenchOptions& o, World* world) {
   BenchReport report;
-  report.context = collect_context(o.backend, o.command_line);
+  report.context = collect_context(o.backend, o.command_line, world);
   report.context.precision = o.amp ? "amp" : "fp32";
   report.context.bn_sync = bn_sync_name(o.bn_sync);
   report.context.bucket_mb = o.bucket_mb;
@@ -69,6 +70,13 @@ BenchReport run_bench(const BenchOptions& o) {
     const int side = o.image_size > 0 ? o.image_size : entry.height;
     const auto batches = o.batches.empty() ? default_batches(entry, o.backend) : o.batches;
     for (int ranks : o.ranks) {
+      // Under a launcher: the processes this rank count needs (a collective
+      // over the world; the processes left out go on to the next count).
+      std::unique_ptr<World> part;
+      if (world) {
+        part = world->first(ranks / o.per_process);
+        if (!part) continue;
+      }
       for (int64_t listed : batches) {
         const int64_t batch = o.batch_per_rank ? listed * ranks : listed;  // global
         TR_USER_CHECK(batch % ranks == 0, "batch ", batch, " does not divide over ", ranks, " ranks");
@@ -89,6 +97,8 @@ BenchReport run_bench(const BenchOptions& o) {
           ro.step_graphs = o.step_graphs;
           ro.train.init_loss_scale = o.amp ? 65536.f : 1.f;
           ro.train.ranks = ranks;
+          ro.world = part.get();
+          if (part) ro.first_device = part->node_process() * o.per_process;
           ro.backend = o.backend;
           ro.mode = mode;
           ro.batch = batch;
@@ -213,6 +223,8 @@ BenchReport run_bench(const BenchOptions& o) {
               k["grad_allreduce_in_backward_bytes_per_step"] = early;
               k["grad_allreduce_in_backward_messages_per_step"] = double(in_bwd.size());
             }
+            if (part && part->processes() > 1)
+              add_process_extremes(c, *part, std::chrono::milliseconds(ro.watchdog_ms));
             report.cases.push_back(std::move(c));
           }
         }

@@ -6,7 +6,10 @@
 
 namespace tr::bench {
 
-BenchReport run_bench(const BenchOptions& o);
+// With a World (mpirun, srun), a case of R ranks runs on the first
+// R / per_process processes (the others wait), and process 0's report gets
+// every counter's range over them (Note [counters across processes]).
+BenchReport run_bench(const BenchOptions& o, World* world = nullptr);
 // The table printed at the end of a run: one line per case, with the speedup
 // over eager measured in the same run.
 void print_summary(const BenchReport& r, std::FILE* out);
