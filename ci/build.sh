@@ -5,5 +5,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/setup.sh
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DTR_CUDA="${TR_CUDA:-AUTO}" -DTR_WERROR=ON >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DTR_CUDA="${TR_CUDA:-AUTO}" -DTR_MPI="${TR_MPI:-AUTO}" -DTR_WERROR=ON >/dev/null
 ninja -C build -j"${TR_JOBS:-$(nproc)}"

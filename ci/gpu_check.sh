@@ -3,7 +3,7 @@
 # tests, op micro-benchmarks, tr-bench over the three modes, and the accuracy
 # run; logs and JSON go to $OUT (default ./gpu-check-out). Uses .device/ from
 # ci/pack_device.sh when present, else build/bin.
-#   TR_CHECK_PARTS="tests ops bench zoo train tta sanitize scaling" selects parts (default: all;
+#   TR_CHECK_PARTS="tests ops bench zoo train tta sanitize mpi scaling" selects parts (default: all;
 #   scaling needs 2 or more GPUs and says so otherwise).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -11,7 +11,7 @@ OUT=${OUT:-$PWD/gpu-check-out}
 SUMMARY_DIR=$OUT
 OUT=$SUMMARY_DIR/detail  # every log and JSON; packed into detail.tgz at the end
 mkdir -p "$OUT"
-PARTS=${TR_CHECK_PARTS:-"tests ops bench zoo train tta sanitize scaling"}
+PARTS=${TR_CHECK_PARTS:-"tests ops bench zoo train tta sanitize mpi scaling"}
 BIN=build/bin
 [ -d .device/bin ] && BIN=.device/bin
 DATA=${TR_DATA_DIR:-/usr/share/datasets/fashion-mnist}
@@ -205,6 +205,60 @@ if [[ " $PARTS " == *" sanitize "* ]]; then
         done
       done
     done
+  fi
+fi
+if [[ " $PARTS " == *" mpi "* ]]; then
+  # NCCL bootstrapped over MPI (Note [processes and ranks]): tr-train under
+  # mpirun with the collectives forced must hold the plain binary's bits
+  # (--state-hash), in every mode; with several GPUs, N processes must hold N
+  # rank threads' bits. ci/pack_mpi.sh packs Open MPI where the machine has none.
+  MPIRUN=$(command -v mpirun || true)
+  if [ -x .device/mpi/usr/bin/mpirun ]; then
+    export OPAL_PREFIX=$PWD/.device/mpi/usr PMIX_INSTALL_PREFIX=$PWD/.device/mpi/usr
+    MPIRUN=$PWD/.device/mpi/usr/bin/mpirun
+  fi
+  if [ -z "$MPIRUN" ]; then
+    note "mpi part skipped: no mpirun (ci/pack_mpi.sh packs one)"
+  else
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+    gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+    note "mpi: $("$MPIRUN" --version 2>&1 | head -1), $gpus GPU(s)"
+    hashes=()
+    for m in cnn resnet18; do
+      args=(--device cuda --model $m --synthetic --train-subset 2048 --val-subset 512 --batch 256 --epochs 2 --amp
+            --force-collectives --state-hash --watchdog-ms 60000)
+      [ $m = resnet18 ] && args+=(--width 0.5)
+      for mode in eager partial-capture full-capture; do
+        timeout ${TR_T_MPI:-200} "$BIN/tr-train" "${args[@]}" --mode $mode > "$OUT/mpi_plain_${m}_$mode.log" 2>&1 || status=1
+        timeout ${TR_T_MPI:-200} "$MPIRUN" --bind-to none -np 1 "$BIN/tr-train" "${args[@]}" --mode $mode \
+          > "$OUT/mpi_np1_${m}_$mode.log" 2>&1 || status=1
+        a=$(grep -o 'state hash 0x[0-9a-f]*' "$OUT/mpi_plain_${m}_$mode.log")
+        b=$(grep -o 'state hash 0x[0-9a-f]*' "$OUT/mpi_np1_${m}_$mode.log")
+        note "mpi: $m $mode: plain $a, mpirun -np 1 $b"
+        grep -m1 'rank(s)' "$OUT/mpi_np1_${m}_$mode.log" | tee -a "$OUT/summary.txt"
+        { [ -n "$a" ] && [ "$a" = "$b" ]; } || { status=1; note "mpi: $m $mode: the state differs (or a run failed)"; }
+        hashes+=("$m $b")
+      done
+      if [ "$gpus" -ge 2 ]; then
+        timeout ${TR_T_MPI:-200} "$BIN/tr-train" "${args[@]}" --gpus $gpus > "$OUT/mpi_threads_${m}_x$gpus.log" 2>&1 || status=1
+        timeout ${TR_T_MPI:-200} "$MPIRUN" --bind-to none -np $gpus "$BIN/tr-train" "${args[@]}" \
+          > "$OUT/mpi_procs_${m}_x$gpus.log" 2>&1 || status=1
+        a=$(grep -o 'state hash 0x[0-9a-f]*' "$OUT/mpi_threads_${m}_x$gpus.log")
+        b=$(grep -o 'state hash 0x[0-9a-f]*' "$OUT/mpi_procs_${m}_x$gpus.log")
+        note "mpi: $m on $gpus GPUs: $gpus rank threads $a, $gpus processes $b"
+        { [ -n "$a" ] && [ "$a" = "$b" ]; } || { status=1; note "mpi: $m: processes and threads differ"; }
+      fi
+    done
+    # The modes among themselves, per model.
+    for m in cnn resnet18; do
+      n=$(printf '%s\n' "${hashes[@]}" | grep "^$m " | sort -u | wc -l)
+      note "mpi: $m: $n distinct state hash(es) over eager, partial and full capture (1 expected)"
+      [ "$n" -eq 1 ] || status=1
+    done
+    timeout ${TR_T_MPI:-200} "$MPIRUN" --bind-to none -np 1 "$BIN/tr-bench" --device cuda --mode all --model cnn \
+      --batch 256 --warmup 10 --iters 30 --repetitions 3 --json "$OUT/mpi_bench_np1.json" > "$OUT/mpi_bench_np1.log" 2>&1 || status=1
+    note "mpi: tr-bench under mpirun -np 1:"
+    grep -E '^tr-bench: |^cnn ' "$OUT/mpi_bench_np1.log" | tee -a "$OUT/summary.txt"
   fi
 fi
 if [[ " $PARTS " == *" scaling "* ]]; then

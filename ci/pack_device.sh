@@ -19,7 +19,7 @@ done
 # Libraries outside CUDA's own (those come from the GPU machine) and glibc.
 for exe in .device/bin/*; do
   ldd "$exe" | awk '/=> \//{print $3}'
-done | sort -u | grep -E 'openblas|gfortran|quadmath|benchmark|gtest|gmock|libz\.' | while read -r lib; do
+done | sort -u | grep -E 'openblas|gfortran|quadmath|benchmark|gtest|gmock|libz\.|libmpi|libopen-rte|libopen-pal|libhwloc|libevent|libudev' | while read -r lib; do
   cp -L "$lib" .device/lib/
 done
 # The whole tree that travels to the GPU box is capped (64 MiB): OpenBLAS alone

@@ -33,7 +33,8 @@ int run(int argc, char** argv, tr::World* world) {
     return 0;
   }
   const BenchReport r = run_bench(o, world);
-  const std::string launch = world ? tr::cat(", ranks in ", r.context.processes, " processes (", r.context.launch, ": ",
+  const std::string launch = world ? tr::cat(", ranks in ", r.context.processes,
+                                             r.context.processes == 1 ? " process (" : " processes (", r.context.launch, ": ",
                                              r.context.hosts, "; ", r.context.mpi_version, ")")
                                    : std::string();
   std::printf("tr-bench: %s on %s (%s%s), %d repetitions x %d steps after %d warm-up steps\n",

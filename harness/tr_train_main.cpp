@@ -11,6 +11,7 @@
 #include "harness/lib/cli_args.h"
 #include "harness/lib/cli_main.h"
 #include "harness/lib/process_launch.h"
+#include "harness/lib/state_digest.h"
 #include "harness/lib/train_flags.h"
 
 namespace {
@@ -23,7 +24,9 @@ Trains a reference model with the whole training step compiled into graphs.
                            (tta: its epochs, batch, learning rate, augmentation, TTA and
                            precision; README "Time to accuracy"). Flags override either.
 )";
-const char* kUsageTail = R"(  --help                   this text
+const char* kUsageTail = R"(  --state-hash             print a digest of rank 0's training state at the end: two runs
+                           that print the same digest hold the same bits
+  --help                   this text
 
 Exit codes: 0 success, 2 bad input (flags, data files), 1 other errors.
 )";
@@ -33,6 +36,7 @@ int run(int argc, char** argv, tr::World* world) {
   std::vector<std::string> values = train_value_flags(), bools = train_bool_flags();
   values.push_back("--recipe");
   bools.push_back("--help");
+  bools.push_back("--state-hash");
   CliArgs a(argc, argv, values, bools);
   if (a.flag("--help")) {
     std::fputs(kUsage, stdout);
@@ -50,7 +54,9 @@ int run(int argc, char** argv, tr::World* world) {
             data::data_view(setup.data.test, setup.data.test_count));
   const auto& pc = t.capture();
   const std::string processes =
-      world ? cat(" in ", world->processes(), " processes (", world->launch_kind(), ", ", world->library(), ")") : "";
+      world ? cat(" in ", world->processes(), world->processes() == 1 ? " process (" : " processes (",
+                  world->launch_kind(), ", ", world->library(), ")")
+            : "";
   std::printf("tr-train: model %s (width %g, %dx%dx%d, %d classes), %s, mode %s, %s, batch %lld, %d rank(s)%s%s, "
               "%lld steps/epoch\n",
               o.model.name.c_str(), o.model.width, o.model.in_height, o.model.in_width, o.model.in_channels,
@@ -77,6 +83,7 @@ int run(int argc, char** argv, tr::World* world) {
                 s.val_ema_loss, s.val_ema_acc, s.train_seconds, s.val_seconds, s.skipped_steps);
     std::fflush(stdout);
   }
+  if (a.flag("--state-hash")) std::printf("tr-train: state hash %s\n", state_digest(t).str().c_str());
   return 0;
 }
 
