@@ -197,6 +197,19 @@ TEST(Gate, RefusesIncomparableReports) {
                      "; only in current: train_step/model:cnn/variant:train_base/mode:eager/gpus:1/batch:128");
 }
 
+// Note [processes and ranks]: a report of processes under mpirun and one of
+// rank threads time different launches of the same code.
+TEST(Gate, RefusesALaunchMismatchUnlessAsked) {
+  const BenchReport a = make_report(kBase);
+  BenchReport b = a;
+  b.context.launch = "processes";
+  b.context.processes = 2;
+  expect_refusal(a, b, "launch differs (baseline 'threads', current 'processes'; --allow-launch-mismatch");
+  GateOptions allow;
+  allow.allow_launch_mismatch = true;
+  EXPECT_FALSE(run_gate(a, b, allow).regressed());
+}
+
 TEST(Gate, OtherContextDifferencesAreNotes) {
   const BenchReport a = make_report(kBase);
   BenchReport b = a;

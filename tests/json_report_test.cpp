@@ -337,6 +337,10 @@ TEST(JsonReport, BadFiles) {
   expect_bad(edited("nodev.json", [](nlohmann::json& j) { j["context"].erase("device_name"); }),
              "context: missing 'device_name'");
   expect_bad(edited("nobench.json", [](nlohmann::json& j) { j.erase("benchmarks"); }), "missing 'benchmarks'");
+  expect_bad(edited("launch.json", [](nlohmann::json& j) { j["context"]["launch"] = "fibers"; }),
+             "launch must be threads, processes or nodes, got 'fibers'");
+  expect_bad(edited("procs.json", [](nlohmann::json& j) { j["context"]["processes"] = 0; }),
+             "processes must be >= 1, got 0");
   expect_bad(edited("noreal.json", [](nlohmann::json& j) { j["benchmarks"][0].erase("real_time"); }),
              "benchmarks[0] ('train_step/model:mlp/variant:train_base/mode:eager/gpus:1/batch:200'): missing "
              "'real_time'");
@@ -357,6 +361,29 @@ TEST(JsonReport, BadFiles) {
              "deterministic counter 'kernel_launches_per_step' differs between repetitions");
   expect_bad(edited("lost.json", [](nlohmann::json& j) { j["benchmarks"][4].erase("arena_bytes"); }),
              "counter 'arena_bytes' is missing from repetition 4");
+}
+
+// Note [processes and ranks]: how the ranks ran travels with the report, and
+// reports from before the MPI launch read as threads.
+TEST(JsonReport, LaunchContextRoundTripsAndDefaultsToThreads) {
+  BenchReport r = small_report();
+  r.context.launch = "nodes";
+  r.context.processes = 16;
+  r.context.hosts = "node1,node2";
+  r.context.mpi_version = "Open MPI v4.1.4";
+  const std::string path = temp_path("launch.json");
+  write_report(r, path);
+  const BenchReport back = read_report(path);
+  EXPECT_EQ(back.context.launch, "nodes");
+  EXPECT_EQ(back.context.processes, 16);
+  EXPECT_EQ(back.context.hosts, "node1,node2");
+  EXPECT_EQ(back.context.mpi_version, "Open MPI v4.1.4");
+  const BenchReport old = read_report(edited("old.json", [](nlohmann::json& j) {
+    for (const char* k : {"launch", "processes", "hosts", "mpi_version"}) j["context"].erase(k);
+  }));
+  EXPECT_EQ(old.context.launch, "threads");
+  EXPECT_EQ(old.context.processes, 1);
+  EXPECT_EQ(old.context.mpi_version, "none");
 }
 
 TEST(JsonReport, ReaderToleratesOtherUnitsAndIgnoresAggregates) {
