@@ -299,6 +299,23 @@ if [[ " $PARTS " == *" scaling "* ]]; then
       --batch-per-gpu 256,1024 --bn-sync running --json "$OUT/scaling_cnn_bn_running.json" || status=1
     probe ${TR_T_SCALING:-400} "$OUT/scaling_mlp.log" "$BIN/tr-bench" $common --model mlp --batch-per-gpu 200 \
       --json "$OUT/scaling_mlp.json" || status=1
+    # The same sweep launched as one process per GPU (Note [processes and
+    # ranks]), against the rank threads above: mpirun -np N, first 1, 2, 4 ...
+    # processes. Packed Open MPI (ci/pack_mpi.sh) when the machine has none.
+    MPIRUN=$(command -v mpirun || true)
+    if [ -x .device/mpi/usr/bin/mpirun ]; then
+      export OPAL_PREFIX=$PWD/.device/mpi/usr PMIX_INSTALL_PREFIX=$PWD/.device/mpi/usr
+      MPIRUN=$PWD/.device/mpi/usr/bin/mpirun
+    fi
+    if [ -n "$MPIRUN" ]; then
+      export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+      probe ${TR_T_SCALING:-400} "$OUT/scaling_cnn_mpi.log" "$MPIRUN" --bind-to none -np $gpus "$BIN/tr-bench" \
+        $common --model cnn --batch-per-gpu 256,1024 --json "$OUT/scaling_cnn_mpi.json" || status=1
+      note "the cnn sweep as $gpus processes (mpirun), beside the rank threads"
+      grep -v '^\[tr ' "$OUT/scaling_cnn_mpi.log" | tee -a "$OUT/summary.txt"
+    else
+      note "no mpirun: processes against threads not measured (ci/pack_mpi.sh packs one)"
+    fi
     "$BIN/tr-bench" report "$OUT/scaling_cnn.json" "$OUT/scaling_cnn_bn_running.json" "$OUT/scaling_mlp.json" \
       -o "$OUT/scaling.html" > /dev/null 2>&1 || status=1
     # PyTorch DDP on the same GPUs and batches per GPU (peers/torch_ddp.py).

@@ -157,7 +157,14 @@ TrainingSession::~TrainingSession() = default;
 
 void TrainingSession::for_each_rank(const std::function<void(int)>& fn) {
   if (local_ranks() == 1) {
-    fn(0);
+    try {
+      fn(0);
+    } catch (const std::exception& e) {
+      // Other processes may wait in a collective for this rank: release them
+      // (ncclCommAbort) before the graphs and the communicator are torn down.
+      if (comm_) comm_->abort(cat("rank ", context(0).rank(), " failed: ", e.what()));
+      throw;
+    }
     return;
   }
   std::vector<std::exception_ptr> errors(static_cast<size_t>(local_ranks()));
