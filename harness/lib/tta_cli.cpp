@@ -87,15 +87,18 @@ int run(int argc, char** argv) {
     std::fputs(kUsageTail, stdout);
     return 0;
   }
+  // The task's own flags first: a bad one is named before the data is read.
+  const int runs = static_cast<int>(a.integer("--runs", 5, 1, 1000));
+  if (a.has("--target-acc")) (void)a.real("--target-acc", 0.5, 1e-6, 1.0);
+  const std::string eval = a.str("--eval", "main");
+  TR_USER_CHECK(eval == "main" || eval == "ema", "--eval must be main or ema, got '", eval, "'");
   const TrainSetup setup = parse_train_setup(a, true);
   TtaSpec spec;
   spec.run = setup.options;
   spec.train = data::data_view(setup.data.train, setup.data.train_count);
   spec.test = data::data_view(setup.data.test, setup.data.test_count);
-  spec.runs = static_cast<int>(a.integer("--runs", 5, 1, 1000));
+  spec.runs = runs;
   spec.target_acc = a.real("--target-acc", setup.entry->recipe.target_acc, 1e-6, 1.0);
-  const std::string eval = a.str("--eval", "main");
-  TR_USER_CHECK(eval == "main" || eval == "ema", "--eval must be main or ema, got '", eval, "'");
   spec.eval_ema = eval == "ema";
 
   std::string command = "tr-bench";
