@@ -14,6 +14,7 @@
 #include "harness/lib/gate_cli.h"
 #include "harness/lib/json_report.h"
 #include "harness/lib/report_cli.h"
+#include "harness/lib/top_kernels.h"
 #include "harness/lib/tta_cli.h"
 
 namespace {
@@ -43,6 +44,7 @@ int run(int argc, char** argv, tr::World* world) {
   print_summary(r, stdout);
   print_weak_scaling(r, stdout);
   print_allreduce_table(r, stdout);
+  print_top_kernels(r, stdout);
   if (!o.json_path.empty() && (!world || world->process() == 0)) {  // one report, process 0's
     write_report(r, o.json_path);
     std::printf("tr-bench: wrote %s\n", o.json_path.c_str());

@@ -46,6 +46,8 @@ and writes a Google-Benchmark-compatible JSON report.
   --repetitions N       repetitions per case (default 5 on cuda, 3 on cpu)
   --json FILE           write the report here
   --no-cupti            do not use CUPTI (launch cross-check and GPU busy time)
+  --top-kernels N       after the table, each case's N kernels with the most GPU time per step
+                        (CUPTI's traced repetition), with their share of the step's kernel time
   --side-streams        weight gradients on a second stream inside the backward graphs
   --cudnn-benchmark     time cuDNN's deterministic algorithms once per convolution shape and keep
                         the fastest (default: the heuristics' first); reproducible within a
@@ -128,7 +130,7 @@ BenchOptions parse_bench_options(int argc, char** argv, World* world) {
   std::vector<std::string> values = {"--mode", "--device", "--gpus", "--ranks", "--model", "--batch", "--variants",
                                      "--width", "--warmup", "--iters", "--repetitions", "--json", "--precision",
                                      "--optimizer", "--cnn-optimizer", "--batch-per-gpu", "--bn-sync",
-                                     "--image-size", "--bucket-mb"};
+                                     "--image-size", "--bucket-mb", "--top-kernels"};
   for (const std::string& p : process_value_flags()) values.push_back(p);
   CliArgs a(argc, argv, values, {"--no-cupti", "--side-streams", "--split-steps", "--cudnn-benchmark", "--help"});
   BenchOptions o;
@@ -203,6 +205,9 @@ BenchOptions parse_bench_options(int argc, char** argv, World* world) {
   o.repetitions = static_cast<int>(a.integer("--repetitions", gpu ? 5 : 3, 1, 1000));
   o.json_path = a.str("--json", "");
   o.cupti = !a.flag("--no-cupti");
+  o.top_kernels = static_cast<int>(a.integer("--top-kernels", 0, 0, 1000));
+  TR_USER_CHECK(o.top_kernels == 0 || (o.cupti && o.backend == Backend::Cuda),
+                "--top-kernels needs CUPTI on a GPU (--device cuda, without --no-cupti)");
   o.side_streams = a.flag("--side-streams");
   o.step_graphs = !a.flag("--split-steps");
   o.cudnn_benchmark = a.flag("--cudnn-benchmark");

@@ -36,6 +36,7 @@ struct BenchOptions {
   std::string json_path;               // empty: no file
   bool progress = false;               // stderr progress (a terminal only)
   bool cupti = true;
+  int top_kernels = 0;                 // --top-kernels N: print each case's N most costly kernels (CUPTI)
   bool side_streams = false;
   bool step_graphs = true;  // full capture: one graph per training step (--split-steps: off)
   bool help = false;                   // --help: print kBenchUsage and do nothing else

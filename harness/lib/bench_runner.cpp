@@ -186,6 +186,8 @@ BenchReport run_bench(const BenchOptions& o, World* world) {
               if (busy.raw) k["gpu_busy_fraction_raw"] = *busy.raw;
               k["traced_step_ms"] = wall_ms / steps;
               k["gpu_kernels_per_step"] = double(cc.kernels_executed) / steps;
+              c.top_kernels.assign(cc.kernels.begin(),
+                                   cc.kernels.begin() + std::min<size_t>(cc.kernels.size(), size_t(o.top_kernels)));
               // Cross-check (Note [launch accounting]): graph launches and memcpys
               // must match exactly; every kernel launch we count is one CUPTI sees
               // (a cuDNN / cuBLAS call may start several), and zero means zero.

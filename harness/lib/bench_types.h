@@ -36,6 +36,13 @@ struct BenchContext {
   int schema_version = kReportSchemaVersion;
 };
 
+// One kernel function's share of a traced window (CUPTI, cupti_probe.h).
+struct KernelTotal {
+  std::string name;  // demangled, without "(anonymous namespace)" and the argument list
+  int64_t count = 0;
+  double ms = 0;     // summed durations
+};
+
 struct BenchCase {
   std::string model;         // a model registry name: "mlp", "cnn", "resnet50", ...
   std::string mode;          // "eager" | "partial-capture" | "full-capture"
@@ -58,6 +65,9 @@ struct BenchCase {
   //   grad_allreduce_busbw_gbps, allreduce_alone_ms_per_step, allreduce_alone_busbw_gbps
   //   (allreduce_table.h).
   std::map<std::string, double> counters;
+  // The kernels of the traced repetition, most time first (--top-kernels N keeps
+  // N; printed, not written to the JSON).
+  std::vector<KernelTotal> top_kernels;
 
   // "train_step/model:cnn/variant:train_base/mode:full-capture/gpus:1/batch:256"
   // (gpus: on cuda, ranks: on cpu).

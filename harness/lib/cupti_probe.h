@@ -9,6 +9,9 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
+
+#include "harness/lib/bench_types.h"
 
 namespace tr::bench {
 
@@ -20,6 +23,7 @@ struct CuptiCounts {
   int64_t kernels_executed = 0;  // kernel activity records (graph kernels included)
   double kernel_ms_sum = 0;      // sum of kernel durations
   double kernel_ms_union = 0;    // time with at least one kernel running
+  std::vector<KernelTotal> kernels;  // by kernel function, most time first
 };
 
 class CuptiProbe {

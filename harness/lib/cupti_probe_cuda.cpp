@@ -1,9 +1,11 @@
 // CUPTI probe through dlopen (see cupti_probe.h).
 #include <cupti.h>
+#include <cxxabi.h>
 #include <dlfcn.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -57,6 +59,7 @@ struct Api {
 struct Shared {
   std::mutex mu;
   std::vector<std::pair<uint64_t, uint64_t>> intervals;  // kernel [start, end) ns
+  std::map<std::string, std::pair<int64_t, uint64_t>> by_name;  // mangled name -> (count, ns)
   int64_t kernel_launches = 0, graph_launches = 0, memcpy_async = 0;
   bool recording = false;
   uint32_t device = 0;  // kernel records of this device only
@@ -69,6 +72,27 @@ thread_local int api_depth = 0;  // > 0 inside a runtime call: its driver calls 
 
 const Api* g_api = nullptr;
 
+// "_ZN2tr12_GLOBAL__N_18bn_statsILi8EEEvPK6__halfPfiii" -> "tr::bn_stats<8>"
+std::string readable_kernel_name(const std::string& mangled) {
+  int status = 0;
+  char* d = abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
+  std::string s = status == 0 && d ? d : mangled;
+  std::free(d);
+  for (const std::string noise : {"(anonymous namespace)::", "void "})
+    for (size_t at; (at = s.find(noise)) != std::string::npos;) s.erase(at, noise.size());
+  // Drop the argument list (the last top-level parenthesis group).
+  int depth = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '<') ++depth;
+    if (s[i] == '>') --depth;
+    if (s[i] == '(' && depth == 0 && i > 0) {
+      s.resize(i);
+      break;
+    }
+  }
+  return s;
+}
+
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
   constexpr size_t kBytes = 8 << 20;
   *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kBytes));
@@ -80,18 +104,25 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
   CUpti_Activity* rec = nullptr;
   std::vector<std::pair<uint64_t, uint64_t>> local;
   std::vector<uint32_t> devices;
+  std::vector<std::string> names;  // copied: the record's name lives in the buffer freed below
   while (g_api->next_record(buffer, valid, &rec) == CUPTI_SUCCESS) {
     if (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || rec->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel9*>(rec);
       local.emplace_back(k->start, k->end);
       devices.push_back(k->deviceId);
+      names.emplace_back(k->name ? k->name : "?");
     }
   }
   std::free(buffer);
   std::lock_guard<std::mutex> lock(shared().mu);
   if (!shared().recording) return;
-  for (size_t i = 0; i < local.size(); ++i)
-    if (devices[i] == shared().device) shared().intervals.push_back(local[i]);
+  for (size_t i = 0; i < local.size(); ++i) {
+    if (devices[i] != shared().device) continue;
+    shared().intervals.push_back(local[i]);
+    auto& t = shared().by_name[names[i]];
+    ++t.first;
+    t.second += local[i].second - local[i].first;
+  }
 }
 
 void CUPTIAPI on_api(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* data) {
@@ -170,6 +201,7 @@ class Cupti final : public CuptiProbe {
       std::lock_guard<std::mutex> lock(s.mu);
       s.device = static_cast<uint32_t>(device);
       s.intervals.clear();
+      s.by_name.clear();
       s.kernel_launches = s.graph_launches = s.memcpy_async = 0;
       s.recording = true;
     }
@@ -204,6 +236,19 @@ class Cupti final : public CuptiProbe {
     uni += cur_e - cur_s;
     c.kernel_ms_sum = double(sum) * 1e-6;
     c.kernel_ms_union = double(uni) * 1e-6;
+    // Kernels that differ only in their template arguments' values stay apart;
+    // the same function under two mangled names would merge here.
+    std::map<std::string, KernelTotal> merged;
+    for (const auto& [mangled, t] : s.by_name) {
+      KernelTotal& k = merged[readable_kernel_name(mangled)];
+      k.count += t.first;
+      k.ms += double(t.second) * 1e-6;
+    }
+    for (auto& [name, k] : merged) {
+      k.name = name;
+      c.kernels.push_back(k);
+    }
+    std::sort(c.kernels.begin(), c.kernels.end(), [](const KernelTotal& a, const KernelTotal& b) { return a.ms > b.ms; });
     return c;
   }
   const std::string& note() const override { return note_; }

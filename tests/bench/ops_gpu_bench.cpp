@@ -8,8 +8,12 @@
 //   and the head's global average pool (7x7x2048, batch 256), forward and backward.
 // Each iteration replays a CUDA Graph holding kReps launches of the op between
 // two events (as full capture runs ops: no host launch gaps); the time reported
-// is per launch. Counters: GB/s (bytes of every input and output the op reads
-// or writes, once per launch) and TFLOP/s for GEMMs and convolutions.
+// is per launch. Counters (Note [roofline], harness/lib/roofline.h): bytes (of
+// every input and output the op reads or writes, once per launch), flop (GEMMs
+// and convolutions), GB/s, TFLOP/s, intensity, and the fractions of the H200's
+// peaks and of its roofline at the op's intensity.
+//   zoo: resnet18 (CIFAR, b512), resnet50 bottleneck (b256) and vgg16bn (b128)
+//   convolutions and BatchNorm at their own shapes, f16.
 //   ./tr_bench_ops --benchmark_filter=cnn/b1024 --benchmark_format=json
 // Without a GPU every benchmark reports SkipWithError.
 #include <benchmark/benchmark.h>
@@ -39,6 +43,7 @@
 #include "framework/ops/relu.h"
 #include "framework/ops/softmax_xent.h"
 #include "framework/ops/gpu_handles.h"
+#include "harness/lib/roofline.h"
 
 namespace tr {
 namespace {
@@ -239,10 +244,12 @@ void run_spec(benchmark::State& state, const Spec& sp) {
   }
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
+  // Note [roofline] (harness/lib/roofline.h): the op against the H200's limit.
   const double iters = double(state.iterations());
-  if (total_s > 0) {
-    state.counters["GB/s"] = bytes * iters / total_s / 1e9;
-    if (sp.flops > 0) state.counters["TFLOP/s"] = sp.flops * iters / total_s / 1e12;
+  if (total_s > 0 && bytes > 0) {
+    const DType compute = sp.in.empty() ? DType::F32 : sp.in[0].dt;
+    const bench::Roofline r = bench::roofline(sp.flops, bytes, total_s / iters, bench::h200_peaks(compute));
+    for (const auto& [k, v] : bench::roofline_counters(sp.flops, bytes, r)) state.counters[k] = v;
   }
 }
 
@@ -510,6 +517,33 @@ std::vector<Spec> resnet_specs(DType t) {
   return v;
 }
 
+// The zoo's most frequent layers at their benchmark batches, f16 (AMP).
+std::vector<Spec> zoo_specs() {
+  const DType h = DType::F16;
+  std::vector<Spec> v;
+  auto add = [&](std::vector<Spec> s) { v.insert(v.end(), s.begin(), s.end()); };
+  {  // resnet18 (CIFAR): the basic blocks' 3x3 convolutions at each width, b512
+    const std::string pre = "resnet18/b512/";
+    const int64_t sides[4] = {32, 16, 8, 4}, widths[4] = {64, 128, 256, 512};
+    for (int i = 0; i < 4; ++i) add(conv_specs(pre, h, 512, sides[i], widths[i], widths[i], false));
+    add(bn_specs(pre, h, 512, 32, 64));
+  }
+  {  // resnet50: a first-stage bottleneck (1x1 256->64, 3x3 64->64, 1x1 64->256) at 56x56, b256
+    const std::string pre = "resnet50/b256/";
+    add(conv_specs(pre, h, 256, 56, 256, 64, false, 1, 1, 0));
+    add(conv_specs(pre, h, 256, 56, 64, 64, false));
+    add(conv_specs(pre, h, 256, 56, 64, 256, false, 1, 1, 0));
+    add(bn_specs(pre, h, 256, 56, 256));
+  }
+  {  // vgg16bn at 224x224: the first and the last convolution widths, b128
+    const std::string pre = "vgg16bn/b128/";
+    add(conv_specs(pre, h, 128, 224, 64, 64, false));
+    add(conv_specs(pre, h, 128, 14, 512, 512, false));
+    add(bn_specs(pre, h, 128, 224, 64));
+  }
+  return v;
+}
+
 void register_all() {
   std::vector<Spec> all;
   for (DType t : {DType::F16, DType::F32}) {
@@ -524,6 +558,8 @@ void register_all() {
   all.insert(all.end(), r.begin(), r.end());
   std::vector<Spec> rp = resnet50_pool_specs();
   all.insert(all.end(), rp.begin(), rp.end());
+  std::vector<Spec> z = zoo_specs();
+  all.insert(all.end(), z.begin(), z.end());
   for (const Spec& s : all)
     benchmark::RegisterBenchmark(s.name.c_str(), [s](benchmark::State& st) { run_spec(st, s); })
         ->UseManualTime()

@@ -1,0 +1,48 @@
+// Note [roofline]: the bound an op is measured against, on both sides of the
+// ridge point, and for ops without a FLOP count.
+#include <gtest/gtest.h>
+
+#include "framework/core/error.h"
+#include "harness/lib/roofline.h"
+
+namespace tr::bench {
+namespace {
+
+TEST(Roofline, ComputeBoundOpIsMeasuredAgainstThePeakFlops) {
+  const Peaks p = h200_peaks(DType::F16);
+  // 1 TFLOP over 1 GB (intensity 1000 > ridge 206) in 2 ms: 500 TFLOP/s.
+  const Roofline r = roofline(1e12, 1e9, 2e-3, p);
+  EXPECT_TRUE(r.compute_bound);
+  EXPECT_DOUBLE_EQ(r.tflops, 500);
+  EXPECT_DOUBLE_EQ(r.gbps, 500);
+  EXPECT_NEAR(r.of_roofline, 500e12 / 989e12, 1e-12);
+  EXPECT_DOUBLE_EQ(r.of_roofline, r.of_peak_flops);
+}
+
+TEST(Roofline, MemoryBoundOpIsMeasuredAgainstWhatItsBytesAllow) {
+  const Peaks p = h200_peaks(DType::F16);
+  // Intensity 10 FLOP/byte: the bound is 10 x 4.8 TB/s = 48 TFLOP/s; 1 GB in
+  // 0.5 ms moves 2 TB/s and does 20 TFLOP/s: 20/48 of the bound, 2/4.8 of HBM.
+  const Roofline r = roofline(1e10, 1e9, 5e-4, p);
+  EXPECT_FALSE(r.compute_bound);
+  EXPECT_NEAR(r.of_roofline, 20.0 / 48.0, 1e-12);
+  EXPECT_NEAR(r.of_peak_bytes, 2.0 / 4.8, 1e-12);
+  EXPECT_NEAR(r.of_roofline, r.of_peak_bytes, 1e-12);  // below the ridge the two agree
+}
+
+TEST(Roofline, DataMovementWithoutFlopsIsItsBandwidthFraction) {
+  const Roofline r = roofline(0, 4.8e9, 2e-3, h200_peaks(DType::F32));
+  EXPECT_DOUBLE_EQ(r.tflops, 0);
+  EXPECT_NEAR(r.of_roofline, 0.5, 1e-12);
+  EXPECT_FALSE(r.compute_bound);
+}
+
+TEST(Roofline, Fp32UsesTheCudaCorePeakAndBadInputIsRefused) {
+  EXPECT_DOUBLE_EQ(h200_peaks(DType::F32).flops, 67e12);
+  EXPECT_DOUBLE_EQ(h200_peaks(DType::F16).flops, 989e12);
+  EXPECT_THROW(roofline(1, 1, 0, h200_peaks(DType::F16)), Error);
+  EXPECT_THROW(roofline(1, 0, 1, h200_peaks(DType::F16)), Error);
+}
+
+}  // namespace
+}  // namespace tr::bench
