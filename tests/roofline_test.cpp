@@ -37,6 +37,22 @@ TEST(Roofline, DataMovementWithoutFlopsIsItsBandwidthFraction) {
   EXPECT_FALSE(r.compute_bound);
 }
 
+// Bytes that fit in L2 are not bounded by HBM: no fraction above 1 is printed.
+TEST(Roofline, AnL2ResidentOpGetsNoHbmFractions) {
+  const Peaks p = h200_peaks(DType::F16);
+  const Roofline r = roofline(0, 32e6, 32e6 / 5.6e12, p);  // cnn's maxpool_fwd at b256: 5.6 TB/s
+  EXPECT_TRUE(r.l2_resident);
+  const auto c = roofline_counters(0, 32e6, r);
+  EXPECT_EQ(c.count("of_roofline"), 0u);
+  EXPECT_EQ(c.count("of_peak_bw"), 0u);
+  EXPECT_EQ(c.at("l2_resident"), 1.0);
+  const Roofline big = roofline(0, 400e6, 400e6 / 4.0e12, p);
+  EXPECT_FALSE(big.l2_resident);
+  const auto cb = roofline_counters(0, 400e6, big);
+  EXPECT_NEAR(cb.at("of_roofline"), 4.0 / 4.8, 1e-12);
+  EXPECT_LE(cb.at("of_roofline"), 1.0);
+}
+
 TEST(Roofline, Fp32UsesTheCudaCorePeakAndBadInputIsRefused) {
   EXPECT_DOUBLE_EQ(h200_peaks(DType::F32).flops, 67e12);
   EXPECT_DOUBLE_EQ(h200_peaks(DType::F16).flops, 989e12);
