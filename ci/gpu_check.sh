@@ -49,6 +49,18 @@ probe() {
   wait $pid
 }
 
+# find_mpirun: sets MPIRUN to Open MPI's launcher (the one ci/pack_mpi.sh packed
+# under .device/mpi, relocated, else the machine's own; empty when neither) and
+# the environment it needs as root in a container.
+find_mpirun() {
+  MPIRUN=$(command -v mpirun || true)
+  if [ -x .device/mpi/usr/bin/mpirun ]; then
+    export OPAL_PREFIX=$PWD/.device/mpi/usr PMIX_INSTALL_PREFIX=$PWD/.device/mpi/usr
+    MPIRUN=$PWD/.device/mpi/usr/bin/mpirun
+  fi
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+}
+
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv > "$OUT/nvidia-smi.csv" 2>&1
 note "GPU: $(tail -1 "$OUT/nvidia-smi.csv")"
 
@@ -212,15 +224,10 @@ if [[ " $PARTS " == *" mpi "* ]]; then
   # mpirun with the collectives forced must hold the plain binary's bits
   # (--state-hash), in every mode; with several GPUs, N processes must hold N
   # rank threads' bits. ci/pack_mpi.sh packs Open MPI where the machine has none.
-  MPIRUN=$(command -v mpirun || true)
-  if [ -x .device/mpi/usr/bin/mpirun ]; then
-    export OPAL_PREFIX=$PWD/.device/mpi/usr PMIX_INSTALL_PREFIX=$PWD/.device/mpi/usr
-    MPIRUN=$PWD/.device/mpi/usr/bin/mpirun
-  fi
+  find_mpirun
   if [ -z "$MPIRUN" ]; then
     note "mpi part skipped: no mpirun (ci/pack_mpi.sh packs one)"
   else
-    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
     gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
     note "mpi: $("$MPIRUN" --version 2>&1 | head -1), $gpus GPU(s)"
     hashes=()
@@ -302,13 +309,8 @@ if [[ " $PARTS " == *" scaling "* ]]; then
     # The same sweep launched as one process per GPU (Note [processes and
     # ranks]), against the rank threads above: mpirun -np N, first 1, 2, 4 ...
     # processes. Packed Open MPI (ci/pack_mpi.sh) when the machine has none.
-    MPIRUN=$(command -v mpirun || true)
-    if [ -x .device/mpi/usr/bin/mpirun ]; then
-      export OPAL_PREFIX=$PWD/.device/mpi/usr PMIX_INSTALL_PREFIX=$PWD/.device/mpi/usr
-      MPIRUN=$PWD/.device/mpi/usr/bin/mpirun
-    fi
+    find_mpirun
     if [ -n "$MPIRUN" ]; then
-      export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
       probe ${TR_T_SCALING:-400} "$OUT/scaling_cnn_mpi.log" "$MPIRUN" --bind-to none -np $gpus "$BIN/tr-bench" \
         $common --model cnn --batch-per-gpu 256,1024 --json "$OUT/scaling_cnn_mpi.json" || status=1
       note "the cnn sweep as $gpus processes (mpirun), beside the rank threads"
