@@ -37,7 +37,7 @@ case "$kind" in
     # The tests that start rank threads: data parallelism, BN sync, gradient
     # buckets, the all-reduce benchmark, weak scaling, the zoo's and the
     # augmentation's N ranks x B/N checks, and tr-bench runs with --ranks 2.
-    include='^(DataParallel|BnSync|GradBuckets|AllreduceBench|WeakScaling)\.|Ranks(Match|Agree)|^TrBenchCli\.(TraceMarks|BatchPerGpu)'
+    include='^(DataParallel|BnSync|GradBuckets|AllreduceBench|WeakScaling|ProcessComm)\.|Ranks(Match|Agree)|^TrBenchCli\.(TraceMarks|BatchPerGpu)'
     ;;
 esac
 args=(-R "$include")
