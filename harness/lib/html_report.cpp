@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "framework/core/error.h"
+#include "harness/lib/fmt_double.h"
 #include "harness/lib/statistics.h"
 
 namespace tr::bench {
@@ -33,24 +34,18 @@ namespace {
 
 // ---------------------------------------------------------------- numbers
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
 // Short axis labels: 1.5M, 200k, 0.05.
 std::string short_num(double v) {
   const double a = std::abs(v);
-  if (a >= 1e9) return fmt("%gG", v / 1e9);
-  if (a >= 1e6) return fmt("%gM", v / 1e6);
-  if (a >= 1e4) return fmt("%gk", v / 1e3);
-  return fmt("%g", v);
+  if (a >= 1e9) return fmt_double("%gG", v / 1e9);
+  if (a >= 1e6) return fmt_double("%gM", v / 1e6);
+  if (a >= 1e4) return fmt_double("%gk", v / 1e3);
+  return fmt_double("%g", v);
 }
 
 // 1234567.8 -> "1,234,568"
 std::string grouped(double v) {
-  std::string digits = fmt("%.0f", std::abs(v)), out;
+  std::string digits = fmt_double("%.0f", std::abs(v)), out;
   for (size_t i = 0; i < digits.size(); ++i) {
     if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
     out += digits[i];
@@ -58,7 +53,7 @@ std::string grouped(double v) {
   return (v < 0 ? "-" : "") + out;
 }
 
-std::string ms(double v) { return fmt("%.4g", v); }
+std::string ms(double v) { return fmt_double("%.4g", v); }
 
 std::optional<double> counter(const BenchCase& c, const std::string& key) {
   const auto it = c.counters.find(key);
@@ -382,14 +377,14 @@ std::string case_table(const BenchReport& r) {
   for (const BenchCase& c : r.cases) {
     const Summary s = summarize(c.step_ms);
     o << "<tr><td class=\"name\">" << html_escape(c.name(kind)) << "</td><td>" << s.n << "</td><td>" << c.iterations
-      << "</td><td>" << ms(s.median) << "</td><td>" << ms(s.stddev) << "</td><td>" << fmt("%.2f%%", s.cv * 100)
+      << "</td><td>" << ms(s.median) << "</td><td>" << ms(s.stddev) << "</td><td>" << fmt_double("%.2f%%", s.cv * 100)
       << "</td><td>" << ms(s.min) << "</td><td>" << ms(s.max) << "</td><td>" << grouped(samples_per_second(c))
       << "</td><td>" << opt_int(counter(c, "graph_launches_per_step")) << "</td><td>"
       << opt_int(counter(c, "kernel_launches_per_step")) << "</td>";
     if (nodes) o << "<td>" << opt_int(counter(c, "node_launches_per_step")) << "</td>";
     auto cell = [&](const char* key, const char* format, double scale) {
       const auto v = counter(c, key);
-      o << "<td>" << (v ? fmt(format, *v * scale) : "<span class=\"na\">-</span>") << "</td>";
+      o << "<td>" << (v ? fmt_double(format, *v * scale) : "<span class=\"na\">-</span>") << "</td>";
     };
     if (busy) cell("gpu_busy_fraction", "%.1f%%", 100);
     if (weak) cell("weak_scaling_efficiency", "%.3f", 1);
@@ -426,7 +421,7 @@ std::string comparison_table(const std::vector<LabeledReport>& reports) {
       if (it != by_name[i].end()) m = median(it->second->step_ms);
       if (i == 0) first = m;
       o << "<td>" << (m ? ms(*m) : "<span class=\"na\">-</span>") << "</td>";
-      if (i) o << "<td>" << (m && first && *first > 0 ? fmt("%+.1f%%", (*m / *first - 1) * 100) : "") << "</td>";
+      if (i) o << "<td>" << (m && first && *first > 0 ? fmt_double("%+.1f%%", (*m / *first - 1) * 100) : "") << "</td>";
     }
     o << "</tr>\n";
   }
