@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Prepares what a GPU check on a machine without our Debian packages needs, under
-# .device/ (git-ignored): stripped executables, the shared libraries they use
-# that such a machine lacks (OpenBLAS, Google Benchmark, ...), and the
-# Fashion-MNIST files. Run after ci/build.sh; then carry .device to the GPU box
-# and run ci/gpu_check.sh there. The whole tree that travels is capped at
-# 64 MiB: TR_PACK_SKIP="tr_bench_ops tr_tests data" leaves out what a call does
-# not need (the parts that need a missing piece say so and skip).
+# .device/ (git-ignored): the executables (with symbols), the shared libraries
+# they use that such a machine lacks (OpenBLAS, Google Benchmark, Open MPI's
+# libmpi and what it loads, ...), and the Fashion-MNIST files. Run after
+# ci/build.sh (and ci/pack_mpi.sh after this one for the mpi part); then carry
+# .device to the GPU box and run ci/gpu_check.sh there. The whole tree that
+# travels is capped at 64 MiB: TR_PACK_SKIP="tr_bench_ops tr_tests data" leaves
+# out what a call does not need (the parts that need a missing piece say so and
+# skip). With tr_tests and the data together the tree no longer fits: the
+# GPU tests need no data (only two CPU tests read it, and they skip).
 set -euo pipefail
 skip=" ${TR_PACK_SKIP:-} "
 cd "$(dirname "$0")/.."
