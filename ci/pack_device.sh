@@ -8,7 +8,7 @@
 # travels is capped at 64 MiB: TR_PACK_SKIP="tr_bench_ops tr_tests data" leaves
 # out what a call does not need (the parts that need a missing piece say so and
 # skip). With tr_tests and the data together the tree no longer fits: the
-# GPU tests need no data (only two CPU tests read it, and they skip).
+# GPU tests need no data (the CPU tests that read it skip without it).
 set -euo pipefail
 skip=" ${TR_PACK_SKIP:-} "
 cd "$(dirname "$0")/.."
