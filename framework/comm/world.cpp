@@ -32,8 +32,11 @@ std::vector<std::string> World::allgather_strings(const std::string& mine, const
 }
 
 std::string launcher_in_environment() {
-  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE", "SLURM_STEP_NUM_TASKS"})
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE"})
     if (std::getenv(v)) return v;
+  // A Slurm batch script's own step has one task: a tool started there without
+  // srun is a plain launch, not a world of one.
+  if (const char* n = std::getenv("SLURM_STEP_NUM_TASKS"); n && std::strcmp(n, "1") != 0) return "SLURM_STEP_NUM_TASKS";
   return "";
 }
 

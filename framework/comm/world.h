@@ -61,7 +61,8 @@ class World {
 // it started one process only.
 std::unique_ptr<World> join_world(int* argc, char*** argv);
 // Which launcher's variables are set ("" when none): OMPI_COMM_WORLD_SIZE,
-// PMIX_RANK, PMI_SIZE, SLURM_STEP_NUM_TASKS (for messages and tests).
+// PMIX_RANK, PMI_SIZE, or SLURM_STEP_NUM_TASKS above 1 (a batch script's own
+// step has 1 task and is a plain launch). For messages and tests.
 std::string launcher_in_environment();
 
 }  // namespace tr
