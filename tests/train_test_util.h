@@ -57,14 +57,7 @@ inline std::map<std::string, std::vector<float>> state_of(Trainer& t, int rank =
   const MemoryPlan& p = t.plans().plan(Variant::TrainBase);
   for (TensorId id = 0; id < m.cg.num_tensors(); ++id) {
     const TensorInfo& ti = m.cg.tensor(id);
-    switch (ti.role) {
-      case Role::ParamMaster: case Role::OptState1: case Role::OptState2: case Role::EmaParam:
-      case Role::BnRunning: case Role::EmaBnRunning:
-        out[ti.name] = read_tensor(m, p, t.context(rank), id);
-        break;
-      default:
-        break;
-    }
+    if (is_training_state(ti.role)) out[ti.name] = read_tensor(m, p, t.context(rank), id);
   }
   return out;
 }

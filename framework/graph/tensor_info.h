@@ -50,6 +50,19 @@ constexpr Layout layout_of(Role r) {
   }
 }
 
+// The state a training run carries from step to step, and that two runs must
+// agree on bit for bit: master weights, optimizer state, EMA weights, BN
+// running statistics (main and EMA).
+constexpr bool is_training_state(Role r) {
+  switch (r) {
+    case Role::ParamMaster: case Role::OptState1: case Role::OptState2: case Role::EmaParam:
+    case Role::BnRunning: case Role::EmaBnRunning:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // Parameter groups, laid out in this order inside every param/bn region so that
 // any run of adjacent groups is contiguous: FIRST_COMM = {First},
 // DEEP_COMM = {Deep, Fc}; LARS groups = {First}, {Deep}, {Fc}.

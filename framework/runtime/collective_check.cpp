@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "framework/core/error.h"
+#include "framework/core/fnv1a.h"
 
 namespace tr {
 
@@ -11,21 +12,15 @@ std::string CollectiveSig::str() const {
 }
 
 uint64_t hash_sequence(const std::vector<CollectiveSig>& seq) {
-  uint64_t h = 1469598103934665603ull;  // FNV-1a over the fields
-  auto mix = [&](uint64_t v) {
-    for (int i = 0; i < 8; ++i) {
-      h ^= (v >> (8 * i)) & 0xff;
-      h *= 1099511628211ull;
-    }
-  };
-  mix(seq.size());
+  Fnv1a f;  // over the fields
+  f.u64(seq.size());
   for (const CollectiveSig& s : seq) {
-    mix(static_cast<uint64_t>(s.gid));
-    mix(static_cast<uint64_t>(s.op));
-    mix(static_cast<uint64_t>(s.elems));
-    mix(static_cast<uint64_t>(s.dtype));
+    f.u64(static_cast<uint64_t>(s.gid));
+    f.u64(static_cast<uint64_t>(s.op));
+    f.u64(static_cast<uint64_t>(s.elems));
+    f.u64(static_cast<uint64_t>(s.dtype));
   }
-  return h;
+  return f.h;
 }
 
 void verify_collective_sequences(const std::vector<std::vector<CollectiveSig>>& seqs) {
