@@ -3,7 +3,7 @@
 # tests, op micro-benchmarks, tr-bench over the three modes, and the accuracy
 # run; logs and JSON go to $OUT (default ./gpu-check-out). Uses .device/ from
 # ci/pack_device.sh when present, else build/bin.
-#   TR_CHECK_PARTS="tests ops bench zoo train tta sanitize mpi scaling" selects parts (default: all;
+#   TR_CHECK_PARTS="tests ops bench zoo fusion train tta sanitize mpi scaling" selects parts (default: all;
 #   scaling needs 2 or more GPUs and says so otherwise).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -11,7 +11,7 @@ OUT=${OUT:-$PWD/gpu-check-out}
 SUMMARY_DIR=$OUT
 OUT=$SUMMARY_DIR/detail  # every log and JSON; packed into detail.tgz at the end
 mkdir -p "$OUT"
-PARTS=${TR_CHECK_PARTS:-"tests ops bench zoo train tta sanitize mpi scaling"}
+PARTS=${TR_CHECK_PARTS:-"tests ops bench zoo fusion train tta sanitize mpi scaling"}
 BIN=build/bin
 [ -d .device/bin ] && BIN=.device/bin
 DATA=${TR_DATA_DIR:-/usr/share/datasets/fashion-mnist}
@@ -72,6 +72,7 @@ if [[ " $PARTS " == *" tests "* ]]; then
 fi
 if [[ " $PARTS " == *" ops "* ]] && [ -x "$BIN/tr_bench_ops" ]; then
   timeout ${TR_T_OPS:-300} "$BIN/tr_bench_ops" --benchmark_min_time=0.01 --benchmark_format=console \
+    --benchmark_filter="${TR_OPS_FILTER:-.}" \
     --benchmark_out="$OUT/ops_bench.json" --benchmark_out_format=json > "$OUT/ops_bench.log" 2>&1
   note "op micro-benchmarks (exit $?): $OUT/ops_bench.json"
   grep -E "^BM_(Launch|OneGraph)" "$OUT/ops_bench.log" | tee -a "$OUT/summary.txt"
@@ -105,6 +106,37 @@ if [[ " $PARTS " == *" bench "* ]]; then
   else
     note "PyTorch peer skipped: no python with torch and CUDA at $PY"
   fi
+fi
+if [[ " $PARTS " == *" fusion "* ]]; then
+  # Fusion's gain measured in one call (Note [fusion] in framework/graph/fusion.h):
+  # the ResNets in full capture with fusion on and off (--no-fusion), beside the
+  # PyTorch peer's whole-step graph; then where resnet50's fused step goes.
+  fz=${TR_FUSION_MODELS:-resnet50,resnet18}
+  for f in on off; do
+    flag=()
+    [ $f = off ] && flag=(--no-fusion)
+    timeout ${TR_T_FUSION:-150} "$BIN/tr-bench" --device cuda --mode full-capture --optimizer sgd --precision amp \
+      --model "$fz" --warmup 5 --iters 20 --repetitions 3 "${flag[@]}" --json "$OUT/fusion_$f.json" \
+      > "$OUT/fusion_$f.log" 2>&1 || status=1
+    note "tr-bench $fz, full capture, fusion $f"
+    tee -a "$OUT/summary.txt" < "$OUT/fusion_$f.log"
+  done
+  PY=${TR_TORCH_PYTHON:-/opt/torch/.venv/bin/python}
+  if [ -x "$PY" ] && "$PY" -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+    timeout ${TR_T_FUSION_TORCH:-200} "$PY" peers/torch_step.py --model "$fz" --mode full-capture --warmup 5 \
+      --iters 20 --repetitions 3 --json "$OUT/torch_fusion.json" > "$OUT/torch_fusion.log" 2>&1 || status=1
+    for f in on off; do
+      note "tr (fusion $f) vs PyTorch's whole-step graph (torch/tr above 1: tr is faster)"
+      "$PY" peers/compare.py "$OUT/torch_fusion.json" "$OUT/fusion_$f.json" 2>&1 | tee -a "$OUT/summary.txt"
+    done
+  else
+    note "PyTorch peer skipped: no python with torch and CUDA at $PY"
+  fi
+  timeout ${TR_T_FUSION_TOP:-100} "$BIN/tr-bench" --device cuda --mode full-capture --optimizer sgd --precision amp \
+    --model resnet50 --batch 256 --warmup 5 --iters 20 --repetitions 3 --top-kernels 15 \
+    --json "$OUT/fusion_top_resnet50.json" > "$OUT/fusion_top_resnet50.log" 2>&1 || status=1
+  note "resnet50 b256 fused, top kernels"
+  tee -a "$OUT/summary.txt" < "$OUT/fusion_top_resnet50.log"
 fi
 if [[ " $PARTS " == *" zoo "* ]]; then
   # The zoo (resnet18, resnet50, vgg16bn) in every mode at its default batches,

@@ -109,6 +109,10 @@ class HostTensor {
   std::vector<uint64_t> buf_;
 };
 
+inline bool bitwise_equal(const HostTensor& a, const HostTensor& b) {
+  return a.dtype() == b.dtype() && a.bytes() == b.bytes() && std::memcmp(a.data(), b.data(), a.bytes()) == 0;
+}
+
 inline HostTensor random_tensor(DType t, Shape s, Rng& rng, double lo = -1, double hi = 1) {
   HostTensor r(t, s);
   r.fill_uniform(rng, lo, hi);

@@ -71,19 +71,21 @@ TEST(OpsCpuF16, EveryOpMatchesF32) {
 
   const HostTensor xh = x.to(F16).to(F32);  // BN statistics from the values both runs see
   HostTensor sums(F32, {2, 8}), gamma = rt({8}, 0.5, 1.5), beta = rt({8}, -0.5, 0.5), y(F32, xs), batch(F32, {2, 8});
+  HostTensor taff(F32, {2, 8});  // the forward's (scale, shift)
   run.run(bn_stats_cpu, {&xh}, {&sums});
-  run.run(bn_relu_apply_cpu, {&xh, &sums, &gamma, &beta}, {&y, &batch});
+  run.run(bn_relu_apply_cpu, {&xh, &sums, &gamma, &beta}, {&y, &batch, &taff});
   HostTensor dsums(F32, {2, 8}), dg(F32, {8}), db(F32, {8});
-  const HostTensor ybn = y.to(F16).to(F32), dybn = rt(xs).to(F16).to(F32);
-  run.run(bn_relu_bwd_reduce_cpu, {&dybn, &ybn, &xh, &batch}, {&dg, &db, &dsums});
+  const HostTensor dybn = rt(xs).to(F16).to(F32);
+  // The backward's ReLU mask comes from x: both runs read the same x (xh).
+  run.run(bn_relu_bwd_reduce_cpu, {&dybn, &taff, &xh, &batch}, {&dg, &db, &dsums});
   expect_f16_matches_f32("bn_stats", bn_stats_cpu, run, {{x}}, {{HostTensor(F32, {2, 8}), false}});
   expect_f16_matches_f32("bn_relu_apply", bn_relu_apply_cpu, run, {{x}, {sums, false}, {gamma}, {beta}},
-                         {{HostTensor(F32, xs)}, {HostTensor(F32, {2, 8}), false}});
+                         {{HostTensor(F32, xs)}, {HostTensor(F32, {2, 8}), false}, {HostTensor(F32, {2, 8}), false}});
   expect_f16_matches_f32("bn_relu_bwd_reduce", bn_relu_bwd_reduce_cpu, run,
-                         {{dybn}, {ybn}, {x}, {batch, false}},
+                         {{dybn}, {taff, false}, {xh}, {batch, false}},
                          {{HostTensor(F32, {8})}, {HostTensor(F32, {8})}, {HostTensor(F32, {2, 8}), false}});
   expect_f16_matches_f32("bn_relu_bwd_apply", bn_relu_bwd_apply_cpu, run,
-                         {{dybn}, {ybn}, {x}, {batch, false}, {gamma}, {dsums, false}}, {{HostTensor(F32, xs)}});
+                         {{dybn}, {taff, false}, {xh}, {batch, false}, {gamma}, {dsums, false}}, {{HostTensor(F32, xs)}});
   HostTensor affine = rt({2, 8});
   expect_f16_matches_f32("bn_relu_infer", bn_relu_infer_cpu, run, {{x}, {affine, false}}, {{HostTensor(F32, xs)}});
 
@@ -133,16 +135,17 @@ TEST(OpsCpuShapes, BatchNorm) {
   OpRunner r;
   const Shape x{2, 5, 5, 3}, p{2, 3}, v{3};
   EXPECT_EQ(r.shapes(bn_stats_shapes, {x}, 1)[0], p);
-  EXPECT_EQ(r.shapes(bn_relu_apply_shapes, {x, p, v, v}, 2), (std::vector<Shape>{x, p}));
-  EXPECT_EQ(r.shapes(bn_relu_bwd_reduce_shapes, {x, x, x, p}, 3), (std::vector<Shape>{v, v, p}));
-  EXPECT_EQ(r.shapes(bn_relu_bwd_apply_shapes, {x, x, x, p, v, p}, 1)[0], x);
+  EXPECT_EQ(r.shapes(bn_relu_apply_shapes, {x, p, v, v}, 3), (std::vector<Shape>{x, p, p}));
+  EXPECT_EQ(r.shapes(bn_relu_bwd_reduce_shapes, {x, p, x, p}, 3), (std::vector<Shape>{v, v, p}));
+  EXPECT_EQ(r.shapes(bn_relu_bwd_apply_shapes, {x, p, x, p, v, p}, 1)[0], x);
   EXPECT_EQ(r.shapes(bn_relu_infer_shapes, {x, p}, 1)[0], x);
   EXPECT_EQ(r.shapes(bn_fold_shapes, {v, v, p}, 1)[0], p);
   EXPECT_THROW(r.shapes(bn_stats_shapes, {{6}}, 1), UserError);
-  EXPECT_THROW(r.shapes(bn_relu_apply_shapes, {x, p, {4}, v}, 2), UserError);
-  EXPECT_THROW(r.shapes(bn_relu_apply_shapes, {x, {3, 3}, v, v}, 2), UserError);
-  EXPECT_THROW(r.shapes(bn_relu_bwd_reduce_shapes, {x, {2, 5, 4, 3}, x, p}, 3), UserError);
-  EXPECT_THROW(r.shapes(bn_relu_bwd_apply_shapes, {x, x, x, p, v, {2, 4}}, 1), UserError);
+  EXPECT_THROW(r.shapes(bn_relu_apply_shapes, {x, p, {4}, v}, 3), UserError);
+  EXPECT_THROW(r.shapes(bn_relu_apply_shapes, {x, {3, 3}, v, v}, 3), UserError);
+  EXPECT_THROW(r.shapes(bn_relu_bwd_reduce_shapes, {x, x, x, p}, 3), UserError);  // affine must be [2,C]
+  EXPECT_THROW(r.shapes(bn_relu_bwd_reduce_shapes, {{2, 5, 4, 3}, p, x, p}, 3), UserError);
+  EXPECT_THROW(r.shapes(bn_relu_bwd_apply_shapes, {x, p, x, p, v, {2, 4}}, 1), UserError);
   EXPECT_THROW(r.shapes(bn_fold_shapes, {v, v, {2, 4}}, 1), UserError);
 }
 

@@ -84,15 +84,15 @@ TEST(OpsCpuBatchNorm, SplitBatchWithSummedStatisticsEqualsWholeBatch) {
   HostTensor sums = ranks[0].sums;
   for (int64_t i = 0; i < sums.numel(); ++i) sums.set(i, ranks[0].sums.get(i) + ranks[1].sums.get(i));
   for (BnChain& b : ranks) {
-    b.run.run(bn_relu_apply_cpu, {&b.x, &sums, &b.gamma, &b.beta}, {&b.y, &b.batch});
-    b.run.run(bn_relu_bwd_reduce_cpu, {&dys[&b - ranks.data()], &b.y, &b.x, &b.batch},
+    b.run.run(bn_relu_apply_cpu, {&b.x, &sums, &b.gamma, &b.beta}, {&b.y, &b.batch, &b.affine});
+    b.run.run(bn_relu_bwd_reduce_cpu, {&dys[&b - ranks.data()], &b.affine, &b.x, &b.batch},
               {&b.dgamma, &b.dbeta, &b.dsums});
   }
   HostTensor dsums = ranks[0].dsums;
   for (int64_t i = 0; i < dsums.numel(); ++i) dsums.set(i, ranks[0].dsums.get(i) + ranks[1].dsums.get(i));
   for (int k = 0; k < 2; ++k) {
     BnChain& b = ranks[size_t(k)];
-    b.run.run(bn_relu_bwd_apply_cpu, {&dys[size_t(k)], &b.y, &b.x, &b.batch, &b.gamma, &dsums}, {&b.dx});
+    b.run.run(bn_relu_bwd_apply_cpu, {&dys[size_t(k)], &b.affine, &b.x, &b.batch, &b.gamma, &dsums}, {&b.dx});
     for (int64_t i = 0; i < hn; ++i) {
       EXPECT_NEAR(b.y.get(i), all.y.get(k * hn + i), 1e-12);
       EXPECT_NEAR(b.dx.get(i), all.dx.get(k * hn + i), 1e-12);

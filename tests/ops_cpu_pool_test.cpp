@@ -92,10 +92,6 @@ HostTensor naive_maxpool_bwd_f32(const HostTensor& dy, const HostTensor& x, cons
   return dx;
 }
 
-bool same_bits(const HostTensor& a, const HostTensor& b) {
-  return a.bytes() == b.bytes() && std::memcmp(a.data(), b.data(), a.bytes()) == 0;
-}
-
 // ================================ max pooling ================================
 
 TEST(OpsCpuPool, MaxPoolForwardMatchesNaive) {
@@ -170,8 +166,32 @@ TEST(OpsCpuPool, MaxPoolBackwardEqualsNaiveScatterBitwise) {
     OpRunner run = runner(pc.w);
     run.run(maxpool_fwd_cpu, {&x}, {&y});
     run.run(maxpool_bwd_cpu, {&dy, &x, &y}, {&dx});
-    EXPECT_TRUE(same_bits(dx, naive_maxpool_bwd_f32(dy, x, y, pc.w)));
+    EXPECT_TRUE(bitwise_equal(dx, naive_maxpool_bwd_f32(dy, x, y, pc.w)));
   }
+}
+
+// The recorded winners (MaxPoolFwd's argmax) route the gradient exactly as the
+// search from y does, with ties everywhere and in f32, f16 and f64; the
+// forward's y is the same with or without the record.
+TEST(OpsCpuPool, RecordedWinnersGiveTheSearchsBits) {
+  Rng rng(26);
+  for (DType t : {F32, F16, F64})
+    for (const PoolCase& pc : kMaxCases) {
+      SCOPED_TRACE(cat(dtype_name(t), " ", name(pc.x, pc.w)));
+      HostTensor x(t, pc.x);
+      for (int64_t i = 0; i < x.numel(); ++i) x.set(i, double(int64_t(rng.below(4))) - 1.5);
+      const Shape ys = pooled(pc.x, pc.w);
+      HostTensor y(t, ys), y2(t, ys), argmax(DType::U8, ys), want(t, pc.x), got(t, pc.x);
+      const HostTensor dy = random_tensor(t, ys, rng);
+      OpRunner run = runner(pc.w);
+      run.run(maxpool_fwd_cpu, {&x}, {&y});
+      run.run(maxpool_fwd_cpu, {&x}, {&y2, &argmax});
+      EXPECT_TRUE(bitwise_equal(y, y2));
+      for (int64_t i = 0; i < argmax.numel(); ++i) ASSERT_LT(argmax.as<uint8_t>()[i], pc.w.k * pc.w.k);
+      run.run(maxpool_bwd_cpu, {&dy, &x, &y}, {&want});
+      run.run(maxpool_bwd_cpu, {&dy, &x, &argmax}, {&got});
+      EXPECT_TRUE(bitwise_equal(want, got));
+    }
 }
 
 TEST(OpsCpuPool, TiesSendTheGradientToTheFirstPositionInScanOrder) {
@@ -230,7 +250,7 @@ TEST(OpsCpuPool, MaxPoolF16SumsInF32AndRoundsOnce) {
   run.run(maxpool_fwd_cpu, {&x}, {&y});
   run.run(maxpool_bwd_cpu, {&dy, &x, &y}, {&dx});
   const HostTensor want = naive_maxpool_bwd_f32(dy.to(F32), x.to(F32), y.to(F32), w).to(F16);
-  EXPECT_TRUE(same_bits(dx, want));
+  EXPECT_TRUE(bitwise_equal(dx, want));
 }
 
 TEST(OpsCpuPool, GlobalMaxPoolBackwardMatchesFiniteDifferences) {
@@ -343,10 +363,10 @@ TEST(OpsCpuAvgPool, WholeInputWindowEqualsGlobalBitwise) {
     OpRunner run = runner({7, 1, 0});
     run.run(avgpool_fwd_cpu, {&x}, {&y});
     run.run(global_avgpool_fwd_cpu, {&x}, {&gy});
-    EXPECT_TRUE(same_bits(y, gy));
+    EXPECT_TRUE(bitwise_equal(y, gy));
     run.run(avgpool_bwd_cpu, {&dy, &x}, {&dx});
     run.run_refs(global_avgpool_bwd_cpu, {dy.ref_as({2, 5}), x.ref()}, {gdx.ref()});
-    EXPECT_TRUE(same_bits(dx, gdx));
+    EXPECT_TRUE(bitwise_equal(dx, gdx));
   }
 }
 
@@ -365,7 +385,7 @@ TEST(OpsCpuAvgPool, F16IsTheF32ResultRoundedOnce) {
     HostTensor o16(F16, out), o32(F32, out);
     run.run(fn, in16, {&o16});
     run.run(fn, in32, {&o32});
-    EXPECT_TRUE(same_bits(o16, o32.to(F16)));
+    EXPECT_TRUE(bitwise_equal(o16, o32.to(F16)));
   };
   expect_rounded_once(avgpool_fwd_cpu, {&x16}, {&x32}, ys);
   expect_rounded_once(avgpool_bwd_cpu, {&dy16, &x16}, {&dy32, &x32}, x16.shape());

@@ -40,7 +40,7 @@ inline HostTensor distinct_tensor(DType t, Shape s, Rng& rng) {
 // BnStats -> BnReluApply, and BnReluBwdReduce -> BnReluBwdApply, on one rank.
 struct BnChain {
   OpRunner run;
-  HostTensor x, gamma, beta, sums, y, batch;
+  HostTensor x, gamma, beta, sums, y, batch, affine;  // affine: the forward's (scale, shift)
   HostTensor dgamma, dbeta, dsums, dx;
 
   BnChain(DType t, Shape xs, Rng& rng, bool relu, int64_t global_batch) {
@@ -55,6 +55,7 @@ struct BnChain {
     beta = random_tensor(t, {C}, rng, -0.5, 0.5);
     sums = HostTensor(st, {2, C});
     batch = HostTensor(st, {2, C});
+    affine = HostTensor(st, {2, C});
     dsums = HostTensor(st, {2, C});
     y = HostTensor(t, xs);
     dx = HostTensor(t, xs);
@@ -63,11 +64,11 @@ struct BnChain {
   }
   void forward() {
     run.run(bn_stats_cpu, {&x}, {&sums});
-    run.run(bn_relu_apply_cpu, {&x, &sums, &gamma, &beta}, {&y, &batch});
+    run.run(bn_relu_apply_cpu, {&x, &sums, &gamma, &beta}, {&y, &batch, &affine});
   }
   void backward(const HostTensor& dy) {
-    run.run(bn_relu_bwd_reduce_cpu, {&dy, &y, &x, &batch}, {&dgamma, &dbeta, &dsums});
-    run.run(bn_relu_bwd_apply_cpu, {&dy, &y, &x, &batch, &gamma, &dsums}, {&dx});
+    run.run(bn_relu_bwd_reduce_cpu, {&dy, &affine, &x, &batch}, {&dgamma, &dbeta, &dsums});
+    run.run(bn_relu_bwd_apply_cpu, {&dy, &affine, &x, &batch, &gamma, &dsums}, {&dx});
   }
 };
 

@@ -95,10 +95,6 @@ inline double rel_err(const HostTensor& a, const HostTensor& ref) {
   return den == 0 ? std::sqrt(num) : std::sqrt(num / den);
 }
 
-inline bool bitwise_equal(const HostTensor& a, const HostTensor& b) {
-  return a.bytes() == b.bytes() && std::memcmp(a.data(), b.data(), a.bytes()) == 0;
-}
-
 inline double tol_for(DType t) { return t == F16 ? 1e-3 : 1e-5; }
 
 // One op call: inputs, output templates (dtype + shape), attributes, variant.
@@ -124,6 +120,8 @@ class OpsGpu : public ::testing::Test {
     ASSERT_EQ(cublasCreate(&cublas_), CUBLAS_STATUS_SUCCESS);
     ASSERT_EQ(cublasLtCreate(&lt_), CUBLAS_STATUS_SUCCESS);
     CUDA_OK(cudaMalloc(&ws_, kWorkspaceBytes));
+    CUDA_OK(cudaMalloc(&counters_, kSumCounterBytes));
+    CUDA_OK(cudaMemset(counters_, 0, kSumCounterBytes));
     CUDA_OK(cudaMalloc(&scalars_, sizeof(TrainScalars)));
     plans_ = std::make_unique<ConvPlanCache>();
     gh_.device = 0;
@@ -132,6 +130,7 @@ class OpsGpu : public ::testing::Test {
     gh_.cublaslt = lt_;
     gh_.workspace = ws_;
     gh_.workspace_bytes = kWorkspaceBytes;
+    gh_.sum_counters = static_cast<unsigned*>(counters_);
     gh_.conv_plans = plans_.get();
     gh_.deterministic = true;
     gh_.sm_count = query_sm_count(0);
@@ -140,6 +139,7 @@ class OpsGpu : public ::testing::Test {
     plans_.reset();
     if (scalars_) cudaFree(scalars_);
     if (ws_) cudaFree(ws_);
+    if (counters_) cudaFree(counters_);
     if (lt_) cublasLtDestroy(lt_);
     if (cublas_) cublasDestroy(cublas_);
     if (cudnn_) cudnnDestroy(cudnn_);
@@ -197,6 +197,7 @@ class OpsGpu : public ::testing::Test {
     EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     call(fn, in, out, k.attrs, k.variant, k.rank);
     EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    expect_counters_zero();
     std::vector<HostTensor> res;
     for (auto& d : dout) res.push_back(d->download());
     return res;
@@ -211,6 +212,14 @@ class OpsGpu : public ::testing::Test {
     env.stream = stream_;
     env.gpu = &gh_;
     call_op(fn, in, out, attrs, variant, env);
+  }
+
+  // Reductions that finish in their last block leave their counters at zero
+  // (GpuHandles::sum_counters), ready for the next launch.
+  void expect_counters_zero() {
+    std::vector<unsigned> c(kSumCounters, 1u);
+    ASSERT_EQ(cudaMemcpy(c.data(), counters_, kSumCounterBytes, cudaMemcpyDeviceToHost), cudaSuccess);
+    for (int i = 0; i < kSumCounters; ++i) ASSERT_EQ(c[size_t(i)], 0u) << "reduction counter " << i;
   }
 
   // GPU vs CPU within tolerance, and two GPU runs bitwise equal.
@@ -277,6 +286,7 @@ class OpsGpu : public ::testing::Test {
   cublasHandle_t cublas_ = nullptr;
   cublasLtHandle_t lt_ = nullptr;
   void* ws_ = nullptr;
+  void* counters_ = nullptr;  // GpuHandles::sum_counters
   TrainScalars* scalars_ = nullptr;
   std::unique_ptr<ConvPlanCache> plans_;
   GpuHandles gh_;

@@ -19,7 +19,7 @@ const BnShape kBnShapes[] = {{{4, 6, 5, 16}, 8}, {{8, 7, 7, 32}, 8}, {{3, 5, 5, 
 
 // Consistent inputs for the BN phases, made with the CPU reference.
 struct BnData {
-  HostTensor x, gamma, beta, sums, y, batch, dy, dsums;
+  HostTensor x, gamma, beta, sums, y, batch, affine, dy, dsums;  // affine: the forward's (scale, shift)
 };
 
 class OpsGpuBn : public OpsGpu {
@@ -40,10 +40,11 @@ class OpsGpuBn : public OpsGpu {
     for (int64_t i = 0; i < 2 * C; ++i) d.sums.set(i, d.sums.get(i) * double(s.global_batch) / double(s.x[0]));
     d.y = HostTensor(t, s.x);
     d.batch = HostTensor(F32, {2, C});
-    r.run(bn_relu_apply_cpu, {&d.x, &d.sums, &d.gamma, &d.beta}, {&d.y, &d.batch});
+    d.affine = HostTensor(F32, {2, C});
+    r.run(bn_relu_apply_cpu, {&d.x, &d.sums, &d.gamma, &d.beta}, {&d.y, &d.batch, &d.affine});
     HostTensor dg(t, {C}), db(t, {C});
     d.dsums = HostTensor(F32, {2, C});
-    r.run(bn_relu_bwd_reduce_cpu, {&d.dy, &d.y, &d.x, &d.batch}, {&dg, &db, &d.dsums});
+    r.run(bn_relu_bwd_reduce_cpu, {&d.dy, &d.affine, &d.x, &d.batch}, {&dg, &db, &d.dsums});
     return d;
   }
 };
@@ -71,20 +72,25 @@ TEST_F(OpsGpuBn, AllPhasesMatchCpu) {
         Case ap = base;
         ap.name = cat("BnReluApply", tag);
         ap.in = {d.x, d.sums, d.gamma, d.beta};
-        ap.out = {HostTensor(t, s.x), HostTensor(F32, {2, C})};
-        ap.tol = {tol_for(t), 1e-6};
+        ap.out = {HostTensor(t, s.x), HostTensor(F32, {2, C}), HostTensor(F32, {2, C})};
+        ap.tol = {tol_for(t), 1e-6, 1e-6};
         check(bn_relu_apply_cpu, bn_relu_apply_cuda, ap);
+
+        Case ar = ap;  // with a residual (Note [fusion])
+        ar.name = cat("BnReluApply + residual", tag);
+        ar.in.push_back(rnd(t, s.x, rng));
+        check(bn_relu_apply_cpu, bn_relu_apply_cuda, ar);
 
         Case br = base;
         br.name = cat("BnReluBwdReduce", tag);
-        br.in = {d.dy, d.y, d.x, d.batch};
+        br.in = {d.dy, d.affine, d.x, d.batch};
         br.out = {HostTensor(t, {C}), HostTensor(t, {C}), HostTensor(F32, {2, C})};
         br.tol = {tol_for(t), tol_for(t), 1e-5};
         check(bn_relu_bwd_reduce_cpu, bn_relu_bwd_reduce_cuda, br);
 
         Case ba = base;
         ba.name = cat("BnReluBwdApply", tag);
-        ba.in = {d.dy, d.y, d.x, d.batch, d.gamma, d.dsums};
+        ba.in = {d.dy, d.affine, d.x, d.batch, d.gamma, d.dsums};
         ba.out = {HostTensor(t, s.x)};
         check(bn_relu_bwd_apply_cpu, bn_relu_bwd_apply_cuda, ba);
 
@@ -179,6 +185,10 @@ TEST_F(OpsGpu, ReluMatchesCpu) {
       b.out = {HostTensor(t, s)};
       b.tol = {0.0};
       check(relu_bwd_cpu, relu_bwd_cuda, b);
+      Case b2 = b;  // with a second gradient (Note [fusion]): the sum rounded once, as Add does
+      b2.name = cat(tname("ReluBwd dy + dy2", t), " ", s.str());
+      b2.in.push_back(rnd(t, s, rng));
+      check(relu_bwd_cpu, relu_bwd_cuda, b2);
     }
 }
 
@@ -242,7 +252,7 @@ TEST_F(OpsGpu, CapturedChainReplaysBitwiseLikeEager) {
   for (int64_t i = 0; i < N; ++i) hl.set(i, double(rng.below(M)));
   DevTensor x(hx), w(hw), gamma(hg), beta(hb), fcw(hfc), labels(hl);
   DevTensor y(HostTensor(t, {N, H, W, K})), sums(HostTensor(F32, {2, K})), z(HostTensor(t, {N, H, W, K}));
-  DevTensor batch(HostTensor(F32, {2, K})), pool(HostTensor(t, {N, H / 2, W / 2, K})), g(HostTensor(t, {N, K}));
+  DevTensor batch(HostTensor(F32, {2, K})), affine(HostTensor(F32, {2, K})), pool(HostTensor(t, {N, H / 2, W / 2, K})), g(HostTensor(t, {N, K}));
   DevTensor logits(HostTensor(t, {N, M})), dlogits(HostTensor(t, {N, M})), metrics(HostTensor(F32, {4}));
   DevTensor dfc(HostTensor(t, {M, K})), dg(HostTensor(t, {N, K})), dwc(HostTensor(t, {K, 3, 3, C}));
   DevTensor dpool(HostTensor(t, {N, H / 2, W / 2, K})), dz(HostTensor(t, {N, H, W, K}));
@@ -256,7 +266,7 @@ TEST_F(OpsGpu, CapturedChainReplaysBitwiseLikeEager) {
   auto chain = [&] {
     call(conv_fwd_cuda, {x.ref(), w.ref()}, {y.ref()}, ca, v);
     call(bn_stats_cuda, {y.ref()}, {sums.ref()}, a, v);
-    call(bn_relu_apply_cuda, {y.ref(), sums.ref(), gamma.ref(), beta.ref()}, {z.ref(), batch.ref()}, a, v);
+    call(bn_relu_apply_cuda, {y.ref(), sums.ref(), gamma.ref(), beta.ref()}, {z.ref(), batch.ref(), affine.ref()}, a, v);
     call(maxpool_fwd_cuda, {z.ref()}, {pool.ref()}, pa, v);
     call(global_maxpool_fwd_cuda, {pool.ref()}, {g.ref()}, a, v);
     call(fc_fwd_cuda, {g.ref(), fcw.ref()}, {logits.ref()}, a, v);
@@ -267,7 +277,7 @@ TEST_F(OpsGpu, CapturedChainReplaysBitwiseLikeEager) {
     call(maxpool_bwd_cuda, {dpool.ref(), z.ref(), pool.ref()}, {dz.ref()}, pa, v);
     call(conv_bwd_filter_cuda, {x.ref(), dz.ref()}, {dwc.ref()}, ca, v);
   };
-  std::vector<DevTensor*> outs{&y, &sums, &z, &batch, &pool, &g, &logits, &dlogits, &metrics, &dfc, &dg, &dpool,
+  std::vector<DevTensor*> outs{&y, &sums, &z, &batch, &affine, &pool, &g, &logits, &dlogits, &metrics, &dfc, &dg, &dpool,
                                &dz, &dwc};
   expect_replays_like_eager(chain, outs);
 }

@@ -56,6 +56,16 @@ class OpsGpuPool : public OpsGpuBitwise {
     b.in = {with_negative_zeros(rnd(dt, ys, rng)), x, y};
     b.out = {HostTensor(dt, pc.x)};
     check_bitwise(maxpool_bwd_cpu, maxpool_bwd_cuda, b);
+    if (!maxpool_records_argmax(f.attrs)) return;
+    // With the winners recorded (what the max-pool layer runs for this window).
+    Case fa = f;
+    fa.name += " +argmax";
+    fa.out.push_back(HostTensor(DType::U8, ys));
+    check_bitwise(maxpool_fwd_cpu, maxpool_fwd_cuda, fa);
+    Case ba = b;
+    ba.name += " from argmax";
+    ba.in[2] = run_cpu(maxpool_fwd_cpu, fa)[1];
+    check_bitwise(maxpool_bwd_cpu, maxpool_bwd_cuda, ba);
   }
 };
 

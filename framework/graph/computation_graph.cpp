@@ -17,6 +17,11 @@ void ComputationGraph::add(GraphId g, Node n) {
   buckets_[static_cast<size_t>(g)].push_back(std::move(n));
 }
 
+void ComputationGraph::set_nodes(GraphId g, std::vector<Node> nodes) {
+  buckets_[static_cast<size_t>(g)].clear();
+  for (Node& n : nodes) add(g, std::move(n));
+}
+
 bool ComputationGraph::has_collective(GraphId g) const {
   const auto& ns = nodes(g);
   return std::any_of(ns.begin(), ns.end(), [](const Node& n) { return n.collective; });

@@ -48,6 +48,8 @@ class ComputationGraph {
  public:
   TensorId add_tensor(TensorInfo info);
   void add(GraphId g, Node n);
+  // Replaces graph g's nodes (graph rewrites: fusion.h); checks the ids as add() does.
+  void set_nodes(GraphId g, std::vector<Node> nodes);
 
   const TensorInfo& tensor(TensorId id) const { return tensors_.at(static_cast<size_t>(id)); }
   int num_tensors() const { return static_cast<int>(tensors_.size()); }

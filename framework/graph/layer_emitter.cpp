@@ -10,7 +10,17 @@ TensorId LayerEmitter::activation(const std::string& name, DType dt) {
   ti.name = name;
   ti.dtype = dt;
   ti.role = Role::Activation;
-  return cg_.add_tensor(ti);
+  const TensorId id = cg_.add_tensor(ti);
+  const auto [it, fresh] = activations_.emplace(name, id);
+  if (!fresh) it->second = kNoTensor;  // named twice: find_activation refuses it
+  return id;
+}
+
+TensorId LayerEmitter::find_activation(const std::string& name) const {
+  const auto it = activations_.find(name);
+  TR_CHECK(it != activations_.end(), "no activation named ", name);
+  TR_CHECK(it->second != kNoTensor, "two activations are named ", name);
+  return it->second;
 }
 
 TensorId LayerEmitter::persistent(const std::string& name, DType dt, Shape s, Role role) {
@@ -62,6 +72,7 @@ BnState LayerEmitter::batchnorm(const std::string& name, int64_t c, ParamGroup g
                              Init::BnRunning);
   bn.ema_running = layout_tensor(name + ".ema_running", Role::EmaBnRunning, DType::F32, Shape{2, c}, g, slot, false);
   bn.affine = persistent(name + ".affine", DType::F32, Shape{2, c});
+  bn.train_affine = persistent(name + ".train_affine", DType::F32, Shape{2, c});
   bn.ema_affine = persistent(name + ".ema_affine", DType::F32, Shape{2, c});
   return bn;
 }

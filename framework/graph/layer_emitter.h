@@ -3,6 +3,7 @@
 // new tensors (activations, parameters with all their parallel copies, BN
 // state) and nodes in the graphs it is told to emit into. One emitter builds
 // one ComputationGraph; plug-ins hold no state of their own.
+#include <map>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,9 @@ struct BnState {
   Param gamma, beta;
   TensorId batch = kNoTensor, running = kNoTensor, ema_running = kNoTensor;  // f32 [2,C] (mean, var)
   TensorId affine = kNoTensor, ema_affine = kNoTensor;                        // f32 [2,C] (scale, shift)
+  // f32 [2,C] (scale, shift) of this step's batch statistics: the backward
+  // recomputes the ReLU's input scale * x + shift from it instead of reading y.
+  TensorId train_affine = kNoTensor;
 };
 
 // What a layer owns across passes: its parameters (in creation order) and, for
@@ -46,6 +50,9 @@ class LayerEmitter {
 
   TensorId activation(const std::string& name, DType dt);
   TensorId activation(const std::string& name) { return activation(name, T_); }
+  // An activation made earlier, by name (a layer's backward finding a tensor its
+  // forward recorded beside its output).
+  TensorId find_activation(const std::string& name) const;
   TensorId persistent(const std::string& name, DType dt, Shape s, Role role = Role::Persistent);
   // A parameter: master (f32), its compute copy (AMP), gradient, f32 gradient
   // (AMP), optimizer state, EMA copies, all in one param-layout slot.
@@ -80,6 +87,7 @@ class LayerEmitter {
   TrainConfig tc_;
   DType T_ = DType::F32;
   int param_slots_ = 0, bn_slots_ = 0;
+  std::map<std::string, TensorId> activations_;
 };
 
 }  // namespace tr

@@ -61,6 +61,7 @@ class Builder {
     const int32_t deep_comm_hi = buckets_.size() > 1 ? buckets_[buckets_.size() - 2].slot_lo : INT32_MAX;
     emit_recipe_graphs(out_.cg, out_.train, rt, emitter_.bn_slots() > 0, deep_comm_hi);
     emit_validation();
+    if (out_.train.fusion) out_.fusions = fuse_graph(out_.cg);
     return std::move(out_);
   }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "framework/graph/computation_graph.h"
+#include "framework/graph/fusion.h"
 #include "framework/graph/model_config.h"
 #include "framework/graph/model_registry.h"
 
@@ -26,6 +27,7 @@ struct CompiledModel {
   TensorId val_main_metrics = kNoTensor; // f32 [4] summed over validation, main weights
   TensorId val_ema_metrics = kNoTensor;  // f32 [4] summed over validation, EMA weights
   bool supports_lowres = false;          // resolution-agnostic (no spatial fc)
+  FusionCounts fusions;                  // node pairs merged (TrainConfig::fusion)
 };
 
 CompiledModel build_model(const ModelConfig& m, const TrainConfig& t, int64_t max_batch);

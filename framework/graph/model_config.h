@@ -68,6 +68,9 @@ struct TrainConfig {
   // memory-plan bug since fixed (memory_plan.cpp), and cuBLAS documents bitwise
   // reproducibility only while a single stream is active.
   bool side_streams = false;
+  // Merge node pairs that walk the same activations (Note [fusion] in
+  // framework/graph/fusion.h); false (--no-fusion) keeps them apart.
+  bool fusion = true;
   // Emit the collectives (gradient buckets, BN statistics, validation metrics)
   // even with one rank, so a single GPU runs NCCL inside its captured graphs.
   bool force_collectives = false;

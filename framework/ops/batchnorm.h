@@ -5,12 +5,21 @@
 // batch * H * W with attrs.bn_rank_local (each rank's own statistics).
 // f32 statistics; x, y, gamma, beta in T.
 //   BnStats:         x[N,H,W,C]                          -> sums[2,C] = (sum x, sum x^2)
-//   BnReluApply:     x, sums, gamma[C], beta[C]          -> y, batch[2,C] = (mean, biased var)
-//                    y = relu(gamma * (x - mean) * rsqrt(var + eps) + beta)
-//   BnReluBwdReduce: dy, y, x, batch                     -> dgamma[C], dbeta[C], dsums[2,C]
-//                    g = dy * (y > 0); dsums = (sum g, sum g*xhat); dgamma = dsums[1], dbeta = dsums[0]
-//   BnReluBwdApply:  dy, y, x, batch, gamma, dsums       -> dx
+//   BnReluApply:     x, sums, gamma[C], beta[C]          -> y, batch[2,C] = (mean, biased var),
+//                                                           affine[2,C] = (scale, shift)
+//                    y = relu(scale * x + shift), scale = gamma * rsqrt(var + eps), shift = beta - mean * scale
+//   BnReluBwdReduce: dy, affine, x, batch                -> dgamma[C], dbeta[C], dsums[2,C]
+//                    g = dy * (scale * x + shift > 0); dsums = (sum g, sum g*xhat); dgamma = dsums[1], dbeta = dsums[0]
+//   BnReluBwdApply:  dy, affine, x, batch, gamma, dsums  -> dx
 //                    dx = gamma*rstd*(g - dsums[0]/count - xhat*dsums[1]/count)
+//   BnReluApply may take a fifth input, residual (x's shape):
+//                    y = relu(scale * x + shift + residual), the sum rounded once to T
+//                    (the fusion of a BatchNorm and the residual Add + ReLU after it,
+//                    Note [fusion] in framework/graph/fusion.h).
+//   The backward recomputes the ReLU's input from the forward's own affine (the
+//   same float it clamped, bn_pre_relu) instead of reading y: one activation
+//   read fewer in each backward phase. y > 0 and the pre-activation > 0 agree
+//   except where a positive pre-activation rounds to 0 in T.
 //   BnReluInfer:     x, affine[2,C] = (scale, shift)     -> y = relu(scale*x + shift)
 //   BnFold:          gamma f32[C], beta f32[C], running[2,C] = (mean, var) -> affine[2,C]
 //                    scale = gamma*rsqrt(var+eps), shift = beta - mean*scale

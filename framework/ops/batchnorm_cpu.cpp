@@ -36,6 +36,12 @@ BnDims bn_dims(const OpCall& c, const TensorRef& x, const char* op) {
 
 inline double rstd_of(double var, float eps) { return 1.0 / std::sqrt(var + double(eps)); }
 
+// The ReLU's input: the forward clamps it, the backward's mask recomputes it.
+template <class A>
+inline A bn_pre_relu(A scale, A shift, A x) {
+  return scale * x + shift;
+}
+
 template <class S>
 void stats_impl(const OpCall& c, const BnDims& d) {
   const S* x = c.in[0].as<S>();
@@ -77,18 +83,22 @@ void apply_impl(const OpCall& c, const BnDims& d) {
     aff[C + ch] = A(cpu::load<double>(beta[ch]) - mean * scale);
   }
   const S* x = c.in[0].as<S>();
+  const S* res = c.n_in == 5 ? c.in[4].as<S>() : nullptr;
   S* y = c.out[0].as<S>();
   const bool relu = c.attrs->relu;
   for (int64_t p = 0; p < d.pixels; ++p) {
     const S* xr = x + p * C;
     S* yr = y + p * C;
     for (int64_t ch = 0; ch < C; ++ch) {
-      A v = aff[ch] * cpu::load<A>(xr[ch]) + aff[C + ch];
+      A v = bn_pre_relu(aff[ch], aff[C + ch], cpu::load<A>(xr[ch]));
+      if (res != nullptr) v = cpu::load<A>(cpu::store<S>(v + cpu::load<A>(res[p * C + ch])));  // as Add rounds
       if (relu) v = v > A(0) ? v : A(0);
       yr[ch] = cpu::store<S>(v);
     }
   }
   cpu::write_stats(c.out[1], 2 * C, batch, op, "batch");
+  for (int64_t i = 0; i < 2 * C; ++i) st[i] = double(aff[i]);  // sums are no longer needed
+  cpu::write_stats(c.out[2], 2 * C, st, op, "affine");
 }
 
 // Per-channel mean and rstd (in A) from the batch statistics tensor.
@@ -102,11 +112,19 @@ void mean_rstd(const OpCall& c, const TensorRef& batch_t, int64_t C, const char*
   }
 }
 
-// g = dy * (y > 0) (a select: masked NaN/Inf gradients become 0, like PyTorch's
-// threshold_backward), or dy when relu is off.
+// The forward's (scale, shift) per channel, in A (exact: they were A values).
 template <class A>
-inline A relu_grad(A dy, A y, bool relu) {
-  return (!relu || y > A(0)) ? dy : A(0);
+void train_affine(const TensorRef& t, int64_t C, const char* op, A* aff) {
+  double* v = cpu::scratch<double>(cpu::kDoubleSlot + 2, size_t(2 * C));
+  cpu::read_stats(t, 2 * C, v, op, "affine");
+  for (int64_t i = 0; i < 2 * C; ++i) aff[i] = A(v[i]);
+}
+
+// g = dy * (pre > 0), pre = the ReLU's input (a select: masked NaN/Inf
+// gradients become 0, like PyTorch's threshold_backward), or dy when relu is off.
+template <class A>
+inline A relu_grad(A dy, A pre, bool relu) {
+  return (!relu || pre > A(0)) ? dy : A(0);
 }
 
 template <class S>
@@ -118,17 +136,19 @@ void bwd_reduce_impl(const OpCall& c, const BnDims& d) {
   A* mean = mr;
   A* rstd = mr + C;
   mean_rstd(c, c.in[3], C, op, mean, rstd);
+  A* aff = cpu::scratch<A>(1, size_t(2 * C));
+  train_affine(c.in[1], C, op, aff);
   double* ds = cpu::scratch<double>(cpu::kDoubleSlot, size_t(2 * C));  // (sum g, sum g*xhat)
   std::fill(ds, ds + 2 * C, 0.0);
   const S* dy = c.in[0].as<S>();
-  const S* y = c.in[1].as<S>();
   const S* x = c.in[2].as<S>();
   const bool relu = c.attrs->relu;
   for (int64_t p = 0; p < d.pixels; ++p) {
     const int64_t o = p * C;
     for (int64_t ch = 0; ch < C; ++ch) {
-      const A g = relu_grad(cpu::load<A>(dy[o + ch]), cpu::load<A>(y[o + ch]), relu);
-      const A xhat = (cpu::load<A>(x[o + ch]) - mean[ch]) * rstd[ch];
+      const A xv = cpu::load<A>(x[o + ch]);
+      const A g = relu_grad(cpu::load<A>(dy[o + ch]), bn_pre_relu(aff[ch], aff[C + ch], xv), relu);
+      const A xhat = (xv - mean[ch]) * rstd[ch];
       ds[ch] += double(g);
       ds[C + ch] += double(g * xhat);
     }
@@ -156,6 +176,8 @@ void bwd_apply_impl(const OpCall& c, const BnDims& d) {
   double* ds = cpu::scratch<double>(cpu::kDoubleSlot, size_t(2 * C));
   cpu::read_stats(c.in[5], 2 * C, ds, op, "dsums");
   const S* gamma = c.in[4].as<S>();
+  A* aff = cpu::scratch<A>(2, size_t(2 * C));
+  train_affine(c.in[1], C, op, aff);
   A* gr = cpu::scratch<A>(1, size_t(C));  // gamma * rstd
   for (int64_t ch = 0; ch < C; ++ch) {
     gr[ch] = cpu::load<A>(gamma[ch]) * rstd[ch];
@@ -163,15 +185,15 @@ void bwd_apply_impl(const OpCall& c, const BnDims& d) {
     m1[ch] = A(ds[C + ch] / d.count);
   }
   const S* dy = c.in[0].as<S>();
-  const S* y = c.in[1].as<S>();
   const S* x = c.in[2].as<S>();
   S* dx = c.out[0].as<S>();
   const bool relu = c.attrs->relu;
   for (int64_t p = 0; p < d.pixels; ++p) {
     const int64_t o = p * C;
     for (int64_t ch = 0; ch < C; ++ch) {
-      const A g = relu_grad(cpu::load<A>(dy[o + ch]), cpu::load<A>(y[o + ch]), relu);
-      const A xhat = (cpu::load<A>(x[o + ch]) - mean[ch]) * rstd[ch];
+      const A xv = cpu::load<A>(x[o + ch]);
+      const A g = relu_grad(cpu::load<A>(dy[o + ch]), bn_pre_relu(aff[ch], aff[C + ch], xv), relu);
+      const A xhat = (xv - mean[ch]) * rstd[ch];
       dx[o + ch] = cpu::store<S>(gr[ch] * (g - m0[ch] - xhat * m1[ch]));
     }
   }
@@ -236,13 +258,15 @@ void bn_stats_shapes(const ShapeCtx& c, Shape* out, int n_out) {
 
 void bn_relu_apply_shapes(const ShapeCtx& c, Shape* out, int n_out) {
   const char* op = "bn_relu_apply";
-  TR_CHECK(c.n_in == 4 && n_out == 2, op, ": arity");
+  TR_CHECK((c.n_in == 4 || c.n_in == 5) && n_out == 3, op, ": arity");
   const int64_t C = check_act(c.in[0], op, "x");
+  if (c.n_in == 5) check_same(c.in[4], c.in[0], op, "residual");
   check_pair(c.in[1], C, op, "sums");
   check_vec(c.in[2], C, op, "gamma");
   check_vec(c.in[3], C, op, "beta");
   out[0] = c.in[0];
   out[1] = Shape{2, C};
+  out[2] = Shape{2, C};
 }
 
 void bn_relu_bwd_reduce_shapes(const ShapeCtx& c, Shape* out, int n_out) {
@@ -251,7 +275,7 @@ void bn_relu_bwd_reduce_shapes(const ShapeCtx& c, Shape* out, int n_out) {
   const Shape& x = c.in[2];
   const int64_t C = check_act(x, op, "x");
   check_same(c.in[0], x, op, "dy");
-  check_same(c.in[1], x, op, "y");
+  check_pair(c.in[1], C, op, "affine");
   check_pair(c.in[3], C, op, "batch");
   out[0] = Shape{C};
   out[1] = Shape{C};
@@ -264,7 +288,7 @@ void bn_relu_bwd_apply_shapes(const ShapeCtx& c, Shape* out, int n_out) {
   const Shape& x = c.in[2];
   const int64_t C = check_act(x, op, "x");
   check_same(c.in[0], x, op, "dy");
-  check_same(c.in[1], x, op, "y");
+  check_pair(c.in[1], C, op, "affine");
   check_pair(c.in[3], C, op, "batch");
   check_vec(c.in[4], C, op, "gamma");
   check_pair(c.in[5], C, op, "dsums");
@@ -300,9 +324,13 @@ void bn_stats_cpu(const OpCall& c) {
 
 void bn_relu_apply_cpu(const OpCall& c) {
   const char* op = "bn_relu_apply";
-  cpu::check_arity(c, op, 4, 4, 2, 2);
+  cpu::check_arity(c, op, 4, 5, 3, 3);
   const BnDims d = bn_dims(c, c.in[0], op);
   check_same_dtype(c, op, {&c.in[2], &c.in[3], &c.out[0]});
+  if (c.n_in == 5) {
+    check_same_dtype(c, op, {&c.in[4]});
+    check_act_shape(c.in[4], c.in[0].shape, op, "residual");
+  }
   cpu::check_numel(c.in[2], d.C, op, "gamma");
   cpu::check_numel(c.in[3], d.C, op, "beta");
   check_act_shape(c.out[0], c.in[0].shape, op, "y");
@@ -313,9 +341,8 @@ void bn_relu_bwd_reduce_cpu(const OpCall& c) {
   const char* op = "bn_relu_bwd_reduce";
   cpu::check_arity(c, op, 4, 4, 3, 3);
   const BnDims d = bn_dims(c, c.in[2], op);
-  check_same_dtype(c, op, {&c.in[1], &c.in[2], &c.out[0], &c.out[1]});
+  check_same_dtype(c, op, {&c.in[2], &c.out[0], &c.out[1]});
   check_act_shape(c.in[0], c.in[2].shape, op, "dy");
-  check_act_shape(c.in[1], c.in[2].shape, op, "y");
   cpu::check_numel(c.out[0], d.C, op, "dgamma");
   cpu::check_numel(c.out[1], d.C, op, "dbeta");
   cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { bwd_reduce_impl<typename decltype(tag)::type>(c, d); });
@@ -325,9 +352,8 @@ void bn_relu_bwd_apply_cpu(const OpCall& c) {
   const char* op = "bn_relu_bwd_apply";
   cpu::check_arity(c, op, 6, 6, 1, 1);
   const BnDims d = bn_dims(c, c.in[2], op);
-  check_same_dtype(c, op, {&c.in[1], &c.in[2], &c.in[4], &c.out[0]});
+  check_same_dtype(c, op, {&c.in[2], &c.in[4], &c.out[0]});
   check_act_shape(c.in[0], c.in[2].shape, op, "dy");
-  check_act_shape(c.in[1], c.in[2].shape, op, "y");
   check_act_shape(c.out[0], c.in[2].shape, op, "dx");
   cpu::check_numel(c.in[4], d.C, op, "gamma");
   cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { bwd_apply_impl<typename decltype(tag)::type>(c, d); });

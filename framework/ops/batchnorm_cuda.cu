@@ -1,7 +1,7 @@
 // BatchNorm (+ReLU) CUDA kernels. Semantics: framework/ops/batchnorm.h.
 // Reductions follow Note [deterministic kernels] (cuda_kernel_util_cuda.h):
 // per-thread sums over a fixed row set, a fixed shared-memory tree, per-block
-// partials in the workspace, then finalize_sums in block order.
+// partials in the workspace, added in block order by the last block.
 //   workspace: channel_grid(...).grid.x * 2 * C * 4 bytes for BnStats and
 //   BnReluBwdReduce (<= 4 * SMs * 2 * C * 4), nothing for the others.
 #include "framework/ops/batchnorm.h"
@@ -64,14 +64,20 @@ __global__ void bn_stats_kernel(const T* __restrict__ x, int64_t rows, int64_t C
   block_sum_store<float, 2, VEC>(acc, c0, active, C, out);
 }
 
+// The ReLU's input: the forward clamps it, the backward's mask recomputes it
+// from the same (scale, shift) and x, so both see the same float.
+__device__ __forceinline__ float bn_pre_relu(float scale, float shift, float x) { return fmaf(scale, x, shift); }
+
 // y = relu(scale * x + shift), scale = gamma * rstd, shift = beta - mean * scale
-// (the CPU reference's form); block row 0 also writes batch = (mean, var).
-// Mean and var are formed in double: sum x^2 / count - mean^2 cancels.
+// (the CPU reference's form); block row 0 also writes batch = (mean, var) and
+// affine = (scale, shift). Mean and var are formed in double: sum x^2 / count -
+// mean^2 cancels.
 template <typename T, int VEC>
 __global__ void bn_relu_apply_kernel(const T* __restrict__ x, const float* __restrict__ sums,
-                                     const T* __restrict__ gamma, const T* __restrict__ beta, T* __restrict__ y,
-                                     float* __restrict__ batch, int64_t rows, int64_t C, double inv_count, float eps,
-                                     bool relu) {
+                                     const T* __restrict__ gamma, const T* __restrict__ beta,
+                                     const T* __restrict__ residual, T* __restrict__ y,
+                                     float* __restrict__ batch, float* __restrict__ affine, int64_t rows, int64_t C,
+                                     double inv_count, float eps, bool relu) {
   const int64_t g = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;
   const int64_t c0 = g * VEC;
   if (c0 >= C) return;
@@ -87,35 +93,50 @@ __global__ void bn_relu_apply_kernel(const T* __restrict__ x, const float* __res
     if (blockIdx.x == 0 && threadIdx.y == 0) {
       batch[ch] = float(m);
       batch[C + ch] = float(var);
+      affine[ch] = sc[i];
+      affine[C + ch] = sh[i];
     }
   }
   const int64_t stride = int64_t(gridDim.x) * blockDim.y;
   for (int64_t r = int64_t(blockIdx.x) * blockDim.y + threadIdx.y; r < rows; r += stride) {
-    float v[VEC];
+    float v[VEC], res[VEC];
     load_vec<T, VEC>(x + r * C + c0, v);
+    if (residual != nullptr) load_vec<T, VEC>(residual + r * C + c0, res);
 #pragma unroll
     for (int i = 0; i < VEC; ++i) {
-      const float o = fmaf(sc[i], v[i], sh[i]);
+      float o = bn_pre_relu(sc[i], sh[i], v[i]);
+      if (residual != nullptr) o += res[i];
       v[i] = relu ? fmaxf(o, 0.f) : o;
     }
     store_vec<T, VEC>(y + r * C + c0, v);
   }
 }
 
-// g = dy * (y > 0); sums (g, g * xhat)
+// Per-thread (scale, shift) of its VEC channels from the forward's affine.
+template <int VEC>
+__device__ __forceinline__ void load_affine(const float* affine, int64_t C, int64_t c0, float (&sc)[VEC],
+                                            float (&sh)[VEC]) {
+#pragma unroll
+  for (int i = 0; i < VEC; ++i) {
+    sc[i] = affine[c0 + i];
+    sh[i] = affine[C + c0 + i];
+  }
+}
+
+// g = dy * (scale * x + shift > 0); sums (g, g * xhat)
 template <typename T, int VEC>
-__global__ void bn_relu_bwd_reduce_kernel(const T* __restrict__ dy, const T* __restrict__ y,
+__global__ void bn_relu_bwd_reduce_kernel(const T* __restrict__ dy, const float* __restrict__ affine,
                                           const T* __restrict__ x, const float* __restrict__ batch, int64_t rows,
                                           int64_t C, float eps, bool relu, SumOut<T, 2> out) {
   const int64_t gi = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;
   const int64_t c0 = gi * VEC;
   const bool active = c0 < C;
   float acc[2][VEC];
-  float mean[VEC], rstd[VEC];
+  float mean[VEC], rstd[VEC], sc[VEC], sh[VEC];
 #pragma unroll
   for (int i = 0; i < VEC; ++i) {
     acc[0][i] = acc[1][i] = 0.f;
-    mean[i] = rstd[i] = 0.f;
+    mean[i] = rstd[i] = sc[i] = sh[i] = 0.f;
   }
   if (active) {
 #pragma unroll
@@ -124,35 +145,34 @@ __global__ void bn_relu_bwd_reduce_kernel(const T* __restrict__ dy, const T* __r
       mean[i] = s.mean;
       rstd[i] = s.rstd;
     }
+    load_affine<VEC>(affine, C, c0, sc, sh);
     const int64_t stride = int64_t(gridDim.x) * blockDim.y;
     int64_t r = int64_t(blockIdx.x) * blockDim.y + threadIdx.y;
     for (; r + stride < rows; r += 2 * stride) {
-      float d[2][VEC], yy[2][VEC], xx[2][VEC];
+      float d[2][VEC], xx[2][VEC];
 #pragma unroll
       for (int u = 0; u < 2; ++u) {
         const int64_t off = (r + u * stride) * C + c0;
         load_vec<T, VEC>(dy + off, d[u]);
-        if (relu) load_vec<T, VEC>(y + off, yy[u]);
         load_vec<T, VEC>(x + off, xx[u]);
       }
 #pragma unroll
       for (int u = 0; u < 2; ++u)
 #pragma unroll
         for (int i = 0; i < VEC; ++i) {
-          const float gr = (!relu || yy[u][i] > 0.f) ? d[u][i] : 0.f;
+          const float gr = (!relu || bn_pre_relu(sc[i], sh[i], xx[u][i]) > 0.f) ? d[u][i] : 0.f;
           acc[0][i] += gr;
           acc[1][i] = fmaf(gr, (xx[u][i] - mean[i]) * rstd[i], acc[1][i]);
         }
     }
     for (; r < rows; r += stride) {
-      float d[VEC], yy[VEC], xx[VEC];
+      float d[VEC], xx[VEC];
       const int64_t off = r * C + c0;
       load_vec<T, VEC>(dy + off, d);
-      if (relu) load_vec<T, VEC>(y + off, yy);
       load_vec<T, VEC>(x + off, xx);
 #pragma unroll
       for (int i = 0; i < VEC; ++i) {
-        const float gr = (!relu || yy[i] > 0.f) ? d[i] : 0.f;
+        const float gr = (!relu || bn_pre_relu(sc[i], sh[i], xx[i]) > 0.f) ? d[i] : 0.f;
         acc[0][i] += gr;
         acc[1][i] = fmaf(gr, (xx[i] - mean[i]) * rstd[i], acc[1][i]);
       }
@@ -163,7 +183,7 @@ __global__ void bn_relu_bwd_reduce_kernel(const T* __restrict__ dy, const T* __r
 
 // dx = gamma * rstd * (g - dsums0/count - xhat * dsums1/count)
 template <typename T, int VEC>
-__global__ void bn_relu_bwd_apply_kernel(const T* __restrict__ dy, const T* __restrict__ y,
+__global__ void bn_relu_bwd_apply_kernel(const T* __restrict__ dy, const float* __restrict__ affine,
                                          const T* __restrict__ x, const float* __restrict__ batch,
                                          const T* __restrict__ gamma, const float* __restrict__ dsums,
                                          T* __restrict__ dx, int64_t rows, int64_t C, double inv_count, float eps,
@@ -171,7 +191,8 @@ __global__ void bn_relu_bwd_apply_kernel(const T* __restrict__ dy, const T* __re
   const int64_t gi = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;
   const int64_t c0 = gi * VEC;
   if (c0 >= C) return;
-  float mean[VEC], rstd[VEC], k[VEC], a[VEC], b[VEC];
+  float mean[VEC], rstd[VEC], k[VEC], a[VEC], b[VEC], sc[VEC], sh[VEC];
+  load_affine<VEC>(affine, C, c0, sc, sh);
 #pragma unroll
   for (int i = 0; i < VEC; ++i) {
     const int64_t ch = c0 + i;
@@ -185,13 +206,12 @@ __global__ void bn_relu_bwd_apply_kernel(const T* __restrict__ dy, const T* __re
   const int64_t stride = int64_t(gridDim.x) * blockDim.y;
   for (int64_t r = int64_t(blockIdx.x) * blockDim.y + threadIdx.y; r < rows; r += stride) {
     const int64_t off = r * C + c0;
-    float d[VEC], yy[VEC], xx[VEC];
+    float d[VEC], xx[VEC];
     load_vec<T, VEC>(dy + off, d);
-    if (relu) load_vec<T, VEC>(y + off, yy);
     load_vec<T, VEC>(x + off, xx);
 #pragma unroll
     for (int i = 0; i < VEC; ++i) {
-      const float gr = (!relu || yy[i] > 0.f) ? d[i] : 0.f;
+      const float gr = (!relu || bn_pre_relu(sc[i], sh[i], xx[i]) > 0.f) ? d[i] : 0.f;
       const float xhat = (xx[i] - mean[i]) * rstd[i];
       d[i] = k[i] * (gr - a[i] - xhat * b[i]);
     }
@@ -207,11 +227,7 @@ __global__ void bn_relu_infer_kernel(const T* __restrict__ x, const float* __res
   const int64_t c0 = gi * VEC;
   if (c0 >= C) return;
   float sc[VEC], sh[VEC];
-#pragma unroll
-  for (int i = 0; i < VEC; ++i) {
-    sc[i] = affine[c0 + i];
-    sh[i] = affine[C + c0 + i];
-  }
+  load_affine<VEC>(affine, C, c0, sc, sh);
   const int64_t stride = int64_t(gridDim.x) * blockDim.y;
   for (int64_t r = int64_t(blockIdx.x) * blockDim.y + threadIdx.y; r < rows; r += stride) {
     float v[VEC];
@@ -283,6 +299,7 @@ void bn_stats_cuda(const OpCall& c) {
         channel_grid(rc.rows, rc.c, vec, sm_count(gh), kReduceBlocksPerSm, kMinRowsPerThread);
     SumOut<float, 2> out;
     out.partial = static_cast<float*>(workspace(gh, sum_partial_bytes<2>(g, rc.c), op));
+    out.counters = sum_counters(gh, g.grid, op);
     out.f32 = sums.as<float>();
     if (vec == kVec16<T>) {
       constexpr int V = kVec16<T>;
@@ -291,19 +308,22 @@ void bn_stats_cuda(const OpCall& c) {
       bn_stats_kernel<T, 1><<<g.grid, g.block, sum_smem_bytes<2, 1>(), s>>>(x.as<T>(), rc.rows, rc.c, out);
     }
     TR_LAUNCH_CHECK();
-    launch_finalize<float, 2>(g, rc.c, out, s);
   });
 }
 
 void bn_relu_apply_cuda(const OpCall& c) {
   const char* op = "BnReluApply";
-  check_arity(c, 4, 2, op);
+  TR_CHECK(c.n_in == 4 || c.n_in == 5, op, ": expected 4 or 5 inputs, got ", c.n_in);
+  check_arity(c, c.n_in, 3, op);
   const TensorRef& x = c.in[0];
   const TensorRef& sums = c.in[1];
   const TensorRef& gamma = c.in[2];
   const TensorRef& beta = c.in[3];
+  const void* residual = c.n_in == 5 ? c.in[4].data : nullptr;
+  if (residual != nullptr) check_activation(c.in[4], x, op, "residual");
   const TensorRef& y = c.out[0];
   const TensorRef& batch = c.out[1];
+  const TensorRef& affine = c.out[2];
   const RowsC rc = rows_c(x, op);
   check_dtype(sums, DType::F32, op, "sums");
   check_numel(sums, 2 * rc.c, op, "sums");
@@ -314,18 +334,22 @@ void bn_relu_apply_cuda(const OpCall& c) {
   check_activation(y, x, op, "y");
   check_dtype(batch, DType::F32, op, "batch");
   check_numel(batch, 2 * rc.c, op, "batch");
+  check_dtype(affine, DType::F32, op, "affine");
+  check_numel(affine, 2 * rc.c, op, "affine");
   const double inv_count = inv_count_of(c, x, rc.rows, op);
   const GpuHandles& gh = handles_of(c, op);
   const cudaStream_t s = stream_of(c);
   dispatch_float(x.dtype, op, [&](auto tag) {
     using T = decltype(tag);
-    const int vec = pick_vec<T>(rc.c, {x.data, y.data});
+    const int vec = pick_vec<T>(rc.c, {x.data, y.data, residual});
     const ChannelGrid g = channel_grid(rc.rows, rc.c, vec, sm_count(gh), kApplyBlocksPerSm, kMinRowsPerThread);
     auto launch = [&](auto vtag) {
       constexpr int V = decltype(vtag)::value;
       bn_relu_apply_kernel<T, V><<<g.grid, g.block, 0, s>>>(x.as<T>(), sums.as<float>(), gamma.as<T>(),
-                                                            beta.as<T>(), y.as<T>(), batch.as<float>(), rc.rows,
-                                                            rc.c, inv_count, attrs_of(c, op).eps, attrs_of(c, op).relu);
+                                                            beta.as<T>(), static_cast<const T*>(residual),
+                                                            y.as<T>(), batch.as<float>(),
+                                                            affine.as<float>(), rc.rows, rc.c, inv_count,
+                                                            attrs_of(c, op).eps, attrs_of(c, op).relu);
     };
     if (vec == kVec16<T>) launch(std::integral_constant<int, kVec16<T>>{});
     else launch(std::integral_constant<int, 1>{});
@@ -337,7 +361,7 @@ void bn_relu_bwd_reduce_cuda(const OpCall& c) {
   const char* op = "BnReluBwdReduce";
   check_arity(c, 4, 3, op);
   const TensorRef& dy = c.in[0];
-  const TensorRef& y = c.in[1];
+  const TensorRef& affine = c.in[1];
   const TensorRef& x = c.in[2];
   const TensorRef& batch = c.in[3];
   const TensorRef& dgamma = c.out[0];
@@ -345,7 +369,8 @@ void bn_relu_bwd_reduce_cuda(const OpCall& c) {
   const TensorRef& dsums = c.out[2];
   const RowsC rc = rows_c(x, op);
   check_activation(dy, x, op, "dy");
-  check_activation(y, x, op, "y");
+  check_dtype(affine, DType::F32, op, "affine");
+  check_numel(affine, 2 * rc.c, op, "affine");
   check_dtype(batch, DType::F32, op, "batch");
   check_numel(batch, 2 * rc.c, op, "batch");
   check_dtype(dgamma, x.dtype, op, "dgamma");
@@ -359,23 +384,24 @@ void bn_relu_bwd_reduce_cuda(const OpCall& c) {
   const bool relu = attrs_of(c, op).relu;
   dispatch_float(x.dtype, op, [&](auto tag) {
     using T = decltype(tag);
-    const int vec = pick_vec<T>(rc.c, {dy.data, y.data, x.data});
+    const int vec = pick_vec<T>(rc.c, {dy.data, x.data});
     const ChannelGrid g =
         channel_grid(rc.rows, rc.c, vec, sm_count(gh), kReduceBlocksPerSm, kMinRowsPerThread);
     SumOut<T, 2> out;
     out.partial = static_cast<float*>(workspace(gh, sum_partial_bytes<2>(g, rc.c), op));
+    out.counters = sum_counters(gh, g.grid, op);
     out.f32 = dsums.as<float>();
     out.t[0] = dbeta.as<T>();   // dbeta  = sum g
     out.t[1] = dgamma.as<T>();  // dgamma = sum g * xhat
     auto launch = [&](auto vtag) {
       constexpr int V = decltype(vtag)::value;
       bn_relu_bwd_reduce_kernel<T, V><<<g.grid, g.block, sum_smem_bytes<2, V>(), s>>>(
-          dy.as<T>(), y.as<T>(), x.as<T>(), batch.as<float>(), rc.rows, rc.c, attrs_of(c, op).eps, relu, out);
+          dy.as<T>(), affine.as<float>(), x.as<T>(), batch.as<float>(), rc.rows, rc.c, attrs_of(c, op).eps, relu,
+          out);
     };
     if (vec == kVec16<T>) launch(std::integral_constant<int, kVec16<T>>{});
     else launch(std::integral_constant<int, 1>{});
     TR_LAUNCH_CHECK();
-    launch_finalize<T, 2>(g, rc.c, out, s);
   });
 }
 
@@ -383,7 +409,7 @@ void bn_relu_bwd_apply_cuda(const OpCall& c) {
   const char* op = "BnReluBwdApply";
   check_arity(c, 6, 1, op);
   const TensorRef& dy = c.in[0];
-  const TensorRef& y = c.in[1];
+  const TensorRef& affine = c.in[1];
   const TensorRef& x = c.in[2];
   const TensorRef& batch = c.in[3];
   const TensorRef& gamma = c.in[4];
@@ -391,7 +417,8 @@ void bn_relu_bwd_apply_cuda(const OpCall& c) {
   const TensorRef& dx = c.out[0];
   const RowsC rc = rows_c(x, op);
   check_activation(dy, x, op, "dy");
-  check_activation(y, x, op, "y");
+  check_dtype(affine, DType::F32, op, "affine");
+  check_numel(affine, 2 * rc.c, op, "affine");
   check_activation(dx, x, op, "dx");
   check_dtype(batch, DType::F32, op, "batch");
   check_numel(batch, 2 * rc.c, op, "batch");
@@ -404,12 +431,12 @@ void bn_relu_bwd_apply_cuda(const OpCall& c) {
   const cudaStream_t s = stream_of(c);
   dispatch_float(x.dtype, op, [&](auto tag) {
     using T = decltype(tag);
-    const int vec = pick_vec<T>(rc.c, {dy.data, y.data, x.data, dx.data});
+    const int vec = pick_vec<T>(rc.c, {dy.data, x.data, dx.data});
     const ChannelGrid g = channel_grid(rc.rows, rc.c, vec, sm_count(gh), kApplyBlocksPerSm, kMinRowsPerThread);
     auto launch = [&](auto vtag) {
       constexpr int V = decltype(vtag)::value;
       bn_relu_bwd_apply_kernel<T, V><<<g.grid, g.block, 0, s>>>(
-          dy.as<T>(), y.as<T>(), x.as<T>(), batch.as<float>(), gamma.as<T>(), dsums.as<float>(), dx.as<T>(),
+          dy.as<T>(), affine.as<float>(), x.as<T>(), batch.as<float>(), gamma.as<T>(), dsums.as<float>(), dx.as<T>(),
           rc.rows, rc.c, inv_count, attrs_of(c, op).eps, attrs_of(c, op).relu);
     };
     if (vec == kVec16<T>) launch(std::integral_constant<int, kVec16<T>>{});

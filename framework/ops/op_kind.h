@@ -16,9 +16,9 @@ enum class OpKind : uint8_t {
   ConvBwdData,        // in: dy T[N,Ho,Wo,K], w T[K,R,R,C], x T[N,H,W,C] (shape only)  out: dx T[N,H,W,C]
   ConvBwdFilter,      // in: x T[N,H,W,C], dy T[N,Ho,Wo,K]                     out: dw T[K,R,R,C]
   BnStats,            // in: x T[N,H,W,C]                                     out: sums f32[2,C] (sum x, sum x^2)
-  BnReluApply,        // in: x T, sums f32[2,C], gamma T[C], beta T[C]        out: y T, batch f32[2,C] (mean, biased var)
-  BnReluBwdReduce,    // in: dy T, y T, x T, batch f32[2,C]                   out: dgamma T[C], dbeta T[C], dsums f32[2,C]
-  BnReluBwdApply,     // in: dy T, y T, x T, batch f32[2,C], gamma T[C], dsums f32[2,C]   out: dx T
+  BnReluApply,        // in: x T, sums f32[2,C], gamma T[C], beta T[C][, residual T]  out: y T, batch f32[2,C] (mean, biased var), affine f32[2,C]
+  BnReluBwdReduce,    // in: dy T, affine f32[2,C], x T, batch f32[2,C]       out: dgamma T[C], dbeta T[C], dsums f32[2,C]
+  BnReluBwdApply,     // in: dy T, affine f32[2,C], x T, batch f32[2,C], gamma T[C], dsums f32[2,C]   out: dx T
   BnReluInfer,        // in: x T, affine f32[2,C] (scale, shift)              out: y T
   BnFold,             // in: gamma f32[C], beta f32[C], running f32[2,C]      out: affine f32[2,C]
   MaxPoolFwd,         // in: x T[N,H,W,C]                                     out: y T[N,Ho,Wo,C] (kernel, stride, pad)
@@ -34,7 +34,7 @@ enum class OpKind : uint8_t {
   FcBwdData,          // in: dy T[N,M], w T[M,K]                              out: dx T[N,K..]
   FcBwdWeight,        // in: x T[N,K..], dy T[N,M]                            out: dw T[M,K] (, db T[M])
   ReluFwd,            // in: x T                                              out: y T
-  ReluBwd,            // in: dy T, y T                                        out: dx T
+  ReluBwd,            // in: dy T, y T[, dy2 T]                               out: dx T = (dy [+ dy2]) * (y > 0)
   SoftmaxXent,        // in: logits T[N,M], labels i32[N]                     out: (dlogits T[N,M] if with_grad,) metrics f32[4]
   TtaMean,            // in: x T[2N,M]                                        out: y T[N,M] = (x[n] + x[N+n]) / 2
   Count

@@ -32,6 +32,7 @@ void maxpool_fwd_impl(const OpCall& c, const PoolWindow& pw) {
   const int64_t C = d.C;
   const S* x = c.in[0].as<S>();
   S* y = c.out[0].as<S>();
+  uint8_t* argmax = c.n_out == 2 ? c.out[1].as<uint8_t>() : nullptr;  // kh * k + kw of the winner
   A* m = cpu::scratch<A>(0, size_t(C));
   for (int64_t n = 0; n < d.N; ++n)
     for (int64_t oh = 0; oh < d.Ho; ++oh)
@@ -39,20 +40,63 @@ void maxpool_fwd_impl(const OpCall& c, const PoolWindow& pw) {
         const int64_t h0 = pw.in_begin(oh), h1 = pw.in_end(oh, d.H);
         const int64_t w0 = pw.in_begin(ow), w1 = pw.in_end(ow, d.W);
         const S* xn = x + n * d.H * d.W * C;
-        S* yr = y + ((n * d.Ho + oh) * d.Wo + ow) * C;
+        const int64_t o = ((n * d.Ho + oh) * d.Wo + ow) * C;
+        S* yr = y + o;
+        uint8_t* ar = argmax != nullptr ? argmax + o : nullptr;
         const S* first = xn + (h0 * d.W + w0) * C;  // the window's first input position starts the max
         for (int64_t ch = 0; ch < C; ++ch) {
           yr[ch] = first[ch];
           m[ch] = cpu::load<A>(first[ch]);
+          if (ar) ar[ch] = uint8_t((h0 - pw.start(oh)) * pw.k + (w0 - pw.start(ow)));
         }
         for (int64_t h = h0; h < h1; ++h)
           for (int64_t w = (h == h0 ? w0 + 1 : w0); w < w1; ++w) {
             const S* xr = xn + (h * d.W + w) * C;
+            const uint8_t pos = uint8_t((h - pw.start(oh)) * pw.k + (w - pw.start(ow)));
             for (int64_t ch = 0; ch < C; ++ch) {
               const A v = cpu::load<A>(xr[ch]);
-              if (v > m[ch]) { m[ch] = v; yr[ch] = xr[ch]; }
+              if (v > m[ch]) {
+                m[ch] = v;
+                yr[ch] = xr[ch];
+                if (ar) ar[ch] = pos;
+              }
             }
           }
+      }
+}
+
+// dy[N,Ho,Wo,C], argmax -> dx[N,H,W,C]: the gather of maxpool_bwd_impl, with
+// the recorded winner in place of the search.
+template <class S>
+void maxpool_bwd_argmax_impl(const OpCall& c, const PoolWindow& pw) {
+  using A = acc_t<S>;
+  const Dims d = dims_of(c.in[1].shape, pw);
+  const int64_t C = d.C;
+  const S* dy = c.in[0].as<S>();
+  const uint8_t* argmax = c.in[2].as<uint8_t>();
+  S* dx = c.out[0].as<S>();
+  A* acc = cpu::scratch<A>(0, size_t(C));
+  unsigned char* hit = cpu::scratch<unsigned char>(0, size_t(C));
+  for (int64_t n = 0; n < d.N; ++n)
+    for (int64_t ih = 0; ih < d.H; ++ih)
+      for (int64_t iw = 0; iw < d.W; ++iw) {
+        const int64_t i = ((n * d.H + ih) * d.W + iw) * C;
+        std::fill(hit, hit + C, 0);
+        int64_t oh0, oh1, ow0, ow1;
+        pw.covering(ih, d.Ho, &oh0, &oh1);
+        pw.covering(iw, d.Wo, &ow0, &ow1);
+        for (int64_t oh = oh0; oh <= oh1; ++oh)
+          for (int64_t ow = ow0; ow <= ow1; ++ow) {
+            const int64_t o = ((n * d.Ho + oh) * d.Wo + ow) * C;
+            const uint8_t pos = uint8_t((ih - pw.start(oh)) * pw.k + (iw - pw.start(ow)));
+            for (int64_t ch = 0; ch < C; ++ch) {
+              if (argmax[o + ch] != pos) continue;
+              const A g = cpu::load<A>(dy[o + ch]);
+              acc[ch] = hit[ch] ? acc[ch] + g : g;
+              hit[ch] = 1;
+            }
+          }
+        for (int64_t ch = 0; ch < C; ++ch) dx[i + ch] = cpu::store<S>(hit[ch] ? acc[ch] : A(0));
       }
 }
 
@@ -198,9 +242,11 @@ void check_fwd_call(const OpCall& c, const char* op) {
 
 void maxpool_fwd_shapes(const ShapeCtx& c, Shape* out, int n_out) {
   const char* op = "maxpool_fwd";
-  TR_CHECK(c.n_in == 1 && n_out == 1, op, ": arity");
+  TR_CHECK(c.n_in == 1 && (n_out == 1 || n_out == 2), op, ": arity");
   const PoolWindow pw = checked_pool_window(attrs_of(c.attrs, op), c.in[0], op, true);
+  if (n_out == 2) TR_USER_CHECK(pw.k <= 16, op, ": a recorded winner needs a window of at most 16x16, got ", pw.k);
   out[0] = pooled_shape(c.in[0], pw);
+  if (n_out == 2) out[1] = out[0];  // argmax
 }
 
 void maxpool_bwd_shapes(const ShapeCtx& c, Shape* out, int n_out) {
@@ -209,7 +255,7 @@ void maxpool_bwd_shapes(const ShapeCtx& c, Shape* out, int n_out) {
   const Shape& x = c.in[1];
   const Shape y = pooled_shape(x, checked_pool_window(attrs_of(c.attrs, op), x, op, true));
   TR_USER_CHECK(c.in[0] == y, op, ": dy ", c.in[0].str(), " must be ", y.str(), " for x ", x.str());
-  TR_USER_CHECK(c.in[2] == y, op, ": y ", c.in[2].str(), " must be ", y.str(), " for x ", x.str());
+  TR_USER_CHECK(c.in[2] == y, op, ": y (or argmax) ", c.in[2].str(), " must be ", y.str(), " for x ", x.str());
   out[0] = x;
 }
 
@@ -232,9 +278,16 @@ void global_maxpool_bwd_shapes(const ShapeCtx& c, Shape* out, int n_out) {
 
 void maxpool_fwd_cpu(const OpCall& c) {
   const char* op = "maxpool_fwd";
-  check_fwd_call(c, op);
+  cpu::check_arity(c, op, 1, 1, 1, 2);
+  TR_CHECK(c.in[0].shape.rank == 4, op, ": x ", c.in[0].shape.str());
+  cpu::check_dtype(c.out[0], c.in[0].dtype, op, "y");
   const PoolWindow pw = checked_pool_window(attrs_of(c.attrs, op), c.in[0].shape, op, true);
   TR_CHECK(c.out[0].shape.numel() == pooled_shape(c.in[0].shape, pw).numel(), op, ": y ", c.out[0].shape.str());
+  if (c.n_out == 2) {
+    cpu::check_dtype(c.out[1], DType::U8, op, "argmax");
+    cpu::check_numel(c.out[1], c.out[0].shape.numel(), op, "argmax");
+    TR_CHECK(pw.k <= 16, op, ": a recorded winner needs a window of at most 16x16");
+  }
   cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { maxpool_fwd_impl<typename decltype(tag)::type>(c, pw); });
 }
 
@@ -242,6 +295,16 @@ void maxpool_bwd_cpu(const OpCall& c) {
   const char* op = "maxpool_bwd";
   TR_CHECK(c.n_in == 3 && c.in[1].shape.rank == 4, op, ": bad call");
   const PoolWindow pw = checked_pool_window(attrs_of(c.attrs, op), c.in[1].shape, op, true);
+  if (c.in[2].dtype == DType::U8) {  // (dy, x, argmax)
+    const Shape y = pooled_shape(c.in[1].shape, pw);
+    cpu::check_numel(c.in[0], y.numel(), op, "dy");
+    cpu::check_numel(c.in[2], y.numel(), op, "argmax");
+    cpu::check_dtype(c.out[0], c.in[0].dtype, op, "dx");
+    cpu::check_numel(c.out[0], c.in[1].shape.numel(), op, "dx");
+    cpu::dispatch_float(c.in[0].dtype, op,
+                        [&](auto tag) { maxpool_bwd_argmax_impl<typename decltype(tag)::type>(c, pw); });
+    return;
+  }
   check_bwd_call(c, op, pooled_shape(c.in[1].shape, pw));
   cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { maxpool_bwd_impl<typename decltype(tag)::type>(c, pw); });
 }

@@ -10,6 +10,8 @@
 //     thread per input position, over the outputs whose windows hold it, in the
 //     CPU reference's order (pool_cpu.cpp), so both agree bit for bit; it gives
 //     the fast path's bits for 2x2/s2 as well (the first term is taken as is).
+#include <algorithm>
+
 #include "framework/ops/cuda_kernel_util_cuda.h"
 #include "framework/ops/pool.h"
 #include "framework/ops/pool_window.h"
@@ -103,10 +105,11 @@ __global__ void maxpool_bwd_kernel(const T* __restrict__ dy, const T* __restrict
 
 // ---- any window (kernel, stride, pad) ----
 
-// x[N,H,W,C] -> y[N,Ho,Wo,C]; item = (n, oh, ow, channel vector)
+// x[N,H,W,C] -> y[N,Ho,Wo,C] and, when argmax is not null, each output's
+// winner (kh * k + kw from the window's corner); item = (n, oh, ow, channel vector)
 template <typename T, int VEC>
-__global__ void maxpool_fwd_general_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t N, int64_t H,
-                                           int64_t W, int64_t C, PoolWindow pw) {
+__global__ void maxpool_fwd_general_kernel(const T* __restrict__ x, T* __restrict__ y, uint8_t* __restrict__ argmax,
+                                           int64_t N, int64_t H, int64_t W, int64_t C, PoolWindow pw) {
   const int64_t Ho = pw.out_len(H), Wo = pw.out_len(W), G = C / VEC;
   const int64_t total = N * Ho * Wo * G;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
@@ -120,15 +123,74 @@ __global__ void maxpool_fwd_general_kernel(const T* __restrict__ x, T* __restric
     const int64_t w0 = pw.in_begin(ow), w1 = pw.in_end(ow, W);
     const T* xn = x + n * H * W * C + g * VEC;
     float m[VEC], v[VEC];
+    Vec<uint8_t, VEC> at;
     load_vec<T, VEC>(xn + (h0 * W + w0) * C, m);  // the window's first input position starts the max
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) at.v[j] = uint8_t((h0 - pw.start(oh)) * pw.k + (w0 - pw.start(ow)));
     for (int64_t h = h0; h < h1; ++h)
       for (int64_t w = (h == h0 ? w0 + 1 : w0); w < w1; ++w) {
         load_vec<T, VEC>(xn + (h * W + w) * C, v);
+        const uint8_t pos = uint8_t((h - pw.start(oh)) * pw.k + (w - pw.start(ow)));
 #pragma unroll
         for (int j = 0; j < VEC; ++j)
-          if (v[j] > m[j]) m[j] = v[j];
+          if (v[j] > m[j]) {
+            m[j] = v[j];
+            at.v[j] = pos;
+          }
       }
     store_vec<T, VEC>(y + i * VEC, m);
+    if (argmax != nullptr) *reinterpret_cast<Vec<uint8_t, VEC>*>(argmax + i * VEC) = at;
+  }
+}
+
+// dy[N,Ho,Wo,C], argmax -> dx[N,H,W,C]: the gather of maxpool_bwd_general_kernel
+// with the recorded winners, one thread per (n, ih, iw, channel vector); 32-bit
+// index arithmetic within an image (rows * W * C < 2^31, checked by the launcher),
+// images along blockIdx.y.
+template <typename T, int VEC>
+__global__ void maxpool_bwd_argmax_kernel(const T* __restrict__ dy, const uint8_t* __restrict__ argmax,
+                                          T* __restrict__ dx, int64_t N, int H, int W, int C, PoolWindow pw) {
+  const int Ho = int(pw.out_len(H)), Wo = int(pw.out_len(W)), G = C / VEC;
+  const int per_image = H * W * G;
+  const int k = int(pw.k), stride = int(pw.stride), pad = int(pw.pad);
+  for (int64_t n = blockIdx.y; n < N; n += gridDim.y) {
+    const T* dyn = dy + n * Ho * Wo * C;
+    const uint8_t* an = argmax + n * Ho * Wo * C;
+    T* dxn = dx + n * H * W * C;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < per_image; i += gridDim.x * blockDim.x) {
+      const int g = i % G, p = i / G;
+      const int ih = p / W, iw = p % W;
+      // Outputs whose windows hold (ih, iw): o*stride - pad <= i <= o*stride - pad + k - 1.
+      const int fh = ih + pad - k + 1, fw = iw + pad - k + 1;
+      const int oh0 = fh <= 0 ? 0 : (fh + stride - 1) / stride, oh1 = min((ih + pad) / stride, Ho - 1);
+      const int ow0 = fw <= 0 ? 0 : (fw + stride - 1) / stride, ow1 = min((iw + pad) / stride, Wo - 1);
+      float acc[VEC];
+      bool hit[VEC];
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) {
+        acc[j] = 0.f;
+        hit[j] = false;
+      }
+      for (int oh = oh0; oh <= oh1; ++oh)
+        for (int ow = ow0; ow <= ow1; ++ow) {
+          const int o = (oh * Wo + ow) * C + g * VEC;
+          const uint8_t pos = uint8_t((ih - (oh * stride - pad)) * k + (iw - (ow * stride - pad)));
+          const Vec<uint8_t, VEC> at = *reinterpret_cast<const Vec<uint8_t, VEC>*>(an + o);
+          bool any = false;
+#pragma unroll
+          for (int j = 0; j < VEC; ++j) any = any || at.v[j] == pos;
+          if (!any) continue;
+          float d[VEC];
+          load_vec<T, VEC>(dyn + o, d);
+#pragma unroll
+          for (int j = 0; j < VEC; ++j)
+            if (at.v[j] == pos) {
+              acc[j] = hit[j] ? acc[j] + d[j] : d[j];
+              hit[j] = true;
+            }
+        }
+      store_vec<T, VEC>(dxn + int64_t(p) * C + g * VEC, acc);
+    }
   }
 }
 
@@ -296,21 +358,56 @@ void check_same(const TensorRef& a, const TensorRef& b, const char* op, const ch
            ", expected ", dtype_name(b.dtype), b.shape.str());
 }
 
+void maxpool_bwd_from_argmax(const OpCall& c, const Nhwc& d, const PoolWindow& pw) {
+  const char* op = "MaxPoolBwd";
+  const TensorRef& dy = c.in[0];
+  const TensorRef& argmax = c.in[2];
+  const TensorRef& dx = c.out[0];
+  const Shape ys = pooled_shape(c.in[1].shape, pw);
+  TR_CHECK(argmax.shape == ys && dy.shape == ys && dy.dtype == dx.dtype && dx.shape == c.in[1].shape, op,
+           ": dy ", dy.shape.str(), ", argmax ", argmax.shape.str(), ", dx ", dx.shape.str(), " for x ",
+           c.in[1].shape.str());
+  TR_CHECK(d.h * d.w * d.c < (int64_t(1) << 31), op, ": an image of ", d.h, "x", d.w, "x", d.c, " is too large");
+  const GpuHandles& gh = handles_of(c, op);
+  dispatch_float(dy.dtype, op, [&](auto tag) {
+    using T = decltype(tag);
+    with_vec<T>(can_vec<T>(d.c, {dy.data, dx.data}) && aligned_to(argmax.data, kVec16<T>), [&](auto vt) {
+      constexpr int V = decltype(vt)::value;
+      const int64_t per_image = d.h * d.w * (d.c / V);
+      if (per_image == 0 || d.n == 0) return;
+      const int64_t blocks = int64_t(sm_count(gh)) * kBlocksPerSm;
+      const unsigned gx = unsigned(std::min<int64_t>(ceil_div(per_image, kThreads), std::max<int64_t>(1, blocks / d.n)));
+      const unsigned gy = unsigned(std::min<int64_t>(d.n, 65535));
+      maxpool_bwd_argmax_kernel<T, V><<<dim3(gx, gy), kThreads, 0, stream_of(c)>>>(
+          dy.as<T>(), static_cast<const uint8_t*>(argmax.data), dx.as<T>(), d.n, int(d.h), int(d.w), int(d.c), pw);
+      TR_LAUNCH_CHECK();
+    });
+  });
+}
+
 }  // namespace
 
 void maxpool_fwd_cuda(const OpCall& c) {
   const char* op = "MaxPoolFwd";
-  check_arity(c, 1, 1, op);
+  TR_CHECK(c.n_out == 1 || c.n_out == 2, op, ": expected 1 or 2 outputs, got ", c.n_out);
+  check_arity(c, 1, c.n_out, op);
   const TensorRef& x = c.in[0];
   const TensorRef& y = c.out[0];
   const Nhwc d = nhwc(x, op, "x");
   const PoolWindow pw = checked_pool_window(attrs_of(c, op), x.shape, op, true);
   TR_CHECK(y.dtype == x.dtype && y.shape == pooled_shape(x.shape, pw), op, ": y is ", y.shape.str());
+  uint8_t* argmax = nullptr;
+  if (c.n_out == 2) {
+    TR_CHECK(c.out[1].dtype == DType::U8 && c.out[1].shape == y.shape, op, ": argmax is ",
+             dtype_name(c.out[1].dtype), c.out[1].shape.str());
+    TR_CHECK(pw.k <= 16, op, ": a recorded winner needs a window of at most 16x16");
+    argmax = static_cast<uint8_t*>(c.out[1].data);
+  }
   const GpuHandles& gh = handles_of(c, op);
-  const bool fast = is_2x2(pw);
+  const bool fast = is_2x2(pw) && argmax == nullptr;
   dispatch_float(x.dtype, op, [&](auto tag) {
     using T = decltype(tag);
-    with_vec<T>(can_vec<T>(d.c, {x.data, y.data}), [&](auto vt) {
+    with_vec<T>(can_vec<T>(d.c, {x.data, y.data}) && (argmax == nullptr || aligned_to(argmax, kVec16<T>)), [&](auto vt) {
       constexpr int V = decltype(vt)::value;
       const int64_t work = y.shape.numel() / V;
       if (work == 0) return;
@@ -318,8 +415,8 @@ void maxpool_fwd_cuda(const OpCall& c) {
       if (fast)
         maxpool_fwd_kernel<T, V><<<grid, kThreads, 0, stream_of(c)>>>(x.as<T>(), y.as<T>(), d.n, d.h, d.w, d.c);
       else
-        maxpool_fwd_general_kernel<T, V><<<grid, kThreads, 0, stream_of(c)>>>(x.as<T>(), y.as<T>(), d.n, d.h,
-                                                                                d.w, d.c, pw);
+        maxpool_fwd_general_kernel<T, V><<<grid, kThreads, 0, stream_of(c)>>>(x.as<T>(), y.as<T>(), argmax, d.n,
+                                                                                d.h, d.w, d.c, pw);
       TR_LAUNCH_CHECK();
     });
   });
@@ -334,6 +431,10 @@ void maxpool_bwd_cuda(const OpCall& c) {
   const TensorRef& dx = c.out[0];
   const Nhwc d = nhwc(x, op, "x");
   const PoolWindow pw = checked_pool_window(attrs_of(c, op), x.shape, op, true);
+  if (y.dtype == DType::U8) {  // (dy, x, argmax): x gives the shape only
+    maxpool_bwd_from_argmax(c, d, pw);
+    return;
+  }
   TR_CHECK(y.dtype == x.dtype && y.shape == pooled_shape(x.shape, pw), op, ": y is ", y.shape.str());
   check_same(dy, y, op, "dy");
   check_same(dx, x, op, "dx");

@@ -1,5 +1,9 @@
 #pragma once
 // ReLU.  ReluFwd: x -> y = max(x,0).  ReluBwd: dy, y -> dx = dy * (y > 0).
+// ReluBwd also takes a second gradient, dy, y, dy2 -> dx = (dy + dy2) * (y > 0):
+// the fusion of a gradient fan-in Add and the ReLU behind it (Note [fusion] in
+// framework/graph/fusion.h). The sum is rounded to T once, as Add does, so the
+// fused op gives the bits of Add then ReluBwd.
 #include "framework/ops/op_registry.h"
 
 namespace tr {

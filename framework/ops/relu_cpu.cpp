@@ -26,6 +26,12 @@ void bwd_impl(const OpCall& c, int64_t n) {
   const S* y = c.in[1].as<S>();
   S* dx = c.out[0].as<S>();
   const S zero = cpu::store<S>(A(0));
+  if (c.n_in == 3) {  // dx = (dy + dy2) * (y > 0), the sum rounded once as Add rounds it
+    const S* dy2 = c.in[2].as<S>();
+    for (int64_t i = 0; i < n; ++i)
+      dx[i] = cpu::load<A>(y[i]) > A(0) ? cpu::store<S>(cpu::load<A>(dy[i]) + cpu::load<A>(dy2[i])) : zero;
+    return;
+  }
   for (int64_t i = 0; i < n; ++i) dx[i] = cpu::load<A>(y[i]) > A(0) ? dy[i] : zero;
 }
 
@@ -54,9 +60,11 @@ void relu_fwd_shapes(const ShapeCtx& c, Shape* out, int n_out) {
 }
 
 void relu_bwd_shapes(const ShapeCtx& c, Shape* out, int n_out) {
-  TR_CHECK(c.n_in == 2 && n_out == 1, "relu_bwd: arity");
+  TR_CHECK((c.n_in == 2 || c.n_in == 3) && n_out == 1, "relu_bwd: arity");
   check_tensor(c.in[1], "relu_bwd", "y");
   TR_USER_CHECK(c.in[0] == c.in[1], "relu_bwd: dy ", c.in[0].str(), " must match y ", c.in[1].str());
+  if (c.n_in == 3)
+    TR_USER_CHECK(c.in[2] == c.in[1], "relu_bwd: dy2 ", c.in[2].str(), " must match y ", c.in[1].str());
   out[0] = c.in[1];
 }
 
@@ -70,7 +78,7 @@ void relu_fwd_cpu(const OpCall& c) {
 
 void relu_bwd_cpu(const OpCall& c) {
   const char* op = "relu_bwd";
-  cpu::check_arity(c, op, 2, 2, 1, 1);
+  cpu::check_arity(c, op, 2, 3, 1, 1);
   check_call(c, op);
   const int64_t n = c.in[0].shape.numel();
   cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { bwd_impl<typename decltype(tag)::type>(c, n); });

@@ -33,9 +33,11 @@ __global__ void relu_fwd_kernel(const T* __restrict__ x, T* __restrict__ y, int6
   }
 }
 
-// dx = y > 0 ? dy : 0
+// dx = y > 0 ? dy : 0, or with dy2: y > 0 ? dy + dy2 : 0 (the sum in f32, rounded
+// once to T as Add rounds it)
 template <typename T, int VEC>
-__global__ void relu_bwd_kernel(const T* __restrict__ dy, const T* __restrict__ y, T* __restrict__ dx, int64_t n) {
+__global__ void relu_bwd_kernel(const T* __restrict__ dy, const T* __restrict__ y, const T* __restrict__ dy2,
+                                T* __restrict__ dx, int64_t n) {
   const int64_t nv = n / VEC;
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   const int64_t tid = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -43,11 +45,20 @@ __global__ void relu_bwd_kernel(const T* __restrict__ dy, const T* __restrict__ 
     float d[VEC], v[VEC];
     load_vec<T, VEC>(dy + i * VEC, d);
     load_vec<T, VEC>(y + i * VEC, v);
+    if (dy2 != nullptr) {
+      float d2[VEC];
+      load_vec<T, VEC>(dy2 + i * VEC, d2);
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) d[j] += d2[j];
+    }
 #pragma unroll
     for (int j = 0; j < VEC; ++j) d[j] = v[j] > 0.f ? d[j] : 0.f;
     store_vec<T, VEC>(dx + i * VEC, d);
   }
-  for (int64_t i = nv * VEC + tid; i < n; i += stride) dx[i] = to_f(y[i]) > 0.f ? dy[i] : from_f<T>(0.f);
+  for (int64_t i = nv * VEC + tid; i < n; i += stride) {
+    const float d = dy2 != nullptr ? to_f(dy[i]) + to_f(dy2[i]) : to_f(dy[i]);
+    dx[i] = from_f<T>(to_f(y[i]) > 0.f ? d : 0.f);
+  }
 }
 
 bool all_aligned16(std::initializer_list<const void*> ptrs) {
@@ -87,23 +98,27 @@ void relu_fwd_cuda(const OpCall& c) {
 
 void relu_bwd_cuda(const OpCall& c) {
   const char* op = "ReluBwd";
-  check_arity(c, 2, 1, op);
+  TR_CHECK(c.n_in == 2 || c.n_in == 3, op, ": expected 2 or 3 inputs, got ", c.n_in);
+  check_arity(c, c.n_in, 1, op);
   const TensorRef& dy = c.in[0];
   const TensorRef& y = c.in[1];
   const TensorRef& dx = c.out[0];
+  const void* dy2 = c.n_in == 3 ? c.in[2].data : nullptr;
   check_same(y, dy, op, "y");
   check_same(dx, dy, op, "dx");
+  if (dy2 != nullptr) check_same(c.in[2], dy, op, "dy2");
   const int64_t n = dy.shape.numel();
   if (n == 0) return;
   const GpuHandles& gh = handles_of(c, op);
   dispatch_float(dy.dtype, op, [&](auto tag) {
     using T = decltype(tag);
     constexpr int V = kVec16<T>;
-    if (all_aligned16({dy.data, y.data, dx.data})) {
+    const T* d2 = static_cast<const T*>(dy2);
+    if (all_aligned16({dy.data, y.data, dx.data}) && (dy2 == nullptr || aligned_to(dy2, 16))) {
       relu_bwd_kernel<T, V><<<grid_for(ceil_div(n, V), sm_count(gh)), kThreads, 0, stream_of(c)>>>(
-          dy.as<T>(), y.as<T>(), dx.as<T>(), n);
+          dy.as<T>(), y.as<T>(), d2, dx.as<T>(), n);
     } else {
-      relu_bwd_kernel<T, 1><<<grid_for(n, sm_count(gh)), kThreads, 0, stream_of(c)>>>(dy.as<T>(), y.as<T>(),
+      relu_bwd_kernel<T, 1><<<grid_for(n, sm_count(gh)), kThreads, 0, stream_of(c)>>>(dy.as<T>(), y.as<T>(), d2,
                                                                                          dx.as<T>(), n);
     }
     TR_LAUNCH_CHECK();

@@ -54,6 +54,8 @@ and writes a Google-Benchmark-compatible JSON report.
                         process only, so the report records it and the gate refuses mixing
   --split-steps         full capture launches a training step as its dozen sub-graphs
                         (DESIGN §3) instead of one step graph composed of them
+  --no-fusion           keep apart the node pairs that fusion merges (BatchNorm + residual
+                        add + ReLU; gradient fan-in + ReLU backward), to measure the gain
   --help                this text
 
 Examples:
@@ -132,7 +134,7 @@ BenchOptions parse_bench_options(int argc, char** argv, World* world) {
                                      "--optimizer", "--cnn-optimizer", "--batch-per-gpu", "--bn-sync",
                                      "--image-size", "--bucket-mb", "--top-kernels"};
   for (const std::string& p : process_value_flags()) values.push_back(p);
-  CliArgs a(argc, argv, values, {"--no-cupti", "--side-streams", "--split-steps", "--cudnn-benchmark", "--help"});
+  CliArgs a(argc, argv, values, {"--no-cupti", "--side-streams", "--split-steps", "--cudnn-benchmark", "--no-fusion", "--help"});
   BenchOptions o;
   for (int i = 0; i < argc; ++i) {
     if (i) o.command_line += ' ';
@@ -211,6 +213,7 @@ BenchOptions parse_bench_options(int argc, char** argv, World* world) {
   o.side_streams = a.flag("--side-streams");
   o.step_graphs = !a.flag("--split-steps");
   o.cudnn_benchmark = a.flag("--cudnn-benchmark");
+  o.fusion = !a.flag("--no-fusion");
   o.progress = isatty(2) != 0;
   return o;
 }

@@ -33,6 +33,7 @@ struct BenchOptions {
   BnSync bn_sync = BnSync::Batch;
   double bucket_mb = 25;               // --bucket-mb (Note [gradient buckets])
   bool cudnn_benchmark = false;        // --cudnn-benchmark (AlgoChoice::benchmark)
+  bool fusion = true;                  // false: --no-fusion (TrainConfig::fusion)
   std::string json_path;               // empty: no file
   bool progress = false;               // stderr progress (a terminal only)
   bool cupti = true;

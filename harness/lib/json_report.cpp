@@ -89,6 +89,7 @@ ojson context_to_json(const BenchContext& x) {
   ctx["bn_sync"] = x.bn_sync;
   ctx["bucket_mb"] = x.bucket_mb;
   ctx["cudnn_benchmark"] = x.cudnn_benchmark;
+  ctx["fusion"] = x.fusion;
   ctx["launch"] = x.launch;
   ctx["processes"] = x.processes;
   ctx["hosts"] = x.hosts;
@@ -272,6 +273,7 @@ BenchReport report_from_json(const json& j, const std::string& path) {
   // message, which is what 25 MB gives their models (mlp, cnn).
   x.bucket_mb = ctx.contains("bucket_mb") && ctx["bucket_mb"].is_number() ? ctx["bucket_mb"].get<double>() : 25.0;
   x.cudnn_benchmark = ctx.contains("cudnn_benchmark") && ctx["cudnn_benchmark"].is_boolean() && ctx["cudnn_benchmark"].get<bool>();
+  x.fusion = ctx.contains("fusion") && ctx["fusion"].is_boolean() && ctx["fusion"].get<bool>();
   // Reports from before the MPI launch ran every rank as a thread of one process.
   auto text = [&](const char* k, const char* dflt) {
     return ctx.contains(k) ? rd.str(ctx, k, "context") : std::string(dflt);

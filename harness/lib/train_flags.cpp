@@ -50,6 +50,8 @@ const char* const kTrainFlagsUsage = R"(  --model NAME             a registered 
                            keep the fastest (reproducible within a process only)
   --split-steps            full capture launches a training step as its dozen sub-graphs
                            (DESIGN §3) instead of one step graph composed of them
+  --no-fusion              keep apart the node pairs that fusion merges (BatchNorm + residual
+                           add + ReLU; gradient fan-in + ReLU backward)
   --lowres-epochs N        train the first N epochs at --lowres-size (models without a
                            spatial fully connected layer)
   --lowres-size S          low resolution side (default 5/7 of the input side: 20 for 28)
@@ -80,7 +82,7 @@ std::vector<std::string> train_value_flags() {
 
 std::vector<std::string> train_bool_flags() {
   return {"--synthetic", "--amp", "--no-amp", "--no-shuffle", "--side-streams", "--split-steps",
-          "--cudnn-benchmark", "--flip", "--no-augment", "--force-collectives"};
+          "--cudnn-benchmark", "--flip", "--no-augment", "--force-collectives", "--no-fusion"};
 }
 
 namespace {
@@ -165,6 +167,7 @@ TrainSetup parse_train_setup(const CliArgs& a, bool recipe_defaults, World* worl
   TR_USER_CHECK(!(a.flag("--amp") && a.flag("--no-amp")), "give --amp or --no-amp, not both");
   o.train.amp = a.flag("--amp") || (rc.amp && !a.flag("--no-amp"));
   o.train.side_streams = a.flag("--side-streams");
+  o.train.fusion = !a.flag("--no-fusion");
   o.train.bn_sync = parse_bn_sync(a.str("--bn-sync", "batch"));
   o.train.bucket_bytes = int64_t(a.real("--bucket-mb", 25.0, 0.0, 1e6) * 1048576.0);
   o.step_graphs = !a.flag("--split-steps");

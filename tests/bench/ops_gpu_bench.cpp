@@ -70,6 +70,8 @@ class BenchGpu {
     cublasCreate(&cublas);
     cublasLtCreate(&lt);
     cudaMalloc(&ws, kWorkspaceBytes);
+    cudaMalloc(&counters, kSumCounterBytes);
+    cudaMemset(counters, 0, kSumCounterBytes);
     cudaMalloc(&scalars, sizeof(TrainScalars));
     TrainScalars s;
     s.loss_scale = 1024.f;
@@ -81,6 +83,7 @@ class BenchGpu {
     gh.cublaslt = lt;
     gh.workspace = ws;
     gh.workspace_bytes = kWorkspaceBytes;
+    gh.sum_counters = static_cast<unsigned*>(counters);
     gh.conv_plans = plans.get();
     gh.deterministic = true;
     gh.sm_count = query_sm_count(0);
@@ -93,6 +96,7 @@ class BenchGpu {
     cudaEventDestroy(ev1);
     cudaFree(scalars);
     cudaFree(ws);
+    cudaFree(counters);
     cublasLtDestroy(lt);
     cublasDestroy(cublas);
     cudnnDestroy(cudnn);
@@ -103,6 +107,7 @@ class BenchGpu {
   cublasHandle_t cublas = nullptr;
   cublasLtHandle_t lt = nullptr;
   void* ws = nullptr;
+  void* counters = nullptr;  // GpuHandles::sum_counters
   TrainScalars* scalars = nullptr;
   std::unique_ptr<ConvPlanCache> plans;
   GpuHandles gh;
@@ -114,6 +119,7 @@ struct TSpec {
   Shape s;
   double lo = -1, hi = 1;   // uniform fill range (I32: labels in [0, hi))
   bool shape_only = false;  // the op reads its shape only (ConvBwdData's x): not filled, not in GB/s
+  bool unread = false;      // filled (a derive reads it) but the op reads its shape only: not in GB/s
 };
 
 struct Spec {
@@ -124,10 +130,12 @@ struct Spec {
   VariantDims variant;
   OpKind conv = OpKind::Count;  // a conv kind: prepare its plan first
   double flops = 0;
-  // Optional: before timing, in[derive_to] = derive(in[derive_from]) with these
-  // attrs (a backward's y made by its forward, so the data is realistic).
+  // Optional: before timing, in[derive_to...] = derive(in[derive_from]) with
+  // these attrs (a backward's y, or its recorded argmax, made by its forward, so
+  // the data is realistic).
   OpFn derive = nullptr;
-  int derive_from = 0, derive_to = 0;
+  int derive_from = 0;
+  std::vector<int> derive_to;
 };
 
 struct DevBuf {
@@ -169,7 +177,7 @@ void run_spec(benchmark::State& state, const Spec& sp) {
     bufs.push_back(std::make_unique<DevBuf>(t.shape_only ? 0 : b));
     if (!t.shape_only) fill(bufs.back()->p, t, rng);
     in.push_back(TensorRef{bufs.back()->p, t.dt, t.s});
-    if (!t.shape_only) bytes += double(b);
+    if (!t.shape_only && !t.unread) bytes += double(b);
   }
   for (const TSpec& t : sp.out) {
     const size_t b = size_t(t.s.numel()) * dtype_size(t.dt);
@@ -192,10 +200,12 @@ void run_spec(benchmark::State& state, const Spec& sp) {
   try {
     if (sp.derive != nullptr) {
       OpCall d = c;
+      std::vector<TensorRef> derived;
+      for (int k : sp.derive_to) derived.push_back(in[size_t(k)]);
       d.in = &in[size_t(sp.derive_from)];
       d.n_in = 1;
-      d.out = &in[size_t(sp.derive_to)];
-      d.n_out = 1;
+      d.out = derived.data();
+      d.n_out = int(derived.size());
       sp.derive(d);
     }
     if (sp.conv != OpKind::Count) {
@@ -316,14 +326,14 @@ std::vector<Spec> bn_specs(const std::string& pre, DType t, int64_t B, int64_t H
   r[1].name = cat(pre, "bn_relu_apply", sh);
   r[1].fn = bn_relu_apply_cuda;
   r[1].in = {{t, x}, {f, {2, C}, 0.5, 1.5}, {t, {C}}, {t, {C}}};
-  r[1].out = {{t, x}, {f, {2, C}}};
+  r[1].out = {{t, x}, {f, {2, C}}, {f, {2, C}}};
   r[2].name = cat(pre, "bn_relu_bwd_reduce", sh);
   r[2].fn = bn_relu_bwd_reduce_cuda;
-  r[2].in = {{t, x}, {t, x}, {t, x}, {f, {2, C}, 0.5, 1.5}};
+  r[2].in = {{t, x}, {f, {2, C}}, {t, x}, {f, {2, C}, 0.5, 1.5}};
   r[2].out = {{t, {C}}, {t, {C}}, {f, {2, C}}};
   r[3].name = cat(pre, "bn_relu_bwd_apply", sh);
   r[3].fn = bn_relu_bwd_apply_cuda;
-  r[3].in = {{t, x}, {t, x}, {t, x}, {f, {2, C}, 0.5, 1.5}, {t, {C}}, {f, {2, C}}};
+  r[3].in = {{t, x}, {f, {2, C}}, {t, x}, {f, {2, C}, 0.5, 1.5}, {t, {C}}, {f, {2, C}}};
   r[3].out = {{t, x}};
   r[4].name = cat(pre, "bn_relu_infer", sh);
   r[4].fn = bn_relu_infer_cuda;
@@ -468,9 +478,16 @@ std::vector<Spec> resnet50_pool_specs() {
     b.out = {{h, x}};
     b.derive = maxpool_fwd_cuda;  // y = the forward of x: every output finds its maximum, as in training
     b.derive_from = 1;
-    b.derive_to = 2;
-    v.push_back(f);
-    v.push_back(b);
+    b.derive_to = {2};
+    // What the max-pool layer runs for this window (maxpool_records_argmax):
+    // the forward records the winners, the backward routes to them.
+    Spec fa = f, ba = b;
+    fa.name = cat(pre, "maxpool_fwd_argmax/112x112x64-3x3s2p1/", dn(h));
+    fa.out.push_back({DType::U8, y});
+    ba.name = cat(pre, "maxpool_bwd_argmax/112x112x64-3x3s2p1/", dn(h));
+    ba.in = {{h, y}, {h, x, -1, 1, false, true}, {DType::U8, y}};
+    ba.derive_to = {0, 2};  // (y, argmax) from x; y lands in dy's buffer, whose values do not matter
+    for (Spec* s : {&f, &b, &fa, &ba}) v.push_back(*s);
   }
   for (DType t : {DType::F16, DType::F32}) {
     const int64_t B = 256;

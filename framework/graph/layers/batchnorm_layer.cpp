@@ -1,7 +1,10 @@
 // BatchNorm layer (optionally with ReLU), split in phases so that its sums can
 // be all-reduced between them (synchronised BN, TrainConfig::bn_sync).
-//   training:  sums = BnStats(x) [-> all-reduce]; y, batch stats = BnReluApply(x, sums, gamma, beta)
+//   training:  sums = BnStats(x) [-> all-reduce];
+//              y, batch stats, train affine = BnReluApply(x, sums, gamma, beta)
 //   backward:  dgamma, dbeta, dsums = BnReluBwdReduce [-> all-reduce dsums]; dx = BnReluBwdApply
+//              (both take the ReLU's mask from the train affine and x, not from y:
+//              one activation read fewer each)
 //   inference: y = BnReluInfer(x, affine), the affine folded from the running
 //              statistics before validation (UPDATE_BN_INF_PARAMS)
 #include "framework/graph/layers/layer_plugins.h"
@@ -29,7 +32,7 @@ TensorId forward(LayerEmitter& e, const LayerFwd& f) {
     const TensorId sums = e.activation(f.name + ".sums", DType::F32);
     e.emit(f.graphs, compute(OpKind::BnStats, {f.x[0]}, {sums}, f.name + ".stats"));
     if (e.train().bn_sync == BnSync::Batch) e.allreduce(f.graphs, sums, f.name + ".stats_allreduce");
-    e.emit(f.graphs, compute(OpKind::BnReluApply, {f.x[0], sums, bn.gamma.compute, bn.beta.compute}, {y, bn.batch},
+    e.emit(f.graphs, compute(OpKind::BnReluApply, {f.x[0], sums, bn.gamma.compute, bn.beta.compute}, {y, bn.batch, bn.train_affine},
                              f.name + ".apply", a));
   } else {
     const TensorId affine = f.pass == Pass::InferMain ? bn.affine : bn.ema_affine;
@@ -45,10 +48,10 @@ std::vector<TensorId> backward(LayerEmitter& e, const LayerBwd& b) {
   const TensorId dx = e.activation(b.name + ".dx");
   const TensorId dsums = e.activation(b.name + ".dsums", DType::F32);
   const TensorId x = b.x[0];
-  e.emit(b.graph, compute(OpKind::BnReluBwdReduce, {b.dy, b.y, x, bn.batch}, {bn.gamma.grad, bn.beta.grad, dsums},
+  e.emit(b.graph, compute(OpKind::BnReluBwdReduce, {b.dy, bn.train_affine, x, bn.batch}, {bn.gamma.grad, bn.beta.grad, dsums},
                           b.name + ".bwd_reduce", a));
   if (e.train().bn_sync == BnSync::Batch) e.allreduce({b.graph}, dsums, b.name + ".dsums_allreduce");
-  e.emit(b.graph, compute(OpKind::BnReluBwdApply, {b.dy, b.y, x, bn.batch, bn.gamma.compute, dsums}, {dx},
+  e.emit(b.graph, compute(OpKind::BnReluBwdApply, {b.dy, bn.train_affine, x, bn.batch, bn.gamma.compute, dsums}, {dx},
                           b.name + ".bwd_apply", a));
   return {dx};
 }

@@ -1,0 +1,124 @@
+// Note [fusion] (fusion.h): the two node-pair fusions.
+#include "framework/graph/fusion.h"
+
+#include <map>
+#include <set>
+
+namespace tr {
+namespace {
+
+// Readers of each tensor over every graph (compute inputs and tensor operands).
+std::vector<int> reader_counts(const ComputationGraph& cg) {
+  std::vector<int> n(size_t(cg.num_tensors()), 0);
+  for (int g = 0; g < kGraphIdCount; ++g)
+    for (const Node& node : cg.nodes(GraphId(g))) {
+      for (TensorId t : node.in) ++n[size_t(t)];
+      for (const RangeRef& r : node.operands)
+        if (r.is_tensor) ++n[size_t(r.tensor)];
+    }
+  return n;
+}
+
+// Whether n reads or writes any of ts: by id, or through a region of a role one
+// of them has (a region covers every tensor of its role, BnBatch statistics say).
+bool touches(const ComputationGraph& cg, const Node& n, const std::set<TensorId>& ts) {
+  for (TensorId t : n.in)
+    if (ts.count(t)) return true;
+  for (TensorId t : n.out)
+    if (ts.count(t)) return true;
+  for (const RangeRef& r : n.operands) {
+    if (r.is_tensor && ts.count(r.tensor)) return true;
+    if (r.is_tensor) continue;
+    for (TensorId t : ts)
+      if (cg.tensor(t).role == r.role) return true;
+  }
+  return false;
+}
+
+bool on_own_stream(const Node& n) { return n.kind == Node::Kind::Compute && n.stream == StreamKind::COUNT; }
+
+// Whether nodes (first, last) leave every tensor of `moved` alone.
+bool clear_between(const ComputationGraph& cg, const std::vector<Node>& nodes, size_t first, size_t last,
+                   const Node& moved) {
+  std::set<TensorId> ts(moved.in.begin(), moved.in.end());
+  ts.insert(moved.out.begin(), moved.out.end());
+  for (size_t k = first + 1; k < last; ++k)
+    if (touches(cg, nodes[k], ts)) return false;
+  return true;
+}
+
+// The pattern's first node for `later`, or -1: the producer (in this graph,
+// before `later`) of later.in[k] for some k, of kind `op`, whose output 0 only
+// `later` reads. *k_out is that input's index.
+int producer_of(const std::vector<Node>& nodes, size_t later, OpKind op, const std::vector<int>& readers,
+                const std::map<TensorId, size_t>& producer, int* k_out) {
+  for (size_t k = 0; k < nodes[later].in.size(); ++k) {
+    const TensorId t = nodes[later].in[k];
+    const auto it = producer.find(t);
+    if (it == producer.end() || it->second >= later) continue;
+    const Node& p = nodes[it->second];
+    if (p.op != op || !on_own_stream(p) || p.out.empty() || p.out[0] != t || readers[size_t(t)] != 1) continue;
+    *k_out = int(k);
+    return int(it->second);
+  }
+  return -1;
+}
+
+FusionCounts fuse_one(const ComputationGraph& cg, std::vector<Node>& nodes, const std::vector<int>& readers) {
+  FusionCounts c;
+  std::map<TensorId, size_t> producer;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (TensorId t : nodes[i].out) producer[t] = i;
+  std::vector<bool> drop(nodes.size(), false);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    Node& b = nodes[i];
+    if (!on_own_stream(b)) continue;
+    int k = -1;
+    if (b.op == OpKind::Add && b.in.size() == 2) {
+      const int a = producer_of(nodes, i, OpKind::BnReluApply, readers, producer, &k);
+      if (a < 0 || drop[size_t(a)]) continue;
+      const Node& bn = nodes[size_t(a)];
+      if (bn.attrs.relu || bn.in.size() != 4 || !clear_between(cg, nodes, size_t(a), i, bn)) continue;
+      Node f = bn;
+      f.in.push_back(b.in[size_t(1 - k)]);  // the residual
+      f.out[0] = b.out[0];
+      f.attrs.relu = b.attrs.relu;
+      f.label = bn.label + "+" + b.label;
+      b = f;
+      drop[size_t(a)] = true;
+      ++c.bn_add;
+    } else if (b.op == OpKind::ReluBwd && b.in.size() == 2) {
+      const int a = producer_of(nodes, i, OpKind::Add, readers, producer, &k);
+      if (a < 0 || k != 0 || drop[size_t(a)]) continue;  // the sum must be the gradient, not y
+      const Node& add = nodes[size_t(a)];
+      if (add.attrs.relu || add.in.size() != 2 || !clear_between(cg, nodes, size_t(a), i, add)) continue;
+      b.in = {add.in[0], b.in[1], add.in[1]};
+      b.label = add.label + "+" + b.label;
+      drop[size_t(a)] = true;
+      ++c.add_relu_bwd;
+    }
+  }
+  std::vector<Node> kept;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (!drop[i]) kept.push_back(std::move(nodes[i]));
+  nodes = std::move(kept);
+  return c;
+}
+
+}  // namespace
+
+FusionCounts fuse_graph(ComputationGraph& cg) {
+  const std::vector<int> readers = reader_counts(cg);
+  FusionCounts total;
+  for (int g = 0; g < kGraphIdCount; ++g) {
+    std::vector<Node> nodes = cg.nodes(GraphId(g));
+    const FusionCounts c = fuse_one(cg, nodes, readers);
+    if (c.bn_add == 0 && c.add_relu_bwd == 0) continue;
+    cg.set_nodes(GraphId(g), std::move(nodes));
+    total.bn_add += c.bn_add;
+    total.add_relu_bwd += c.add_relu_bwd;
+  }
+  return total;
+}
+
+}  // namespace tr

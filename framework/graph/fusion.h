@@ -1,0 +1,38 @@
+#pragma once
+// Note [fusion]
+// After a model's graphs are emitted, fuse_graph() merges pairs of nodes that
+// walk the same activations one after the other, so each pair reads and writes
+// memory once instead of twice (TrainConfig::fusion; --no-fusion keeps the
+// unfused graphs, to measure the gain in one run):
+//
+//   forward:  t = BnReluApply(x, sums, gamma, beta) without ReLU, then
+//             y = Add(t, r) [+ ReLU]                (a residual block's end)
+//          -> y = BnReluApply(x, sums, gamma, beta, r) [+ ReLU]
+//   backward: s = Add(a, b), the gradient fan-in of a tensor, then
+//             g = ReluBwd(s, y)                     (the ReLU that produced it)
+//          -> g = ReluBwd(a, y, b)
+//
+// The fused node takes the place of the later node: every input it reads is
+// ready there (a residual's projection shortcut is computed after the main
+// path's BatchNorm). A pair fuses only when the intermediate tensor has no
+// other reader in any graph, both nodes run on their graph's own stream, and
+// nothing in between touches the moved node's tensors.
+//
+// Bits: the backward fusion rounds exactly as Add then ReluBwd do. The forward
+// one rounds the BatchNorm's output and the residual's sum once instead of
+// twice: the same bits in f32 and f64, slightly more accurate in f16.
+// Either way eager, partial and full capture run the same nodes, so the modes
+// stay bit-identical with fusion on or off.
+#include "framework/graph/computation_graph.h"
+
+namespace tr {
+
+// How many pairs of each kind fuse_graph() merged.
+struct FusionCounts {
+  int bn_add = 0;        // BnReluApply + Add
+  int add_relu_bwd = 0;  // Add + ReluBwd
+};
+
+FusionCounts fuse_graph(ComputationGraph& cg);
+
+}  // namespace tr

@@ -1,0 +1,142 @@
+// Note [fusion] (framework/graph/fusion.h) on the CPU: which node pairs merge in
+// each model, the fused ops against the pairs they replace, and a whole run
+// with fusion against one without, bit for bit in f32.
+#include <gtest/gtest.h>
+
+#include "framework/graph/model_builder.h"
+#include "framework/ops/add.h"
+#include "framework/ops/batchnorm.h"
+#include "framework/ops/relu.h"
+#include "tests/ops_cpu_test_util.h"
+#include "tests/train_test_util.h"
+
+namespace tr {
+namespace {
+
+using test::HostTensor;
+using test::OpRunner;
+
+struct NodeTally {
+  int residual_apply = 0;  // BnReluApply with a residual input
+  int two_grad_relu = 0;   // ReluBwd with a second gradient
+  int add = 0;             // Add nodes left in the training graphs
+};
+
+NodeTally tally(const CompiledModel& m) {
+  NodeTally t;
+  for (GraphId g : {GraphId::FIRST_LAYER_FWD_A, GraphId::FIRST_LAYER_BWD, GraphId::DEEP_FWD_BWD})
+    for (const Node& n : m.cg.nodes(g)) {
+      if (n.kind != Node::Kind::Compute) continue;
+      t.residual_apply += n.op == OpKind::BnReluApply && n.in.size() == 5;
+      t.two_grad_relu += n.op == OpKind::ReluBwd && n.in.size() == 3;
+      t.add += n.op == OpKind::Add;
+    }
+  return t;
+}
+
+CompiledModel build(const std::string& model, bool fusion) {
+  TrainConfig t;
+  t.fusion = fusion;
+  return build_model(model_config(model, 0.125, 32, 3, 10), t, 4);
+}
+
+// Every residual block's BatchNorm + Add + ReLU merges (8 in resnet18, 16 in
+// resnet50). Every block input that is an earlier block's output gets its two
+// gradients summed right before that block's ReLU backward: 7 and 15 (the
+// first block's input comes from the stem's BN+ReLU or max pool, whose
+// backward is not a ReluBwd). The chains (cnn, vgg16bn, mlp) have nothing to
+// merge.
+TEST(Fusion, MergesEveryResidualPair) {
+  struct Want {
+    const char* model;
+    int bn_add, add_relu_bwd;
+  };
+  for (const Want& w : {Want{"resnet18", 8, 7}, Want{"resnet50", 16, 15}, Want{"vgg16bn", 0, 0}, Want{"cnn", 0, 0},
+                        Want{"mlp", 0, 0}}) {
+    SCOPED_TRACE(w.model);
+    const CompiledModel fused = build(w.model, true), plain = build(w.model, false);
+    EXPECT_EQ(fused.fusions.bn_add, w.bn_add);
+    EXPECT_EQ(fused.fusions.add_relu_bwd, w.add_relu_bwd);
+    EXPECT_EQ(plain.fusions.bn_add + plain.fusions.add_relu_bwd, 0);
+    const NodeTally f = tally(fused), p = tally(plain);
+    EXPECT_EQ(f.residual_apply, w.bn_add);
+    EXPECT_EQ(f.two_grad_relu, w.add_relu_bwd);
+    EXPECT_EQ(p.residual_apply + p.two_grad_relu, 0);
+    EXPECT_EQ(p.add - f.add, w.bn_add + w.add_relu_bwd) << "each fusion removes one Add";
+    EXPECT_EQ(plain.cg.total_nodes() - fused.cg.total_nodes(), size_t(w.bn_add + w.add_relu_bwd));
+  }
+}
+
+// g = ReluBwd(a, y, b) gives the bits of ReluBwd(Add(a, b), y), f16 included.
+TEST(Fusion, TwoGradientReluBackwardIsAddThenReluBackward) {
+  Rng rng(61);
+  for (DType t : {DType::F32, DType::F16, DType::F64}) {
+    SCOPED_TRACE(dtype_name(t));
+    const Shape s{3, 5, 4, 8};
+    const HostTensor a = test::random_tensor(t, s, rng, -3, 3), b = test::random_tensor(t, s, rng, -3, 3);
+    const HostTensor y = test::random_tensor(t, s, rng, -1, 1);
+    HostTensor sum(t, s), want(t, s), got(t, s);
+    OpRunner run;
+    run.attrs.relu = false;  // the fan-in Add sums only
+    run.run(add_cpu, {&a, &b}, {&sum});
+    run.run(relu_bwd_cpu, {&sum, &y}, {&want});
+    run.run(relu_bwd_cpu, {&a, &y, &b}, {&got});
+    int64_t masked = 0;
+    for (int64_t i = 0; i < y.numel(); ++i) masked += !(y.get(i) > 0);
+    EXPECT_GT(masked, 0);
+    EXPECT_TRUE(test::bitwise_equal(want, got));
+  }
+}
+
+// BnReluApply with a residual against BnReluApply then Add (+ ReLU): bit for
+// bit in f32 and f64 (the BatchNorm's output is exact there before the sum);
+// in f16 within one rounding of the output.
+TEST(Fusion, ResidualApplyIsApplyThenAdd) {
+  Rng rng(62);
+  for (DType t : {DType::F32, DType::F64, DType::F16})
+    for (bool relu : {false, true}) {
+      SCOPED_TRACE(cat(dtype_name(t), relu ? " relu" : ""));
+      const Shape xs{2, 4, 3, 8};
+      test::BnChain bn(t, xs, rng, false, 2);
+      bn.forward();  // the unfused BatchNorm output, bn.y
+      const HostTensor r = test::random_tensor(t, xs, rng, -2, 2);
+      HostTensor want(t, xs), got(t, xs), batch = bn.batch, affine = bn.affine;
+      OpRunner add = bn.run;
+      add.attrs.relu = relu;
+      add.run(add_cpu, {&bn.y, &r}, {&want});
+      OpRunner fused = bn.run;
+      fused.attrs.relu = relu;
+      fused.run(bn_relu_apply_cpu, {&bn.x, &bn.sums, &bn.gamma, &bn.beta, &r}, {&got, &batch, &affine});
+      if (t == DType::F16) {
+        for (int64_t i = 0; i < want.numel(); ++i) ASSERT_NEAR(got.get(i), want.get(i), 2e-3 * (1 + std::abs(want.get(i))));
+      } else {
+        EXPECT_TRUE(test::bitwise_equal(want, got));
+      }
+      EXPECT_TRUE(test::bitwise_equal(batch, bn.batch));
+      EXPECT_TRUE(test::bitwise_equal(affine, bn.affine));
+    }
+}
+
+// Whole runs, every mode, over an epoch with an incomplete last batch: fusion
+// on and off leave the same bits in every state tensor (f32).
+TEST(Fusion, ChangesNoBitOfATrainingRunInF32) {
+  for (const std::string& model : {std::string("resnet18"), std::string("resnet50")}) {
+    RunOptions o = testing::zoo_run(model, OptimizerKind::Sgd, ExecMode::FullCapture, 16);
+    const auto train = testing::run_data(o, 3 * 16 - 5, 88);
+    o.train.fusion = false;
+    Trainer plain(o, testing::view_of(train), testing::view_of(train));
+    plain.run_epoch();
+    const auto ref = testing::state_of(plain);
+    for (ExecMode mode : {ExecMode::Eager, ExecMode::FullCapture}) {
+      o.mode = mode;
+      o.train.fusion = true;
+      Trainer fused(o, testing::view_of(train), testing::view_of(train));
+      EXPECT_GT(fused.model().fusions.bn_add, 0);
+      fused.run_epoch();
+      EXPECT_EQ(testing::differing_tensors(ref, testing::state_of(fused), cat(model, " fused, ", mode_name(mode))), 0);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tr
