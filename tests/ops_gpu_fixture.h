@@ -120,8 +120,6 @@ class OpsGpu : public ::testing::Test {
     ASSERT_EQ(cublasCreate(&cublas_), CUBLAS_STATUS_SUCCESS);
     ASSERT_EQ(cublasLtCreate(&lt_), CUBLAS_STATUS_SUCCESS);
     CUDA_OK(cudaMalloc(&ws_, kWorkspaceBytes));
-    CUDA_OK(cudaMalloc(&counters_, kSumCounterBytes));
-    CUDA_OK(cudaMemset(counters_, 0, kSumCounterBytes));
     CUDA_OK(cudaMalloc(&scalars_, sizeof(TrainScalars)));
     plans_ = std::make_unique<ConvPlanCache>();
     gh_.device = 0;
@@ -130,7 +128,6 @@ class OpsGpu : public ::testing::Test {
     gh_.cublaslt = lt_;
     gh_.workspace = ws_;
     gh_.workspace_bytes = kWorkspaceBytes;
-    gh_.sum_counters = static_cast<unsigned*>(counters_);
     gh_.conv_plans = plans_.get();
     gh_.deterministic = true;
     gh_.sm_count = query_sm_count(0);
@@ -139,7 +136,6 @@ class OpsGpu : public ::testing::Test {
     plans_.reset();
     if (scalars_) cudaFree(scalars_);
     if (ws_) cudaFree(ws_);
-    if (counters_) cudaFree(counters_);
     if (lt_) cublasLtDestroy(lt_);
     if (cublas_) cublasDestroy(cublas_);
     if (cudnn_) cudnnDestroy(cudnn_);
@@ -197,7 +193,6 @@ class OpsGpu : public ::testing::Test {
     EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     call(fn, in, out, k.attrs, k.variant, k.rank);
     EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
-    expect_counters_zero();
     std::vector<HostTensor> res;
     for (auto& d : dout) res.push_back(d->download());
     return res;
@@ -212,14 +207,6 @@ class OpsGpu : public ::testing::Test {
     env.stream = stream_;
     env.gpu = &gh_;
     call_op(fn, in, out, attrs, variant, env);
-  }
-
-  // Reductions that finish in their last block leave their counters at zero
-  // (GpuHandles::sum_counters), ready for the next launch.
-  void expect_counters_zero() {
-    std::vector<unsigned> c(kSumCounters, 1u);
-    ASSERT_EQ(cudaMemcpy(c.data(), counters_, kSumCounterBytes, cudaMemcpyDeviceToHost), cudaSuccess);
-    for (int i = 0; i < kSumCounters; ++i) ASSERT_EQ(c[size_t(i)], 0u) << "reduction counter " << i;
   }
 
   // GPU vs CPU within tolerance, and two GPU runs bitwise equal.
@@ -286,7 +273,6 @@ class OpsGpu : public ::testing::Test {
   cublasHandle_t cublas_ = nullptr;
   cublasLtHandle_t lt_ = nullptr;
   void* ws_ = nullptr;
-  void* counters_ = nullptr;  // GpuHandles::sum_counters
   TrainScalars* scalars_ = nullptr;
   std::unique_ptr<ConvPlanCache> plans_;
   GpuHandles gh_;

@@ -1,7 +1,7 @@
 // BatchNorm (+ReLU) CUDA kernels. Semantics: framework/ops/batchnorm.h.
 // Reductions follow Note [deterministic kernels] (cuda_kernel_util_cuda.h):
 // per-thread sums over a fixed row set, a fixed shared-memory tree, per-block
-// partials in the workspace, added in block order by the last block.
+// partials in the workspace, then finalize_sums in block order.
 //   workspace: channel_grid(...).grid.x * 2 * C * 4 bytes for BnStats and
 //   BnReluBwdReduce (<= 4 * SMs * 2 * C * 4), nothing for the others.
 #include "framework/ops/batchnorm.h"
@@ -299,7 +299,6 @@ void bn_stats_cuda(const OpCall& c) {
         channel_grid(rc.rows, rc.c, vec, sm_count(gh), kReduceBlocksPerSm, kMinRowsPerThread);
     SumOut<float, 2> out;
     out.partial = static_cast<float*>(workspace(gh, sum_partial_bytes<2>(g, rc.c), op));
-    out.counters = sum_counters(gh, g.grid, op);
     out.f32 = sums.as<float>();
     if (vec == kVec16<T>) {
       constexpr int V = kVec16<T>;
@@ -308,6 +307,7 @@ void bn_stats_cuda(const OpCall& c) {
       bn_stats_kernel<T, 1><<<g.grid, g.block, sum_smem_bytes<2, 1>(), s>>>(x.as<T>(), rc.rows, rc.c, out);
     }
     TR_LAUNCH_CHECK();
+    launch_finalize<float, 2>(g, rc.c, out, s);
   });
 }
 
@@ -389,7 +389,6 @@ void bn_relu_bwd_reduce_cuda(const OpCall& c) {
         channel_grid(rc.rows, rc.c, vec, sm_count(gh), kReduceBlocksPerSm, kMinRowsPerThread);
     SumOut<T, 2> out;
     out.partial = static_cast<float*>(workspace(gh, sum_partial_bytes<2>(g, rc.c), op));
-    out.counters = sum_counters(gh, g.grid, op);
     out.f32 = dsums.as<float>();
     out.t[0] = dbeta.as<T>();   // dbeta  = sum g
     out.t[1] = dgamma.as<T>();  // dgamma = sum g * xhat
@@ -402,6 +401,7 @@ void bn_relu_bwd_reduce_cuda(const OpCall& c) {
     if (vec == kVec16<T>) launch(std::integral_constant<int, kVec16<T>>{});
     else launch(std::integral_constant<int, 1>{});
     TR_LAUNCH_CHECK();
+    launch_finalize<T, 2>(g, rc.c, out, s);
   });
 }
 

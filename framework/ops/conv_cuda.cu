@@ -135,7 +135,7 @@ constexpr size_t small_filter_smem_bytes() {
 // (VL-element loads, kTileLoadUnroll in flight per thread); then thread (k, row)
 // walks its row left to right with the 3x3xC input window in registers (one new
 // column per step). Each thread keeps 9*C sums over a fixed pixel order; the
-// block and the blocks are added by block_sum_store, in its last block (Note
+// block and the blocks are added by block_sum_store / finalize_sums (Note
 // [deterministic kernels]); output index k*9C + tap*C + c is dw's KRSC layout.
 template <typename T, int C, int VL>
 __global__ void conv_small_bwd_filter_kernel(const T* __restrict__ x, const T* __restrict__ dy, int N, int H, int W,
@@ -257,7 +257,6 @@ void launch_small_c(const ConvKey& key, const OpCall& c, const GpuHandles& gh, v
   const SmallFilterGeom g = small_filter_geom(key, sms);
   SumOut<T, 1> out;
   out.partial = static_cast<float*>(ws);
-  out.counters = sum_counters(gh, g.grid, "ConvBwdFilter (small C)");
   out.t[0] = c.out[0].as<T>();
   TR_CHECK(g.grid.x <= 1 || ws != nullptr, "ConvBwdFilter: small-C kernel without workspace");
   constexpr int V = kVec16<T>;
@@ -270,6 +269,9 @@ void launch_small_c(const ConvKey& key, const OpCall& c, const GpuHandles& gh, v
   if (vec) run(std::integral_constant<int, V>{});
   else run(std::integral_constant<int, 1>{});
   TR_LAUNCH_CHECK();
+  ChannelGrid fg;  // launch_finalize needs only the number of row blocks
+  fg.grid = g.grid;
+  launch_finalize<T, 1>(fg, key.k * 9 * C, out, s);
 }
 
 void run_small_c(const ConvKey& key, const OpCall& c, const GpuHandles& gh, void* ws, cudaStream_t s) {

@@ -190,100 +190,85 @@ inline ChannelGrid channel_grid(int64_t rows, int64_t c, int vec, int sms, int b
 }
 
 // Deterministic per-channel sums. Each thread holds NACC accumulators for its VEC
-// channels; block_sum_store() adds them over threadIdx.y in a fixed tree. With a
-// single row block (gridDim.x == 1) that is the final sum. Otherwise every block
-// stores its partials, and the last block of its channel column to finish
-// (counted in counters[blockIdx.y]) adds the gridDim.x partials in block order:
-// the same bits whichever block is last, and no second kernel.
+// channels; block_sum_store() adds them over threadIdx.y in a fixed tree, then
+// either stores per-block partials (gridDim.x > 1: finalize_sums adds the blocks
+// in block order) or, with a single row block, the final sums directly.
 template <typename T, int NACC>
 struct SumOut {
-  float* partial = nullptr;    // [gridDim.x, NACC, C] scratch when gridDim.x > 1
-  unsigned* counters = nullptr;  // [gridDim.y] zeroed counters when gridDim.x > 1; left zero
-  float* f32 = nullptr;        // [NACC, C] final sums, or null
-  T* t[NACC] = {};             // t[k][C]: sum k rounded to T, or null
+  float* partial = nullptr;  // [gridDim.x, NACC, C] scratch when gridDim.x > 1
+  float* f32 = nullptr;      // [NACC, C] final sums, or null
+  T* t[NACC] = {};           // t[k][C]: sum k rounded to T, or null
 };
 
 template <int NACC, int VEC>
 constexpr size_t sum_smem_bytes() { return size_t(NACC) * VEC * kChannelBlockThreads * sizeof(float); }
 
-// smem[(j * by + ty) * bx + tx] += over ty, a fixed tree; the result lands in ty = 0.
-template <int N>
-__device__ __forceinline__ void tree_over_rows(float* smem) {
-  const int tx = threadIdx.x, ty = threadIdx.y, bx = blockDim.x, by = blockDim.y;
-  for (int s = by / 2; s > 0; s >>= 1) {
-    if (ty < s) {
-#pragma unroll
-      for (int j = 0; j < N; ++j) smem[(j * by + ty) * bx + tx] += smem[(j * by + ty + s) * bx + tx];
-    }
-    __syncthreads();
-  }
-}
-
-template <typename T, int NACC>
-__device__ __forceinline__ void store_final(const SumOut<T, NACC>& out, int64_t C, int64_t ch, int k, float v) {
-  if (out.f32) out.f32[k * C + ch] = v;
-  if (out.t[k]) out.t[k][ch] = from_f<T>(v);
-}
-
 template <typename T, int NACC, int VEC>
 __device__ __forceinline__ void block_sum_store(const float (&acc)[NACC][VEC], int64_t c0, bool active,
                                                 int64_t C, const SumOut<T, NACC>& out) {
   extern __shared__ float smem[];  // [NACC*VEC][by][bx]
-  __shared__ bool last_block;
   const int tx = threadIdx.x, ty = threadIdx.y, bx = blockDim.x, by = blockDim.y;
 #pragma unroll
   for (int k = 0; k < NACC; ++k)
 #pragma unroll
     for (int i = 0; i < VEC; ++i) smem[((k * VEC + i) * by + ty) * bx + tx] = acc[k][i];
   __syncthreads();
-  tree_over_rows<NACC * VEC>(smem);
-  if (gridDim.x == 1) {
-    if (ty != 0 || !active) return;
+  for (int s = by / 2; s > 0; s >>= 1) {
+    if (ty < s) {
 #pragma unroll
-    for (int k = 0; k < NACC; ++k)
-#pragma unroll
-      for (int i = 0; i < VEC; ++i) store_final<T, NACC>(out, C, c0 + i, k, smem[((k * VEC + i) * by) * bx + tx]);
-    return;
+      for (int j = 0; j < NACC * VEC; ++j) smem[(j * by + ty) * bx + tx] += smem[(j * by + ty + s) * bx + tx];
+    }
+    __syncthreads();
   }
-  if (ty == 0 && active) {
-#pragma unroll
-    for (int k = 0; k < NACC; ++k)
-#pragma unroll
-      for (int i = 0; i < VEC; ++i)
-        out.partial[(int64_t(blockIdx.x) * NACC + k) * C + c0 + i] = smem[((k * VEC + i) * by) * bx + tx];
-  }
-  // Publish this block's partials, then count it; the block that brings the
-  // count to gridDim.x sees every other block's partials.
-  __threadfence();
-  __syncthreads();
-  if (tx == 0 && ty == 0) last_block = atomicAdd(&out.counters[blockIdx.y], 1u) == gridDim.x - 1;
-  __syncthreads();
-  if (!last_block) return;
-  __threadfence();
-  float a[NACC][VEC];
-#pragma unroll
-  for (int k = 0; k < NACC; ++k)
-#pragma unroll
-    for (int i = 0; i < VEC; ++i) a[k][i] = 0.f;
-  if (active) {
-    for (int b = ty; b < int(gridDim.x); b += by)
-#pragma unroll
-      for (int k = 0; k < NACC; ++k)
-#pragma unroll
-        for (int i = 0; i < VEC; ++i) a[k][i] += __ldcg(out.partial + (int64_t(b) * NACC + k) * C + c0 + i);
-  }
-#pragma unroll
-  for (int k = 0; k < NACC; ++k)
-#pragma unroll
-    for (int i = 0; i < VEC; ++i) smem[((k * VEC + i) * by + ty) * bx + tx] = a[k][i];
-  __syncthreads();
-  tree_over_rows<NACC * VEC>(smem);
-  if (tx == 0 && ty == 0) out.counters[blockIdx.y] = 0;  // ready for the next launch
   if (ty != 0 || !active) return;
 #pragma unroll
   for (int k = 0; k < NACC; ++k)
 #pragma unroll
-    for (int i = 0; i < VEC; ++i) store_final<T, NACC>(out, C, c0 + i, k, smem[((k * VEC + i) * by) * bx + tx]);
+    for (int i = 0; i < VEC; ++i) {
+      const float v = smem[((k * VEC + i) * by) * bx + tx];
+      const int64_t ch = c0 + i;
+      if (gridDim.x > 1) {
+        out.partial[(int64_t(blockIdx.x) * NACC + k) * C + ch] = v;
+      } else {
+        if (out.f32) out.f32[k * C + ch] = v;
+        if (out.t[k]) out.t[k][ch] = from_f<T>(v);
+      }
+    }
+}
+
+// Adds nb per-block partials [nb, NACC, C] in block order (per-lane strided
+// subsets, then a fixed 32-lane tree). Block (32, 32), grid ceil(C/32).
+template <typename T, int NACC>
+__global__ void finalize_sums(const float* __restrict__ partial, int nb, int64_t C, SumOut<T, NACC> out) {
+  __shared__ float sm[NACC][32][33];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int64_t ch = int64_t(blockIdx.x) * 32 + tx;
+  float a[NACC];
+#pragma unroll
+  for (int k = 0; k < NACC; ++k) a[k] = 0.f;
+  if (ch < C) {
+    for (int b = ty; b < nb; b += 32) {
+#pragma unroll
+      for (int k = 0; k < NACC; ++k) a[k] += partial[(int64_t(b) * NACC + k) * C + ch];
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < NACC; ++k) sm[k][ty][tx] = a[k];
+  __syncthreads();
+  for (int s = 16; s > 0; s >>= 1) {
+    if (ty < s) {
+#pragma unroll
+      for (int k = 0; k < NACC; ++k) sm[k][ty][tx] += sm[k][ty + s][tx];
+    }
+    __syncthreads();
+  }
+  if (ty != 0 || ch >= C) return;
+#pragma unroll
+  for (int k = 0; k < NACC; ++k) {
+    const float v = sm[k][0][tx];
+    if (out.f32) out.f32[k * C + ch] = v;
+    if (out.t[k]) out.t[k][ch] = from_f<T>(v);
+  }
 }
 
 // Scratch bytes a per-channel sum over grid g needs (0 with one row block).
@@ -292,13 +277,11 @@ inline size_t sum_partial_bytes(const ChannelGrid& g, int64_t C) {
   return g.grid.x > 1 ? size_t(g.grid.x) * NACC * size_t(C) * sizeof(float) : 0;
 }
 
-// The zeroed counters a sum over `grid` needs (one per channel column).
-inline unsigned* sum_counters(const GpuHandles& g, dim3 grid, const char* op) {
-  if (grid.x <= 1) return nullptr;
-  TR_CHECK(g.sum_counters != nullptr, op, ": no reduction counters in the GPU handles");
-  TR_CHECK(grid.y <= unsigned(kSumCounters), op, ": ", grid.y, " channel blocks, more than the ", kSumCounters,
-           " reduction counters");
-  return g.sum_counters;
+template <typename T, int NACC>
+inline void launch_finalize(const ChannelGrid& g, int64_t C, const SumOut<T, NACC>& out, cudaStream_t s) {
+  if (g.grid.x <= 1) return;
+  finalize_sums<T, NACC><<<unsigned(ceil_div(C, 32)), dim3(32, 32), 0, s>>>(out.partial, int(g.grid.x), C, out);
+  TR_LAUNCH_CHECK();
 }
 
 }  // namespace tr::cuda

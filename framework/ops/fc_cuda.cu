@@ -122,7 +122,6 @@ void launch_col_sum(const GpuHandles& gh, const T* dy, T* db, int64_t N, int64_t
   const ChannelGrid g = channel_grid(N, M, vec, sm_count(gh), 4, 4);
   SumOut<T, 1> out;
   out.partial = static_cast<float*>(workspace(gh, sum_partial_bytes<1>(g, M), op));
-  out.counters = sum_counters(gh, g.grid, op);
   out.t[0] = db;
   auto run = [&](auto vt) {
     constexpr int V = decltype(vt)::value;
@@ -131,6 +130,7 @@ void launch_col_sum(const GpuHandles& gh, const T* dy, T* db, int64_t N, int64_t
   if (vec == kVec16<T>) run(std::integral_constant<int, kVec16<T>>{});
   else run(std::integral_constant<int, 1>{});
   TR_LAUNCH_CHECK();
+  launch_finalize<T, 1>(g, M, out, s);
 }
 
 struct FcDims {

@@ -8,9 +8,6 @@ namespace tr {
 
 class ConvPlanCache;  // framework/ops/conv_plan_cache_cuda.h
 
-constexpr int kSumCounters = 1024;
-constexpr size_t kSumCounterBytes = kSumCounters * sizeof(unsigned);
-
 struct GpuHandles {
   int device = 0;
   void* cudnn = nullptr;        // cudnnHandle_t
@@ -18,10 +15,6 @@ struct GpuHandles {
   void* cublaslt = nullptr;     // cublasLtHandle_t
   void* workspace = nullptr;    // device scratch inside the arena (cuDNN / cuBLASLt workspace)
   size_t workspace_bytes = 0;
-  // kSumCounters zeroed counters for reductions that finish in their last block
-  // (cuda_kernel_util_cuda.h, block_sum_store); every kernel leaves them zero.
-  // Per stream, apart from the workspace (which cuDNN overwrites).
-  unsigned* sum_counters = nullptr;
   ConvPlanCache* conv_plans = nullptr;  // algorithms chosen once per shape (warm-up), looked up at launch
   bool deterministic = true;    // choose deterministic algorithms only
   int sm_count = 0;             // streaming multiprocessors of `device`, read once when the handles are made

@@ -104,17 +104,12 @@ int64_t CudaContext::prepare_workspace(const CompiledModel& m, const std::array<
   big_slice_ = (big_slice_ + kArenaAlign - 1) / kArenaAlign * kArenaAlign;
   // COMP_1 and COMP_2 (weight gradients, Note [streams inside a graph]) run
   // convolutions and GEMMs: both get the large slice.
-  return workspace_bytes_needed();
-}
-
-// Per stream: its workspace slice, then its reduction counters (GpuHandles::sum_counters).
-int64_t CudaContext::workspace_bytes_needed() const {
-  return 2 * big_slice_ + (kStreamKindCount - 2) * kSmallSlice + kStreamKindCount * kCounterSlice;
+  return 2 * big_slice_ + (kStreamKindCount - 2) * kSmallSlice;
 }
 
 void CudaContext::allocate(const ContextSpec& spec) {
   TR_CHECK(!base_, "arena allocated twice");
-  TR_CHECK(spec.workspace_bytes >= workspace_bytes_needed(), "workspace smaller than prepared");
+  TR_CHECK(spec.workspace_bytes >= 2 * big_slice_ + (kStreamKindCount - 2) * kSmallSlice, "workspace smaller than prepared");
   const bool det = spec_.deterministic;
   spec_ = spec;
   spec_.deterministic = det;  // fixed at construction (the conv plans were chosen with it)
@@ -151,8 +146,6 @@ void CudaContext::allocate(const ContextSpec& spec) {
     h.workspace = base_ + off;
     h.workspace_bytes = static_cast<size_t>(bytes);
     off += bytes;
-    h.sum_counters = reinterpret_cast<unsigned*>(base_ + off);  // zeroed with the arena
-    off += kCounterSlice;
     ExecEnv& e = envs_[size_t(i)];
     e.scalars = scalars();
     e.stream = streams_[size_t(i)];

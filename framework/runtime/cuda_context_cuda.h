@@ -51,7 +51,6 @@ class CudaContext final : public DeviceContext {
 
   static constexpr int64_t kSmallSlice = int64_t(8) << 20;
   static constexpr int64_t kCublasBytes = int64_t(32) << 20;
-  static constexpr int64_t kCounterSlice = (int64_t(kSumCounterBytes) + kArenaAlign - 1) / kArenaAlign * kArenaAlign;
 
  private:
   std::array<cudaStream_t, kStreamKindCount> streams_{};
@@ -68,7 +67,6 @@ class CudaContext final : public DeviceContext {
   std::array<void*, kStreamKindCount> cublaslt_{};
   ConvPlanCache conv_plans_;
   int64_t big_slice_ = 0;
-  int64_t workspace_bytes_needed() const;
   std::array<void*, 2> pinned_{};
   Communicator* comm_ = nullptr;
   int allocations_ = 0;

@@ -70,8 +70,6 @@ class BenchGpu {
     cublasCreate(&cublas);
     cublasLtCreate(&lt);
     cudaMalloc(&ws, kWorkspaceBytes);
-    cudaMalloc(&counters, kSumCounterBytes);
-    cudaMemset(counters, 0, kSumCounterBytes);
     cudaMalloc(&scalars, sizeof(TrainScalars));
     TrainScalars s;
     s.loss_scale = 1024.f;
@@ -83,7 +81,6 @@ class BenchGpu {
     gh.cublaslt = lt;
     gh.workspace = ws;
     gh.workspace_bytes = kWorkspaceBytes;
-    gh.sum_counters = static_cast<unsigned*>(counters);
     gh.conv_plans = plans.get();
     gh.deterministic = true;
     gh.sm_count = query_sm_count(0);
@@ -96,7 +93,6 @@ class BenchGpu {
     cudaEventDestroy(ev1);
     cudaFree(scalars);
     cudaFree(ws);
-    cudaFree(counters);
     cublasLtDestroy(lt);
     cublasDestroy(cublas);
     cudnnDestroy(cudnn);
@@ -107,7 +103,6 @@ class BenchGpu {
   cublasHandle_t cublas = nullptr;
   cublasLtHandle_t lt = nullptr;
   void* ws = nullptr;
-  void* counters = nullptr;  // GpuHandles::sum_counters
   TrainScalars* scalars = nullptr;
   std::unique_ptr<ConvPlanCache> plans;
   GpuHandles gh;
