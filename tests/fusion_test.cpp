@@ -7,6 +7,7 @@
 #include "framework/ops/add.h"
 #include "framework/ops/batchnorm.h"
 #include "framework/ops/relu.h"
+#include "tests/fusion_test_util.h"
 #include "tests/ops_cpu_test_util.h"
 #include "tests/train_test_util.h"
 
@@ -135,6 +136,15 @@ TEST(Fusion, ChangesNoBitOfATrainingRunInF32) {
       fused.run_epoch();
       EXPECT_EQ(testing::differing_tensors(ref, testing::state_of(fused), cat(model, " fused, ", mode_name(mode))), 0);
     }
+  }
+}
+
+// f16 storage on the CPU (AMP): fusion rounds the BatchNorm + residual once
+// instead of twice; its update is no further from f32's than the unfused one.
+TEST(Fusion, ChangesAmpUpdatesOnlyByRounding) {
+  for (const std::string& model : {std::string("resnet18"), std::string("resnet50")}) {
+    RunOptions o = testing::zoo_run(model, OptimizerKind::Sgd, ExecMode::FullCapture, 16);
+    testing::expect_amp_fusion_no_worse(testing::one_step_amp_vs_f32(o, 16, 99), model);
   }
 }
 

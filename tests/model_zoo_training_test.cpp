@@ -26,17 +26,6 @@ TEST(ZooTraining, ModesAreBitIdentical) {
     testing::expect_modes_bit_identical(zoo_run(model, OptimizerKind::Sgd, ExecMode::Eager, 16), 3, 81);
 }
 
-// The same samples in reverse order: the same gradient, summed in another order.
-data::ImageDataset reversed(const data::ImageDataset& d) {
-  data::ImageDataset r = d;
-  const int64_t img = d.image_bytes();
-  for (int64_t i = 0; i < d.count; ++i) {
-    std::copy_n(d.images.begin() + (d.count - 1 - i) * img, img, r.images.begin() + i * img);
-    r.labels[size_t(i)] = d.labels[size_t(d.count - 1 - i)];
-  }
-  return r;
-}
-
 // One step of 2 ranks x 8 against 1 rank x 16. Summation order differs, and a
 // last-bit difference can flip a ReLU or a max near zero; with 1/8 width and
 // 2x2 or 1x1 feature maps in the last stages one flipped element moves a BN
@@ -53,7 +42,7 @@ TEST(ZooTraining, RanksMatchOneRankWithTheWholeBatch) {
     o.validate = false;
     o.train.bucket_bytes = 64 << 10;  // several gradient buckets (Note [gradient buckets])
     const auto train = run_data(o, 16, 83);
-    const auto flipped = reversed(train);
+    const auto flipped = testing::reversed(train);
     Trainer one(o, view_of(train), view_of(train));
     const auto init = state_of(one);
     one.run_epoch();

@@ -1,5 +1,6 @@
 #pragma once
 // Helpers for tests that train small models on the CPU (and on the GPU).
+#include <algorithm>
 #include <array>
 #include <gtest/gtest.h>
 
@@ -144,6 +145,18 @@ inline const std::vector<std::string>& zoo_models() {
   static const std::vector<std::string> m = {"resnet18", "resnet50", "vgg16bn"};
   return m;
 }
+// The same samples in reverse order: the same gradient, summed in another
+// order (a perturbation of rounding only, to compare other ones against).
+inline data::ImageDataset reversed(const data::ImageDataset& d) {
+  data::ImageDataset r = d;
+  const int64_t img = d.image_bytes();
+  for (int64_t i = 0; i < d.count; ++i) {
+    std::copy_n(d.images.begin() + (d.count - 1 - i) * img, img, r.images.begin() + i * img);
+    r.labels[size_t(i)] = d.labels[size_t(d.count - 1 - i)];
+  }
+  return r;
+}
+
 inline RunOptions zoo_run(const std::string& model, OptimizerKind opt, ExecMode mode, int64_t batch,
                           double width = 0.125) {
   RunOptions o = small_run(model, opt, mode, batch);
