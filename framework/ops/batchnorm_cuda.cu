@@ -15,6 +15,25 @@ using namespace tr::cuda;
 constexpr int kReduceBlocksPerSm = 4;
 constexpr int kApplyBlocksPerSm = 8;
 constexpr int64_t kMinRowsPerThread = 4;
+constexpr int kRowUnroll = 4;  // rows in flight per thread (Note [BN vector width])
+
+// VEC elements as loaded (8 bytes), converted to f32 where used, so the rows
+// in flight hold half the registers for f16.
+template <typename T, int VEC>
+__device__ __forceinline__ Vec<T, VEC> load_raw(const T* p) {
+  return *reinterpret_cast<const Vec<T, VEC>*>(p);
+}
+
+// Walks this thread's rows r, r + stride, ... below `rows`: f(N, r) handles the
+// N rows r + u * stride, u < N, loading all of them before using any; N is
+// kRowUnroll, then 1 for the remainder. The rows and their order per thread are
+// those of a plain loop, so sums keep their order.
+template <typename F>
+__device__ __forceinline__ void for_rows(int64_t r, int64_t stride, int64_t rows, F&& f) {
+  for (; r + (kRowUnroll - 1) * stride < rows; r += kRowUnroll * stride)
+    f(std::integral_constant<int, kRowUnroll>{}, r);
+  for (; r < rows; r += stride) f(std::integral_constant<int, 1>{}, r);
+}
 
 // Per-channel mean and rstd from the batch statistics (mean, biased var); once per
 // thread, in double like the CPU reference.
@@ -98,18 +117,26 @@ __global__ void bn_relu_apply_kernel(const T* __restrict__ x, const float* __res
     }
   }
   const int64_t stride = int64_t(gridDim.x) * blockDim.y;
-  for (int64_t r = int64_t(blockIdx.x) * blockDim.y + threadIdx.y; r < rows; r += stride) {
-    float v[VEC], res[VEC];
-    load_vec<T, VEC>(x + r * C + c0, v);
-    if (residual != nullptr) load_vec<T, VEC>(residual + r * C + c0, res);
+  for_rows(int64_t(blockIdx.x) * blockDim.y + threadIdx.y, stride, rows, [&](auto n, int64_t r) {
+    constexpr int N = decltype(n)::value;
+    Vec<T, VEC> xv[N], rv[N];
 #pragma unroll
-    for (int i = 0; i < VEC; ++i) {
-      float o = bn_pre_relu(sc[i], sh[i], v[i]);
-      if (residual != nullptr) o += res[i];
-      v[i] = relu ? fmaxf(o, 0.f) : o;
+    for (int u = 0; u < N; ++u) {
+      xv[u] = load_raw<T, VEC>(x + (r + u * stride) * C + c0);
+      if (residual != nullptr) rv[u] = load_raw<T, VEC>(residual + (r + u * stride) * C + c0);
     }
-    store_vec<T, VEC>(y + r * C + c0, v);
-  }
+#pragma unroll
+    for (int u = 0; u < N; ++u) {
+      float v[VEC];
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) {
+        float o = bn_pre_relu(sc[i], sh[i], to_f(xv[u].v[i]));
+        if (residual != nullptr) o += to_f(rv[u].v[i]);
+        v[i] = relu ? fmaxf(o, 0.f) : o;
+      }
+      store_vec<T, VEC>(y + (r + u * stride) * C + c0, v);
+    }
+  });
 }
 
 // Per-thread (scale, shift) of its VEC channels from the forward's affine.
@@ -147,43 +174,32 @@ __global__ void bn_relu_bwd_reduce_kernel(const T* __restrict__ dy, const float*
     }
     load_affine<VEC>(affine, C, c0, sc, sh);
     const int64_t stride = int64_t(gridDim.x) * blockDim.y;
-    int64_t r = int64_t(blockIdx.x) * blockDim.y + threadIdx.y;
-    for (; r + stride < rows; r += 2 * stride) {
-      float d[2][VEC], xx[2][VEC];
+    for_rows(int64_t(blockIdx.x) * blockDim.y + threadIdx.y, stride, rows, [&](auto n, int64_t r) {
+      constexpr int N = decltype(n)::value;
+      Vec<T, VEC> dv[N], xv[N];
 #pragma unroll
-      for (int u = 0; u < 2; ++u) {
+      for (int u = 0; u < N; ++u) {
         const int64_t off = (r + u * stride) * C + c0;
-        load_vec<T, VEC>(dy + off, d[u]);
-        load_vec<T, VEC>(x + off, xx[u]);
+        dv[u] = load_raw<T, VEC>(dy + off);
+        xv[u] = load_raw<T, VEC>(x + off);
       }
 #pragma unroll
-      for (int u = 0; u < 2; ++u)
+      for (int u = 0; u < N; ++u)
 #pragma unroll
         for (int i = 0; i < VEC; ++i) {
-          const float gr = (!relu || bn_pre_relu(sc[i], sh[i], xx[u][i]) > 0.f) ? d[u][i] : 0.f;
+          const float xx = to_f(xv[u].v[i]);
+          const float gr = (!relu || bn_pre_relu(sc[i], sh[i], xx) > 0.f) ? to_f(dv[u].v[i]) : 0.f;
           acc[0][i] += gr;
-          acc[1][i] = fmaf(gr, (xx[u][i] - mean[i]) * rstd[i], acc[1][i]);
+          acc[1][i] = fmaf(gr, (xx - mean[i]) * rstd[i], acc[1][i]);
         }
-    }
-    for (; r < rows; r += stride) {
-      float d[VEC], xx[VEC];
-      const int64_t off = r * C + c0;
-      load_vec<T, VEC>(dy + off, d);
-      load_vec<T, VEC>(x + off, xx);
-#pragma unroll
-      for (int i = 0; i < VEC; ++i) {
-        const float gr = (!relu || bn_pre_relu(sc[i], sh[i], xx[i]) > 0.f) ? d[i] : 0.f;
-        acc[0][i] += gr;
-        acc[1][i] = fmaf(gr, (xx[i] - mean[i]) * rstd[i], acc[1][i]);
-      }
-    }
+    });
   }
   block_sum_store<T, 2, VEC>(acc, c0, active, C, out);
 }
 
 // dx = gamma * rstd * (g - dsums0/count - xhat * dsums1/count)
 template <typename T, int VEC>
-__global__ void bn_relu_bwd_apply_kernel(const T* __restrict__ dy, const float* __restrict__ affine,
+__global__ void __launch_bounds__(kChannelBlockThreads, 4) bn_relu_bwd_apply_kernel(const T* __restrict__ dy, const float* __restrict__ affine,
                                          const T* __restrict__ x, const float* __restrict__ batch,
                                          const T* __restrict__ gamma, const float* __restrict__ dsums,
                                          T* __restrict__ dx, int64_t rows, int64_t C, double inv_count, float eps,
@@ -204,19 +220,28 @@ __global__ void bn_relu_bwd_apply_kernel(const T* __restrict__ dy, const float* 
     b[i] = float(double(dsums[C + ch]) * inv_count);
   }
   const int64_t stride = int64_t(gridDim.x) * blockDim.y;
-  for (int64_t r = int64_t(blockIdx.x) * blockDim.y + threadIdx.y; r < rows; r += stride) {
-    const int64_t off = r * C + c0;
-    float d[VEC], xx[VEC];
-    load_vec<T, VEC>(dy + off, d);
-    load_vec<T, VEC>(x + off, xx);
+  for_rows(int64_t(blockIdx.x) * blockDim.y + threadIdx.y, stride, rows, [&](auto n, int64_t r) {
+    constexpr int N = decltype(n)::value;
+    Vec<T, VEC> dv[N], xv[N];
 #pragma unroll
-    for (int i = 0; i < VEC; ++i) {
-      const float gr = (!relu || bn_pre_relu(sc[i], sh[i], xx[i]) > 0.f) ? d[i] : 0.f;
-      const float xhat = (xx[i] - mean[i]) * rstd[i];
-      d[i] = k[i] * (gr - a[i] - xhat * b[i]);
+    for (int u = 0; u < N; ++u) {
+      const int64_t off = (r + u * stride) * C + c0;
+      dv[u] = load_raw<T, VEC>(dy + off);
+      xv[u] = load_raw<T, VEC>(x + off);
     }
-    store_vec<T, VEC>(dx + off, d);
-  }
+#pragma unroll
+    for (int u = 0; u < N; ++u) {
+      float d[VEC];
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) {
+        const float xx = to_f(xv[u].v[i]);
+        const float gr = (!relu || bn_pre_relu(sc[i], sh[i], xx) > 0.f) ? to_f(dv[u].v[i]) : 0.f;
+        const float xhat = (xx - mean[i]) * rstd[i];
+        d[i] = k[i] * (gr - a[i] - xhat * b[i]);
+      }
+      store_vec<T, VEC>(dx + (r + u * stride) * C + c0, d);
+    }
+  });
 }
 
 // y = relu(scale * x + shift)
@@ -253,10 +278,19 @@ __global__ void bn_fold_kernel(const float* __restrict__ gamma, const float* __r
 
 // ---------------------------------------------------------------- launch helpers
 
-// 16-byte vectors when C and every pointer allow it, else one element per thread.
+// Note [BN vector width]: 8-byte vectors (4 halves, 2 floats) when C and every
+// pointer allow it, else one element per thread. A thread keeps up to seven
+// per-channel parameters for each of its channels in registers; with 16-byte
+// vectors (8 halves) the backward kernels needed 80-96 registers, which left 2-3
+// blocks per SM and too few loads in flight to reach HBM's bandwidth (about 60 %
+// of it on the H200). Half the channels per thread, and four rows in flight per
+// thread (kRowUnroll), keep more bytes moving.
+template <typename T>
+constexpr int kBnVec = int(8 / sizeof(T));
+
 template <typename T>
 int pick_vec(int64_t C, std::initializer_list<const void*> ptrs) {
-  constexpr int v = kVec16<T>;
+  constexpr int v = kBnVec<T>;
   if (C % v != 0) return 1;
   for (const void* p : ptrs)
     if (p != nullptr && !aligned_to(p, 16)) return 1;
@@ -300,8 +334,8 @@ void bn_stats_cuda(const OpCall& c) {
     SumOut<float, 2> out;
     out.partial = static_cast<float*>(workspace(gh, sum_partial_bytes<2>(g, rc.c), op));
     out.f32 = sums.as<float>();
-    if (vec == kVec16<T>) {
-      constexpr int V = kVec16<T>;
+    if (vec == kBnVec<T>) {
+      constexpr int V = kBnVec<T>;
       bn_stats_kernel<T, V><<<g.grid, g.block, sum_smem_bytes<2, V>(), s>>>(x.as<T>(), rc.rows, rc.c, out);
     } else {
       bn_stats_kernel<T, 1><<<g.grid, g.block, sum_smem_bytes<2, 1>(), s>>>(x.as<T>(), rc.rows, rc.c, out);
@@ -351,7 +385,7 @@ void bn_relu_apply_cuda(const OpCall& c) {
                                                             affine.as<float>(), rc.rows, rc.c, inv_count,
                                                             attrs_of(c, op).eps, attrs_of(c, op).relu);
     };
-    if (vec == kVec16<T>) launch(std::integral_constant<int, kVec16<T>>{});
+    if (vec == kBnVec<T>) launch(std::integral_constant<int, kBnVec<T>>{});
     else launch(std::integral_constant<int, 1>{});
     TR_LAUNCH_CHECK();
   });
@@ -398,7 +432,7 @@ void bn_relu_bwd_reduce_cuda(const OpCall& c) {
           dy.as<T>(), affine.as<float>(), x.as<T>(), batch.as<float>(), rc.rows, rc.c, attrs_of(c, op).eps, relu,
           out);
     };
-    if (vec == kVec16<T>) launch(std::integral_constant<int, kVec16<T>>{});
+    if (vec == kBnVec<T>) launch(std::integral_constant<int, kBnVec<T>>{});
     else launch(std::integral_constant<int, 1>{});
     TR_LAUNCH_CHECK();
     launch_finalize<T, 2>(g, rc.c, out, s);
@@ -439,7 +473,7 @@ void bn_relu_bwd_apply_cuda(const OpCall& c) {
           dy.as<T>(), affine.as<float>(), x.as<T>(), batch.as<float>(), gamma.as<T>(), dsums.as<float>(), dx.as<T>(),
           rc.rows, rc.c, inv_count, attrs_of(c, op).eps, attrs_of(c, op).relu);
     };
-    if (vec == kVec16<T>) launch(std::integral_constant<int, kVec16<T>>{});
+    if (vec == kBnVec<T>) launch(std::integral_constant<int, kBnVec<T>>{});
     else launch(std::integral_constant<int, 1>{});
     TR_LAUNCH_CHECK();
   });
@@ -466,7 +500,7 @@ void bn_relu_infer_cuda(const OpCall& c) {
       bn_relu_infer_kernel<T, V><<<g.grid, g.block, 0, s>>>(x.as<T>(), affine.as<float>(), y.as<T>(), rc.rows,
                                                             rc.c, attrs_of(c, op).relu);
     };
-    if (vec == kVec16<T>) launch(std::integral_constant<int, kVec16<T>>{});
+    if (vec == kBnVec<T>) launch(std::integral_constant<int, kBnVec<T>>{});
     else launch(std::integral_constant<int, 1>{});
     TR_LAUNCH_CHECK();
   });
