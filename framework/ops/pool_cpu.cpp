@@ -24,6 +24,12 @@ Dims dims_of(const Shape& x, const PoolWindow& pw) {
   return {x[0], x[1], x[2], x[3], pw.out_len(x[1]), pw.out_len(x[2])};
 }
 
+// Where an input position sits in output (oh, ow)'s window: kh * k + kw from
+// the window's corner, the code MaxPoolFwd records for its winner.
+inline uint8_t window_pos(const PoolWindow& pw, int64_t oh, int64_t ow, int64_t ih, int64_t iw) {
+  return uint8_t((ih - pw.start(oh)) * pw.k + (iw - pw.start(ow)));
+}
+
 // x[N,H,W,C] -> y[N,Ho,Wo,C]: row-major window scan, padding skipped.
 template <class S>
 void maxpool_fwd_impl(const OpCall& c, const PoolWindow& pw) {
@@ -47,12 +53,12 @@ void maxpool_fwd_impl(const OpCall& c, const PoolWindow& pw) {
         for (int64_t ch = 0; ch < C; ++ch) {
           yr[ch] = first[ch];
           m[ch] = cpu::load<A>(first[ch]);
-          if (ar) ar[ch] = uint8_t((h0 - pw.start(oh)) * pw.k + (w0 - pw.start(ow)));
+          if (ar) ar[ch] = window_pos(pw, oh, ow, h0, w0);
         }
         for (int64_t h = h0; h < h1; ++h)
           for (int64_t w = (h == h0 ? w0 + 1 : w0); w < w1; ++w) {
             const S* xr = xn + (h * d.W + w) * C;
-            const uint8_t pos = uint8_t((h - pw.start(oh)) * pw.k + (w - pw.start(ow)));
+            const uint8_t pos = window_pos(pw, oh, ow, h, w);
             for (int64_t ch = 0; ch < C; ++ch) {
               const A v = cpu::load<A>(xr[ch]);
               if (v > m[ch]) {
@@ -62,41 +68,6 @@ void maxpool_fwd_impl(const OpCall& c, const PoolWindow& pw) {
               }
             }
           }
-      }
-}
-
-// dy[N,Ho,Wo,C], argmax -> dx[N,H,W,C]: the gather of maxpool_bwd_impl, with
-// the recorded winner in place of the search.
-template <class S>
-void maxpool_bwd_argmax_impl(const OpCall& c, const PoolWindow& pw) {
-  using A = acc_t<S>;
-  const Dims d = dims_of(c.in[1].shape, pw);
-  const int64_t C = d.C;
-  const S* dy = c.in[0].as<S>();
-  const uint8_t* argmax = c.in[2].as<uint8_t>();
-  S* dx = c.out[0].as<S>();
-  A* acc = cpu::scratch<A>(0, size_t(C));
-  unsigned char* hit = cpu::scratch<unsigned char>(0, size_t(C));
-  for (int64_t n = 0; n < d.N; ++n)
-    for (int64_t ih = 0; ih < d.H; ++ih)
-      for (int64_t iw = 0; iw < d.W; ++iw) {
-        const int64_t i = ((n * d.H + ih) * d.W + iw) * C;
-        std::fill(hit, hit + C, 0);
-        int64_t oh0, oh1, ow0, ow1;
-        pw.covering(ih, d.Ho, &oh0, &oh1);
-        pw.covering(iw, d.Wo, &ow0, &ow1);
-        for (int64_t oh = oh0; oh <= oh1; ++oh)
-          for (int64_t ow = ow0; ow <= ow1; ++ow) {
-            const int64_t o = ((n * d.Ho + oh) * d.Wo + ow) * C;
-            const uint8_t pos = uint8_t((ih - pw.start(oh)) * pw.k + (iw - pw.start(ow)));
-            for (int64_t ch = 0; ch < C; ++ch) {
-              if (argmax[o + ch] != pos) continue;
-              const A g = cpu::load<A>(dy[o + ch]);
-              acc[ch] = hit[ch] ? acc[ch] + g : g;
-              hit[ch] = 1;
-            }
-          }
-        for (int64_t ch = 0; ch < C; ++ch) dx[i + ch] = cpu::store<S>(hit[ch] ? acc[ch] : A(0));
       }
 }
 
@@ -112,23 +83,21 @@ bool earlier_equal(const S* xn, const Dims& d, const PoolWindow& pw, int64_t oh,
   return false;
 }
 
-// dy[N,Ho,Wo,C], x, y -> dx[N,H,W,C]: a gather. Each input position visits the
-// outputs whose windows hold it (oh, then ow ascending) and adds dy of those it
-// is the first maximum of; the first term is taken as is (so a lone -0 stays -0,
-// as in the 2x2 CUDA fast path), positions that win nothing get +0.
-template <class S>
-void maxpool_bwd_impl(const OpCall& c, const PoolWindow& pw) {
+// The backward's gather, dy[N,Ho,Wo,C] -> dx[N,H,W,C]: each input position
+// visits the outputs whose windows hold it (oh, then ow ascending) and adds dy
+// of those it won, wins(n, o, i, oh, ow, ih, iw, ch) with o and i the output's
+// and the input's offsets. The first term is taken as is (so a lone -0 stays
+// -0, as in the 2x2 CUDA fast path); positions that win nothing get +0.
+template <class S, class Wins>
+void maxpool_gather_bwd(const OpCall& c, const PoolWindow& pw, Wins&& wins) {
   using A = acc_t<S>;
   const Dims d = dims_of(c.in[1].shape, pw);
   const int64_t C = d.C;
   const S* dy = c.in[0].as<S>();
-  const S* x = c.in[1].as<S>();
-  const S* y = c.in[2].as<S>();
   S* dx = c.out[0].as<S>();
   A* acc = cpu::scratch<A>(0, size_t(C));
   unsigned char* hit = cpu::scratch<unsigned char>(0, size_t(C));
-  for (int64_t n = 0; n < d.N; ++n) {
-    const S* xn = x + n * d.H * d.W * C;
+  for (int64_t n = 0; n < d.N; ++n)
     for (int64_t ih = 0; ih < d.H; ++ih)
       for (int64_t iw = 0; iw < d.W; ++iw) {
         const int64_t i = ((n * d.H + ih) * d.W + iw) * C;
@@ -140,8 +109,7 @@ void maxpool_bwd_impl(const OpCall& c, const PoolWindow& pw) {
           for (int64_t ow = ow0; ow <= ow1; ++ow) {
             const int64_t o = ((n * d.Ho + oh) * d.Wo + ow) * C;
             for (int64_t ch = 0; ch < C; ++ch) {
-              const A m = cpu::load<A>(y[o + ch]);
-              if (!(cpu::load<A>(x[i + ch]) == m) || earlier_equal(xn, d, pw, oh, ow, ih, iw, ch, m)) continue;
+              if (!wins(n, o, i, oh, ow, ih, iw, ch)) continue;
               const A g = cpu::load<A>(dy[o + ch]);
               acc[ch] = hit[ch] ? acc[ch] + g : g;
               hit[ch] = 1;
@@ -149,7 +117,29 @@ void maxpool_bwd_impl(const OpCall& c, const PoolWindow& pw) {
           }
         for (int64_t ch = 0; ch < C; ++ch) dx[i + ch] = cpu::store<S>(hit[ch] ? acc[ch] : A(0));
       }
-  }
+}
+
+// dy, x, y -> dx: an input wins an output when it is the first position of the
+// window (scan order) whose value equals the output.
+template <class S>
+void maxpool_bwd_impl(const OpCall& c, const PoolWindow& pw) {
+  using A = acc_t<S>;
+  const Dims d = dims_of(c.in[1].shape, pw);
+  const S* x = c.in[1].as<S>();
+  const S* y = c.in[2].as<S>();
+  maxpool_gather_bwd<S>(c, pw, [&](int64_t n, int64_t o, int64_t i, int64_t oh, int64_t ow, int64_t ih, int64_t iw,
+                                   int64_t ch) {
+    const A m = cpu::load<A>(y[o + ch]);
+    return cpu::load<A>(x[i + ch]) == m && !earlier_equal(x + n * d.H * d.W * d.C, d, pw, oh, ow, ih, iw, ch, m);
+  });
+}
+
+// dy, x, argmax -> dx: the recorded winner instead of the search.
+template <class S>
+void maxpool_bwd_argmax_impl(const OpCall& c, const PoolWindow& pw) {
+  const uint8_t* argmax = c.in[2].as<uint8_t>();
+  maxpool_gather_bwd<S>(c, pw, [&](int64_t, int64_t o, int64_t, int64_t oh, int64_t ow, int64_t ih, int64_t iw,
+                                   int64_t ch) { return argmax[o + ch] == window_pos(pw, oh, ow, ih, iw); });
 }
 
 template <class S>
