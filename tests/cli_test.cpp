@@ -80,6 +80,8 @@ TEST(TrTrainCli, BadFlagsAndValues) {
   expect_user_error("tr-bench --device cpu --ranks-per-process 2", "--ranks-per-process needs a launcher");
   expect_user_error("tr-bench --device cpu --top-kernels 5", "--top-kernels needs CUPTI on a GPU");
   expect_user_error("tr-bench --device cpu --top-kernels -1", "--top-kernels must be in");
+  expect_user_error("tr-bench --device cpu --nondeterministic", "--nondeterministic is for --device cuda");
+  expect_user_error("tr-train --device cpu --nondeterministic", "--nondeterministic is for --device cuda");
   // The zoo: a width that rounds a layer to nothing, an image the pools cannot take.
   expect_user_error("tr-train --model resnet18 --synthetic --width 0.005", "leaves a 64-channel layer with 0 channels");
   expect_user_error("tr-train --model vgg16bn --synthetic --image-size 16 --train-subset 8 --val-subset 8",

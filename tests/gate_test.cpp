@@ -187,6 +187,12 @@ TEST(Gate, RefusesIncomparableReports) {
   b.context.bn_sync = "running";
   expect_refusal(a, b, "BN sync differs (baseline 'batch', current 'running')");
   b = a;
+  b.context.fusion = !a.context.fusion;
+  expect_refusal(a, b, "fusion differs");
+  b = a;
+  b.context.deterministic = false;
+  expect_refusal(a, b, "algorithms differs (baseline 'deterministic', current 'non-deterministic')");
+  b = a;
   b.context.device_kind = "cpu";
   expect_refusal(a, b, "device_kind differs");
   b = a;

@@ -56,6 +56,9 @@ and writes a Google-Benchmark-compatible JSON report.
                         (DESIGN §3) instead of one step graph composed of them
   --no-fusion           keep apart the node pairs that fusion merges (BatchNorm + residual
                         add + ReLU; gradient fan-in + ReLU backward), to measure the gain
+  --nondeterministic    let cuDNN pick non-deterministic algorithms too (atomics in weight
+                        gradients): runs and modes are no longer bit-identical; CUDA only,
+                        the report records it and the gate refuses mixing
   --help                this text
 
 Examples:
@@ -134,7 +137,7 @@ BenchOptions parse_bench_options(int argc, char** argv, World* world) {
                                      "--optimizer", "--cnn-optimizer", "--batch-per-gpu", "--bn-sync",
                                      "--image-size", "--bucket-mb", "--top-kernels"};
   for (const std::string& p : process_value_flags()) values.push_back(p);
-  CliArgs a(argc, argv, values, {"--no-cupti", "--side-streams", "--split-steps", "--cudnn-benchmark", "--no-fusion", "--help"});
+  CliArgs a(argc, argv, values, {"--no-cupti", "--side-streams", "--split-steps", "--cudnn-benchmark", "--no-fusion", "--nondeterministic", "--help"});
   BenchOptions o;
   for (int i = 0; i < argc; ++i) {
     if (i) o.command_line += ' ';
@@ -214,6 +217,9 @@ BenchOptions parse_bench_options(int argc, char** argv, World* world) {
   o.step_graphs = !a.flag("--split-steps");
   o.cudnn_benchmark = a.flag("--cudnn-benchmark");
   o.fusion = !a.flag("--no-fusion");
+  o.deterministic = !a.flag("--nondeterministic");
+  TR_USER_CHECK(o.deterministic || o.backend == Backend::Cuda,
+                "--nondeterministic is for --device cuda (the CPU kernels are deterministic)");
   o.progress = isatty(2) != 0;
   return o;
 }

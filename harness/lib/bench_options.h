@@ -34,6 +34,7 @@ struct BenchOptions {
   double bucket_mb = 25;               // --bucket-mb (Note [gradient buckets])
   bool cudnn_benchmark = false;        // --cudnn-benchmark (AlgoChoice::benchmark)
   bool fusion = true;                  // false: --no-fusion (TrainConfig::fusion)
+  bool deterministic = true;           // false: --nondeterministic (RunOptions::deterministic)
   std::string json_path;               // empty: no file
   bool progress = false;               // stderr progress (a terminal only)
   bool cupti = true;

@@ -28,6 +28,7 @@ struct BenchContext {
   double bucket_mb = 25;           // gradient all-reduce bucket size (Note [gradient buckets])
   bool cudnn_benchmark = false;    // cuDNN algorithms timed per shape instead of the heuristics' choice
   bool fusion = true;              // node-pair fusion (Note [fusion]); reports older than it read false
+  bool deterministic = true;       // deterministic library algorithms only; reports older than it read true
   // How the ranks ran (Note [processes and ranks]): "threads" (one process),
   // "processes" (mpirun/srun on one host) or "nodes" (several hosts).
   std::string launch = "threads";

@@ -161,6 +161,8 @@ void check_comparable(const BenchReport& baseline, const BenchReport& current, b
   same(cat(b.bucket_mb), cat(c.bucket_mb), "gradient bucket MB");
   same(b.cudnn_benchmark ? "on" : "off", c.cudnn_benchmark ? "on" : "off", "cuDNN benchmark");
   same(b.fusion ? "on" : "off", c.fusion ? "on" : "off", "fusion");
+  same(b.deterministic ? "deterministic" : "non-deterministic", c.deterministic ? "deterministic" : "non-deterministic",
+       "algorithms");
   if (!allow_launch_mismatch && b.launch != c.launch)
     problems.push_back(cat("launch differs (baseline '", b.launch, "', current '", c.launch,
                            "'; --allow-launch-mismatch compares them anyway)"));

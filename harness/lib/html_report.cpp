@@ -332,6 +332,7 @@ std::string context_table(const std::vector<LabeledReport>& reports) {
       {"bucket MB", [](const BenchContext& x) { return cat(x.bucket_mb); }},
       {"cuDNN benchmark", [](const BenchContext& x) { return std::string(x.cudnn_benchmark ? "on" : "off"); }},
       {"fusion", [](const BenchContext& x) { return std::string(x.fusion ? "on" : "off"); }},
+      {"algorithms", [](const BenchContext& x) { return std::string(x.deterministic ? "deterministic" : "non-deterministic allowed"); }},
       {"launch", [](const BenchContext& x) { return x.processes > 1 ? cat(x.launch, " (", x.processes, ")") : x.launch; }},
       {"host", [](const BenchContext& x) { return cat(x.host_name, " (", x.num_cpus, " CPUs, ", x.mhz_per_cpu, " MHz)"); }},
       {"date", [](const BenchContext& x) { return x.date; }},

@@ -90,6 +90,7 @@ ojson context_to_json(const BenchContext& x) {
   ctx["bucket_mb"] = x.bucket_mb;
   ctx["cudnn_benchmark"] = x.cudnn_benchmark;
   ctx["fusion"] = x.fusion;
+  ctx["deterministic_algorithms"] = x.deterministic;
   ctx["launch"] = x.launch;
   ctx["processes"] = x.processes;
   ctx["hosts"] = x.hosts;
@@ -274,6 +275,8 @@ BenchReport report_from_json(const json& j, const std::string& path) {
   x.bucket_mb = ctx.contains("bucket_mb") && ctx["bucket_mb"].is_number() ? ctx["bucket_mb"].get<double>() : 25.0;
   x.cudnn_benchmark = ctx.contains("cudnn_benchmark") && ctx["cudnn_benchmark"].is_boolean() && ctx["cudnn_benchmark"].get<bool>();
   x.fusion = ctx.contains("fusion") && ctx["fusion"].is_boolean() && ctx["fusion"].get<bool>();
+  x.deterministic = !ctx.contains("deterministic_algorithms") || !ctx["deterministic_algorithms"].is_boolean() ||
+                    ctx["deterministic_algorithms"].get<bool>();
   // Reports from before the MPI launch ran every rank as a thread of one process.
   auto text = [&](const char* k, const char* dflt) {
     return ctx.contains(k) ? rd.str(ctx, k, "context") : std::string(dflt);

@@ -52,6 +52,8 @@ const char* const kTrainFlagsUsage = R"(  --model NAME             a registered 
                            (DESIGN §3) instead of one step graph composed of them
   --no-fusion              keep apart the node pairs that fusion merges (BatchNorm + residual
                            add + ReLU; gradient fan-in + ReLU backward)
+  --nondeterministic       let cuDNN pick non-deterministic algorithms too (CUDA only): runs
+                           and modes are then no longer bit-identical
   --lowres-epochs N        train the first N epochs at --lowres-size (models without a
                            spatial fully connected layer)
   --lowres-size S          low resolution side (default 5/7 of the input side: 20 for 28)
@@ -82,7 +84,7 @@ std::vector<std::string> train_value_flags() {
 
 std::vector<std::string> train_bool_flags() {
   return {"--synthetic", "--amp", "--no-amp", "--no-shuffle", "--side-streams", "--split-steps",
-          "--cudnn-benchmark", "--flip", "--no-augment", "--force-collectives", "--no-fusion"};
+          "--cudnn-benchmark", "--flip", "--no-augment", "--force-collectives", "--no-fusion", "--nondeterministic"};
 }
 
 namespace {
@@ -172,6 +174,9 @@ TrainSetup parse_train_setup(const CliArgs& a, bool recipe_defaults, World* worl
   o.train.bucket_bytes = int64_t(a.real("--bucket-mb", 25.0, 0.0, 1e6) * 1048576.0);
   o.step_graphs = !a.flag("--split-steps");
   o.cudnn_benchmark = a.flag("--cudnn-benchmark");
+  o.deterministic = !a.flag("--nondeterministic");
+  TR_USER_CHECK(o.deterministic || o.backend == Backend::Cuda,
+                "--nondeterministic is for --device cuda (the CPU kernels are deterministic)");
   if (o.train.amp) o.train.init_loss_scale = 65536.f;
   o.lowres_epochs = static_cast<int>(a.integer("--lowres-epochs", 0, 0, o.epochs));
   o.lowres_size = static_cast<int>(a.integer("--lowres-size", image_size * 5 / 7, 1, 4096));
