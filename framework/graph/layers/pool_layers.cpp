@@ -48,8 +48,9 @@ struct Pool {
 
 using MaxSearch = Pool<OpKind::MaxPoolFwd, OpKind::MaxPoolBwd, true, true>;
 
-// Max pooling that records each output's winner for its backward. The record
-// is named after the layer's output, so the backward finds it again.
+// Max pooling that records each output's winner for its backward (the window
+// decides: maxpool_records_argmax). The record is named after the layer, so
+// the backward finds it again; inference passes record nothing.
 struct Max {
   static std::string argmax_name(const std::string& layer) { return layer + ".argmax"; }
   static TensorId forward(LayerEmitter& e, const LayerFwd& f) {
@@ -65,7 +66,8 @@ struct Max {
     if (!maxpool_records_argmax(a)) return MaxSearch::backward(e, b);
     if (!b.need_dx[0]) return {kNoTensor};
     const TensorId dx = e.activation(b.name + ".dx");
-    e.emit(b.graph, compute(OpKind::MaxPoolBwd, {b.dy, b.x[0], e.find_activation(argmax_name(b.name))}, {dx}, b.name + ".bwd", a));
+    const TensorId argmax = e.find_activation(argmax_name(b.name));
+    e.emit(b.graph, compute(OpKind::MaxPoolBwd, {b.dy, b.x[0], argmax}, {dx}, b.name + ".bwd", a));
     return {dx};
   }
 };
