@@ -81,8 +81,11 @@ if [[ " $PARTS " == *" bench "* ]]; then
   # cnn trains with SGD here, the optimizer the PyTorch peer uses too.
   common="--device cuda --optimizer sgd --warmup 10 --iters 30 --repetitions 5"
   for prec in amp fp32; do
+    # AMP also names each case's top kernels: the report carries kernels per step and their time.
+    top=()
+    [ $prec = amp ] && top=(--top-kernels 10)
     timeout ${TR_T_BENCH:-200} "$BIN/tr-bench" $common --precision $prec --model cnn --batch 64,256,1024,4096 \
-      --json "$OUT/bench_cnn_$prec.json" > "$OUT/bench_cnn_$prec.log" 2>&1 || status=1
+      "${top[@]}" --json "$OUT/bench_cnn_$prec.json" > "$OUT/bench_cnn_$prec.log" 2>&1 || status=1
     timeout ${TR_T_MLP:-100} "$BIN/tr-bench" $common --precision $prec --model mlp --batch 200 \
       --json "$OUT/bench_mlp_$prec.json" > "$OUT/bench_mlp_$prec.log" 2>&1 || status=1
     note "tr-bench ($prec)"

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <thread>
 
+#include "tr_git_commit.h"  // build/generated, cmake/git_commit.cmake
+
 namespace tr::bench {
 namespace {
 
@@ -52,11 +54,7 @@ BenchContext collect_context(Backend b, const std::string& command_line, World* 
 #else
   c.build_type = "debug";
 #endif
-#ifdef TR_GIT_COMMIT
-  c.git_commit = TR_GIT_COMMIT;
-#else
-  c.git_commit = "unknown";
-#endif
+  c.git_commit = TR_GIT_COMMIT;  // tr_git_commit.h, written at build time
   c.command_line = command_line;
   const std::string cpu = cpu_model(&c.mhz_per_cpu);
   if (b == Backend::Cuda) {
