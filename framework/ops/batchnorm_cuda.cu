@@ -199,11 +199,11 @@ __global__ void bn_relu_bwd_reduce_kernel(const T* __restrict__ dy, const float*
 
 // dx = gamma * rstd * (g - dsums0/count - xhat * dsums1/count)
 template <typename T, int VEC>
-__global__ void __launch_bounds__(kChannelBlockThreads, 4) bn_relu_bwd_apply_kernel(const T* __restrict__ dy, const float* __restrict__ affine,
-                                         const T* __restrict__ x, const float* __restrict__ batch,
-                                         const T* __restrict__ gamma, const float* __restrict__ dsums,
-                                         T* __restrict__ dx, int64_t rows, int64_t C, double inv_count, float eps,
-                                         bool relu) {
+__global__ void __launch_bounds__(kChannelBlockThreads, 4)
+    bn_relu_bwd_apply_kernel(const T* __restrict__ dy, const float* __restrict__ affine, const T* __restrict__ x,
+                             const float* __restrict__ batch, const T* __restrict__ gamma,
+                             const float* __restrict__ dsums, T* __restrict__ dx, int64_t rows, int64_t C,
+                             double inv_count, float eps, bool relu) {
   const int64_t gi = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;
   const int64_t c0 = gi * VEC;
   if (c0 >= C) return;

@@ -380,7 +380,8 @@ void maxpool_bwd_from_argmax(const OpCall& c, const Nhwc& d, const PoolWindow& p
       const int64_t per_image = d.h * d.w * (d.c / V);
       if (per_image == 0 || d.n == 0) return;
       const int64_t blocks = int64_t(sm_count(gh)) * kBlocksPerSm;
-      const unsigned gx = unsigned(std::min<int64_t>(ceil_div(per_image, kThreads), std::max<int64_t>(1, blocks / d.n)));
+      const int64_t per_image_blocks = std::max<int64_t>(1, blocks / d.n);
+      const unsigned gx = unsigned(std::min<int64_t>(ceil_div(per_image, kThreads), per_image_blocks));
       const unsigned gy = unsigned(std::min<int64_t>(d.n, 65535));
       maxpool_bwd_argmax_kernel<T, V><<<dim3(gx, gy), kThreads, 0, stream_of(c)>>>(
           dy.as<T>(), static_cast<const uint8_t*>(argmax.data), dx.as<T>(), d.n, int(d.h), int(d.w), int(d.c), pw);
@@ -411,7 +412,8 @@ void maxpool_fwd_cuda(const OpCall& c) {
   const bool fast = is_2x2(pw) && argmax == nullptr;
   dispatch_float(x.dtype, op, [&](auto tag) {
     using T = decltype(tag);
-    with_vec<T>(can_vec<T>(d.c, {x.data, y.data}) && (argmax == nullptr || aligned_to(argmax, kVec16<T>)), [&](auto vt) {
+    const bool vec = can_vec<T>(d.c, {x.data, y.data}) && (argmax == nullptr || aligned_to(argmax, kVec16<T>));
+    with_vec<T>(vec, [&](auto vt) {
       constexpr int V = decltype(vt)::value;
       const int64_t work = y.shape.numel() / V;
       if (work == 0) return;

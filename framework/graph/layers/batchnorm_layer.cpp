@@ -32,7 +32,8 @@ TensorId forward(LayerEmitter& e, const LayerFwd& f) {
     const TensorId sums = e.activation(f.name + ".sums", DType::F32);
     e.emit(f.graphs, compute(OpKind::BnStats, {f.x[0]}, {sums}, f.name + ".stats"));
     if (e.train().bn_sync == BnSync::Batch) e.allreduce(f.graphs, sums, f.name + ".stats_allreduce");
-    e.emit(f.graphs, compute(OpKind::BnReluApply, {f.x[0], sums, bn.gamma.compute, bn.beta.compute}, {y, bn.batch, bn.train_affine},
+    e.emit(f.graphs, compute(OpKind::BnReluApply, {f.x[0], sums, bn.gamma.compute, bn.beta.compute},
+                             {y, bn.batch, bn.train_affine},
                              f.name + ".apply", a));
   } else {
     const TensorId affine = f.pass == Pass::InferMain ? bn.affine : bn.ema_affine;
@@ -48,7 +49,8 @@ std::vector<TensorId> backward(LayerEmitter& e, const LayerBwd& b) {
   const TensorId dx = e.activation(b.name + ".dx");
   const TensorId dsums = e.activation(b.name + ".dsums", DType::F32);
   const TensorId x = b.x[0];
-  e.emit(b.graph, compute(OpKind::BnReluBwdReduce, {b.dy, bn.train_affine, x, bn.batch}, {bn.gamma.grad, bn.beta.grad, dsums},
+  e.emit(b.graph, compute(OpKind::BnReluBwdReduce, {b.dy, bn.train_affine, x, bn.batch},
+                          {bn.gamma.grad, bn.beta.grad, dsums},
                           b.name + ".bwd_reduce", a));
   if (e.train().bn_sync == BnSync::Batch) e.allreduce({b.graph}, dsums, b.name + ".dsums_allreduce");
   e.emit(b.graph, compute(OpKind::BnReluBwdApply, {b.dy, bn.train_affine, x, bn.batch, bn.gamma.compute, dsums}, {dx},
