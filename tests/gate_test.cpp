@@ -193,6 +193,9 @@ TEST(Gate, RefusesIncomparableReports) {
   b.context.deterministic = false;
   expect_refusal(a, b, "algorithms differs (baseline 'deterministic', current 'non-deterministic')");
   b = a;
+  b.context.programmatic_launch = !a.context.programmatic_launch;
+  expect_refusal(a, b, "programmatic launch differs");
+  b = a;
   b.context.device_kind = "cpu";
   expect_refusal(a, b, "device_kind differs");
   b = a;

@@ -21,6 +21,7 @@ __device__ __forceinline__ float add_one(float a, float b) {
 
 template <typename T, int VEC, bool RELU>
 __global__ void add_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ y, int64_t n) {
+  grid_dependency_begin();
   const int64_t nv = n / VEC;
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   const int64_t tid = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -55,7 +56,7 @@ void add_cuda(const OpCall& c) {
     auto run = [&](auto v, auto relu) {
       constexpr int VEC = decltype(v)::value;
       const unsigned grid = grid_stride_blocks(ceil_div(n, VEC), sm_count(gh), kThreads, kBlocksPerSm);
-      add_kernel<T, VEC, decltype(relu)::value><<<grid, kThreads, 0, stream_of(c)>>>(a.as<T>(), b.as<T>(), y.as<T>(), n);
+      launch_kernel(c.env, {dim3(grid), kThreads, 0}, add_kernel<T, VEC, decltype(relu)::value>, a.as<T>(), b.as<T>(), y.as<T>(), n);
     };
     if (c.attrs->relu) {
       if (vec) run(std::integral_constant<int, V>{}, std::true_type{});
@@ -64,7 +65,6 @@ void add_cuda(const OpCall& c) {
       if (vec) run(std::integral_constant<int, V>{}, std::false_type{});
       else run(std::integral_constant<int, 1>{}, std::false_type{});
     }
-    TR_LAUNCH_CHECK();
   });
 }
 

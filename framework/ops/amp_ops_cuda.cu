@@ -16,6 +16,7 @@ using range::kVec;
 // dst f16[n] = round-to-nearest-even(src f32[n])
 __global__ void __launch_bounds__(range::kThreads)
     cast_f32_to_f16_kernel(const float* __restrict__ src, uint16_t* __restrict__ dst, int64_t n) {
+  cuda::grid_dependency_begin();
   for (int64_t tile = blockIdx.x; tile * range::kTile < n; tile += gridDim.x) {
     const int64_t i = tile * range::kTile + int64_t(threadIdx.x) * kVec;
     const int64_t left = n - i;
@@ -38,6 +39,7 @@ __global__ void __launch_bounds__(range::kThreads)
 // dst f32[n] = src f16[n] (exact)
 __global__ void __launch_bounds__(range::kThreads)
     cast_f16_to_f32_kernel(const uint16_t* __restrict__ src, float* __restrict__ dst, int64_t n) {
+  cuda::grid_dependency_begin();
   for (int64_t tile = blockIdx.x; tile * range::kTile < n; tile += gridDim.x) {
     const int64_t i = tile * range::kTile + int64_t(threadIdx.x) * kVec;
     const int64_t left = n - i;
@@ -63,6 +65,7 @@ __global__ void __launch_bounds__(range::kThreads)
 // depend on the order of blocks.
 __global__ void __launch_bounds__(range::kThreads)
     check_finite_kernel(__grid_constant__ const range::OperandTable t, int32_t* found_inf) {
+  cuda::grid_dependency_begin();
   int bad = 0;
   range::for_each_operand_piece(t, [&](int e, int64_t i, int count) {
     if (t.f16[e]) {
@@ -91,6 +94,7 @@ __global__ void __launch_bounds__(range::kThreads)
 // g *= 1/loss_scale over every operand (f32) unless found_inf.
 __global__ void __launch_bounds__(range::kThreads)
     unscale_kernel(__grid_constant__ const range::OperandTable t, const TrainScalars* s) {
+  cuda::grid_dependency_begin();
   if (s->found_inf) return;
   const float inv = range::unscale_factor(s->loss_scale);
   range::for_each_operand_piece(t, [&](int e, int64_t i, int count) {
@@ -105,10 +109,12 @@ __global__ void __launch_bounds__(range::kThreads)
 
 __global__ void update_loss_scale_kernel(TrainScalars* s, float growth, float backoff, int interval,
                                          bool dynamic) {
+  cuda::grid_dependency_begin();
   range::update_loss_scale(*s, growth, backoff, interval, dynamic);
 }
 
 __global__ void advance_step_kernel(TrainScalars* s, const float* table, int64_t table_elems) {
+  cuda::grid_dependency_begin();
   range::advance_step(*s, table, table_elems);
 }
 
@@ -142,15 +148,14 @@ void cast_cuda(const RangeCall& c) {
   range::check_aligned16(dst.data, "Cast");
   const int grid = range::grid_for_tiles(c, range::tiles_of(n));
   if (src.dtype == DType::F32 && dst.dtype == DType::F16) {
-    cast_f32_to_f16_kernel<<<grid, range::kThreads, 0, stream>>>(
+    cuda::launch_kernel(c.env, {dim3(grid), range::kThreads, 0}, cast_f32_to_f16_kernel,
         static_cast<const float*>(src.data), static_cast<uint16_t*>(dst.data), n);
   } else if (src.dtype == DType::F16 && dst.dtype == DType::F32) {
-    cast_f16_to_f32_kernel<<<grid, range::kThreads, 0, stream>>>(
+    cuda::launch_kernel(c.env, {dim3(grid), range::kThreads, 0}, cast_f16_to_f32_kernel,
         static_cast<const uint16_t*>(src.data), static_cast<float*>(dst.data), n);
   } else {
     TR_CHECK(false, "Cast: unsupported ", dtype_name(src.dtype), " -> ", dtype_name(dst.dtype));
   }
-  TR_LAUNCH_CHECK();
 }
 
 void check_finite_cuda(const RangeCall& c) {
@@ -165,21 +170,18 @@ void check_finite_cuda(const RangeCall& c) {
   for (int k = 0; k < c.n_ops;) {
     k += range::fill_operand_table(c.ops, k, c.n_ops, t, "CheckFinite");
     if (t.n == 0) continue;
-    check_finite_kernel<<<range::grid_for_tiles(c, t.tiles), range::kThreads, 0, stream>>>(t, &s->found_inf);
-    TR_LAUNCH_CHECK();
+    cuda::launch_kernel(c.env, {dim3(range::grid_for_tiles(c, t.tiles)), range::kThreads, 0}, check_finite_kernel, t, &s->found_inf);
   }
 }
 
 void unscale_grads_cuda(const RangeCall& c) {
   TrainScalars* s = scalars_of(c, "UnscaleGrads");
   for (int k = 0; k < c.n_ops; ++k) range::check_f32(c.ops[k], "UnscaleGrads");
-  cudaStream_t stream = range::stream_of(c);
   range::OperandTable t;
   for (int k = 0; k < c.n_ops;) {
     k += range::fill_operand_table(c.ops, k, c.n_ops, t, "UnscaleGrads");
     if (t.n == 0) continue;
-    unscale_kernel<<<range::grid_for_tiles(c, t.tiles), range::kThreads, 0, stream>>>(t, s);
-    TR_LAUNCH_CHECK();
+    cuda::launch_kernel(c.env, {dim3(range::grid_for_tiles(c, t.tiles)), range::kThreads, 0}, unscale_kernel, t, s);
   }
 }
 
@@ -187,18 +189,16 @@ void update_loss_scale_cuda(const RangeCall& c) {
   TrainScalars* s = scalars_of(c, "UpdateLossScale");
   TR_CHECK(c.attrs != nullptr, "UpdateLossScale: no attributes");
   const RangeAttrs& a = *c.attrs;
-  update_loss_scale_kernel<<<1, 1, 0, range::stream_of(c)>>>(s, a.growth_factor, a.backoff_factor,
+  cuda::launch_kernel(c.env, {1, 1, 0}, update_loss_scale_kernel, s, a.growth_factor, a.backoff_factor,
                                                               a.growth_interval, a.dynamic_scale);
-  TR_LAUNCH_CHECK();
 }
 
 void advance_step_cuda(const RangeCall& c) {
   TrainScalars* s = scalars_of(c, "AdvanceStep");
   range::check_n_ops(c, 1, "AdvanceStep");
   range::check_f32(c.ops[0], "AdvanceStep");
-  advance_step_kernel<<<1, 1, 0, range::stream_of(c)>>>(s, static_cast<const float*>(c.ops[0].data),
+  cuda::launch_kernel(c.env, {1, 1, 0}, advance_step_kernel, s, static_cast<const float*>(c.ops[0].data),
                                                          c.ops[0].elems);
-  TR_LAUNCH_CHECK();
 }
 
 }  // namespace tr

@@ -23,6 +23,7 @@ unsigned grid_for(int64_t work, int sms) { return grid_stride_blocks(work, sms, 
 template <typename T, int VEC>
 __global__ void avgpool_fwd_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t N, int64_t H, int64_t W,
                                    int64_t C, PoolWindow pw) {
+  grid_dependency_begin();
   const int64_t Ho = pw.out_len(H), Wo = pw.out_len(W), G = C / VEC;
   const int64_t total = N * Ho * Wo * G;
   const float count = float(pw.k * pw.k);
@@ -54,6 +55,7 @@ __global__ void avgpool_fwd_kernel(const T* __restrict__ x, T* __restrict__ y, i
 template <typename T, int VEC>
 __global__ void avgpool_bwd_kernel(const T* __restrict__ dy, T* __restrict__ dx, int64_t N, int64_t H, int64_t W,
                                    int64_t C, PoolWindow pw) {
+  grid_dependency_begin();
   const int64_t Ho = pw.out_len(H), Wo = pw.out_len(W), G = C / VEC;
   const int64_t total = N * H * W * G;
   const float count = float(pw.k * pw.k);
@@ -88,6 +90,7 @@ __global__ void avgpool_bwd_kernel(const T* __restrict__ dy, T* __restrict__ dx,
 template <typename T, int VEC>
 __global__ void global_avgpool_fwd_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t N, int64_t P,
                                           int64_t C) {
+  grid_dependency_begin();
   constexpr int kAhead = 4;
   const int64_t G = C / VEC, total = N * G;
   const float count = float(P);
@@ -124,6 +127,7 @@ __global__ void global_avgpool_fwd_kernel(const T* __restrict__ x, T* __restrict
 template <typename T, int VEC>
 __global__ void global_avgpool_bwd_kernel(const T* __restrict__ dy, T* __restrict__ dx, int64_t N, int64_t P,
                                           int64_t C) {
+  grid_dependency_begin();
   const int64_t G = C / VEC, total = N * P * G;
   const float count = float(P);
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
@@ -172,9 +176,8 @@ void avgpool_fwd_cuda(const OpCall& c) {
     with_vec<T>(can_vec<T>(s[3], {x.data, y.data}), [&](auto vt) {
       constexpr int V = decltype(vt)::value;
       const int64_t work = y.shape.numel() / V;
-      avgpool_fwd_kernel<T, V><<<grid_for(work, sm_count(gh)), kThreads, 0, stream_of(c)>>>(
+      launch_kernel(c.env, {grid_for(work, sm_count(gh)), kThreads, 0}, avgpool_fwd_kernel<T, V>,
           x.as<T>(), y.as<T>(), s[0], s[1], s[2], s[3], pw);
-      TR_LAUNCH_CHECK();
     });
   });
 }
@@ -195,9 +198,8 @@ void avgpool_bwd_cuda(const OpCall& c) {
     with_vec<T>(can_vec<T>(s[3], {dy.data, dx.data}), [&](auto vt) {
       constexpr int V = decltype(vt)::value;
       const int64_t work = s.numel() / V;
-      avgpool_bwd_kernel<T, V><<<grid_for(work, sm_count(gh)), kThreads, 0, stream_of(c)>>>(
+      launch_kernel(c.env, {grid_for(work, sm_count(gh)), kThreads, 0}, avgpool_bwd_kernel<T, V>,
           dy.as<T>(), dx.as<T>(), s[0], s[1], s[2], s[3], pw);
-      TR_LAUNCH_CHECK();
     });
   });
 }
@@ -216,9 +218,8 @@ void global_avgpool_fwd_cuda(const OpCall& c) {
     with_vec<T>(can_vec<T>(s[3], {x.data, y.data}), [&](auto vt) {
       constexpr int V = decltype(vt)::value;
       const int64_t work = s[0] * (s[3] / V);
-      global_avgpool_fwd_kernel<T, V><<<grid_for(work, sm_count(gh)), kThreads, 0, stream_of(c)>>>(
+      launch_kernel(c.env, {grid_for(work, sm_count(gh)), kThreads, 0}, global_avgpool_fwd_kernel<T, V>,
           x.as<T>(), y.as<T>(), s[0], s[1] * s[2], s[3]);
-      TR_LAUNCH_CHECK();
     });
   });
 }
@@ -239,9 +240,8 @@ void global_avgpool_bwd_cuda(const OpCall& c) {
     with_vec<T>(can_vec<T>(s[3], {dy.data, dx.data}), [&](auto vt) {
       constexpr int V = decltype(vt)::value;
       const int64_t work = s.numel() / V;
-      global_avgpool_bwd_kernel<T, V><<<grid_for(work, sm_count(gh)), kThreads, 0, stream_of(c)>>>(
+      launch_kernel(c.env, {grid_for(work, sm_count(gh)), kThreads, 0}, global_avgpool_bwd_kernel<T, V>,
           dy.as<T>(), dx.as<T>(), s[0], s[1] * s[2], s[3]);
-      TR_LAUNCH_CHECK();
     });
   });
 }

@@ -49,6 +49,7 @@ __device__ __forceinline__ ChanStat stat_from_batch(const float* batch, int64_t 
 // x[rows, C] -> sums (sum x, sum x^2)
 template <typename T, int VEC>
 __global__ void bn_stats_kernel(const T* __restrict__ x, int64_t rows, int64_t C, SumOut<float, 2> out) {
+  grid_dependency_begin();
   const int64_t g = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;
   const int64_t c0 = g * VEC;
   const bool active = c0 < C;
@@ -97,6 +98,7 @@ __global__ void bn_relu_apply_kernel(const T* __restrict__ x, const float* __res
                                      const T* __restrict__ residual, T* __restrict__ y,
                                      float* __restrict__ batch, float* __restrict__ affine, int64_t rows, int64_t C,
                                      double inv_count, float eps, bool relu) {
+  grid_dependency_begin();
   const int64_t g = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;
   const int64_t c0 = g * VEC;
   if (c0 >= C) return;
@@ -155,6 +157,7 @@ template <typename T, int VEC>
 __global__ void bn_relu_bwd_reduce_kernel(const T* __restrict__ dy, const float* __restrict__ affine,
                                           const T* __restrict__ x, const float* __restrict__ batch, int64_t rows,
                                           int64_t C, float eps, bool relu, SumOut<T, 2> out) {
+  grid_dependency_begin();
   const int64_t gi = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;
   const int64_t c0 = gi * VEC;
   const bool active = c0 < C;
@@ -204,6 +207,7 @@ __global__ void __launch_bounds__(kChannelBlockThreads, 4)
                              const float* __restrict__ batch, const T* __restrict__ gamma,
                              const float* __restrict__ dsums, T* __restrict__ dx, int64_t rows, int64_t C,
                              double inv_count, float eps, bool relu) {
+  grid_dependency_begin();
   const int64_t gi = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;
   const int64_t c0 = gi * VEC;
   if (c0 >= C) return;
@@ -248,6 +252,7 @@ __global__ void __launch_bounds__(kChannelBlockThreads, 4)
 template <typename T, int VEC>
 __global__ void bn_relu_infer_kernel(const T* __restrict__ x, const float* __restrict__ affine, T* __restrict__ y,
                                      int64_t rows, int64_t C, bool relu) {
+  grid_dependency_begin();
   const int64_t gi = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;
   const int64_t c0 = gi * VEC;
   if (c0 >= C) return;
@@ -269,6 +274,7 @@ __global__ void bn_relu_infer_kernel(const T* __restrict__ x, const float* __res
 // affine = (gamma * rsqrt(var + eps), beta - mean * scale)
 __global__ void bn_fold_kernel(const float* __restrict__ gamma, const float* __restrict__ beta,
                                const float* __restrict__ running, float* __restrict__ affine, int64_t C, float eps) {
+  grid_dependency_begin();
   const int64_t ch = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (ch >= C) return;
   const double scale = double(gamma[ch]) / sqrt(double(running[C + ch]) + double(eps));
@@ -326,7 +332,6 @@ void bn_stats_cuda(const OpCall& c) {
   check_dtype(sums, DType::F32, op, "sums");
   check_numel(sums, 2 * rc.c, op, "sums");
   const GpuHandles& gh = handles_of(c, op);
-  const cudaStream_t s = stream_of(c);
   dispatch_float(x.dtype, op, [&](auto tag) {
     using T = decltype(tag);
     const int vec = pick_vec<T, kVec16<T>>(rc.c, {x.data});
@@ -337,12 +342,11 @@ void bn_stats_cuda(const OpCall& c) {
     out.f32 = sums.as<float>();
     if (vec == kVec16<T>) {
       constexpr int V = kVec16<T>;
-      bn_stats_kernel<T, V><<<g.grid, g.block, sum_smem_bytes<2, V>(), s>>>(x.as<T>(), rc.rows, rc.c, out);
+      launch_kernel(c.env, {g.grid, g.block, sum_smem_bytes<2, V>()}, bn_stats_kernel<T, V>, x.as<T>(), rc.rows, rc.c, out);
     } else {
-      bn_stats_kernel<T, 1><<<g.grid, g.block, sum_smem_bytes<2, 1>(), s>>>(x.as<T>(), rc.rows, rc.c, out);
+      launch_kernel(c.env, {g.grid, g.block, sum_smem_bytes<2, 1>()}, bn_stats_kernel<T, 1>, x.as<T>(), rc.rows, rc.c, out);
     }
-    TR_LAUNCH_CHECK();
-    launch_finalize<float, 2>(g, rc.c, out, s);
+    launch_finalize<float, 2>(g, rc.c, out, c.env);
   });
 }
 
@@ -373,14 +377,13 @@ void bn_relu_apply_cuda(const OpCall& c) {
   check_numel(affine, 2 * rc.c, op, "affine");
   const double inv_count = inv_count_of(c, x, rc.rows, op);
   const GpuHandles& gh = handles_of(c, op);
-  const cudaStream_t s = stream_of(c);
   dispatch_float(x.dtype, op, [&](auto tag) {
     using T = decltype(tag);
     const int vec = pick_vec<T>(rc.c, {x.data, y.data, residual});
     const ChannelGrid g = channel_grid(rc.rows, rc.c, vec, sm_count(gh), kApplyBlocksPerSm, kMinRowsPerThread);
     auto launch = [&](auto vtag) {
       constexpr int V = decltype(vtag)::value;
-      bn_relu_apply_kernel<T, V><<<g.grid, g.block, 0, s>>>(x.as<T>(), sums.as<float>(), gamma.as<T>(),
+      launch_kernel(c.env, {g.grid, g.block, 0}, bn_relu_apply_kernel<T, V>, x.as<T>(), sums.as<float>(), gamma.as<T>(),
                                                             beta.as<T>(), static_cast<const T*>(residual),
                                                             y.as<T>(), batch.as<float>(),
                                                             affine.as<float>(), rc.rows, rc.c, inv_count,
@@ -388,7 +391,6 @@ void bn_relu_apply_cuda(const OpCall& c) {
     };
     if (vec == kBnVec<T>) launch(std::integral_constant<int, kBnVec<T>>{});
     else launch(std::integral_constant<int, 1>{});
-    TR_LAUNCH_CHECK();
   });
 }
 
@@ -415,7 +417,6 @@ void bn_relu_bwd_reduce_cuda(const OpCall& c) {
   check_dtype(dsums, DType::F32, op, "dsums");
   check_numel(dsums, 2 * rc.c, op, "dsums");
   const GpuHandles& gh = handles_of(c, op);
-  const cudaStream_t s = stream_of(c);
   const bool relu = attrs_of(c, op).relu;
   dispatch_float(x.dtype, op, [&](auto tag) {
     using T = decltype(tag);
@@ -429,14 +430,13 @@ void bn_relu_bwd_reduce_cuda(const OpCall& c) {
     out.t[1] = dgamma.as<T>();  // dgamma = sum g * xhat
     auto launch = [&](auto vtag) {
       constexpr int V = decltype(vtag)::value;
-      bn_relu_bwd_reduce_kernel<T, V><<<g.grid, g.block, sum_smem_bytes<2, V>(), s>>>(
+      launch_kernel(c.env, {g.grid, g.block, sum_smem_bytes<2, V>()}, bn_relu_bwd_reduce_kernel<T, V>,
           dy.as<T>(), affine.as<float>(), x.as<T>(), batch.as<float>(), rc.rows, rc.c, attrs_of(c, op).eps, relu,
           out);
     };
     if (vec == kBnVec<T>) launch(std::integral_constant<int, kBnVec<T>>{});
     else launch(std::integral_constant<int, 1>{});
-    TR_LAUNCH_CHECK();
-    launch_finalize<T, 2>(g, rc.c, out, s);
+    launch_finalize<T, 2>(g, rc.c, out, c.env);
   });
 }
 
@@ -463,20 +463,18 @@ void bn_relu_bwd_apply_cuda(const OpCall& c) {
   check_numel(dsums, 2 * rc.c, op, "dsums");
   const double inv_count = inv_count_of(c, x, rc.rows, op);
   const GpuHandles& gh = handles_of(c, op);
-  const cudaStream_t s = stream_of(c);
   dispatch_float(x.dtype, op, [&](auto tag) {
     using T = decltype(tag);
     const int vec = pick_vec<T>(rc.c, {dy.data, x.data, dx.data});
     const ChannelGrid g = channel_grid(rc.rows, rc.c, vec, sm_count(gh), kApplyBlocksPerSm, kMinRowsPerThread);
     auto launch = [&](auto vtag) {
       constexpr int V = decltype(vtag)::value;
-      bn_relu_bwd_apply_kernel<T, V><<<g.grid, g.block, 0, s>>>(
+      launch_kernel(c.env, {g.grid, g.block, 0}, bn_relu_bwd_apply_kernel<T, V>,
           dy.as<T>(), affine.as<float>(), x.as<T>(), batch.as<float>(), gamma.as<T>(), dsums.as<float>(), dx.as<T>(),
           rc.rows, rc.c, inv_count, attrs_of(c, op).eps, attrs_of(c, op).relu);
     };
     if (vec == kBnVec<T>) launch(std::integral_constant<int, kBnVec<T>>{});
     else launch(std::integral_constant<int, 1>{});
-    TR_LAUNCH_CHECK();
   });
 }
 
@@ -491,19 +489,17 @@ void bn_relu_infer_cuda(const OpCall& c) {
   check_numel(affine, 2 * rc.c, op, "affine");
   check_activation(y, x, op, "y");
   const GpuHandles& gh = handles_of(c, op);
-  const cudaStream_t s = stream_of(c);
   dispatch_float(x.dtype, op, [&](auto tag) {
     using T = decltype(tag);
     const int vec = pick_vec<T>(rc.c, {x.data, y.data});
     const ChannelGrid g = channel_grid(rc.rows, rc.c, vec, sm_count(gh), kApplyBlocksPerSm, kMinRowsPerThread);
     auto launch = [&](auto vtag) {
       constexpr int V = decltype(vtag)::value;
-      bn_relu_infer_kernel<T, V><<<g.grid, g.block, 0, s>>>(x.as<T>(), affine.as<float>(), y.as<T>(), rc.rows,
+      launch_kernel(c.env, {g.grid, g.block, 0}, bn_relu_infer_kernel<T, V>, x.as<T>(), affine.as<float>(), y.as<T>(), rc.rows,
                                                             rc.c, attrs_of(c, op).relu);
     };
     if (vec == kBnVec<T>) launch(std::integral_constant<int, kBnVec<T>>{});
     else launch(std::integral_constant<int, 1>{});
-    TR_LAUNCH_CHECK();
   });
 }
 
@@ -519,11 +515,9 @@ void bn_fold_cuda(const OpCall& c) {
   check_numel(beta, C, op, "beta");
   check_numel(running, 2 * C, op, "running");
   check_numel(affine, 2 * C, op, "affine");
-  const cudaStream_t s = stream_of(c);
-  bn_fold_kernel<<<unsigned(ceil_div(C, 256)), 256, 0, s>>>(gamma.as<float>(), beta.as<float>(),
+  launch_kernel(c.env, {unsigned(ceil_div(C, 256)), 256, 0}, bn_fold_kernel, gamma.as<float>(), beta.as<float>(),
                                                              running.as<float>(), affine.as<float>(), C,
                                                              attrs_of(c, op).eps);
-  TR_LAUNCH_CHECK();
 }
 
 }  // namespace tr

@@ -36,6 +36,7 @@ constexpr int kTileLoadUnroll = 4;       // loads in flight per thread while fil
 template <typename T, int C, int KV>
 __global__ void conv_small_fwd_kernel(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ y, int N,
                                       int H, int W, int K) {
+  grid_dependency_begin();
   extern __shared__ float sw[];
   const int tid = threadIdx.y * blockDim.x + threadIdx.x;
   for (int i = tid; i < K * 9 * C; i += blockDim.x * blockDim.y) {
@@ -140,6 +141,7 @@ constexpr size_t small_filter_smem_bytes() {
 template <typename T, int C, int VL>
 __global__ void conv_small_bwd_filter_kernel(const T* __restrict__ x, const T* __restrict__ dy, int N, int H, int W,
                                              int K, int row_tiles, int w_tiles, SumOut<T, 1> out) {
+  grid_dependency_begin();
   extern __shared__ float sdy[];  // [by][kSmallTW][bx]; reused by block_sum_store at the end
   const int tx = threadIdx.x, ty = threadIdx.y, bx = blockDim.x, by = blockDim.y;
   const int tid = ty * bx + tx;
@@ -231,7 +233,7 @@ __global__ void conv_small_bwd_filter_kernel(const T* __restrict__ x, const T* _
 }
 
 template <typename T, int C>
-void launch_small_c(const ConvKey& key, const OpCall& c, const GpuHandles& gh, void* ws, cudaStream_t s) {
+void launch_small_c(const ConvKey& key, const OpCall& c, const GpuHandles& gh, void* ws) {
   const int sms = sm_count(gh);
   const int N = int(key.n), H = int(key.h), W = int(key.w), K = int(key.k);
   if (key.dir == ConvDir::Fwd) {
@@ -246,12 +248,11 @@ void launch_small_c(const ConvKey& key, const OpCall& c, const GpuHandles& gh, v
       int64_t row_blocks = ceil_div(key.n * key.h, by);
       const int64_t cap = int64_t(sms) * 8 / chan_blocks;
       if (row_blocks > cap) row_blocks = cap < 1 ? 1 : cap;
-      conv_small_fwd_kernel<T, C, KV><<<dim3(unsigned(row_blocks), chan_blocks), dim3(bx, by), smem, s>>>(
+      launch_kernel(c.env, {dim3(unsigned(row_blocks), chan_blocks), dim3(bx, by), smem}, conv_small_fwd_kernel<T, C, KV>,
           c.in[0].as<T>(), c.in[1].as<T>(), c.out[0].as<T>(), N, H, W, K);
     };
     if (key.k % kVec16<T> == 0 && aligned_to(c.out[0].data, 16)) run(std::integral_constant<int, kVec16<T>>{});
     else run(std::integral_constant<int, 1>{});
-    TR_LAUNCH_CHECK();
     return;
   }
   const SmallFilterGeom g = small_filter_geom(key, sms);
@@ -263,27 +264,26 @@ void launch_small_c(const ConvKey& key, const OpCall& c, const GpuHandles& gh, v
   const bool vec = g.bx % V == 0 && K % V == 0 && aligned_to(c.in[1].data, 16);
   auto run = [&](auto vl) {
     constexpr int VL = decltype(vl)::value;
-    conv_small_bwd_filter_kernel<T, C, VL><<<g.grid, g.block, small_filter_smem_bytes<C>(), s>>>(
+    launch_kernel(c.env, {g.grid, g.block, small_filter_smem_bytes<C>()}, conv_small_bwd_filter_kernel<T, C, VL>,
         c.in[0].as<T>(), c.in[1].as<T>(), N, H, W, K, g.row_tiles, g.w_tiles, out);
   };
   if (vec) run(std::integral_constant<int, V>{});
   else run(std::integral_constant<int, 1>{});
-  TR_LAUNCH_CHECK();
   ChannelGrid fg;  // launch_finalize needs only the number of row blocks
   fg.grid = g.grid;
-  launch_finalize<T, 1>(fg, key.k * 9 * C, out, s);
+  launch_finalize<T, 1>(fg, key.k * 9 * C, out, c.env);
 }
 
-void run_small_c(const ConvKey& key, const OpCall& c, const GpuHandles& gh, void* ws, cudaStream_t s) {
+void run_small_c(const ConvKey& key, const OpCall& c, const GpuHandles& gh, void* ws) {
   TR_CHECK(uses_small_c_kernel(key), "conv small-C: no kernel for ", key.str());
   TR_CHECK(key.n * key.h * key.w * key.k < (int64_t(1) << 31), "conv small-C: shape too large: ", key.str());
   dispatch_float(key.dtype, "conv small-C", [&](auto tag) {
     using T = decltype(tag);
     switch (key.c) {
-      case 1: launch_small_c<T, 1>(key, c, gh, ws, s); break;
-      case 2: launch_small_c<T, 2>(key, c, gh, ws, s); break;
-      case 3: launch_small_c<T, 3>(key, c, gh, ws, s); break;
-      case 4: launch_small_c<T, 4>(key, c, gh, ws, s); break;
+      case 1: launch_small_c<T, 1>(key, c, gh, ws); break;
+      case 2: launch_small_c<T, 2>(key, c, gh, ws); break;
+      case 3: launch_small_c<T, 3>(key, c, gh, ws); break;
+      case 4: launch_small_c<T, 4>(key, c, gh, ws); break;
       default: TR_CHECK(false, "conv small-C: no kernel for ", key.str());
     }
   });
@@ -325,7 +325,7 @@ ConvLaunch begin(const OpCall& c, OpKind kind, const char* op) {
   l.ws = workspace(gh, l.plan->workspace_bytes, op);
   l.done = false;
   if (l.plan->impl == ConvImpl::SmallC) {
-    run_small_c(key, c, gh, l.ws, stream_of(c));
+    run_small_c(key, c, gh, l.ws);
     l.done = true;
     return l;
   }

@@ -22,6 +22,7 @@
 #include "framework/ops/op_call.h"
 #include "framework/core/gpu_check_cuda.h"
 #include "framework/ops/gpu_handles.h"
+#include "framework/ops/kernel_launch_cuda.h"
 
 namespace tr::cuda {
 
@@ -240,6 +241,7 @@ __device__ __forceinline__ void block_sum_store(const float (&acc)[NACC][VEC], i
 // subsets, then a fixed 32-lane tree). Block (32, 32), grid ceil(C/32).
 template <typename T, int NACC>
 __global__ void finalize_sums(const float* __restrict__ partial, int nb, int64_t C, SumOut<T, NACC> out) {
+  grid_dependency_begin();
   __shared__ float sm[NACC][32][33];
   const int tx = threadIdx.x, ty = threadIdx.y;
   const int64_t ch = int64_t(blockIdx.x) * 32 + tx;
@@ -278,10 +280,9 @@ inline size_t sum_partial_bytes(const ChannelGrid& g, int64_t C) {
 }
 
 template <typename T, int NACC>
-inline void launch_finalize(const ChannelGrid& g, int64_t C, const SumOut<T, NACC>& out, cudaStream_t s) {
+inline void launch_finalize(const ChannelGrid& g, int64_t C, const SumOut<T, NACC>& out, const ExecEnv* env) {
   if (g.grid.x <= 1) return;
-  finalize_sums<T, NACC><<<unsigned(ceil_div(C, 32)), dim3(32, 32), 0, s>>>(out.partial, int(g.grid.x), C, out);
-  TR_LAUNCH_CHECK();
+  launch_kernel(env, {unsigned(ceil_div(C, 32)), dim3(32, 32), 0}, finalize_sums<T, NACC>, out.partial, int(g.grid.x), C, out);
 }
 
 }  // namespace tr::cuda

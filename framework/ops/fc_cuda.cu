@@ -61,6 +61,7 @@ size_t round_up256(size_t v) { return (v + 255) / 256 * 256; }
 // y[n,m] = T(src[n,m] + b[m]); src is y itself (f32) or an fp32 GEMM result (f16)
 template <typename S, typename T, int VEC>
 __global__ void bias_add_kernel(const S* src, const T* __restrict__ b, T* y, int64_t N, int64_t M) {
+  grid_dependency_begin();
   const int64_t G = M / VEC, total = N * G;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t g = i % G;
@@ -76,6 +77,7 @@ __global__ void bias_add_kernel(const S* src, const T* __restrict__ b, T* y, int
 // db[M] = sum_n dy[n, :] (per-channel sum over rows, Note [deterministic kernels])
 template <typename T, int VEC>
 __global__ void col_sum_kernel(const T* __restrict__ dy, int64_t rows, int64_t M, SumOut<T, 1> out) {
+  grid_dependency_begin();
   const int64_t g = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;
   const int64_t c0 = g * VEC;
   const bool active = c0 < M;
@@ -103,20 +105,19 @@ bool vec_ok(int64_t inner, std::initializer_list<const void*> ptrs) {
 }
 
 template <typename S, typename T>
-void launch_bias_add(const S* src, const T* b, T* y, int64_t N, int64_t M, int sms, cudaStream_t s) {
+void launch_bias_add(const S* src, const T* b, T* y, int64_t N, int64_t M, int sms, const ExecEnv* env) {
   auto run = [&](auto vt) {
     constexpr int V = decltype(vt)::value;
     int64_t blocks = ceil_div(N * (M / V), kThreads);
     if (blocks > int64_t(sms) * 8) blocks = int64_t(sms) * 8;
-    bias_add_kernel<S, T, V><<<unsigned(blocks < 1 ? 1 : blocks), kThreads, 0, s>>>(src, b, y, N, M);
+    launch_kernel(env, {unsigned(blocks < 1 ? 1 : blocks), kThreads, 0}, bias_add_kernel<S, T, V>, src, b, y, N, M);
   };
   if (vec_ok<T>(M, {src, b, y}) && aligned_to(src, sizeof(S) * kVec16<T>)) run(std::integral_constant<int, kVec16<T>>{});
   else run(std::integral_constant<int, 1>{});
-  TR_LAUNCH_CHECK();
 }
 
 template <typename T>
-void launch_col_sum(const GpuHandles& gh, const T* dy, T* db, int64_t N, int64_t M, cudaStream_t s,
+void launch_col_sum(const GpuHandles& gh, const T* dy, T* db, int64_t N, int64_t M, const ExecEnv* env,
                     const char* op) {
   const int vec = vec_ok<T>(M, {dy}) ? kVec16<T> : 1;
   const ChannelGrid g = channel_grid(N, M, vec, sm_count(gh), 4, 4);
@@ -125,12 +126,11 @@ void launch_col_sum(const GpuHandles& gh, const T* dy, T* db, int64_t N, int64_t
   out.t[0] = db;
   auto run = [&](auto vt) {
     constexpr int V = decltype(vt)::value;
-    col_sum_kernel<T, V><<<g.grid, g.block, sum_smem_bytes<1, V>(), s>>>(dy, N, M, out);
+    launch_kernel(env, {g.grid, g.block, sum_smem_bytes<1, V>()}, col_sum_kernel<T, V>, dy, N, M, out);
   };
   if (vec == kVec16<T>) run(std::integral_constant<int, kVec16<T>>{});
   else run(std::integral_constant<int, 1>{});
-  TR_LAUNCH_CHECK();
-  launch_finalize<T, 1>(g, M, out, s);
+  launch_finalize<T, 1>(g, M, out, env);
 }
 
 struct FcDims {
@@ -170,13 +170,13 @@ void fc_fwd_cuda(const OpCall& c) {
     if constexpr (std::is_same_v<T, float>) {
       gemm(gh, s, x.dtype, x.dtype, CUBLAS_OP_T, CUBLAS_OP_N, d.m, d.n, d.k, a.scale, w.data, d.k, x.data, d.k, 0.f,
            y.data, d.m);
-      launch_bias_add<float, float>(y.as<float>(), c.in[2].as<float>(), y.as<float>(), d.n, d.m, sms, s);
+      launch_bias_add<float, float>(y.as<float>(), c.in[2].as<float>(), y.as<float>(), d.n, d.m, sms, c.env);
     } else {
       const size_t acc_bytes = round_up256(size_t(d.n * d.m) * sizeof(float));
       float* acc = static_cast<float*>(workspace(gh, acc_bytes, op));
       gemm(gh, s, x.dtype, DType::F32, CUBLAS_OP_T, CUBLAS_OP_N, d.m, d.n, d.k, a.scale, w.data, d.k, x.data, d.k,
            0.f, acc, d.m, acc_bytes);
-      launch_bias_add<float, T>(acc, c.in[2].as<T>(), y.as<T>(), d.n, d.m, sms, s);
+      launch_bias_add<float, T>(acc, c.in[2].as<T>(), y.as<T>(), d.n, d.m, sms, c.env);
     }
   });
 }
@@ -227,7 +227,7 @@ void fc_bwd_weight_cuda(const OpCall& c) {
     using T = decltype(tag);
     gemm(gh, s, x.dtype, x.dtype, CUBLAS_OP_N, CUBLAS_OP_T, d.k, d.m, d.n, a.scale, x.data, d.k, dy.data, d.m, 0.f, dw.data,
          d.k);
-    if (a.has_bias) launch_col_sum<T>(gh, dy.as<T>(), c.out[1].as<T>(), d.n, d.m, s, op);
+    if (a.has_bias) launch_col_sum<T>(gh, dy.as<T>(), c.out[1].as<T>(), d.n, d.m, c.env, op);
   });
 }
 

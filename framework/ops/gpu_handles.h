@@ -17,6 +17,9 @@ struct GpuHandles {
   size_t workspace_bytes = 0;
   ConvPlanCache* conv_plans = nullptr;  // algorithms chosen once per shape (warm-up), looked up at launch
   bool deterministic = true;    // choose deterministic algorithms only
+  // Launch our kernels with programmatic dependencies (Note [programmatic
+  // dependent launch], kernel_launch_cuda.h); false: --no-pdl.
+  bool programmatic_launch = true;
   int sm_count = 0;             // streaming multiprocessors of `device`, read once when the handles are made
 };
 

@@ -32,6 +32,7 @@ template <typename T, bool AUG>
 __global__ void input_prep_kernel(const uint8_t* __restrict__ img, const int32_t* __restrict__ labels_src,
                                   T* __restrict__ x, int32_t* __restrict__ labels, PrepDims d, Norm norm,
                                   AugmentParams aug, const TrainScalars* __restrict__ scalars) {
+  grid_dependency_begin();
   const int64_t total = d.Nout * d.h * d.w * d.C;
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   const int64_t tid = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -101,12 +102,11 @@ void input_prep_cuda(const OpCall& c) {
     if (blocks > cap) blocks = cap;
     const TrainScalars* s = aug.any() ? c.env->scalars : nullptr;
     if (aug.any())
-      input_prep_kernel<T, true><<<unsigned(blocks), kThreads, 0, stream_of(c)>>>(
+      launch_kernel(c.env, {unsigned(blocks), kThreads, 0}, input_prep_kernel<T, true>,
           images.as<uint8_t>(), labels_src.as<int32_t>(), x.as<T>(), labels.as<int32_t>(), d, norm, aug, s);
     else
-      input_prep_kernel<T, false><<<unsigned(blocks), kThreads, 0, stream_of(c)>>>(
+      launch_kernel(c.env, {unsigned(blocks), kThreads, 0}, input_prep_kernel<T, false>,
           images.as<uint8_t>(), labels_src.as<int32_t>(), x.as<T>(), labels.as<int32_t>(), d, norm, aug, s);
-    TR_LAUNCH_CHECK();
   });
 }
 

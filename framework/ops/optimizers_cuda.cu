@@ -40,6 +40,7 @@ __global__ void __launch_bounds__(range::kThreads)
     sgd_nesterov_kernel(__grid_constant__ const range::SegTable t, float* __restrict__ p,
                         const float* __restrict__ g, float* __restrict__ v, const TrainScalars* s,
                         float mu, float wd) {
+  cuda::grid_dependency_begin();
   if (s->found_inf) return;
   const float lr = s->lr;
   range::for_each_seg_piece(t, [&](int64_t i, int count, bool decay) {
@@ -59,6 +60,7 @@ __global__ void __launch_bounds__(range::kThreads)
     adamw_kernel(__grid_constant__ const range::SegTable t, float* __restrict__ p,
                  const float* __restrict__ g, float* __restrict__ m, float* __restrict__ v,
                  const TrainScalars* s, float wd, float b1, float b2, float eps) {
+  cuda::grid_dependency_begin();
   if (s->found_inf) return;
   const range::AdamCoef k = range::adam_coef(s->lr, wd, b1, b2, eps, s->step);
   range::for_each_seg_piece(t, [&](int64_t i, int count, bool decay) {
@@ -80,6 +82,7 @@ __global__ void __launch_bounds__(kLarsThreads)
     lars_kernel(__grid_constant__ const range::SegTable t, float* __restrict__ p,
                 const float* __restrict__ g, float* __restrict__ v, const TrainScalars* s, float mu,
                 float wd, float trust_coef) {
+  cuda::grid_dependency_begin();
   if (s->found_inf) return;  // uniform over the grid: no cluster barrier is left waiting
   cg::cluster_group cluster = cg::this_cluster();
   const int seg = blockIdx.y;
@@ -222,58 +225,43 @@ float* f32(const RangeOperand& o) { return static_cast<float*>(o.data); }
 void sgd_nesterov_cuda(const RangeCall& c) {
   const TrainScalars* s = check_optimizer(c, 3, "SgdNesterov");
   const RangeAttrs& a = *c.attrs;
-  cudaStream_t stream = range::stream_of(c);
   const RangeOperand& P = c.ops[0];
   range::SegTable t;
   for (int k = 0; k < P.n_segs;) {
     k += range::fill_seg_table(P.segs, k, P.n_segs, t, "SgdNesterov");
     if (t.n == 0) continue;
-    sgd_nesterov_kernel<<<range::grid_for_tiles(c, t.tiles), range::kThreads, 0, stream>>>(
+    cuda::launch_kernel(c.env, {dim3(range::grid_for_tiles(c, t.tiles)), range::kThreads, 0}, sgd_nesterov_kernel,
         t, f32(P), f32(c.ops[1]), f32(c.ops[2]), s, a.momentum, a.weight_decay);
-    TR_LAUNCH_CHECK();
   }
 }
 
 void adamw_cuda(const RangeCall& c) {
   const TrainScalars* s = check_optimizer(c, 4, "AdamW");
   const RangeAttrs& a = *c.attrs;
-  cudaStream_t stream = range::stream_of(c);
   const RangeOperand& P = c.ops[0];
   range::SegTable t;
   for (int k = 0; k < P.n_segs;) {
     k += range::fill_seg_table(P.segs, k, P.n_segs, t, "AdamW");
     if (t.n == 0) continue;
-    adamw_kernel<<<range::grid_for_tiles(c, t.tiles), range::kThreads, 0, stream>>>(
+    cuda::launch_kernel(c.env, {dim3(range::grid_for_tiles(c, t.tiles)), range::kThreads, 0}, adamw_kernel,
         t, f32(P), f32(c.ops[1]), f32(c.ops[2]), f32(c.ops[3]), s, a.weight_decay, a.beta1, a.beta2,
         a.adam_eps);
-    TR_LAUNCH_CHECK();
   }
 }
 
 void lars_cuda(const RangeCall& c) {
   const TrainScalars* s = check_optimizer(c, 3, "Lars");
   const RangeAttrs& a = *c.attrs;
-  cudaStream_t stream = range::stream_of(c);
   const RangeOperand& P = c.ops[0];
   const unsigned cluster = unsigned(lars_cluster_size());
   range::SegTable t;
   for (int k = 0; k < P.n_segs;) {
     k += range::fill_seg_table(P.segs, k, P.n_segs, t, "Lars");
     if (t.n == 0) continue;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(cluster, t.n);
-    cfg.blockDim = dim3(kLarsThreads);
-    cfg.stream = stream;
-    cudaLaunchAttribute attr;
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = cluster;
-    attr.val.clusterDim.y = 1;
-    attr.val.clusterDim.z = 1;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-    TR_GPU_CHECK(cudaLaunchKernelEx(&cfg, lars_kernel, t, f32(P), static_cast<const float*>(c.ops[1].data),
-                                    f32(c.ops[2]), s, a.momentum, a.weight_decay, a.trust_coef));
-    TR_LAUNCH_CHECK();  // counts the launch (Note [launch accounting])
+    cuda::LaunchShape shape{dim3(cluster, t.n), dim3(kLarsThreads)};
+    shape.cluster_x = cluster;
+    cuda::launch_kernel(c.env, shape, lars_kernel, t, f32(P), static_cast<const float*>(c.ops[1].data), f32(c.ops[2]),
+                        s, a.momentum, a.weight_decay, a.trust_coef);
   }
 }
 

@@ -36,6 +36,7 @@ unsigned grid_for(int64_t work, int sms) { return grid_stride_blocks(work, sms, 
 template <typename T, int VEC>
 __global__ void maxpool_fwd_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t N, int64_t H, int64_t W,
                                     int64_t C) {
+  grid_dependency_begin();
   const int64_t Ho = H / 2, Wo = W / 2, G = C / VEC;
   const int64_t total = N * Ho * Wo * G;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
@@ -65,6 +66,7 @@ __global__ void maxpool_fwd_kernel(const T* __restrict__ x, T* __restrict__ y, i
 template <typename T, int VEC>
 __global__ void maxpool_bwd_kernel(const T* __restrict__ dy, const T* __restrict__ x, const T* __restrict__ y,
                                     T* __restrict__ dx, int64_t N, int64_t H, int64_t W, int64_t C) {
+  grid_dependency_begin();
   const int64_t Ho = H / 2, Wo = W / 2, Hw = (H + 1) / 2, Ww = (W + 1) / 2, G = C / VEC;
   const int64_t total = N * Hw * Ww * G;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
@@ -114,6 +116,7 @@ __global__ void maxpool_bwd_kernel(const T* __restrict__ dy, const T* __restrict
 template <typename T, int VEC>
 __global__ void maxpool_fwd_general_kernel(const T* __restrict__ x, T* __restrict__ y, uint8_t* __restrict__ argmax,
                                            int64_t N, int64_t H, int64_t W, int64_t C, PoolWindow pw) {
+  grid_dependency_begin();
   const int64_t Ho = pw.out_len(H), Wo = pw.out_len(W), G = C / VEC;
   const int64_t total = N * Ho * Wo * G;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
@@ -154,6 +157,7 @@ __global__ void maxpool_fwd_general_kernel(const T* __restrict__ x, T* __restric
 template <typename T, int VEC>
 __global__ void maxpool_bwd_argmax_kernel(const T* __restrict__ dy, const uint8_t* __restrict__ argmax,
                                           T* __restrict__ dx, int64_t N, int H, int W, int C, PoolWindow pw) {
+  grid_dependency_begin();
   const int Ho = int(pw.out_len(H)), Wo = int(pw.out_len(W)), G = C / VEC;
   const int per_image = H * W * G;
   const int k = int(pw.k), stride = int(pw.stride), pad = int(pw.pad);
@@ -213,6 +217,7 @@ template <typename T, int VEC>
 __global__ void maxpool_bwd_general_kernel(const T* __restrict__ dy, const T* __restrict__ x,
                                            const T* __restrict__ y, T* __restrict__ dx, int64_t N, int64_t H,
                                            int64_t W, int64_t C, PoolWindow pw) {
+  grid_dependency_begin();
   const int64_t Ho = pw.out_len(H), Wo = pw.out_len(W), G = C / VEC;
   const int64_t tiles_h = (H + kTileH - 1) / kTileH, tiles_w = (W + kTileW - 1) / kTileW;
   const int64_t total = N * tiles_h * tiles_w * kTileH * kTileW * G;
@@ -286,6 +291,7 @@ __global__ void maxpool_bwd_general_kernel(const T* __restrict__ dy, const T* __
 template <typename T, int VEC>
 __global__ void global_maxpool_fwd_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t N, int64_t P,
                                           int64_t C) {
+  grid_dependency_begin();
   const int64_t G = C / VEC, total = N * G;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t g = i % G, n = i / G;
@@ -306,6 +312,7 @@ __global__ void global_maxpool_fwd_kernel(const T* __restrict__ x, T* __restrict
 template <typename T, int VEC>
 __global__ void global_maxpool_bwd_kernel(const T* __restrict__ dy, const T* __restrict__ x, const T* __restrict__ y,
                                           T* __restrict__ dx, int64_t N, int64_t P, int64_t C) {
+  grid_dependency_begin();
   const int64_t G = C / VEC, total = N * G;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t g = i % G, n = i / G;
@@ -383,9 +390,8 @@ void maxpool_bwd_from_argmax(const OpCall& c, const Nhwc& d, const PoolWindow& p
       const int64_t per_image_blocks = std::max<int64_t>(1, blocks / d.n);
       const unsigned gx = unsigned(std::min<int64_t>(ceil_div(per_image, kThreads), per_image_blocks));
       const unsigned gy = unsigned(std::min<int64_t>(d.n, 65535));
-      maxpool_bwd_argmax_kernel<T, V><<<dim3(gx, gy), kThreads, 0, stream_of(c)>>>(
+      launch_kernel(c.env, {dim3(gx, gy), kThreads, 0}, maxpool_bwd_argmax_kernel<T, V>,
           dy.as<T>(), static_cast<const uint8_t*>(argmax.data), dx.as<T>(), d.n, int(d.h), int(d.w), int(d.c), pw);
-      TR_LAUNCH_CHECK();
     });
   });
 }
@@ -419,11 +425,10 @@ void maxpool_fwd_cuda(const OpCall& c) {
       if (work == 0) return;
       const unsigned grid = grid_for(work, sm_count(gh));
       if (fast)
-        maxpool_fwd_kernel<T, V><<<grid, kThreads, 0, stream_of(c)>>>(x.as<T>(), y.as<T>(), d.n, d.h, d.w, d.c);
+        launch_kernel(c.env, {dim3(grid), kThreads, 0}, maxpool_fwd_kernel<T, V>, x.as<T>(), y.as<T>(), d.n, d.h, d.w, d.c);
       else
-        maxpool_fwd_general_kernel<T, V><<<grid, kThreads, 0, stream_of(c)>>>(x.as<T>(), y.as<T>(), argmax, d.n,
+        launch_kernel(c.env, {dim3(grid), kThreads, 0}, maxpool_fwd_general_kernel<T, V>, x.as<T>(), y.as<T>(), argmax, d.n,
                                                                                 d.h, d.w, d.c, pw);
-      TR_LAUNCH_CHECK();
     });
   });
 }
@@ -453,15 +458,14 @@ void maxpool_bwd_cuda(const OpCall& c) {
       if (fast) {  // one item per (possibly partial) 2x2 window
         const int64_t work = d.n * ((d.h + 1) / 2) * ((d.w + 1) / 2) * (d.c / V);
         if (work == 0) return;
-        maxpool_bwd_kernel<T, V><<<grid_for(work, sm_count(gh)), kThreads, 0, stream_of(c)>>>(
+        launch_kernel(c.env, {grid_for(work, sm_count(gh)), kThreads, 0}, maxpool_bwd_kernel<T, V>,
             dy.as<T>(), x.as<T>(), y.as<T>(), dx.as<T>(), d.n, d.h, d.w, d.c);
       } else {  // one item per input position of whole tiles
         const int64_t work = d.n * ceil_div(d.h, kTileH) * kTileH * ceil_div(d.w, kTileW) * kTileW * (d.c / V);
         if (work == 0) return;
-        maxpool_bwd_general_kernel<T, V><<<grid_for(work, sm_count(gh)), kThreads, 0, stream_of(c)>>>(
+        launch_kernel(c.env, {grid_for(work, sm_count(gh)), kThreads, 0}, maxpool_bwd_general_kernel<T, V>,
             dy.as<T>(), x.as<T>(), y.as<T>(), dx.as<T>(), d.n, d.h, d.w, d.c, pw);
       }
-      TR_LAUNCH_CHECK();
     });
   });
 }
@@ -481,9 +485,8 @@ void global_maxpool_fwd_cuda(const OpCall& c) {
       constexpr int V = decltype(vt)::value;
       const int64_t work = d.n * (d.c / V);
       if (work == 0) return;
-      global_maxpool_fwd_kernel<T, V><<<grid_for(work, sm_count(gh)), kThreads, 0, stream_of(c)>>>(
+      launch_kernel(c.env, {grid_for(work, sm_count(gh)), kThreads, 0}, global_maxpool_fwd_kernel<T, V>,
           x.as<T>(), y.as<T>(), d.n, d.h * d.w, d.c);
-      TR_LAUNCH_CHECK();
     });
   });
 }
@@ -506,9 +509,8 @@ void global_maxpool_bwd_cuda(const OpCall& c) {
       constexpr int V = decltype(vt)::value;
       const int64_t work = d.n * (d.c / V);
       if (work == 0) return;
-      global_maxpool_bwd_kernel<T, V><<<grid_for(work, sm_count(gh)), kThreads, 0, stream_of(c)>>>(
+      launch_kernel(c.env, {grid_for(work, sm_count(gh)), kThreads, 0}, global_maxpool_bwd_kernel<T, V>,
           dy.as<T>(), x.as<T>(), y.as<T>(), dx.as<T>(), d.n, d.h * d.w, d.c);
-      TR_LAUNCH_CHECK();
     });
   });
 }

@@ -22,6 +22,7 @@ template <class Op>
 __global__ void __launch_bounds__(range::kThreads)
     binary_f32_kernel(float* __restrict__ d, const float* __restrict__ s, int64_t n, Op op,
                       const int32_t* skip_flag) {
+  cuda::grid_dependency_begin();
   if (skip_flag != nullptr && *skip_flag != 0) return;
   for (int64_t tile = blockIdx.x; tile * range::kTile < n; tile += gridDim.x) {
     const int64_t i = tile * range::kTile + int64_t(threadIdx.x) * range::kVec;
@@ -51,9 +52,8 @@ void launch_binary(const RangeCall& c, const char* name, Op op, const int32_t* s
   range::check_aligned16(dst.data, name);
   range::check_aligned16(src.data, name);
   const int grid = range::grid_for_tiles(c, range::tiles_of(dst.elems));
-  binary_f32_kernel<<<grid, range::kThreads, 0, range::stream_of(c)>>>(
+  cuda::launch_kernel(c.env, {dim3(grid), range::kThreads, 0}, binary_f32_kernel<Op>,
       static_cast<float*>(dst.data), static_cast<const float*>(src.data), dst.elems, op, skip_flag);
-  TR_LAUNCH_CHECK();
 }
 
 }  // namespace

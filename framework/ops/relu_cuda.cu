@@ -17,6 +17,7 @@ unsigned grid_for(int64_t work, int sms) { return grid_stride_blocks(work, sms, 
 // y = x > 0 ? x : 0 (NaN -> 0, like the CPU's comparison)
 template <typename T, int VEC>
 __global__ void relu_fwd_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t n) {
+  grid_dependency_begin();
   const int64_t nv = n / VEC;
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   const int64_t tid = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -38,6 +39,7 @@ __global__ void relu_fwd_kernel(const T* __restrict__ x, T* __restrict__ y, int6
 template <typename T, int VEC>
 __global__ void relu_bwd_kernel(const T* __restrict__ dy, const T* __restrict__ y, const T* __restrict__ dy2,
                                 T* __restrict__ dx, int64_t n) {
+  grid_dependency_begin();
   const int64_t nv = n / VEC;
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   const int64_t tid = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -87,12 +89,11 @@ void relu_fwd_cuda(const OpCall& c) {
     using T = decltype(tag);
     constexpr int V = kVec16<T>;
     if (all_aligned16({x.data, y.data})) {
-      relu_fwd_kernel<T, V><<<grid_for(ceil_div(n, V), sm_count(gh)), kThreads, 0, stream_of(c)>>>(
+      launch_kernel(c.env, {grid_for(ceil_div(n, V), sm_count(gh)), kThreads, 0}, relu_fwd_kernel<T, V>,
           x.as<T>(), y.as<T>(), n);
     } else {
-      relu_fwd_kernel<T, 1><<<grid_for(n, sm_count(gh)), kThreads, 0, stream_of(c)>>>(x.as<T>(), y.as<T>(), n);
+      launch_kernel(c.env, {grid_for(n, sm_count(gh)), kThreads, 0}, relu_fwd_kernel<T, 1>, x.as<T>(), y.as<T>(), n);
     }
-    TR_LAUNCH_CHECK();
   });
 }
 
@@ -115,13 +116,12 @@ void relu_bwd_cuda(const OpCall& c) {
     constexpr int V = kVec16<T>;
     const T* d2 = static_cast<const T*>(dy2);
     if (all_aligned16({dy.data, y.data, dx.data}) && (dy2 == nullptr || aligned_to(dy2, 16))) {
-      relu_bwd_kernel<T, V><<<grid_for(ceil_div(n, V), sm_count(gh)), kThreads, 0, stream_of(c)>>>(
+      launch_kernel(c.env, {grid_for(ceil_div(n, V), sm_count(gh)), kThreads, 0}, relu_bwd_kernel<T, V>,
           dy.as<T>(), y.as<T>(), d2, dx.as<T>(), n);
     } else {
-      relu_bwd_kernel<T, 1><<<grid_for(n, sm_count(gh)), kThreads, 0, stream_of(c)>>>(dy.as<T>(), y.as<T>(), d2,
+      launch_kernel(c.env, {grid_for(n, sm_count(gh)), kThreads, 0}, relu_bwd_kernel<T, 1>, dy.as<T>(), y.as<T>(), d2,
                                                                                          dx.as<T>(), n);
     }
-    TR_LAUNCH_CHECK();
   });
 }
 

@@ -24,6 +24,7 @@ __global__ void xent_rows_kernel(const T* __restrict__ logits, const int32_t* __
                                  T* __restrict__ dlogits, const TrainScalars* __restrict__ scalars,
                                  float2* __restrict__ rows_out, int64_t N, int64_t M, float smoothing,
                                  float inv_global_batch) {
+  grid_dependency_begin();
   const int lane = threadIdx.x & 31;
   const int64_t n = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   if (n >= N) return;  // whole warps exit together
@@ -73,6 +74,7 @@ __global__ void xent_rows_kernel(const T* __restrict__ logits, const int32_t* __
 
 // metrics = (sum loss, sum correct, N, 0); rows summed in a fixed order.
 __global__ void xent_metrics_kernel(const float2* __restrict__ rows, int64_t N, float* __restrict__ metrics) {
+  grid_dependency_begin();
   __shared__ double sl[kReduceThreads], sc[kReduceThreads];
   double l = 0.0, c = 0.0;
   for (int64_t i = threadIdx.x; i < N; i += blockDim.x) {
@@ -124,19 +126,16 @@ void softmax_xent_cuda(const OpCall& c) {
     inv_gb = float(1.0 / double(c.variant->global_batch));
   }
   const GpuHandles& gh = handles_of(c, op);
-  const cudaStream_t s = stream_of(c);
   float2* rows = static_cast<float2*>(workspace(gh, size_t(N > 0 ? N : 1) * sizeof(float2), op));
   dispatch_float(logits.dtype, op, [&](auto tag) {
     using T = decltype(tag);
     if (N > 0) {
       const unsigned blocks = unsigned(ceil_div(N, kRowThreads / 32));
-      xent_rows_kernel<T><<<blocks, kRowThreads, 0, s>>>(logits.as<T>(), labels.as<int32_t>(),
+      launch_kernel(c.env, {blocks, kRowThreads, 0}, xent_rows_kernel<T>, logits.as<T>(), labels.as<int32_t>(),
                                                          grad ? c.out[0].as<T>() : nullptr, c.env->scalars, rows, N,
                                                          M, a.label_smoothing, inv_gb);
-      TR_LAUNCH_CHECK();
     }
-    xent_metrics_kernel<<<1, kReduceThreads, 0, s>>>(rows, N, metrics.as<float>());
-    TR_LAUNCH_CHECK();
+    launch_kernel(c.env, {1, kReduceThreads, 0}, xent_metrics_kernel, rows, N, metrics.as<float>());
   });
 }
 

@@ -13,6 +13,7 @@ constexpr int kBlocksPerSm = 4;
 
 template <typename T>
 __global__ void tta_mean_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t half) {
+  grid_dependency_begin();
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < half; i += stride)
     y[i] = from_f<T>((to_f(x[i]) + to_f(x[half + i])) * 0.5f);
@@ -33,8 +34,7 @@ void tta_mean_cuda(const OpCall& c) {
   dispatch_float(x.dtype, op, [&](auto tag) {
     using T = decltype(tag);
     const unsigned grid = grid_stride_blocks(half, sm_count(gh), kThreads, kBlocksPerSm);
-    tta_mean_kernel<T><<<grid, kThreads, 0, stream_of(c)>>>(x.as<T>(), y.as<T>(), half);
-    TR_LAUNCH_CHECK();
+    launch_kernel(c.env, {dim3(grid), kThreads, 0}, tta_mean_kernel<T>, x.as<T>(), y.as<T>(), half);
   });
 }
 

@@ -52,6 +52,7 @@ CudaContext::CudaContext(int rank, int ranks, int device, AlgoChoice algos, Comm
     h.cublaslt = cublaslt_[i];
     h.conv_plans = &conv_plans_;
     h.deterministic = deterministic;
+    h.programmatic_launch = algos.programmatic_launch;
     h.sm_count = query_sm_count(device);
   }
 }

@@ -16,13 +16,17 @@
 
 namespace tr {
 
-// How a rank picks library algorithms (cuDNN convolutions).
+// How a rank picks library algorithms (cuDNN convolutions) and launches its
+// own kernels.
 struct AlgoChoice {
   bool deterministic = true;  // only algorithms that give the same bits on every run
   // Time the candidates once per shape (cudnnFind, before any capture) instead
   // of taking the heuristics' first: often faster, but two processes may pick
   // differently, so runs are reproducible bit for bit within a process only.
   bool benchmark = false;
+  // Programmatic dependent launch of our kernels (Note [programmatic dependent
+  // launch], framework/ops/kernel_launch_cuda.h); false: --no-pdl.
+  bool programmatic_launch = true;
 };
 
 struct ContextSpec {

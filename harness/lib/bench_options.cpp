@@ -59,6 +59,8 @@ and writes a Google-Benchmark-compatible JSON report.
   --nondeterministic    let cuDNN pick non-deterministic algorithms too (atomics in weight
                         gradients): runs and modes are no longer bit-identical; CUDA only,
                         the report records it and the gate refuses mixing
+  --no-pdl              launch our kernels without programmatic dependent launch (Hopper's
+                        early launch of a dependent kernel), to measure its gain; CUDA only
   --help                this text
 
 Examples:
@@ -137,7 +139,7 @@ BenchOptions parse_bench_options(int argc, char** argv, World* world) {
                                      "--optimizer", "--cnn-optimizer", "--batch-per-gpu", "--bn-sync",
                                      "--image-size", "--bucket-mb", "--top-kernels"};
   for (const std::string& p : process_value_flags()) values.push_back(p);
-  CliArgs a(argc, argv, values, {"--no-cupti", "--side-streams", "--split-steps", "--cudnn-benchmark", "--no-fusion", "--nondeterministic", "--help"});
+  CliArgs a(argc, argv, values, {"--no-cupti", "--side-streams", "--split-steps", "--cudnn-benchmark", "--no-fusion", "--nondeterministic", "--no-pdl", "--help"});
   BenchOptions o;
   for (int i = 0; i < argc; ++i) {
     if (i) o.command_line += ' ';
@@ -220,6 +222,9 @@ BenchOptions parse_bench_options(int argc, char** argv, World* world) {
   o.deterministic = !a.flag("--nondeterministic");
   TR_USER_CHECK(o.deterministic || o.backend == Backend::Cuda,
                 "--nondeterministic is for --device cuda (the CPU kernels are deterministic)");
+  o.programmatic_launch = !a.flag("--no-pdl");
+  TR_USER_CHECK(o.programmatic_launch || o.backend == Backend::Cuda,
+                "--no-pdl is for --device cuda (the CPU launches no kernels)");
   o.progress = isatty(2) != 0;
   return o;
 }

@@ -35,6 +35,7 @@ struct BenchOptions {
   bool cudnn_benchmark = false;        // --cudnn-benchmark (AlgoChoice::benchmark)
   bool fusion = true;                  // false: --no-fusion (TrainConfig::fusion)
   bool deterministic = true;           // false: --nondeterministic (RunOptions::deterministic)
+  bool programmatic_launch = true;     // false: --no-pdl (RunOptions::programmatic_launch)
   std::string json_path;               // empty: no file
   bool progress = false;               // stderr progress (a terminal only)
   bool cupti = true;

@@ -61,6 +61,7 @@ BenchReport run_bench(const BenchOptions& o, World* world) {
   report.context.cudnn_benchmark = o.cudnn_benchmark;
   report.context.fusion = o.fusion;
   report.context.deterministic = o.deterministic;
+  report.context.programmatic_launch = o.backend == Backend::Cuda && o.programmatic_launch;
   std::unique_ptr<CuptiProbe> cupti;
   if (o.backend == Backend::Cuda && o.cupti) cupti = CuptiProbe::create();
   const bool any_val = wants(o.variants, false, false, true);
@@ -95,6 +96,7 @@ BenchReport run_bench(const BenchOptions& o, World* world) {
           ro.train.side_streams = o.side_streams;
           ro.train.fusion = o.fusion;
           ro.deterministic = o.deterministic;
+          ro.programmatic_launch = o.programmatic_launch;
           ro.train.bn_sync = o.bn_sync;
           ro.train.bucket_bytes = int64_t(o.bucket_mb * 1048576.0);
           ro.cudnn_benchmark = o.cudnn_benchmark;

@@ -29,6 +29,9 @@ struct BenchContext {
   bool cudnn_benchmark = false;    // cuDNN algorithms timed per shape instead of the heuristics' choice
   bool fusion = true;              // node-pair fusion (Note [fusion]); reports older than it read false
   bool deterministic = true;       // deterministic library algorithms only; reports older than it read true
+  // Our kernels launched with programmatic dependencies (Note [programmatic
+  // dependent launch]); false on the CPU, and in reports older than it.
+  bool programmatic_launch = false;
   // How the ranks ran (Note [processes and ranks]): "threads" (one process),
   // "processes" (mpirun/srun on one host) or "nodes" (several hosts).
   std::string launch = "threads";

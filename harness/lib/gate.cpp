@@ -163,6 +163,7 @@ void check_comparable(const BenchReport& baseline, const BenchReport& current, b
   same(b.fusion ? "on" : "off", c.fusion ? "on" : "off", "fusion");
   same(b.deterministic ? "deterministic" : "non-deterministic", c.deterministic ? "deterministic" : "non-deterministic",
        "algorithms");
+  same(b.programmatic_launch ? "on" : "off", c.programmatic_launch ? "on" : "off", "programmatic launch");
   if (!allow_launch_mismatch && b.launch != c.launch)
     problems.push_back(cat("launch differs (baseline '", b.launch, "', current '", c.launch,
                            "'; --allow-launch-mismatch compares them anyway)"));

@@ -333,6 +333,7 @@ std::string context_table(const std::vector<LabeledReport>& reports) {
       {"cuDNN benchmark", [](const BenchContext& x) { return std::string(x.cudnn_benchmark ? "on" : "off"); }},
       {"fusion", [](const BenchContext& x) { return std::string(x.fusion ? "on" : "off"); }},
       {"algorithms", [](const BenchContext& x) { return std::string(x.deterministic ? "deterministic" : "non-deterministic allowed"); }},
+      {"programmatic launch", [](const BenchContext& x) { return std::string(x.programmatic_launch ? "on" : "off"); }},
       {"launch", [](const BenchContext& x) { return x.processes > 1 ? cat(x.launch, " (", x.processes, ")") : x.launch; }},
       {"host", [](const BenchContext& x) { return cat(x.host_name, " (", x.num_cpus, " CPUs, ", x.mhz_per_cpu, " MHz)"); }},
       {"date", [](const BenchContext& x) { return x.date; }},

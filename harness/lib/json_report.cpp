@@ -91,6 +91,7 @@ ojson context_to_json(const BenchContext& x) {
   ctx["cudnn_benchmark"] = x.cudnn_benchmark;
   ctx["fusion"] = x.fusion;
   ctx["deterministic_algorithms"] = x.deterministic;
+  ctx["programmatic_launch"] = x.programmatic_launch;
   ctx["launch"] = x.launch;
   ctx["processes"] = x.processes;
   ctx["hosts"] = x.hosts;
@@ -277,6 +278,8 @@ BenchReport report_from_json(const json& j, const std::string& path) {
   x.fusion = ctx.contains("fusion") && ctx["fusion"].is_boolean() && ctx["fusion"].get<bool>();
   x.deterministic = !ctx.contains("deterministic_algorithms") || !ctx["deterministic_algorithms"].is_boolean() ||
                     ctx["deterministic_algorithms"].get<bool>();
+  x.programmatic_launch = ctx.contains("programmatic_launch") && ctx["programmatic_launch"].is_boolean() &&
+                          ctx["programmatic_launch"].get<bool>();
   // Reports from before the MPI launch ran every rank as a thread of one process.
   auto text = [&](const char* k, const char* dflt) {
     return ctx.contains(k) ? rd.str(ctx, k, "context") : std::string(dflt);

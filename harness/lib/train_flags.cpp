@@ -54,6 +54,7 @@ const char* const kTrainFlagsUsage = R"(  --model NAME             a registered 
                            add + ReLU; gradient fan-in + ReLU backward)
   --nondeterministic       let cuDNN pick non-deterministic algorithms too (CUDA only): runs
                            and modes are then no longer bit-identical
+  --no-pdl                 launch our kernels without programmatic dependent launch (CUDA only)
   --lowres-epochs N        train the first N epochs at --lowres-size (models without a
                            spatial fully connected layer)
   --lowres-size S          low resolution side (default 5/7 of the input side: 20 for 28)
@@ -84,7 +85,7 @@ std::vector<std::string> train_value_flags() {
 
 std::vector<std::string> train_bool_flags() {
   return {"--synthetic", "--amp", "--no-amp", "--no-shuffle", "--side-streams", "--split-steps",
-          "--cudnn-benchmark", "--flip", "--no-augment", "--force-collectives", "--no-fusion", "--nondeterministic"};
+          "--cudnn-benchmark", "--flip", "--no-augment", "--force-collectives", "--no-fusion", "--nondeterministic", "--no-pdl"};
 }
 
 namespace {
@@ -177,6 +178,9 @@ TrainSetup parse_train_setup(const CliArgs& a, bool recipe_defaults, World* worl
   o.deterministic = !a.flag("--nondeterministic");
   TR_USER_CHECK(o.deterministic || o.backend == Backend::Cuda,
                 "--nondeterministic is for --device cuda (the CPU kernels are deterministic)");
+  o.programmatic_launch = !a.flag("--no-pdl");
+  TR_USER_CHECK(o.programmatic_launch || o.backend == Backend::Cuda,
+                "--no-pdl is for --device cuda (the CPU launches no kernels)");
   if (o.train.amp) o.train.init_loss_scale = 65536.f;
   o.lowres_epochs = static_cast<int>(a.integer("--lowres-epochs", 0, 0, o.epochs));
   o.lowres_size = static_cast<int>(a.integer("--lowres-size", image_size * 5 / 7, 1, 4096));

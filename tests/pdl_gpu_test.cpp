@@ -1,0 +1,122 @@
+// Note [programmatic dependent launch] (framework/ops/kernel_launch_cuda.h) on
+// the GPU:
+// - captured back to back, our kernels are joined by programmatic edges when
+//   the handles ask for it and by ordinary edges when they do not, and the
+//   replays give the same bits either way;
+// - a whole model trains to the same bits with it on and off, in every mode,
+//   over an epoch with an incomplete last batch.
+// Skips without a GPU.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "tests/gpu_test_util.h"
+#include "tests/ops_gpu_fixture.h"
+#include "tests/train_test_util.h"
+
+namespace tr {
+namespace {
+
+using gpu_test::DevTensor;
+using gpu_test::F16;
+using gpu_test::F32;
+using test::HostTensor;
+
+struct EdgeCount {
+  int programmatic = 0;
+  int other = 0;
+};
+
+EdgeCount edge_types(cudaGraph_t g) {
+  size_t n = 0;
+  EXPECT_EQ(cudaGraphGetEdges(g, nullptr, nullptr, nullptr, &n), cudaSuccess);
+  std::vector<cudaGraphNode_t> from(n), to(n);
+  std::vector<cudaGraphEdgeData> data(n);
+  EXPECT_EQ(cudaGraphGetEdges(g, from.data(), to.data(), data.data(), &n), cudaSuccess);
+  EdgeCount c;
+  for (const cudaGraphEdgeData& d : data) {
+    if (d.type == cudaGraphDependencyTypeProgrammatic) ++c.programmatic;
+    else ++c.other;
+  }
+  return c;
+}
+
+class PdlGpu : public gpu_test::OpsGpu {};
+
+TEST_F(PdlGpu, CapturedKernelsGetProgrammaticEdgesAndTheSameBits) {
+  Rng rng(21);
+  const int64_t N = 64, H = 8, W = 8, C = 64;
+  VariantDims v{N, N, H, W};
+  OpAttrs a;
+  const HostTensor hx = gpu_test::rnd(F16, {N, H, W, C}, rng);
+  const HostTensor hg = gpu_test::rnd(F16, {C}, rng, 0.5, 1.5), hb = gpu_test::rnd(F16, {C}, rng, -0.5, 0.5);
+  DevTensor x(hx), gamma(hg), beta(hb);
+  DevTensor sums(HostTensor(F32, {2, C})), y(HostTensor(F16, {N, H, W, C})), z(HostTensor(F16, {N, H, W, C}));
+  DevTensor batch(HostTensor(F32, {2, C})), affine(HostTensor(F32, {2, C}));
+  // BN statistics (partials + finalize), BN-apply + ReLU, ReLU: four kernels in a chain.
+  auto chain = [&] {
+    call(bn_stats_cuda, {x.ref()}, {sums.ref()}, a, v);
+    call(bn_relu_apply_cuda, {x.ref(), sums.ref(), gamma.ref(), beta.ref()}, {y.ref(), batch.ref(), affine.ref()}, a,
+         v);
+    call(relu_fwd_cuda, {y.ref()}, {z.ref()}, a, v);
+  };
+  std::vector<HostTensor> results[2];
+  for (bool pdl : {false, true}) {
+    gh_.programmatic_launch = pdl;
+    cudaGraph_t graph = nullptr;
+    ASSERT_EQ(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    chain();
+    ASSERT_EQ(cudaStreamEndCapture(stream_, &graph), cudaSuccess);
+    const EdgeCount e = edge_types(graph);
+    std::printf("[ pdl gpu ] programmatic launch %s: %d programmatic and %d ordinary edges\n", pdl ? "on" : "off",
+                e.programmatic, e.other);
+    if (pdl) {
+      EXPECT_GE(e.programmatic, 2);
+      EXPECT_EQ(e.other, 0);
+    } else {
+      EXPECT_EQ(e.programmatic, 0);
+      EXPECT_GE(e.other, 2);
+    }
+    cudaGraphExec_t exec = nullptr;
+    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    for (DevTensor* d : {&sums, &y, &z, &batch, &affine}) d->poison();
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    for (int rep = 0; rep < 3; ++rep) ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    for (DevTensor* d : {&sums, &y, &z, &batch, &affine}) results[pdl].push_back(d->download());
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+  }
+  for (size_t i = 0; i < results[0].size(); ++i) {
+    EXPECT_LT(results[1][i].first_non_finite(), 0) << "output " << i;
+    EXPECT_TRUE(test::bitwise_equal(results[0][i], results[1][i])) << "output " << i;
+  }
+}
+
+TEST(PdlGpuTraining, ChangesNoBitInAnyMode) {
+  SKIP_WITHOUT_GPU();
+  for (const std::string& model : {std::string("resnet18"), std::string("cnn")}) {
+    RunOptions o = testing::zoo_run(model, OptimizerKind::Sgd, ExecMode::Eager, 32, 0.25);
+    o.backend = Backend::Cuda;
+    o.train.amp = true;
+    o.train.init_loss_scale = 1024.f;
+    const auto train = testing::run_data(o, 5 * 32 - 8, 99);
+    o.programmatic_launch = false;
+    Trainer plain(o, testing::view_of(train), testing::view_of(train));
+    plain.run_epoch();
+    const auto ref = testing::state_of(plain);
+    for (ExecMode mode : {ExecMode::Eager, ExecMode::PartialCapture, ExecMode::FullCapture}) {
+      o.mode = mode;
+      o.programmatic_launch = true;
+      Trainer t(o, testing::view_of(train), testing::view_of(train));
+      t.run_epoch();
+      const int differing =
+          testing::differing_tensors(ref, testing::state_of(t), cat(model, " with programmatic launch, ", mode_name(mode)));
+      std::printf("[ pdl gpu ] %s amp %s: %d of %zu state tensors differ from eager without programmatic launch\n",
+                  model.c_str(), mode_name(mode).c_str(), differing, ref.size());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tr
