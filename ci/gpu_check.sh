@@ -68,7 +68,7 @@ if [[ " $PARTS " == *" tests "* ]]; then
   timeout ${TR_T_TESTS:-400} "$BIN/tr_tests" --gtest_brief=0 --gtest_filter="${TR_TEST_FILTER:-*}" > "$OUT/tests.log" 2>&1; rc=$?
   [ $rc -ne 0 ] && status=1
   note "tests (exit $rc): $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/tests.log" | tr '\n' ' ')"
-  grep -E '^\[ (gpu vs cpu|amp|modes|launches|dp|gpu dp|plan|atlas|mlp|diag|nccl|allreduce|zoo[a-z ]*|buckets|augment[a-z ]*|tta) \]|FAILED|Failure' "$OUT/tests.log" | head -120 | tee -a "$OUT/summary.txt"
+  grep -E '^\[ (gpu vs cpu|amp|modes|launches|dp|gpu dp|plan|atlas|mlp|diag|nccl|allreduce|zoo[a-z ]*|pdl gpu|fusion gpu|buckets|augment[a-z ]*|tta) \]|FAILED|Failure' "$OUT/tests.log" | head -120 | tee -a "$OUT/summary.txt"
 fi
 if [[ " $PARTS " == *" ops "* ]] && [ -x "$BIN/tr_bench_ops" ]; then
   timeout ${TR_T_OPS:-300} "$BIN/tr_bench_ops" --benchmark_min_time=0.01 --benchmark_format=console \
@@ -150,7 +150,7 @@ if [[ " $PARTS " == *" pdl "* ]]; then
   for f in on off; do
     flag=()
     [ $f = off ] && flag=(--no-pdl)
-    timeout ${TR_T_PDL:-200} "$BIN/tr-bench" --device cuda --mode full-capture --precision amp --model "$pm" \
+    timeout ${TR_T_PDL:-200} "$BIN/tr-bench" --device cuda --mode full-capture --optimizer sgd --precision amp --model "$pm" \
       --warmup 5 --iters 20 --repetitions 3 "${flag[@]}" --json "$OUT/pdl_$f.json" > "$OUT/pdl_$f.log" 2>&1 || status=1
     note "tr-bench $pm, full capture, programmatic launch $f"
     tee -a "$OUT/summary.txt" < "$OUT/pdl_$f.log"
@@ -170,7 +170,7 @@ if [[ " $PARTS " == *" pdl "* ]]; then
     --benchmark_out="$OUT/pdl_chain.json" > "$OUT/pdl_chain.log" 2>&1 || status=1
   note "dependent kernels in one graph, with and without programmatic launch"
   tee -a "$OUT/summary.txt" < "$OUT/pdl_chain.log"
-  timeout ${TR_T_PDL_TOP:-100} "$BIN/tr-bench" --device cuda --mode full-capture --precision amp \
+  timeout ${TR_T_PDL_TOP:-100} "$BIN/tr-bench" --device cuda --mode full-capture --optimizer sgd --precision amp \
     --model resnet18 --batch 128 --warmup 5 --iters 20 --repetitions 3 --top-kernels 15 \
     --json "$OUT/pdl_top_resnet18.json" > "$OUT/pdl_top_resnet18.log" 2>&1 || status=1
   note "resnet18 b128, top kernels"
