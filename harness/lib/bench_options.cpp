@@ -8,6 +8,7 @@
 #include "framework/runtime/context_factory.h"
 #include "harness/lib/cli_args.h"
 #include "harness/lib/process_launch.h"
+#include "harness/lib/train_flags.h"
 
 namespace tr::bench {
 
@@ -48,7 +49,9 @@ and writes a Google-Benchmark-compatible JSON report.
   --no-cupti            do not use CUPTI (launch cross-check and GPU busy time)
   --top-kernels N       after the table, each case's N kernels with the most GPU time per step
                         (CUPTI's traced repetition), with their share of the step's kernel time
-  --side-streams        weight gradients on a second stream inside the backward graphs
+  --side-streams        weight gradients on a second stream inside the backward graphs (the
+                        default on CUDA; off on the CPU unless given)
+  --no-side-streams     weight gradients on the data-gradient stream (CUDA), to measure the gain
   --cudnn-benchmark     time cuDNN's deterministic algorithms once per convolution shape and keep
                         the fastest (default: the heuristics' first); reproducible within a
                         process only, so the report records it and the gate refuses mixing
@@ -139,7 +142,7 @@ BenchOptions parse_bench_options(int argc, char** argv, World* world) {
                                      "--optimizer", "--cnn-optimizer", "--batch-per-gpu", "--bn-sync",
                                      "--image-size", "--bucket-mb", "--top-kernels"};
   for (const std::string& p : process_value_flags()) values.push_back(p);
-  CliArgs a(argc, argv, values, {"--no-cupti", "--side-streams", "--split-steps", "--cudnn-benchmark", "--no-fusion", "--nondeterministic", "--no-pdl", "--help"});
+  CliArgs a(argc, argv, values, {"--no-cupti", "--side-streams", "--no-side-streams", "--split-steps", "--cudnn-benchmark", "--no-fusion", "--nondeterministic", "--no-pdl", "--help"});
   BenchOptions o;
   for (int i = 0; i < argc; ++i) {
     if (i) o.command_line += ' ';
@@ -215,7 +218,7 @@ BenchOptions parse_bench_options(int argc, char** argv, World* world) {
   o.top_kernels = static_cast<int>(a.integer("--top-kernels", 0, 0, 1000));
   TR_USER_CHECK(o.top_kernels == 0 || (o.cupti && o.backend == Backend::Cuda),
                 "--top-kernels needs CUPTI on a GPU (--device cuda, without --no-cupti)");
-  o.side_streams = a.flag("--side-streams");
+  o.side_streams = side_streams_flag(a, o.backend);
   o.step_graphs = !a.flag("--split-steps");
   o.cudnn_benchmark = a.flag("--cudnn-benchmark");
   o.fusion = !a.flag("--no-fusion");

@@ -40,7 +40,7 @@ struct BenchOptions {
   bool progress = false;               // stderr progress (a terminal only)
   bool cupti = true;
   int top_kernels = 0;                 // --top-kernels N: print each case's N most costly kernels (CUPTI)
-  bool side_streams = false;
+  bool side_streams = false;           // side_streams_flag(): on by default on CUDA
   bool step_graphs = true;  // full capture: one graph per training step (--split-steps: off)
   bool help = false;                   // --help: print kBenchUsage and do nothing else
   std::string command_line;

@@ -62,6 +62,7 @@ BenchReport run_bench(const BenchOptions& o, World* world) {
   report.context.fusion = o.fusion;
   report.context.deterministic = o.deterministic;
   report.context.programmatic_launch = o.backend == Backend::Cuda && o.programmatic_launch;
+  report.context.side_streams = o.side_streams;
   std::unique_ptr<CuptiProbe> cupti;
   if (o.backend == Backend::Cuda && o.cupti) cupti = CuptiProbe::create();
   const bool any_val = wants(o.variants, false, false, true);

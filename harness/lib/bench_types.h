@@ -32,6 +32,9 @@ struct BenchContext {
   // Our kernels launched with programmatic dependencies (Note [programmatic
   // dependent launch]); false on the CPU, and in reports older than it.
   bool programmatic_launch = false;
+  // Weight gradients on a second stream (--side-streams, the CUDA default);
+  // false in reports older than it.
+  bool side_streams = false;
   // How the ranks ran (Note [processes and ranks]): "threads" (one process),
   // "processes" (mpirun/srun on one host) or "nodes" (several hosts).
   std::string launch = "threads";

@@ -44,8 +44,8 @@ const char* const kTrainFlagsUsage = R"(  --model NAME             a registered 
   --amp                    fp16 storage/compute with fp32 master weights and loss scaling
   --no-amp                 fp32 even where the recipe says AMP
   --side-streams           weight gradients on a second stream inside the backward graphs
-                           (faster on small batches; cuBLAS/cuDNN then no longer promise
-                           bitwise-reproducible results)
+                           (the default on CUDA; off on the CPU unless given)
+  --no-side-streams        weight gradients on the data-gradient stream (CUDA)
   --cudnn-benchmark        time cuDNN's deterministic algorithms once per convolution shape and
                            keep the fastest (reproducible within a process only)
   --split-steps            full capture launches a training step as its dozen sub-graphs
@@ -84,7 +84,7 @@ std::vector<std::string> train_value_flags() {
 }
 
 std::vector<std::string> train_bool_flags() {
-  return {"--synthetic", "--amp", "--no-amp", "--no-shuffle", "--side-streams", "--split-steps",
+  return {"--synthetic", "--amp", "--no-amp", "--no-shuffle", "--side-streams", "--no-side-streams", "--split-steps",
           "--cudnn-benchmark", "--flip", "--no-augment", "--force-collectives", "--no-fusion", "--nondeterministic", "--no-pdl"};
 }
 
@@ -128,6 +128,12 @@ RunData load_data(const CliArgs& a, const ModelEntry& e, int image_size, uint64_
 
 }  // namespace
 
+bool side_streams_flag(const CliArgs& a, Backend backend) {
+  const bool on = a.flag("--side-streams"), off = a.flag("--no-side-streams");
+  TR_USER_CHECK(!(on && off), "give --side-streams or --no-side-streams, not both");
+  return on || (backend == Backend::Cuda && !off);
+}
+
 TrainSetup parse_train_setup(const CliArgs& a, bool recipe_defaults, World* world) {
   TR_USER_CHECK(a.positional().empty(), "unexpected argument '", a.positional().front(), "' (see --help)");
   TrainSetup s;
@@ -169,7 +175,7 @@ TrainSetup parse_train_setup(const CliArgs& a, bool recipe_defaults, World* worl
 
   TR_USER_CHECK(!(a.flag("--amp") && a.flag("--no-amp")), "give --amp or --no-amp, not both");
   o.train.amp = a.flag("--amp") || (rc.amp && !a.flag("--no-amp"));
-  o.train.side_streams = a.flag("--side-streams");
+  o.train.side_streams = side_streams_flag(a, o.backend);
   o.train.fusion = !a.flag("--no-fusion");
   o.train.bn_sync = parse_bn_sync(a.str("--bn-sync", "batch"));
   o.train.bucket_bytes = int64_t(a.real("--bucket-mb", 25.0, 0.0, 1e6) * 1048576.0);
