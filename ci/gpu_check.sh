@@ -3,7 +3,7 @@
 # tests, op micro-benchmarks, tr-bench over the three modes, and the accuracy
 # run; logs and JSON go to $OUT (default ./gpu-check-out). Uses .device/ from
 # ci/pack_device.sh when present, else build/bin.
-#   TR_CHECK_PARTS="tests ops bench zoo fusion pdl train tta sanitize mpi scaling" selects parts (default: all;
+#   TR_CHECK_PARTS="tests ops bench zoo fusion schedule train tta sanitize mpi scaling" selects parts (default: all;
 #   scaling needs 2 or more GPUs and says so otherwise).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -11,7 +11,7 @@ OUT=${OUT:-$PWD/gpu-check-out}
 SUMMARY_DIR=$OUT
 OUT=$SUMMARY_DIR/detail  # every log and JSON; packed into detail.tgz at the end
 mkdir -p "$OUT"
-PARTS=${TR_CHECK_PARTS:-"tests ops bench zoo fusion pdl train tta sanitize mpi scaling"}
+PARTS=${TR_CHECK_PARTS:-"tests ops bench zoo fusion schedule train tta sanitize mpi scaling"}
 BIN=build/bin
 [ -d .device/bin ] && BIN=.device/bin
 DATA=${TR_DATA_DIR:-/usr/share/datasets/fashion-mnist}
@@ -68,7 +68,7 @@ if [[ " $PARTS " == *" tests "* ]]; then
   timeout ${TR_T_TESTS:-400} "$BIN/tr_tests" --gtest_brief=0 --gtest_filter="${TR_TEST_FILTER:-*}" > "$OUT/tests.log" 2>&1; rc=$?
   [ $rc -ne 0 ] && status=1
   note "tests (exit $rc): $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/tests.log" | tr '\n' ' ')"
-  grep -E '^\[ (gpu vs cpu|amp|modes|launches|dp|gpu dp|plan|atlas|mlp|diag|nccl|allreduce|zoo[a-z ]*|pdl gpu|fusion gpu|buckets|augment[a-z ]*|tta) \]|FAILED|Failure' "$OUT/tests.log" | head -120 | tee -a "$OUT/summary.txt"
+  grep -E '^\[ (gpu vs cpu|amp|modes|launches|dp|gpu dp|plan|atlas|mlp|diag|nccl|allreduce|zoo[a-z ]*|pdl gpu|side streams gpu|fusion gpu|buckets|augment[a-z ]*|tta) \]|FAILED|Failure' "$OUT/tests.log" | head -120 | tee -a "$OUT/summary.txt"
 fi
 if [[ " $PARTS " == *" ops "* ]] && [ -x "$BIN/tr_bench_ops" ]; then
   timeout ${TR_T_OPS:-300} "$BIN/tr_bench_ops" --benchmark_min_time=0.01 --benchmark_format=console \
@@ -141,40 +141,45 @@ if [[ " $PARTS " == *" fusion "* ]]; then
   note "resnet50 b256 fused, top kernels"
   tee -a "$OUT/summary.txt" < "$OUT/fusion_top_resnet50.log"
 fi
-if [[ " $PARTS " == *" pdl "* ]]; then
-  # Programmatic dependent launch's gain in one call (Note [programmatic dependent
-  # launch] in framework/ops/kernel_launch_cuda.h): full capture with it on and
-  # off (--no-pdl), beside the PyTorch peer's whole-step graph; the launch gap
-  # between dependent kernels with and without it; where resnet18 b128 goes.
-  pm=${TR_PDL_MODELS:-resnet18,resnet50,cnn}
-  for f in on off; do
+if [[ " $PARTS " == *" schedule "* ]]; then
+  # How the GPU schedules a step, each choice's gain measured in one call:
+  # full capture as shipped (programmatic dependent launch, side streams,
+  # stream priorities), then without programmatic launch (--no-pdl, Note
+  # [programmatic dependent launch]) and without side streams
+  # (--no-side-streams, Note [streams inside a graph]), beside the PyTorch
+  # peer's whole-step graph; the launch gap between dependent kernels with and
+  # without programmatic launch; where resnet18 b128 goes (with --no-pdl, so
+  # that each kernel's time excludes its wait for the one before).
+  pm=${TR_SCHEDULE_MODELS:-resnet18,resnet50,cnn}
+  for f in default no-pdl no-side-streams; do
     flag=()
-    [ $f = off ] && flag=(--no-pdl)
-    timeout ${TR_T_PDL:-200} "$BIN/tr-bench" --device cuda --mode full-capture --optimizer sgd --precision amp --model "$pm" \
-      --warmup 5 --iters 20 --repetitions 3 "${flag[@]}" --json "$OUT/pdl_$f.json" > "$OUT/pdl_$f.log" 2>&1 || status=1
-    note "tr-bench $pm, full capture, programmatic launch $f"
-    tee -a "$OUT/summary.txt" < "$OUT/pdl_$f.log"
+    [ $f != default ] && flag=(--$f)
+    timeout ${TR_T_SCHEDULE:-200} "$BIN/tr-bench" --device cuda --mode full-capture --optimizer sgd --precision amp \
+      --model "$pm" --warmup 5 --iters 20 --repetitions 3 "${flag[@]}" --json "$OUT/schedule_$f.json" \
+      > "$OUT/schedule_$f.log" 2>&1 || status=1
+    note "tr-bench $pm, full capture, $f"
+    tee -a "$OUT/summary.txt" < "$OUT/schedule_$f.log"
   done
   PY=${TR_TORCH_PYTHON:-/opt/torch/.venv/bin/python}
   if [ -x "$PY" ] && "$PY" -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
-    timeout ${TR_T_PDL_TORCH:-200} "$PY" peers/torch_step.py --model "$pm" --mode full-capture --warmup 5 \
-      --iters 20 --repetitions 3 --json "$OUT/torch_pdl.json" > "$OUT/torch_pdl.log" 2>&1 || status=1
-    for f in on off; do
-      note "tr (programmatic launch $f) vs PyTorch's whole-step graph (torch/tr above 1: tr is faster)"
-      "$PY" peers/compare.py "$OUT/torch_pdl.json" "$OUT/pdl_$f.json" 2>&1 | tee -a "$OUT/summary.txt"
+    timeout ${TR_T_SCHEDULE_TORCH:-200} "$PY" peers/torch_step.py --model "$pm" --mode full-capture --warmup 5 \
+      --iters 20 --repetitions 3 --json "$OUT/torch_schedule.json" > "$OUT/torch_schedule.log" 2>&1 || status=1
+    for f in default no-pdl no-side-streams; do
+      note "tr ($f) vs PyTorch's whole-step graph (torch/tr above 1: tr is faster)"
+      "$PY" peers/compare.py "$OUT/torch_schedule.json" "$OUT/schedule_$f.json" 2>&1 | tee -a "$OUT/summary.txt"
     done
   else
     note "PyTorch peer skipped: no python with torch and CUDA at $PY"
   fi
   timeout 60 "$BIN/tr_bench_ops" --benchmark_filter='BM_GraphChain|BM_OneGraphLaunch/100' \
-    --benchmark_out="$OUT/pdl_chain.json" > "$OUT/pdl_chain.log" 2>&1 || status=1
+    --benchmark_out="$OUT/schedule_chain.json" > "$OUT/schedule_chain.log" 2>&1 || status=1
   note "dependent kernels in one graph, with and without programmatic launch"
-  tee -a "$OUT/summary.txt" < "$OUT/pdl_chain.log"
-  timeout ${TR_T_PDL_TOP:-100} "$BIN/tr-bench" --device cuda --mode full-capture --optimizer sgd --precision amp \
-    --model resnet18 --batch 128 --warmup 5 --iters 20 --repetitions 3 --top-kernels 15 \
-    --json "$OUT/pdl_top_resnet18.json" > "$OUT/pdl_top_resnet18.log" 2>&1 || status=1
-  note "resnet18 b128, top kernels"
-  tee -a "$OUT/summary.txt" < "$OUT/pdl_top_resnet18.log"
+  grep "^BM_" "$OUT/schedule_chain.log" | tee -a "$OUT/summary.txt"
+  timeout ${TR_T_SCHEDULE_TOP:-100} "$BIN/tr-bench" --device cuda --mode full-capture --optimizer sgd --precision amp \
+    --model resnet18 --batch 128 --warmup 5 --iters 20 --repetitions 3 --no-pdl --top-kernels 25 \
+    --json "$OUT/schedule_top_resnet18.json" > "$OUT/schedule_top_resnet18.log" 2>&1 || status=1
+  note "resnet18 b128 (--no-pdl), top kernels"
+  tee -a "$OUT/summary.txt" < "$OUT/schedule_top_resnet18.log"
 fi
 if [[ " $PARTS " == *" zoo "* ]]; then
   # The zoo (resnet18, resnet50, vgg16bn) in every mode at its default batches,

@@ -28,8 +28,19 @@ CudaContext::CudaContext(int rank, int ranks, int device, AlgoChoice algos, Comm
                 " are visible");
   spec_.deterministic = deterministic;
   make_current();
+  // Note [stream priorities]: COMP_1 carries the step's critical path (the
+  // forward and the data-gradient chain); the weight gradients beside it
+  // (COMP_2, Note [streams inside a graph]) and the updates can wait. COMP_1
+  // gets the device's greatest priority, so when both have blocks ready the
+  // chain's go first. Captured kernels keep their stream's priority, and
+  // CudaGraphExec instantiates with cudaGraphInstantiateFlagUseNodePriority.
+  // Priorities order scheduling only; no result depends on them.
+  int least_priority = 0, greatest_priority = 0;
+  TR_GPU_CHECK(cudaDeviceGetStreamPriorityRange(&least_priority, &greatest_priority));
   for (size_t i = 0; i < streams_.size(); ++i) {
-    TR_GPU_CHECK(cudaStreamCreateWithFlags(&streams_[i], cudaStreamNonBlocking));
+    const bool critical = static_cast<StreamKind>(i) == StreamKind::COMP_1;
+    TR_GPU_CHECK(cudaStreamCreateWithPriority(&streams_[i], cudaStreamNonBlocking,
+                                              critical ? greatest_priority : least_priority));
     TR_GPU_CHECK(cudaEventCreateWithFlags(&stream_events_[i], cudaEventDisableTiming));
   }
   for (auto& e : transfer_done_) TR_GPU_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));

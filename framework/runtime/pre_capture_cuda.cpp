@@ -69,7 +69,9 @@ CudaGraphExec::CudaGraphExec(cudaGraph_t graph) : graph_(graph) {
     TR_GPU_WARN(cudaGraphDestroy(graph_));
     throw;
   }
-  const cudaError_t st = cudaGraphInstantiate(&exec_, graph_, 0);
+  // Kernels run with the priority of the stream they were captured from
+  // (Note [stream priorities], cuda_context_cuda.cpp).
+  const cudaError_t st = cudaGraphInstantiate(&exec_, graph_, cudaGraphInstantiateFlagUseNodePriority);
   if (st != cudaSuccess) {
     TR_GPU_WARN(cudaGraphDestroy(graph_));
     TR_GPU_CHECK(st);

@@ -5,8 +5,10 @@
 namespace tr::bench {
 
 void print_top_kernels(const BenchReport& r, std::FILE* out) {
+  bool any = false;
   for (const BenchCase& c : r.cases) {
     if (c.top_kernels.empty()) continue;
+    any = true;
     const auto steps = c.counters.find("gpu_kernels_per_step");
     const auto ms = c.counters.find("gpu_kernel_ms_per_step");
     if (steps == c.counters.end() || ms == c.counters.end() || ms->second <= 0) continue;
@@ -21,6 +23,12 @@ void print_top_kernels(const BenchReport& r, std::FILE* out) {
                    name.c_str());
     }
   }
+  // Note [programmatic dependent launch]: a kernel launched early is resident,
+  // and timed by CUPTI, while it waits for the one before it.
+  if (any && r.context.programmatic_launch)
+    std::fprintf(out,
+                 "(programmatic launch on: a kernel's time includes its wait for the kernel before it, and GPU busy "
+                 "counts that wait; --no-pdl gives each kernel's own time)\n");
 }
 
 }  // namespace tr::bench
