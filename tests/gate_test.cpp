@@ -196,7 +196,7 @@ TEST(Gate, RefusesIncomparableReports) {
   b.context.programmatic_launch = !a.context.programmatic_launch;
   expect_refusal(a, b, "programmatic launch differs");
   b = a;
-  b.context.side_streams = !a.context.side_streams;
+  b.context.side_streams = a.context.side_streams == "on" ? "off" : "on";
   expect_refusal(a, b, "side streams differs");
   b = a;
   b.context.device_kind = "cpu";

@@ -63,11 +63,11 @@ struct TrainConfig {
   int loss_scale_growth_interval = 1000;
   int64_t schedule_len = 1;       // entries in the device-side learning-rate table
   // Weight gradients on COMP_2 beside the data-gradient chain (Note [streams
-  // inside a graph]). tr-train and tr-bench turn it on for CUDA
-  // (side_streams_flag, harness/lib/train_flags.h): with a cuDNN / cuBLAS
-  // handle per stream (Note [a library handle per stream]) the GPU tests find
-  // every mode bit-identical to one stream (side_streams_gpu_test.cpp). Off
-  // here, so the CPU and the tests keep one stream unless they ask.
+  // inside a graph]). tr-train and tr-bench turn it on for CUDA up to each
+  // model's measured batch per GPU (harness/lib/side_streams.h): with a cuDNN /
+  // cuBLAS handle per stream (Note [a library handle per stream]) the GPU tests
+  // find every mode bit-identical to one stream (side_streams_gpu_test.cpp).
+  // Off here, so the CPU and the tests keep one stream unless they ask.
   bool side_streams = false;
   // Merge node pairs that walk the same activations (Note [fusion] in
   // framework/graph/fusion.h); false (--no-fusion) keeps them apart.

@@ -48,6 +48,11 @@ struct ModelEntry {
   std::vector<int64_t> gpu_batches, cpu_batches;
   OptimizerKind bench_optimizer = OptimizerKind::Sgd;
   Recipe recipe;
+  // CUDA: weight gradients on a second stream (Note [streams inside a graph])
+  // when the batch per GPU is at most this; 0: never. Measured on the H200
+  // (README "Scheduling"): a small batch leaves the GPU room for the weight
+  // gradients beside the data-gradient chain, a large one makes them contend.
+  int64_t side_streams_max_batch = 0;
 };
 
 const std::vector<ModelEntry>& model_registry();

@@ -8,7 +8,6 @@
 #include "framework/runtime/context_factory.h"
 #include "harness/lib/cli_args.h"
 #include "harness/lib/process_launch.h"
-#include "harness/lib/train_flags.h"
 
 namespace tr::bench {
 
@@ -49,9 +48,10 @@ and writes a Google-Benchmark-compatible JSON report.
   --no-cupti            do not use CUPTI (launch cross-check and GPU busy time)
   --top-kernels N       after the table, each case's N kernels with the most GPU time per step
                         (CUPTI's traced repetition), with their share of the step's kernel time
-  --side-streams        weight gradients on a second stream inside the backward graphs (the
-                        default on CUDA; off on the CPU unless given)
-  --no-side-streams     weight gradients on the data-gradient stream (CUDA), to measure the gain
+  --side-streams        weight gradients on a second stream inside the backward graphs
+  --no-side-streams     weight gradients on the data-gradient stream (neither: on CUDA when
+                        the batch per GPU is at most the model's measured limit, README
+                        "Scheduling"; never on the CPU; each case records its choice)
   --cudnn-benchmark     time cuDNN's deterministic algorithms once per convolution shape and keep
                         the fastest (default: the heuristics' first); reproducible within a
                         process only, so the report records it and the gate refuses mixing
@@ -218,7 +218,7 @@ BenchOptions parse_bench_options(int argc, char** argv, World* world) {
   o.top_kernels = static_cast<int>(a.integer("--top-kernels", 0, 0, 1000));
   TR_USER_CHECK(o.top_kernels == 0 || (o.cupti && o.backend == Backend::Cuda),
                 "--top-kernels needs CUPTI on a GPU (--device cuda, without --no-cupti)");
-  o.side_streams = side_streams_flag(a, o.backend);
+  o.side_streams = side_streams_flag(a);
   o.step_graphs = !a.flag("--split-steps");
   o.cudnn_benchmark = a.flag("--cudnn-benchmark");
   o.fusion = !a.flag("--no-fusion");

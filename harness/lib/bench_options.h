@@ -11,6 +11,7 @@
 #include "framework/graph/variant.h"
 #include "framework/runtime/device_context.h"
 #include "framework/runtime/exec_mode.h"
+#include "harness/lib/side_streams.h"
 
 namespace tr::bench {
 
@@ -40,7 +41,7 @@ struct BenchOptions {
   bool progress = false;               // stderr progress (a terminal only)
   bool cupti = true;
   int top_kernels = 0;                 // --top-kernels N: print each case's N most costly kernels (CUPTI)
-  bool side_streams = false;           // side_streams_flag(): on by default on CUDA
+  SideStreams side_streams = SideStreams::Auto;  // side_streams_flag() (harness/lib/train_flags.h)
   bool step_graphs = true;  // full capture: one graph per training step (--split-steps: off)
   bool help = false;                   // --help: print kBenchUsage and do nothing else
   std::string command_line;

@@ -62,7 +62,10 @@ BenchReport run_bench(const BenchOptions& o, World* world) {
   report.context.fusion = o.fusion;
   report.context.deterministic = o.deterministic;
   report.context.programmatic_launch = o.backend == Backend::Cuda && o.programmatic_launch;
-  report.context.side_streams = o.side_streams;
+  // On the CPU, auto always means off: say what ran.
+  report.context.side_streams = o.backend == Backend::Cpu && o.side_streams == SideStreams::Auto
+                                    ? "off"
+                                    : side_streams_name(o.side_streams);
   std::unique_ptr<CuptiProbe> cupti;
   if (o.backend == Backend::Cuda && o.cupti) cupti = CuptiProbe::create();
   const bool any_val = wants(o.variants, false, false, true);
@@ -94,7 +97,7 @@ BenchReport run_bench(const BenchOptions& o, World* world) {
           ro.model = model_config(model, o.width, side);
           ro.train.optimizer = o.optimizer.value_or(entry.bench_optimizer);
           ro.train.amp = o.amp;
-          ro.train.side_streams = o.side_streams;
+          ro.train.side_streams = use_side_streams(o.side_streams, o.backend, entry, batch / ranks);
           ro.train.fusion = o.fusion;
           ro.deterministic = o.deterministic;
           ro.programmatic_launch = o.programmatic_launch;
@@ -172,6 +175,7 @@ BenchReport run_bench(const BenchOptions& o, World* world) {
             k["atlas_slots"] = pc.dedup.total_slots;
             k["reused_slots"] = pc.dedup.reused;
             k["arena_bytes"] = double(t.plans().arena_bytes);
+            k["side_streams"] = ro.train.side_streams ? 1 : 0;
             k["capture_ms"] = pc.capture_ms;
             const double med = median(c.step_ms);
             k["samples_per_second"] = double(c.batch) / (med * 1e-3);

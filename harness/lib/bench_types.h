@@ -32,9 +32,10 @@ struct BenchContext {
   // Our kernels launched with programmatic dependencies (Note [programmatic
   // dependent launch]); false on the CPU, and in reports older than it.
   bool programmatic_launch = false;
-  // Weight gradients on a second stream (--side-streams, the CUDA default);
-  // false in reports older than it.
-  bool side_streams = false;
+  // Weight gradients on a second stream: "auto" (each case's choice is its
+  // counter side_streams), "on" (--side-streams) or "off" (--no-side-streams);
+  // "off" in reports older than it.
+  std::string side_streams = "off";
   // How the ranks ran (Note [processes and ranks]): "threads" (one process),
   // "processes" (mpirun/srun on one host) or "nodes" (several hosts).
   std::string launch = "threads";

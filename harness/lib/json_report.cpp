@@ -281,7 +281,7 @@ BenchReport report_from_json(const json& j, const std::string& path) {
                     ctx["deterministic_algorithms"].get<bool>();
   x.programmatic_launch = ctx.contains("programmatic_launch") && ctx["programmatic_launch"].is_boolean() &&
                           ctx["programmatic_launch"].get<bool>();
-  x.side_streams = ctx.contains("side_streams") && ctx["side_streams"].is_boolean() && ctx["side_streams"].get<bool>();
+  x.side_streams = ctx.contains("side_streams") && ctx["side_streams"].is_string() ? ctx["side_streams"].get<std::string>() : "off";
   // Reports from before the MPI launch ran every rank as a thread of one process.
   auto text = [&](const char* k, const char* dflt) {
     return ctx.contains(k) ? rd.str(ctx, k, "context") : std::string(dflt);

@@ -44,8 +44,9 @@ const char* const kTrainFlagsUsage = R"(  --model NAME             a registered 
   --amp                    fp16 storage/compute with fp32 master weights and loss scaling
   --no-amp                 fp32 even where the recipe says AMP
   --side-streams           weight gradients on a second stream inside the backward graphs
-                           (the default on CUDA; off on the CPU unless given)
-  --no-side-streams        weight gradients on the data-gradient stream (CUDA)
+  --no-side-streams        weight gradients on the data-gradient stream
+                           (neither: on CUDA when the batch per GPU is at most the model's
+                           measured limit, see README "Scheduling"; never on the CPU)
   --cudnn-benchmark        time cuDNN's deterministic algorithms once per convolution shape and
                            keep the fastest (reproducible within a process only)
   --split-steps            full capture launches a training step as its dozen sub-graphs
@@ -128,12 +129,6 @@ RunData load_data(const CliArgs& a, const ModelEntry& e, int image_size, uint64_
 
 }  // namespace
 
-bool side_streams_flag(const CliArgs& a, Backend backend) {
-  const bool on = a.flag("--side-streams"), off = a.flag("--no-side-streams");
-  TR_USER_CHECK(!(on && off), "give --side-streams or --no-side-streams, not both");
-  return on || (backend == Backend::Cuda && !off);
-}
-
 TrainSetup parse_train_setup(const CliArgs& a, bool recipe_defaults, World* world) {
   TR_USER_CHECK(a.positional().empty(), "unexpected argument '", a.positional().front(), "' (see --help)");
   TrainSetup s;
@@ -175,7 +170,7 @@ TrainSetup parse_train_setup(const CliArgs& a, bool recipe_defaults, World* worl
 
   TR_USER_CHECK(!(a.flag("--amp") && a.flag("--no-amp")), "give --amp or --no-amp, not both");
   o.train.amp = a.flag("--amp") || (rc.amp && !a.flag("--no-amp"));
-  o.train.side_streams = side_streams_flag(a, o.backend);
+  const SideStreams side_streams = side_streams_flag(a);
   o.train.fusion = !a.flag("--no-fusion");
   o.train.bn_sync = parse_bn_sync(a.str("--bn-sync", "batch"));
   o.train.bucket_bytes = int64_t(a.real("--bucket-mb", 25.0, 0.0, 1e6) * 1048576.0);
@@ -212,6 +207,7 @@ TrainSetup parse_train_setup(const CliArgs& a, bool recipe_defaults, World* worl
     o.first_device = pr.first_device;
     o.world = world;
   }
+  o.train.side_streams = use_side_streams(side_streams, o.backend, entry, o.batch / o.train.ranks);
   o.train.force_collectives = a.flag("--force-collectives");
   o.watchdog_ms = static_cast<int>(a.integer("--watchdog-ms", o.watchdog_ms, 100, 86400000));
   o.seed = static_cast<uint64_t>(a.integer("--seed", 1, 0, INT64_MAX));

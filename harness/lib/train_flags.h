@@ -10,6 +10,7 @@
 #include "framework/graph/model_registry.h"
 #include "framework/train/session.h"
 #include "harness/lib/cli_args.h"
+#include "harness/lib/side_streams.h"
 
 namespace tr {
 
@@ -34,13 +35,6 @@ struct TrainSetup {
   RunData data;
   std::string device;  // "cpu" or "cuda"
 };
-// --side-streams / --no-side-streams (tr-train and tr-bench): weight gradients
-// on a second stream inside the backward (Note [streams inside a graph]). On by
-// default on CUDA, where the GPU tests show them bit-identical to one stream;
-// off by default on the CPU, whose ranks gain nothing from them. Both flags
-// together are a UserError.
-bool side_streams_flag(const CliArgs& a, Backend backend);
-
 // With a World (mpirun, srun), the ranks are processes x --gpus-per-process
 // (harness/lib/process_launch.h) and --gpus / --ranks, if given, must say so.
 TrainSetup parse_train_setup(const CliArgs& a, bool recipe_defaults, World* world = nullptr);
