@@ -237,42 +237,25 @@ __device__ __forceinline__ void block_sum_store(const float (&acc)[NACC][VEC], i
     }
 }
 
-// Adds nb per-block partials [nb, NACC, C] in a fixed order (per-lane strided
-// subsets in four interleaved chains, then a fixed 32-lane tree). Block
-// (32, 32), grid ceil(C/32).
+// Adds nb per-block partials [nb, NACC, C] in block order (per-lane strided
+// subsets, then a fixed 32-lane tree). Block (32, 32), grid ceil(C/32).
 template <typename T, int NACC>
 __global__ void finalize_sums(const float* __restrict__ partial, int nb, int64_t C, SumOut<T, NACC> out) {
   grid_dependency_begin();
   __shared__ float sm[NACC][32][33];
   const int tx = threadIdx.x, ty = threadIdx.y;
   const int64_t ch = int64_t(blockIdx.x) * 32 + tx;
-  // A lane's partials (ty, ty + 32, ...) go round-robin into kChains running
-  // sums, so kChains loads are in flight instead of one: a single chain waits
-  // an L2 round trip per partial (~3 us for the 528 partials of a 64-channel
-  // BatchNorm). The chains are added in a fixed order at the end.
-  constexpr int kChains = 4;  // the sum at the end adds four
-  float a[NACC][kChains];
+  float a[NACC];
 #pragma unroll
-  for (int k = 0; k < NACC; ++k)
-#pragma unroll
-    for (int j = 0; j < kChains; ++j) a[k][j] = 0.f;
+  for (int k = 0; k < NACC; ++k) a[k] = 0.f;
   if (ch < C) {
-    int b = ty;
-    for (; b + 32 * (kChains - 1) < nb; b += 32 * kChains) {
+    for (int b = ty; b < nb; b += 32) {
 #pragma unroll
-      for (int j = 0; j < kChains; ++j)
-#pragma unroll
-        for (int k = 0; k < NACC; ++k) a[k][j] += partial[(int64_t(b + 32 * j) * NACC + k) * C + ch];
+      for (int k = 0; k < NACC; ++k) a[k] += partial[(int64_t(b) * NACC + k) * C + ch];
     }
-#pragma unroll
-    for (int j = 0; j < kChains; ++j)  // fewer than kChains left: one each
-      if (b + 32 * j < nb) {
-#pragma unroll
-        for (int k = 0; k < NACC; ++k) a[k][j] += partial[(int64_t(b + 32 * j) * NACC + k) * C + ch];
-      }
   }
 #pragma unroll
-  for (int k = 0; k < NACC; ++k) sm[k][ty][tx] = (a[k][0] + a[k][1]) + (a[k][2] + a[k][3]);
+  for (int k = 0; k < NACC; ++k) sm[k][ty][tx] = a[k];
   __syncthreads();
   for (int s = 16; s > 0; s >>= 1) {
     if (ty < s) {
