@@ -61,6 +61,37 @@ find_mpirun() {
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 }
 
+# beside_peer NAME MODELS VARIANT...: tr-bench in full capture (AMP, SGD) of
+# MODELS once per VARIANT ("label", or "label=--flag" to run with that flag),
+# then the PyTorch peer's whole-step graph of the same models in the same call,
+# and each variant's ratio to it. Writes NAME_label.{json,log} and torch_NAME.*.
+beside_peer() {
+  local name=$1 models=$2 v label
+  shift 2
+  for v in "$@"; do
+    label=${v%%=*}
+    local flag=()
+    [[ $v == *=* ]] && flag=("${v#*=}")
+    timeout ${TR_T_BESIDE:-200} "$BIN/tr-bench" --device cuda --mode full-capture --optimizer sgd --precision amp \
+      --model "$models" --warmup 5 --iters 20 --repetitions 3 "${flag[@]}" --json "$OUT/${name}_$label.json" \
+      > "$OUT/${name}_$label.log" 2>&1 || status=1
+    note "tr-bench $models, full capture, $name: $label"
+    tee -a "$OUT/summary.txt" < "$OUT/${name}_$label.log"
+  done
+  local PY=${TR_TORCH_PYTHON:-/opt/torch/.venv/bin/python}
+  if [ -x "$PY" ] && "$PY" -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+    timeout ${TR_T_BESIDE_TORCH:-200} "$PY" peers/torch_step.py --model "$models" --mode full-capture --warmup 5 \
+      --iters 20 --repetitions 3 --json "$OUT/torch_$name.json" > "$OUT/torch_$name.log" 2>&1 || status=1
+    for v in "$@"; do
+      label=${v%%=*}
+      note "tr ($name: $label) vs PyTorch's whole-step graph (torch/tr above 1: tr is faster)"
+      "$PY" peers/compare.py "$OUT/torch_$name.json" "$OUT/${name}_$label.json" 2>&1 | tee -a "$OUT/summary.txt"
+    done
+  else
+    note "PyTorch peer skipped: no python with torch and CUDA at $PY"
+  fi
+}
+
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv > "$OUT/nvidia-smi.csv" 2>&1
 note "GPU: $(tail -1 "$OUT/nvidia-smi.csv")"
 
@@ -114,27 +145,7 @@ if [[ " $PARTS " == *" fusion "* ]]; then
   # Fusion's gain measured in one call (Note [fusion] in framework/graph/fusion.h):
   # the ResNets in full capture with fusion on and off (--no-fusion), beside the
   # PyTorch peer's whole-step graph; then where resnet50's fused step goes.
-  fz=${TR_FUSION_MODELS:-resnet50,resnet18}
-  for f in on off; do
-    flag=()
-    [ $f = off ] && flag=(--no-fusion)
-    timeout ${TR_T_FUSION:-150} "$BIN/tr-bench" --device cuda --mode full-capture --optimizer sgd --precision amp \
-      --model "$fz" --warmup 5 --iters 20 --repetitions 3 "${flag[@]}" --json "$OUT/fusion_$f.json" \
-      > "$OUT/fusion_$f.log" 2>&1 || status=1
-    note "tr-bench $fz, full capture, fusion $f"
-    tee -a "$OUT/summary.txt" < "$OUT/fusion_$f.log"
-  done
-  PY=${TR_TORCH_PYTHON:-/opt/torch/.venv/bin/python}
-  if [ -x "$PY" ] && "$PY" -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
-    timeout ${TR_T_FUSION_TORCH:-200} "$PY" peers/torch_step.py --model "$fz" --mode full-capture --warmup 5 \
-      --iters 20 --repetitions 3 --json "$OUT/torch_fusion.json" > "$OUT/torch_fusion.log" 2>&1 || status=1
-    for f in on off; do
-      note "tr (fusion $f) vs PyTorch's whole-step graph (torch/tr above 1: tr is faster)"
-      "$PY" peers/compare.py "$OUT/torch_fusion.json" "$OUT/fusion_$f.json" 2>&1 | tee -a "$OUT/summary.txt"
-    done
-  else
-    note "PyTorch peer skipped: no python with torch and CUDA at $PY"
-  fi
+  beside_peer fusion "${TR_FUSION_MODELS:-resnet50,resnet18}" on off=--no-fusion
   timeout ${TR_T_FUSION_TOP:-100} "$BIN/tr-bench" --device cuda --mode full-capture --optimizer sgd --precision amp \
     --model resnet50 --batch 256 --warmup 5 --iters 20 --repetitions 3 --top-kernels 15 \
     --json "$OUT/fusion_top_resnet50.json" > "$OUT/fusion_top_resnet50.log" 2>&1 || status=1
@@ -150,27 +161,8 @@ if [[ " $PARTS " == *" schedule "* ]]; then
   # peer's whole-step graph; the launch gap between dependent kernels with and
   # without programmatic launch; where resnet18 b128 goes (with --no-pdl, so
   # that each kernel's time excludes its wait for the one before).
-  pm=${TR_SCHEDULE_MODELS:-resnet18,resnet50,cnn}
-  for f in default no-pdl no-side-streams; do
-    flag=()
-    [ $f != default ] && flag=(--$f)
-    timeout ${TR_T_SCHEDULE:-200} "$BIN/tr-bench" --device cuda --mode full-capture --optimizer sgd --precision amp \
-      --model "$pm" --warmup 5 --iters 20 --repetitions 3 "${flag[@]}" --json "$OUT/schedule_$f.json" \
-      > "$OUT/schedule_$f.log" 2>&1 || status=1
-    note "tr-bench $pm, full capture, $f"
-    tee -a "$OUT/summary.txt" < "$OUT/schedule_$f.log"
-  done
-  PY=${TR_TORCH_PYTHON:-/opt/torch/.venv/bin/python}
-  if [ -x "$PY" ] && "$PY" -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
-    timeout ${TR_T_SCHEDULE_TORCH:-200} "$PY" peers/torch_step.py --model "$pm" --mode full-capture --warmup 5 \
-      --iters 20 --repetitions 3 --json "$OUT/torch_schedule.json" > "$OUT/torch_schedule.log" 2>&1 || status=1
-    for f in default no-pdl no-side-streams; do
-      note "tr ($f) vs PyTorch's whole-step graph (torch/tr above 1: tr is faster)"
-      "$PY" peers/compare.py "$OUT/torch_schedule.json" "$OUT/schedule_$f.json" 2>&1 | tee -a "$OUT/summary.txt"
-    done
-  else
-    note "PyTorch peer skipped: no python with torch and CUDA at $PY"
-  fi
+  beside_peer schedule "${TR_SCHEDULE_MODELS:-resnet18,resnet50,cnn}" default no-pdl=--no-pdl \
+    no-side-streams=--no-side-streams
   timeout 60 "$BIN/tr_bench_ops" --benchmark_filter='BM_GraphChain|BM_OneGraphLaunch/100' \
     --benchmark_out="$OUT/schedule_chain.json" > "$OUT/schedule_chain.log" 2>&1 || status=1
   note "dependent kernels in one graph, with and without programmatic launch"
