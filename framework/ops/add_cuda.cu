@@ -56,7 +56,8 @@ void add_cuda(const OpCall& c) {
     auto run = [&](auto v, auto relu) {
       constexpr int VEC = decltype(v)::value;
       const unsigned grid = grid_stride_blocks(ceil_div(n, VEC), sm_count(gh), kThreads, kBlocksPerSm);
-      launch_kernel(c.env, {dim3(grid), kThreads, 0}, add_kernel<T, VEC, decltype(relu)::value>, a.as<T>(), b.as<T>(), y.as<T>(), n);
+      launch_kernel(c.env, {dim3(grid), kThreads, 0}, add_kernel<T, VEC, decltype(relu)::value>,
+          a.as<T>(), b.as<T>(), y.as<T>(), n);
     };
     if (c.attrs->relu) {
       if (vec) run(std::integral_constant<int, V>{}, std::true_type{});

@@ -170,7 +170,8 @@ void check_finite_cuda(const RangeCall& c) {
   for (int k = 0; k < c.n_ops;) {
     k += range::fill_operand_table(c.ops, k, c.n_ops, t, "CheckFinite");
     if (t.n == 0) continue;
-    cuda::launch_kernel(c.env, {dim3(range::grid_for_tiles(c, t.tiles)), range::kThreads, 0}, check_finite_kernel, t, &s->found_inf);
+    cuda::launch_kernel(c.env, {dim3(range::grid_for_tiles(c, t.tiles)), range::kThreads, 0}, check_finite_kernel,
+        t, &s->found_inf);
   }
 }
 
@@ -189,16 +190,16 @@ void update_loss_scale_cuda(const RangeCall& c) {
   TrainScalars* s = scalars_of(c, "UpdateLossScale");
   TR_CHECK(c.attrs != nullptr, "UpdateLossScale: no attributes");
   const RangeAttrs& a = *c.attrs;
-  cuda::launch_kernel(c.env, {1, 1, 0}, update_loss_scale_kernel, s, a.growth_factor, a.backoff_factor,
-                                                              a.growth_interval, a.dynamic_scale);
+  cuda::launch_kernel(c.env, {1, 1, 0}, update_loss_scale_kernel,
+      s, a.growth_factor, a.backoff_factor, a.growth_interval, a.dynamic_scale);
 }
 
 void advance_step_cuda(const RangeCall& c) {
   TrainScalars* s = scalars_of(c, "AdvanceStep");
   range::check_n_ops(c, 1, "AdvanceStep");
   range::check_f32(c.ops[0], "AdvanceStep");
-  cuda::launch_kernel(c.env, {1, 1, 0}, advance_step_kernel, s, static_cast<const float*>(c.ops[0].data),
-                                                         c.ops[0].elems);
+  cuda::launch_kernel(c.env, {1, 1, 0}, advance_step_kernel,
+      s, static_cast<const float*>(c.ops[0].data), c.ops[0].elems);
 }
 
 }  // namespace tr

@@ -347,9 +347,11 @@ void bn_stats_cuda(const OpCall& c) {
     out.f32 = sums.as<float>();
     if (vec == kVec16<T>) {
       constexpr int V = kVec16<T>;
-      launch_kernel(c.env, {g.grid, g.block, sum_smem_bytes<2, V>()}, bn_stats_kernel<T, V>, x.as<T>(), rc.rows, rc.c, out);
+      launch_kernel(c.env, {g.grid, g.block, sum_smem_bytes<2, V>()}, bn_stats_kernel<T, V>,
+          x.as<T>(), rc.rows, rc.c, out);
     } else {
-      launch_kernel(c.env, {g.grid, g.block, sum_smem_bytes<2, 1>()}, bn_stats_kernel<T, 1>, x.as<T>(), rc.rows, rc.c, out);
+      launch_kernel(c.env, {g.grid, g.block, sum_smem_bytes<2, 1>()}, bn_stats_kernel<T, 1>,
+          x.as<T>(), rc.rows, rc.c, out);
     }
     launch_finalize<float, 2>(g, rc.c, out, c.env);
   });
@@ -388,11 +390,9 @@ void bn_relu_apply_cuda(const OpCall& c) {
     const ChannelGrid g = channel_grid(rc.rows, rc.c, vec, sm_count(gh), kApplyBlocksPerSm, kApplyMinRowsPerThread);
     auto launch = [&](auto vtag) {
       constexpr int V = decltype(vtag)::value;
-      launch_kernel(c.env, {g.grid, g.block, 0}, bn_relu_apply_kernel<T, V>, x.as<T>(), sums.as<float>(), gamma.as<T>(),
-                                                            beta.as<T>(), static_cast<const T*>(residual),
-                                                            y.as<T>(), batch.as<float>(),
-                                                            affine.as<float>(), rc.rows, rc.c, inv_count,
-                                                            attrs_of(c, op).eps, attrs_of(c, op).relu);
+      launch_kernel(c.env, {g.grid, g.block, 0}, bn_relu_apply_kernel<T, V>,
+          x.as<T>(), sums.as<float>(), gamma.as<T>(), beta.as<T>(), static_cast<const T*>(residual), y.as<T>(),
+          batch.as<float>(), affine.as<float>(), rc.rows, rc.c, inv_count, attrs_of(c, op).eps, attrs_of(c, op).relu);
     };
     if (vec == kBnVec<T>) launch(std::integral_constant<int, kBnVec<T>>{});
     else launch(std::integral_constant<int, 1>{});
@@ -436,8 +436,7 @@ void bn_relu_bwd_reduce_cuda(const OpCall& c) {
     auto launch = [&](auto vtag) {
       constexpr int V = decltype(vtag)::value;
       launch_kernel(c.env, {g.grid, g.block, sum_smem_bytes<2, V>()}, bn_relu_bwd_reduce_kernel<T, V>,
-          dy.as<T>(), affine.as<float>(), x.as<T>(), batch.as<float>(), rc.rows, rc.c, attrs_of(c, op).eps, relu,
-          out);
+          dy.as<T>(), affine.as<float>(), x.as<T>(), batch.as<float>(), rc.rows, rc.c, attrs_of(c, op).eps, relu, out);
     };
     if (vec == kBnVec<T>) launch(std::integral_constant<int, kBnVec<T>>{});
     else launch(std::integral_constant<int, 1>{});
@@ -500,8 +499,8 @@ void bn_relu_infer_cuda(const OpCall& c) {
     const ChannelGrid g = channel_grid(rc.rows, rc.c, vec, sm_count(gh), kApplyBlocksPerSm, kApplyMinRowsPerThread);
     auto launch = [&](auto vtag) {
       constexpr int V = decltype(vtag)::value;
-      launch_kernel(c.env, {g.grid, g.block, 0}, bn_relu_infer_kernel<T, V>, x.as<T>(), affine.as<float>(), y.as<T>(), rc.rows,
-                                                            rc.c, attrs_of(c, op).relu);
+      launch_kernel(c.env, {g.grid, g.block, 0}, bn_relu_infer_kernel<T, V>,
+          x.as<T>(), affine.as<float>(), y.as<T>(), rc.rows, rc.c, attrs_of(c, op).relu);
     };
     if (vec == kBnVec<T>) launch(std::integral_constant<int, kBnVec<T>>{});
     else launch(std::integral_constant<int, 1>{});
@@ -520,9 +519,8 @@ void bn_fold_cuda(const OpCall& c) {
   check_numel(beta, C, op, "beta");
   check_numel(running, 2 * C, op, "running");
   check_numel(affine, 2 * C, op, "affine");
-  launch_kernel(c.env, {unsigned(ceil_div(C, 256)), 256, 0}, bn_fold_kernel, gamma.as<float>(), beta.as<float>(),
-                                                             running.as<float>(), affine.as<float>(), C,
-                                                             attrs_of(c, op).eps);
+  launch_kernel(c.env, {unsigned(ceil_div(C, 256)), 256, 0}, bn_fold_kernel,
+      gamma.as<float>(), beta.as<float>(), running.as<float>(), affine.as<float>(), C, attrs_of(c, op).eps);
 }
 
 }  // namespace tr

@@ -248,8 +248,8 @@ void launch_small_c(const ConvKey& key, const OpCall& c, const GpuHandles& gh, v
       int64_t row_blocks = ceil_div(key.n * key.h, by);
       const int64_t cap = int64_t(sms) * 8 / chan_blocks;
       if (row_blocks > cap) row_blocks = cap < 1 ? 1 : cap;
-      launch_kernel(c.env, {dim3(unsigned(row_blocks), chan_blocks), dim3(bx, by), smem}, conv_small_fwd_kernel<T, C, KV>,
-          c.in[0].as<T>(), c.in[1].as<T>(), c.out[0].as<T>(), N, H, W, K);
+      launch_kernel(c.env, {dim3(unsigned(row_blocks), chan_blocks), dim3(bx, by), smem},
+          conv_small_fwd_kernel<T, C, KV>, c.in[0].as<T>(), c.in[1].as<T>(), c.out[0].as<T>(), N, H, W, K);
     };
     if (key.k % kVec16<T> == 0 && aligned_to(c.out[0].data, 16)) run(std::integral_constant<int, kVec16<T>>{});
     else run(std::integral_constant<int, 1>{});

@@ -282,7 +282,8 @@ inline size_t sum_partial_bytes(const ChannelGrid& g, int64_t C) {
 template <typename T, int NACC>
 inline void launch_finalize(const ChannelGrid& g, int64_t C, const SumOut<T, NACC>& out, const ExecEnv* env) {
   if (g.grid.x <= 1) return;
-  launch_kernel(env, {unsigned(ceil_div(C, 32)), dim3(32, 32), 0}, finalize_sums<T, NACC>, out.partial, int(g.grid.x), C, out);
+  launch_kernel(env, {unsigned(ceil_div(C, 32)), dim3(32, 32), 0}, finalize_sums<T, NACC>,
+      out.partial, int(g.grid.x), C, out);
 }
 
 }  // namespace tr::cuda

@@ -244,8 +244,7 @@ void adamw_cuda(const RangeCall& c) {
     k += range::fill_seg_table(P.segs, k, P.n_segs, t, "AdamW");
     if (t.n == 0) continue;
     cuda::launch_kernel(c.env, {dim3(range::grid_for_tiles(c, t.tiles)), range::kThreads, 0}, adamw_kernel,
-        t, f32(P), f32(c.ops[1]), f32(c.ops[2]), f32(c.ops[3]), s, a.weight_decay, a.beta1, a.beta2,
-        a.adam_eps);
+        t, f32(P), f32(c.ops[1]), f32(c.ops[2]), f32(c.ops[3]), s, a.weight_decay, a.beta1, a.beta2, a.adam_eps);
   }
 }
 
@@ -260,8 +259,9 @@ void lars_cuda(const RangeCall& c) {
     if (t.n == 0) continue;
     cuda::LaunchShape shape{dim3(cluster, t.n), dim3(kLarsThreads)};
     shape.cluster_x = cluster;
-    cuda::launch_kernel(c.env, shape, lars_kernel, t, f32(P), static_cast<const float*>(c.ops[1].data), f32(c.ops[2]),
-                        s, a.momentum, a.weight_decay, a.trust_coef);
+    cuda::launch_kernel(c.env, shape, lars_kernel,
+        t, f32(P), static_cast<const float*>(c.ops[1].data), f32(c.ops[2]), s, a.momentum, a.weight_decay,
+        a.trust_coef);
   }
 }
 

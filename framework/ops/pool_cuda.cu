@@ -425,10 +425,11 @@ void maxpool_fwd_cuda(const OpCall& c) {
       if (work == 0) return;
       const unsigned grid = grid_for(work, sm_count(gh));
       if (fast)
-        launch_kernel(c.env, {dim3(grid), kThreads, 0}, maxpool_fwd_kernel<T, V>, x.as<T>(), y.as<T>(), d.n, d.h, d.w, d.c);
+        launch_kernel(c.env, {dim3(grid), kThreads, 0}, maxpool_fwd_kernel<T, V>,
+            x.as<T>(), y.as<T>(), d.n, d.h, d.w, d.c);
       else
-        launch_kernel(c.env, {dim3(grid), kThreads, 0}, maxpool_fwd_general_kernel<T, V>, x.as<T>(), y.as<T>(), argmax, d.n,
-                                                                                d.h, d.w, d.c, pw);
+        launch_kernel(c.env, {dim3(grid), kThreads, 0}, maxpool_fwd_general_kernel<T, V>,
+            x.as<T>(), y.as<T>(), argmax, d.n, d.h, d.w, d.c, pw);
     });
   });
 }

@@ -119,8 +119,8 @@ void relu_bwd_cuda(const OpCall& c) {
       launch_kernel(c.env, {grid_for(ceil_div(n, V), sm_count(gh)), kThreads, 0}, relu_bwd_kernel<T, V>,
           dy.as<T>(), y.as<T>(), d2, dx.as<T>(), n);
     } else {
-      launch_kernel(c.env, {grid_for(n, sm_count(gh)), kThreads, 0}, relu_bwd_kernel<T, 1>, dy.as<T>(), y.as<T>(), d2,
-                                                                                         dx.as<T>(), n);
+      launch_kernel(c.env, {grid_for(n, sm_count(gh)), kThreads, 0}, relu_bwd_kernel<T, 1>,
+          dy.as<T>(), y.as<T>(), d2, dx.as<T>(), n);
     }
   });
 }

@@ -131,9 +131,9 @@ void softmax_xent_cuda(const OpCall& c) {
     using T = decltype(tag);
     if (N > 0) {
       const unsigned blocks = unsigned(ceil_div(N, kRowThreads / 32));
-      launch_kernel(c.env, {blocks, kRowThreads, 0}, xent_rows_kernel<T>, logits.as<T>(), labels.as<int32_t>(),
-                                                         grad ? c.out[0].as<T>() : nullptr, c.env->scalars, rows, N,
-                                                         M, a.label_smoothing, inv_gb);
+      launch_kernel(c.env, {blocks, kRowThreads, 0}, xent_rows_kernel<T>,
+          logits.as<T>(), labels.as<int32_t>(), grad ? c.out[0].as<T>() : nullptr,
+          c.env->scalars, rows, N, M, a.label_smoothing, inv_gb);
     }
     launch_kernel(c.env, {1, kReduceThreads, 0}, xent_metrics_kernel, rows, N, metrics.as<float>());
   });
