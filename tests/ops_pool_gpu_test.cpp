@@ -84,11 +84,14 @@ TEST_F(OpsGpuPool, MaxPool2MatchesCpu) {
 // 112x112x64) at batch 2; overlapping windows (3x3/s1/p1, 2x2/s1, 5x5/s2/p2:
 // up to 9 outputs per input); a stride larger than the window; the largest pad
 // (k-1); H != W; C not a multiple of the vector width (one channel per thread).
+// The stem's window with winners has unrolled kernels of its own
+// (maxpool_3x3s2_cuda.h): odd and even H and W, down to 1x2, cover their edges.
 const PoolCase kMaxCases[] = {
     {{3, 2, 1}, {2, 112, 112, 64}}, {{3, 2, 1}, {3, 9, 7, 16}}, {{3, 2, 1}, {2, 5, 6, 5}},
     {{3, 2, 1}, {2, 8, 8, 24}},     {{3, 1, 1}, {2, 7, 9, 16}}, {{2, 1, 0}, {2, 6, 7, 8}},
     {{1, 2, 0}, {2, 7, 7, 8}},      {{3, 2, 2}, {2, 5, 6, 16}}, {{3, 3, 0}, {2, 9, 10, 8}},
-    {{5, 2, 2}, {2, 11, 13, 16}},   {{2, 2, 1}, {2, 7, 8, 3}},
+    {{5, 2, 2}, {2, 11, 13, 16}},   {{2, 2, 1}, {2, 7, 8, 3}},      {{3, 2, 1}, {2, 1, 2, 8}},
+    {{3, 2, 1}, {2, 6, 3, 16}},
 };
 
 TEST_F(OpsGpuPool, MaxPoolWindowsMatchCpu) {

@@ -95,27 +95,10 @@ TEST_F(PdlGpu, CapturedKernelsGetProgrammaticEdgesAndTheSameBits) {
 
 TEST(PdlGpuTraining, ChangesNoBitInAnyMode) {
   SKIP_WITHOUT_GPU();
-  for (const std::string& model : {std::string("resnet18"), std::string("cnn")}) {
-    RunOptions o = testing::zoo_run(model, OptimizerKind::Sgd, ExecMode::Eager, 32, 0.25);
-    o.backend = Backend::Cuda;
-    o.train.amp = true;
-    o.train.init_loss_scale = 1024.f;
-    const auto train = testing::run_data(o, 5 * 32 - 8, 99);
-    o.programmatic_launch = false;
-    Trainer plain(o, testing::view_of(train), testing::view_of(train));
-    plain.run_epoch();
-    const auto ref = testing::state_of(plain);
-    for (ExecMode mode : {ExecMode::Eager, ExecMode::PartialCapture, ExecMode::FullCapture}) {
-      o.mode = mode;
-      o.programmatic_launch = true;
-      Trainer t(o, testing::view_of(train), testing::view_of(train));
-      t.run_epoch();
-      const int differing =
-          testing::differing_tensors(ref, testing::state_of(t), cat(model, " with programmatic launch, ", mode_name(mode)));
-      std::printf("[ pdl gpu ] %s amp %s: %d of %zu state tensors differ from eager without programmatic launch\n",
-                  model.c_str(), mode_name(mode).c_str(), differing, ref.size());
-    }
-  }
+  for (const char* model : {"resnet18", "cnn"})
+    testing::expect_setting_changes_no_bit(
+        model, 99, "pdl gpu", "eager without programmatic launch",
+        [](RunOptions& o) { o.programmatic_launch = false; }, [](RunOptions& o) { o.programmatic_launch = true; });
 }
 
 }  // namespace

@@ -6,8 +6,6 @@
 // stream, in every mode. Skips without a GPU.
 #include <gtest/gtest.h>
 
-#include <cstdio>
-
 #include "tests/gpu_test_util.h"
 #include "tests/train_test_util.h"
 
@@ -16,27 +14,10 @@ namespace {
 
 TEST(SideStreamsGpu, ChangeNoBitInAnyMode) {
   SKIP_WITHOUT_GPU();
-  for (const std::string& model : {std::string("resnet18"), std::string("resnet50"), std::string("vgg16bn")}) {
-    RunOptions o = testing::zoo_run(model, OptimizerKind::Sgd, ExecMode::Eager, 32, 0.25);
-    o.backend = Backend::Cuda;
-    o.train.amp = true;
-    o.train.init_loss_scale = 1024.f;
-    const auto train = testing::run_data(o, 5 * 32 - 8, 101);
-    o.train.side_streams = false;
-    Trainer one(o, testing::view_of(train), testing::view_of(train));
-    one.run_epoch();
-    const auto ref = testing::state_of(one);
-    for (ExecMode mode : {ExecMode::Eager, ExecMode::PartialCapture, ExecMode::FullCapture}) {
-      o.mode = mode;
-      o.train.side_streams = true;
-      Trainer side(o, testing::view_of(train), testing::view_of(train));
-      side.run_epoch();
-      const int differing =
-          testing::differing_tensors(ref, testing::state_of(side), cat(model, " with side streams, ", mode_name(mode)));
-      std::printf("[ side streams gpu ] %s amp %s: %d of %zu state tensors differ from eager on one stream\n",
-                  model.c_str(), mode_name(mode).c_str(), differing, ref.size());
-    }
-  }
+  for (const char* model : {"resnet18", "resnet50", "vgg16bn"})
+    testing::expect_setting_changes_no_bit(
+        model, 101, "side streams gpu", "eager on one stream", [](RunOptions& o) { o.train.side_streams = false; },
+        [](RunOptions& o) { o.train.side_streams = true; });
 }
 
 }  // namespace

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <functional>
 #include <utility>
 #include <map>
 #include <string>
@@ -224,6 +226,35 @@ inline void expect_modes_bit_identical(const RunOptions& base, int64_t steps_per
                   mode_name(mode).c_str(), split ? " (split steps)" : "", amp ? "amp" : "fp32",
                   static_cast<long long>(2 * steps_per_epoch), s.size(), differing);
     }
+  }
+}
+
+// A GPU setting must change no bit: `model` at a quarter width, AMP, batch 32,
+// trains an epoch of 152 samples (the last batch short) in eager mode with
+// `reference` applied to its options, then in every mode with `variant`
+// applied; each mode's state is compared with the reference's, bit for bit, and
+// one line per mode is printed: "[ tag ] model amp mode: N of M state tensors
+// differ from <reference_name>".
+inline void expect_setting_changes_no_bit(const std::string& model, uint64_t seed, const char* tag,
+                                          const char* reference_name, const std::function<void(RunOptions&)>& reference,
+                                          const std::function<void(RunOptions&)>& variant) {
+  RunOptions o = zoo_run(model, OptimizerKind::Sgd, ExecMode::Eager, 32, 0.25);
+  o.backend = Backend::Cuda;
+  o.train.amp = true;
+  o.train.init_loss_scale = 1024.f;
+  const auto train = run_data(o, 5 * 32 - 8, seed);
+  reference(o);
+  Trainer ref_run(o, view_of(train), view_of(train));
+  ref_run.run_epoch();
+  const auto ref = state_of(ref_run);
+  for (ExecMode mode : {ExecMode::Eager, ExecMode::PartialCapture, ExecMode::FullCapture}) {
+    o.mode = mode;
+    variant(o);
+    Trainer t(o, view_of(train), view_of(train));
+    t.run_epoch();
+    const int differing = differing_tensors(ref, state_of(t), cat(model, " ", tag, ", ", mode_name(mode)));
+    std::printf("[ %s ] %s amp %s: %d of %zu state tensors differ from %s\n", tag, model.c_str(),
+                mode_name(mode).c_str(), differing, ref.size(), reference_name);
   }
 }
 

@@ -3,7 +3,8 @@
 //   the CPU reference's formula: same bits), labels[n] = labels_src[n];
 //   n = m mod N, (i', j') from framework/ops/augment.h (identity unless the
 //   sample is augmented or, for m >= N under flip-TTA, mirrored).
-// One thread per output element; the first N threads also copy the labels.
+// One thread per output pixel (its C <= 4 channels), so the index arithmetic is
+// done once per pixel; the first N threads also copy the labels.
 // Augmenting threads read the batch counter from the scalars in device memory,
 // so a captured graph draws new decisions on every replay. No workspace.
 #include "framework/ops/augment.h"
@@ -33,30 +34,36 @@ __global__ void input_prep_kernel(const uint8_t* __restrict__ img, const int32_t
                                   T* __restrict__ x, int32_t* __restrict__ labels, PrepDims d, Norm norm,
                                   AugmentParams aug, const TrainScalars* __restrict__ scalars) {
   grid_dependency_begin();
-  const int64_t total = d.Nout * d.h * d.w * d.C;
+  const int64_t plane = d.h * d.w;
+  const int64_t pixels = d.Nout * plane;
+  const bool full_res = d.h == d.H0 && d.w == d.W0;
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   const int64_t tid = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const uint32_t batch = AUG ? uint32_t(scalars->batches) : 0u;
-  for (int64_t e = tid; e < total; e += stride) {
-    const int64_t ch = e % d.C;
-    int64_t t = e / d.C;
-    const int64_t j = t % d.w;
-    t /= d.w;
-    const int64_t i = t % d.h;
-    const int64_t m = t / d.h;
-    const int64_t n = m % d.N;
+  for (int64_t p = tid; p < pixels; p += stride) {
+    const int64_t m = p / plane;
+    const int32_t ij = int32_t(p - m * plane), w = int32_t(d.w);  // plane < 2^31 (checked by the launcher)
+    const int64_t i = ij / w, j = ij % w;
+    const int64_t n = m < d.N ? m : m - d.N;  // m mod N (m < 2N)
     AugmentChoice choice;
     if (AUG) choice = augment_choice(aug, batch, uint32_t(d.rank * d.N + n), int32_t(d.h), int32_t(d.w));
     int64_t si = 0, sj = 0;
     const bool inside = augment_source(choice, i, m >= d.N ? d.w - 1 - j : j, d.h, d.w, si, sj);
-    float v;
-    if (AUG && augment_cut(choice, aug.cutout, i, j)) {
-      v = 0.f;
-    } else {
-      const float u = inside ? float(img[((n * d.H0 + si * d.H0 / d.h) * d.W0 + sj * d.W0 / d.w) * d.C + ch]) : 0.f;
-      v = (u / 255.f - norm.mean[ch]) / norm.std[ch];
+    const bool cut = AUG && augment_cut(choice, aug.cutout, i, j);
+    const uint8_t* src = nullptr;
+    if (inside && !cut)
+      src = img + ((n * d.H0 + (full_res ? si : si * d.H0 / d.h)) * d.W0 + (full_res ? sj : sj * d.W0 / d.w)) * d.C;
+    T* dst = x + p * d.C;
+    for (int64_t ch = 0; ch < d.C; ++ch) {
+      float v;
+      if (cut) {
+        v = 0.f;
+      } else {
+        const float u = src != nullptr ? float(src[ch]) : 0.f;
+        v = (u / 255.f - norm.mean[ch]) / norm.std[ch];
+      }
+      dst[ch] = from_f<T>(v);
     }
-    x[e] = from_f<T>(v);
   }
   for (int64_t n = tid; n < d.N; n += stride) labels[n] = labels_src[n];
 }
@@ -92,11 +99,12 @@ void input_prep_cuda(const OpCall& c) {
     norm.mean[i] = a.norm_mean[i];
     norm.std[i] = a.norm_std[i];
   }
+  TR_CHECK(h * w < (int64_t(1) << 31), op, ": a ", h, "x", w, " image is too large");
   const PrepDims d{N, Nout, im[1], im[2], h, w, im[3], int32_t(c.env ? c.env->rank : 0)};
   const GpuHandles& gh = handles_of(c, op);
   dispatch_float(x.dtype, op, [&](auto tag) {
     using T = decltype(tag);
-    const int64_t total = Nout * h * w * im[3];
+    const int64_t total = Nout * h * w;
     int64_t blocks = ceil_div(total, kThreads);
     const int64_t cap = int64_t(sm_count(gh)) * 8;
     if (blocks > cap) blocks = cap;

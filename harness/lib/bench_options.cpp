@@ -6,6 +6,7 @@
 
 #include "framework/graph/model_registry.h"
 #include "framework/runtime/context_factory.h"
+#include "harness/lib/algo_flags.h"
 #include "harness/lib/cli_args.h"
 #include "harness/lib/process_launch.h"
 
@@ -220,14 +221,11 @@ BenchOptions parse_bench_options(int argc, char** argv, World* world) {
                 "--top-kernels needs CUPTI on a GPU (--device cuda, without --no-cupti)");
   o.side_streams = side_streams_flag(a);
   o.step_graphs = !a.flag("--split-steps");
-  o.cudnn_benchmark = a.flag("--cudnn-benchmark");
   o.fusion = !a.flag("--no-fusion");
-  o.deterministic = !a.flag("--nondeterministic");
-  TR_USER_CHECK(o.deterministic || o.backend == Backend::Cuda,
-                "--nondeterministic is for --device cuda (the CPU kernels are deterministic)");
-  o.programmatic_launch = !a.flag("--no-pdl");
-  TR_USER_CHECK(o.programmatic_launch || o.backend == Backend::Cuda,
-                "--no-pdl is for --device cuda (the CPU launches no kernels)");
+  const AlgoChoice algo = algo_flags(a, o.backend);
+  o.cudnn_benchmark = algo.benchmark;
+  o.deterministic = algo.deterministic;
+  o.programmatic_launch = algo.programmatic_launch;
   o.progress = isatty(2) != 0;
   return o;
 }

@@ -8,6 +8,7 @@
 #include "datasets/synthetic.h"
 #include "framework/core/error.h"
 #include "framework/runtime/context_factory.h"
+#include "harness/lib/algo_flags.h"
 #include "harness/lib/process_launch.h"
 
 namespace tr {
@@ -175,13 +176,10 @@ TrainSetup parse_train_setup(const CliArgs& a, bool recipe_defaults, World* worl
   o.train.bn_sync = parse_bn_sync(a.str("--bn-sync", "batch"));
   o.train.bucket_bytes = int64_t(a.real("--bucket-mb", 25.0, 0.0, 1e6) * 1048576.0);
   o.step_graphs = !a.flag("--split-steps");
-  o.cudnn_benchmark = a.flag("--cudnn-benchmark");
-  o.deterministic = !a.flag("--nondeterministic");
-  TR_USER_CHECK(o.deterministic || o.backend == Backend::Cuda,
-                "--nondeterministic is for --device cuda (the CPU kernels are deterministic)");
-  o.programmatic_launch = !a.flag("--no-pdl");
-  TR_USER_CHECK(o.programmatic_launch || o.backend == Backend::Cuda,
-                "--no-pdl is for --device cuda (the CPU launches no kernels)");
+  const AlgoChoice algo = algo_flags(a, o.backend);
+  o.cudnn_benchmark = algo.benchmark;
+  o.deterministic = algo.deterministic;
+  o.programmatic_launch = algo.programmatic_launch;
   if (o.train.amp) o.train.init_loss_scale = 65536.f;
   o.lowres_epochs = static_cast<int>(a.integer("--lowres-epochs", 0, 0, o.epochs));
   o.lowres_size = static_cast<int>(a.integer("--lowres-size", image_size * 5 / 7, 1, 4096));

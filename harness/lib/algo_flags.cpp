@@ -1,0 +1,19 @@
+#include "harness/lib/algo_flags.h"
+
+#include "framework/core/error.h"
+
+namespace tr {
+
+AlgoChoice algo_flags(const CliArgs& a, Backend backend) {
+  AlgoChoice c;
+  c.benchmark = a.flag("--cudnn-benchmark");
+  c.deterministic = !a.flag("--nondeterministic");
+  TR_USER_CHECK(c.deterministic || backend == Backend::Cuda,
+                "--nondeterministic is for --device cuda (the CPU kernels are deterministic)");
+  c.programmatic_launch = !a.flag("--no-pdl");
+  TR_USER_CHECK(c.programmatic_launch || backend == Backend::Cuda,
+                "--no-pdl is for --device cuda (the CPU launches no kernels)");
+  return c;
+}
+
+}  // namespace tr
