@@ -2,6 +2,8 @@
 // AdamW, LARS) against the CPU reference, bitwise where the math is identical,
 // LARS within 1e-6; two runs bitwise equal; a step with a found Inf changes
 // nothing. Skips without a CUDA device.
+#include <cstdio>
+
 #include "tests/range_ops_gpu_fixture.h"
 
 namespace tr {
@@ -106,6 +108,54 @@ TEST_F(RangeOpsGpuOptim, SgdNesterovMatchesCpuBitwise) {
   std::mt19937 rng(21);
   compare(Opt::Sgd, Layout(rng, 24, true), 1);
   compare(Opt::Sgd, Layout(rng, 300, false), 2);  // more segments than one launch holds
+}
+
+// Note [optimizer tail]: SgdNesterov with the unscale, the EMA and the f16
+// compute copy folded in, on the GPU, gives the bits of the CPU running the
+// unfused ops one after another: UnscaleGrads, SgdNesterov, Lerp, Cast. At a
+// power-of-two loss scale and at 3 (where 1/scale rounds).
+TEST_F(RangeOpsGpuOptim, SgdWithItsTailMatchesTheUnfusedOpsOnTheCpu) {
+  std::mt19937 rng(26);
+  int checked = 0;
+  for (float scale : {1024.f, 3.f})
+    for (bool big : {true, false}) {
+      const Layout l(rng, big ? 24 : 300, big);
+      const std::vector<Segment>* sg = &l.segs;
+      TrainScalars s;
+      s.lr = 0.05f;
+      s.step = 1;
+      s.loss_scale = scale;
+      set_scalars(s);
+      OptState cpu;
+      cpu.p = l.random(rng, -1, 1);
+      cpu.g = l.random(rng, -scale, scale);
+      cpu.a = l.random(rng, -0.1f, 0.1f);
+      cpu.b = l.random(rng, -1, 1);  // the EMA
+      std::vector<half_t> cpu16(size_t(l.elems), half_t{});
+      DevBuf<float> p(cpu.p), g(cpu.g), v(cpu.a), ema(cpu.b);
+      DevBuf<half_t> p16(cpu16);
+      RangeAttrs a = opt_attrs();
+      a.unscale = true;
+      a.ema_t = 0.01f;
+      run_gpu(sgd_nesterov_cuda, {operand(p, sg), operand(g, sg), operand(v, sg), operand(ema, sg), operand(p16, sg)},
+              a);
+      RangeAttrs lerp;
+      lerp.t = a.ema_t;
+      lerp.skip_on_inf = true;
+      run_cpu(unscale_grads_cpu, {operand(cpu.g, sg)});
+      run_cpu(sgd_nesterov_cpu, {operand(cpu.p, sg), operand(cpu.g, sg), operand(cpu.a, sg)}, opt_attrs());
+      run_cpu(lerp_cpu, {operand(cpu.b, sg), operand(cpu.p, sg)}, lerp);
+      run_cpu(cast_cpu, {operand(cpu.p, sg), operand(cpu16, sg)});
+      expect_bitwise(p.download(), cpu.p, "param");
+      expect_bitwise(v.download(), cpu.a, "momentum");
+      expect_bitwise(ema.download(), cpu.b, "ema");
+      const std::vector<half_t> got16 = p16.download();
+      for (const Segment& seg : l.segs)
+        for (int64_t i = seg.offset; i < seg.offset + seg.elems; ++i, ++checked)
+          ASSERT_TRUE(bitwise_equal(&got16[size_t(i)], &cpu16[size_t(i)], 2)) << "f16 copy at " << i;
+    }
+  std::printf("[ optimizer tail ] SgdNesterov + unscale + EMA + f16 copy on the GPU: %d parameters, the bits of "
+              "the four ops on the CPU\n", checked);
 }
 
 TEST_F(RangeOpsGpuOptim, AdamWMatchesCpuBitwise) {

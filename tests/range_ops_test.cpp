@@ -465,6 +465,59 @@ TEST(RangeOpsOptim, AFoundInfStepLeavesParamsAndStateBitIdentical) {
   EXPECT_TRUE(same(b, b0));
 }
 
+// Note [optimizer tail]: SgdNesterov with the unscale, the EMA and the f16
+// compute copy folded in gives the bits of UnscaleGrads, SgdNesterov, Lerp and
+// Cast run one after another, at a loss scale whose inverse rounds (3) and one
+// whose does not (1024); with a found Inf it changes nothing.
+TEST(RangeOpsOptim, SgdWithItsTailIsTheUnfusedOpsInOne) {
+  Layout l;
+  std::mt19937 rng(8);
+  for (float scale : {3.f, 1024.f}) {
+    std::vector<float> p = l.random(rng, -1, 1), g = l.random(rng, -scale, scale), v = l.random(rng, -0.1f, 0.1f),
+                       ema = l.random(rng, -1, 1);
+    std::vector<half_t> p16(size_t(l.elems), half_t{});
+    std::vector<float> p2 = p, g2 = g, v2 = v, ema2 = ema;
+    const std::vector<float> p0 = p;
+    std::vector<half_t> p16_2 = p16;
+    Call fused;
+    fused.scalars.lr = 0.1f;
+    fused.scalars.loss_scale = scale;
+    fused.attrs.weight_decay = 0.01f;
+    fused.attrs.unscale = true;
+    fused.attrs.ema_t = 0.01f;
+    RangeOperand h = operand(p16);
+    h.segs = l.segs.data();
+    h.n_segs = int(l.segs.size());
+    fused.set_ops({operand(p, &l.segs), operand(g, &l.segs), operand(v, &l.segs), operand(ema, &l.segs), h});
+    fused.run(sgd_nesterov_cpu);
+    Call apart;
+    apart.scalars = fused.scalars;
+    apart.attrs.weight_decay = 0.01f;
+    apart.set_ops({operand(g2, &l.segs)});
+    apart.run(unscale_grads_cpu);
+    apart.set_ops({operand(p2, &l.segs), operand(g2, &l.segs), operand(v2, &l.segs)});
+    apart.run(sgd_nesterov_cpu);
+    apart.attrs.t = 0.01f;
+    apart.attrs.skip_on_inf = true;
+    apart.set_ops({operand(ema2), operand(p2)});
+    apart.run(lerp_cpu);
+    apart.set_ops({operand(p2), operand(p16_2)});
+    apart.run(cast_cpu);
+    for (int64_t i = 0; i < l.elems; ++i) {
+      ASSERT_EQ(bits(p[i]), bits(p2[i])) << "param at " << i << ", scale " << scale;
+      ASSERT_EQ(bits(v[i]), bits(v2[i])) << "momentum at " << i;
+      ASSERT_EQ(bits(ema[i]), bits(ema2[i])) << "ema at " << i;
+      ASSERT_EQ(std::memcmp(&p16[size_t(i)], &p16_2[size_t(i)], 2), 0) << "f16 copy at " << i;
+    }
+    EXPECT_NE(std::memcmp(p.data(), p0.data(), p.size() * 4), 0);  // the update did run
+    const std::vector<float> before = p, ema_before = ema;
+    fused.scalars.found_inf = 1;
+    fused.run(sgd_nesterov_cpu);
+    EXPECT_EQ(std::memcmp(p.data(), before.data(), p.size() * 4), 0);
+    EXPECT_EQ(std::memcmp(ema.data(), ema_before.data(), ema.size() * 4), 0);
+  }
+}
+
 TEST(RangeOpsOptim, OneTrainingStepOfTheAmpPipeline) {
   // CheckFinite -> UnscaleGrads -> UpdateLossScale -> AdvanceStep -> SgdNesterov, twice:
   // a finite step applies the update with the table's lr, an overflow step changes nothing

@@ -20,6 +20,7 @@ void emit_recipe_graphs(ComputationGraph& cg, const TrainConfig& tc, const Recip
   auto deep_rest = [&](Role r) { return RangeRef::slots(r, kDeepGroups, 0, deep_comm_slot_hi); };
   const bool amp = tc.amp;
   const Role grads = amp ? Role::GradMaster : Role::Grad;
+  const bool tail = tc.fusion && tc.optimizer == OptimizerKind::Sgd;  // Note [optimizer tail]
   cg.add(GraphId::TRANSFER_A, range_copy_in(ids, 0));
   cg.add(GraphId::TRANSFER_B, range_copy_in(ids, 1));
   cg.add(GraphId::ZERO_GRAD, range(RangeOp::Clear, {RangeRef::region(Role::Grad)}, "zero_grad"));
@@ -58,8 +59,8 @@ void emit_recipe_graphs(ComputationGraph& cg, const TrainConfig& tc, const Recip
   ls.growth_interval = tc.loss_scale_growth_interval;
   const GraphId nan = GraphId::NAN_CHECK_AND_GRAD_SCALING;
   cg.add(nan, range(RangeOp::CheckFinite, {RangeRef::region(grads)}, "check_finite"));
-  if (amp) cg.add(nan, range(RangeOp::UnscaleGrads, {RangeRef::region(grads)}, "unscale_grads"));
-  cg.add(nan, range(RangeOp::UpdateLossScale, {}, "update_loss_scale", ls));
+  if (amp && !tail) cg.add(nan, range(RangeOp::UnscaleGrads, {RangeRef::region(grads)}, "unscale_grads"));
+  if (!tail) cg.add(nan, range(RangeOp::UpdateLossScale, {}, "update_loss_scale", ls));
   cg.add(nan, range(RangeOp::AdvanceStep, {RangeRef::of(ids.lr_table)}, "advance_step"));
 
   if (has_bn) {
@@ -83,9 +84,22 @@ void emit_recipe_graphs(ComputationGraph& cg, const TrainConfig& tc, const Recip
     if (tc.optimizer == OptimizerKind::AdamW) r.push_back(RangeRef::region(Role::OptState2, gm));
     return r;
   };
+  RangeAttrs ema;
+  ema.t = 1.f - tc.ema_decay;
+  ema.skip_on_inf = true;
   switch (tc.optimizer) {
     case OptimizerKind::Sgd:
-      cg.add(GraphId::OPTIMIZER, range(RangeOp::SgdNesterov, param_ops(kAllGroups), "sgd", oa));
+      if (tail) {
+        std::vector<RangeRef> r = param_ops(kAllGroups);
+        r.push_back(RangeRef::region(Role::EmaParam));
+        if (amp) r.push_back(RangeRef::region(Role::ParamCompute));
+        oa.unscale = amp;
+        oa.ema_t = ema.t;
+        cg.add(GraphId::OPTIMIZER, range(RangeOp::SgdNesterov, r, "sgd_tail", oa));
+        cg.add(GraphId::OPTIMIZER, range(RangeOp::UpdateLossScale, {}, "update_loss_scale", ls));
+      } else {
+        cg.add(GraphId::OPTIMIZER, range(RangeOp::SgdNesterov, param_ops(kAllGroups), "sgd", oa));
+      }
       break;
     case OptimizerKind::AdamW:
       cg.add(GraphId::OPTIMIZER, range(RangeOp::AdamW, param_ops(kAllGroups), "adamw", oa));
@@ -99,16 +113,15 @@ void emit_recipe_graphs(ComputationGraph& cg, const TrainConfig& tc, const Recip
       break;
   }
 
-  RangeAttrs ema;
-  ema.t = 1.f - tc.ema_decay;
-  ema.skip_on_inf = true;
-  cg.add(GraphId::EMA_UPDATE,
+  if (!tail)
+    cg.add(GraphId::EMA_UPDATE,
            range(RangeOp::Lerp, {RangeRef::region(Role::EmaParam), RangeRef::region(Role::ParamMaster)}, "ema_params", ema));
   if (has_bn)
     cg.add(GraphId::EMA_UPDATE, range(RangeOp::Lerp, {RangeRef::region(Role::EmaBnRunning), RangeRef::region(Role::BnRunning)},
                                         "ema_bn_running", ema));
   if (amp) {
-    cg.add(GraphId::CAST_MAIN_FP32_TO_FP16,
+    if (!tail)
+      cg.add(GraphId::CAST_MAIN_FP32_TO_FP16,
              range(RangeOp::Cast, {RangeRef::region(Role::ParamMaster), RangeRef::region(Role::ParamCompute)}, "cast_main"));
     cg.add(GraphId::CAST_EMA_FP32_TO_FP16,
              range(RangeOp::Cast, {RangeRef::region(Role::EmaParam), RangeRef::region(Role::EmaParamCompute)}, "cast_ema"));

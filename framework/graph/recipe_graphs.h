@@ -18,6 +18,22 @@ struct RecipeTensors {
   TensorId lr_table, step_metrics, train_metrics, val_main_metrics, val_ema_metrics;
 };
 
+// Note [optimizer tail]
+// After the optimizer, a step walks the parameters twice more: the EMA
+// (ema += t*(p - ema)) and, with AMP, the f16 compute copy (Cast). Before it,
+// AMP unscales the gradients in place (UnscaleGrads). With fusion on
+// (TrainConfig::fusion) and SGD, the SgdNesterov node does all three on the
+// values it already holds: it unscales g as it loads it, then updates the EMA
+// and writes the compute copy from the updated p. The separate EMA-of-params,
+// UnscaleGrads and per-step CAST_MAIN nodes go; UpdateLossScale moves behind the
+// optimizer, which must still read this step's scale. Bits: each fused value is
+// computed with the rounding of the op it replaces (range_util.h), so the state
+// is the same as unfused (Fusion.ChangesNoBitOfATrainingRunInF32, the AMP
+// variant and FusionGpu). The compute copies start as host casts of the masters
+// (param_init.cpp), since no CAST_MAIN graph is left to make them.
+// resnet18 at batch 128 on the H200: 11.2M parameters, about 180 MB a step
+// less traffic and three kernels fewer.
+//
 // deep_comm_slot_hi: DEEP_COMM (and its AMP cast) cover the deep slots below it;
 // the buckets above were issued during the backward (Note [gradient buckets]).
 void emit_recipe_graphs(ComputationGraph& cg, const TrainConfig& t, const RecipeTensors& ids, bool has_bn,

@@ -52,7 +52,7 @@ enum class RangeOp : uint8_t {
   Lerp,               // ops: dst, src                              dst += t*(src-dst) (skipped on inf if skip_on_inf)
   Accumulate,         // ops: dst, src                              dst += src
   AllReduceSum,       // ops: buf                                   sum over ranks (then *1/ranks if attrs.average)
-  SgdNesterov,        // ops: param, grad, momentum                 (skipped on inf)
+  SgdNesterov,        // ops: param, grad, momentum[, ema[, param f16]]  (skipped on inf; optimizers.h)
   AdamW,              // ops: param, grad, m, v                     (skipped on inf)
   Lars,               // ops: param, grad, momentum; segment subset (skipped on inf)
   Count

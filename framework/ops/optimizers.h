@@ -2,8 +2,13 @@
 // Fused multi-tensor optimizers over parallel regions (same segments), f32.
 // All read lr (and step) from env.scalars and do nothing when scalars.found_inf.
 // Weight decay applies to segments with decay=true.
-//   SgdNesterov: ops = param, grad, momentum.
+//   SgdNesterov: ops = param, grad, momentum[, ema[, param_compute f16]].
 //       g' = g + wd*p;  v = mu*v + g';  p -= lr * (g' + mu*v)
+//       With attrs.unscale, g is first multiplied by 1/loss_scale as UnscaleGrads
+//       does; with an ema operand, ema += attrs.ema_t * (p - ema) on the updated p,
+//       as Lerp does; with param_compute, it becomes p rounded to f16, as Cast
+//       does. The same bits as those ops run one after another (Note
+//       [optimizer tail] in framework/graph/recipe_graphs.h).
 //   AdamW:       ops = param, grad, m, v.   t = scalars.step (already advanced, >= 1)
 //       p -= lr*wd*p (decay segs); m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
 //       p -= lr * (m/(1-b1^t)) / (sqrt(v/(1-b2^t)) + eps)

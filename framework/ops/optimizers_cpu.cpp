@@ -1,5 +1,6 @@
 // CPU reference of the fused optimizers (see optimizers.h). Walks the segments
 // of parallel f32 regions; padding between segments is never touched.
+#include "framework/core/half.h"
 #include "framework/ops/optimizers.h"
 #include "framework/ops/range_util.h"
 
@@ -22,17 +23,30 @@ float* f32(const RangeOperand& o) { return static_cast<float*>(o.data); }
 }  // namespace
 
 void sgd_nesterov_cpu(const RangeCall& c) {
-  check_optimizer(c, 3, "SgdNesterov");
+  const int n = c.n_ops;
+  TR_CHECK(n >= 3 && n <= 5, "SgdNesterov: needs 3 to 5 operands, got ", n);
+  check_optimizer(c, n < 4 ? n : 4, "SgdNesterov");
+  if (n == 5) {
+    TR_CHECK(c.ops[4].dtype == DType::F16, "SgdNesterov: the compute copy must be f16");
+    range::check_parallel(c.ops[0], c.ops[4], "SgdNesterov");
+  }
   const TrainScalars& s = *c.env->scalars;
   if (s.found_inf) return;
   const RangeAttrs& a = *c.attrs;
   float* p = f32(c.ops[0]);
   const float* g = f32(c.ops[1]);
   float* v = f32(c.ops[2]);
+  float* ema = n >= 4 ? f32(c.ops[3]) : nullptr;
+  half_t* p16 = n == 5 ? static_cast<half_t*>(c.ops[4].data) : nullptr;
+  const float inv = range::unscale_factor(s.loss_scale);
   for (int k = 0; k < c.ops[0].n_segs; ++k) {
     const Segment& seg = c.ops[0].segs[k];
-    for (int64_t i = seg.offset; i < seg.offset + seg.elems; ++i)
-      range::sgd_nesterov_elem(p[i], g[i], v[i], s.lr, a.momentum, a.weight_decay, seg.decay);
+    for (int64_t i = seg.offset; i < seg.offset + seg.elems; ++i) {
+      const float gi = a.unscale ? range::rn_mul(g[i], inv) : g[i];
+      range::sgd_nesterov_elem(p[i], gi, v[i], s.lr, a.momentum, a.weight_decay, seg.decay);
+      if (ema) ema[i] = range::lerp_elem(ema[i], p[i], a.ema_t);
+      if (p16) p16[i] = float_to_half(p[i]);
+    }
   }
 }
 

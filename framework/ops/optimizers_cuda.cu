@@ -17,6 +17,7 @@
 // bounds its time (measured on H200: 31 us for a 590k-element conv weight in a
 // 1.17M-element group, vs 5.6 us for SgdNesterov over the same region).
 #include <cooperative_groups.h>
+#include <cuda_fp16.h>
 
 #include <array>
 #include <atomic>
@@ -35,23 +36,34 @@ constexpr int kLarsThreads = 512;
 
 // ---- kernels ----
 
-// p, g, v: f32 regions with the segments of t.
+// p, g, v[, ema]: f32 regions with the segments of t; p16: f16, or null.
+// ema == null: no EMA; unscale: g *= 1/loss_scale first (optimizers.h).
 __global__ void __launch_bounds__(range::kThreads)
     sgd_nesterov_kernel(__grid_constant__ const range::SegTable t, float* __restrict__ p,
-                        const float* __restrict__ g, float* __restrict__ v, const TrainScalars* s,
-                        float mu, float wd) {
+                        const float* __restrict__ g, float* __restrict__ v, float* __restrict__ ema,
+                        __half* __restrict__ p16, const TrainScalars* s, float mu, float wd, bool unscale,
+                        float ema_t) {
   cuda::grid_dependency_begin();
   if (s->found_inf) return;
   const float lr = s->lr;
+  const float inv = range::unscale_factor(s->loss_scale);
   range::for_each_seg_piece(t, [&](int64_t i, int count, bool decay) {
-    float P[kVec], G[kVec], V[kVec];
+    float P[kVec], G[kVec], V[kVec], E[kVec];
     range::load_f32(p + i, count, P);
     range::load_f32(g + i, count, G);
     range::load_f32(v + i, count, V);
+    if (ema) range::load_f32(ema + i, count, E);
 #pragma unroll
-    for (int k = 0; k < kVec; ++k) range::sgd_nesterov_elem(P[k], G[k], V[k], lr, mu, wd, decay);
+    for (int k = 0; k < kVec; ++k) {
+      const float gk = unscale ? range::rn_mul(G[k], inv) : G[k];
+      range::sgd_nesterov_elem(P[k], gk, V[k], lr, mu, wd, decay);
+      if (ema) E[k] = range::lerp_elem(E[k], P[k], ema_t);
+    }
     range::store_f32(p + i, count, P);
     range::store_f32(v + i, count, V);
+    if (ema) range::store_f32(ema + i, count, E);
+    if (p16)
+      for (int k = 0; k < count; ++k) p16[i + k] = __float2half_rn(P[k]);
   });
 }
 
@@ -223,15 +235,23 @@ float* f32(const RangeOperand& o) { return static_cast<float*>(o.data); }
 }  // namespace
 
 void sgd_nesterov_cuda(const RangeCall& c) {
-  const TrainScalars* s = check_optimizer(c, 3, "SgdNesterov");
+  const int n = c.n_ops;
+  TR_CHECK(n >= 3 && n <= 5, "SgdNesterov: needs 3 to 5 operands, got ", n);
+  const TrainScalars* s = check_optimizer(c, n < 4 ? n : 4, "SgdNesterov");
+  if (n == 5) {
+    TR_CHECK(c.ops[4].dtype == DType::F16, "SgdNesterov: the compute copy must be f16");
+    range::check_parallel(c.ops[0], c.ops[4], "SgdNesterov");
+  }
   const RangeAttrs& a = *c.attrs;
   const RangeOperand& P = c.ops[0];
+  float* ema = n >= 4 ? f32(c.ops[3]) : nullptr;
+  __half* p16 = n == 5 ? static_cast<__half*>(c.ops[4].data) : nullptr;
   range::SegTable t;
   for (int k = 0; k < P.n_segs;) {
     k += range::fill_seg_table(P.segs, k, P.n_segs, t, "SgdNesterov");
     if (t.n == 0) continue;
     cuda::launch_kernel(c.env, {dim3(range::grid_for_tiles(c, t.tiles)), range::kThreads, 0}, sgd_nesterov_kernel,
-        t, f32(P), f32(c.ops[1]), f32(c.ops[2]), s, a.momentum, a.weight_decay);
+        t, f32(P), f32(c.ops[1]), f32(c.ops[2]), ema, p16, s, a.momentum, a.weight_decay, a.unscale, a.ema_t);
   }
 }
 

@@ -13,10 +13,12 @@
 //     With the winners recorded by the forward (argmax, what the max-pool layer
 //     runs for these windows), the gather compares one byte per covering output
 //     instead of rescanning its window: 83 us instead of 340 us for ResNet-50's
-//     stem at batch 32 on the H200.
+//     stem at batch 32 on the H200. That stem's window (3x3/s2/p1, with
+//     winners) has unrolled kernels of its own: maxpool_3x3s2_cuda.h.
 #include <algorithm>
 
 #include "framework/ops/cuda_kernel_util_cuda.h"
+#include "framework/ops/maxpool_3x3s2_cuda.h"
 #include "framework/ops/pool.h"
 #include "framework/ops/pool_window.h"
 
@@ -380,6 +382,9 @@ void maxpool_bwd_from_argmax(const OpCall& c, const Nhwc& d, const PoolWindow& p
            c.in[1].shape.str());
   TR_CHECK(d.h * d.w * d.c < (int64_t(1) << 31), op, ": an image of ", d.h, "x", d.w, "x", d.c, " is too large");
   const GpuHandles& gh = handles_of(c, op);
+  if (is_3x3s2p1(pw) && maxpool_3x3s2_bwd(c.env, sm_count(gh), dy.dtype, dy.data,
+                                          static_cast<const uint8_t*>(argmax.data), dx.data, d.n, d.h, d.w, d.c))
+    return;
   dispatch_float(dy.dtype, op, [&](auto tag) {
     using T = decltype(tag);
     with_vec<T>(can_vec<T>(d.c, {dy.data, dx.data}) && aligned_to(argmax.data, kVec16<T>), [&](auto vt) {
@@ -415,6 +420,9 @@ void maxpool_fwd_cuda(const OpCall& c) {
     argmax = static_cast<uint8_t*>(c.out[1].data);
   }
   const GpuHandles& gh = handles_of(c, op);
+  if (argmax != nullptr && is_3x3s2p1(pw) &&
+      maxpool_3x3s2_fwd(c.env, sm_count(gh), x.dtype, x.data, y.data, argmax, d.n, d.h, d.w, d.c))
+    return;
   const bool fast = is_2x2(pw) && argmax == nullptr;
   dispatch_float(x.dtype, op, [&](auto tag) {
     using T = decltype(tag);

@@ -37,6 +37,14 @@ void init_arena_state(const CompiledModel& m, const PlanSet& plans, DeviceContex
     if (ti.role == Role::ParamMaster || ti.role == Role::EmaParam) {
       const auto& v = master_by_slot[static_cast<size_t>(ti.slot)];
       ctx.upload(off, v.data(), v.size() * sizeof(float));
+    } else if (ti.role == Role::ParamCompute && ti.dtype == DType::F16) {
+      // AMP's compute copy starts as the master cast to f16, Cast's rounding:
+      // with the optimizer tail fused no CAST_MAIN graph makes it (Note [optimizer
+      // tail], framework/graph/recipe_graphs.h).
+      const auto& v = master_by_slot[static_cast<size_t>(ti.slot)];
+      std::vector<half_t> h(v.size());
+      for (size_t i = 0; i < v.size(); ++i) h[i] = float_to_half(v[i]);
+      ctx.upload(off, h.data(), h.size() * sizeof(half_t));
     } else if (ti.role == Role::BnRunning || ti.role == Role::EmaBnRunning) {
       const int64_t c = ti.fixed_shape[1];
       std::vector<float> v(static_cast<size_t>(2 * c), 0.f);

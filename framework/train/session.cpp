@@ -145,12 +145,7 @@ TrainingSession::TrainingSession(const RunOptions& opt, DataView train, DataView
     capture_.capture_ms += seconds_since(t0) * 1e3;
     trace("step graphs built: ", capture_.step_graphs);
   }
-  // AMP: the compute copies start as casts of the masters.
-  for (auto& r : runners_) {
-    r->ctx().make_current();  // this thread drives every rank in turn
-    r->launch(GraphId::CAST_MAIN_FP32_TO_FP16, Variant::TrainBase);
-    r->ctx().synchronize();
-  }
+  // AMP's compute copies start as host casts of the masters (init_arena_state).
 }
 
 TrainingSession::~TrainingSession() = default;
