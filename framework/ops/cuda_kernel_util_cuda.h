@@ -161,6 +161,16 @@ inline unsigned grid_stride_blocks(int64_t work, int sms, int threads = 256, int
   return unsigned(b < 1 ? 1 : b);
 }
 
+// Grid for kernels that loop over images along y and over one image's
+// `per_image` items along x (32-bit indices within an image): the blocks_per_sm
+// cap shared among the images, at least one block per image row of the grid.
+inline dim3 image_grid(int64_t per_image, int64_t images, int sms, int threads = 256, int blocks_per_sm = 8) {
+  const int64_t blocks = int64_t(sms) * blocks_per_sm;
+  const int64_t per_image_blocks = blocks / images > 1 ? blocks / images : 1;
+  const int64_t gx = ceil_div(per_image, threads) < per_image_blocks ? ceil_div(per_image, threads) : per_image_blocks;
+  return dim3(unsigned(gx), unsigned(images < 65535 ? images : 65535));
+}
+
 constexpr int kChannelBlockThreads = 256;
 
 struct ChannelGrid {

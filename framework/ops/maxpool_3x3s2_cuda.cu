@@ -21,8 +21,6 @@
 // SM): 22.7 us, against 47.9 for the general kernel and 61 for this one with
 // floats and 133 registers. The backward keeps floats and 90 registers: 48 us
 // against 83 for the general gather; held to 64 registers it spilled and took 85.
-#include <algorithm>
-
 #include "framework/ops/cuda_kernel_util_cuda.h"
 #include "framework/ops/maxpool_3x3s2_cuda.h"
 
@@ -34,20 +32,13 @@ using namespace tr::cuda;
 constexpr int kThreads = 256;
 constexpr int kBlocksPerSm = 8;
 
-// Grid for per-image work along x and images along y (32-bit indices within an image).
-dim3 image_grid(int64_t per_image, int64_t n, int sms) {
-  const int64_t blocks = int64_t(sms) * kBlocksPerSm;
-  const int64_t per_image_blocks = blocks / n > 1 ? blocks / n : 1;
-  const int64_t gx = std::min(ceil_div(per_image, kThreads), per_image_blocks);
-  return dim3(unsigned(gx), unsigned(n < 65535 ? n : 65535));
-}
-
 // x[N,H,W,C] -> y[N,Ho,Wo,C], argmax[N,Ho,Wo,C] (kh * 3 + kw from the window's
 // corner); item = (n, oh, ow, channel vector). The first input position of the
 // window starts the max; the rest follow in row-major order with a strict '>'.
 template <typename T, int VEC>
-__global__ void __launch_bounds__(kThreads, 4) maxpool_3x3s2_fwd_kernel(const T* __restrict__ x, T* __restrict__ y, uint8_t* __restrict__ argmax,
-                                         int64_t N, int H, int W, int C) {
+__global__ void __launch_bounds__(kThreads, 4)
+    maxpool_3x3s2_fwd_kernel(const T* __restrict__ x, T* __restrict__ y, uint8_t* __restrict__ argmax, int64_t N,
+                             int H, int W, int C) {
   grid_dependency_begin();
   const int Ho = (H - 1) / 2 + 1, Wo = (W - 1) / 2 + 1, G = C / VEC;
   const int per_image = Ho * Wo * G;
@@ -174,7 +165,8 @@ bool maxpool_3x3s2_fwd(const ExecEnv* env, int sms, DType dtype, const void* x, 
     constexpr int V = kVec16<T>;
     if (V == 1 || !fits(h, w, c, V, {x, y, argmax})) return;
     const int64_t per_image = ((h - 1) / 2 + 1) * ((w - 1) / 2 + 1) * (c / V);
-    launch_kernel(env, {image_grid(per_image, n, sms), kThreads, 0}, maxpool_3x3s2_fwd_kernel<T, V>,
+    const dim3 grid = image_grid(per_image, n, sms, kThreads, kBlocksPerSm);
+    launch_kernel(env, {grid, kThreads, 0}, maxpool_3x3s2_fwd_kernel<T, V>,
         static_cast<const T*>(x), static_cast<T*>(y), argmax, n, int(h), int(w), int(c));
     done = true;
   });
@@ -189,7 +181,8 @@ bool maxpool_3x3s2_bwd(const ExecEnv* env, int sms, DType dtype, const void* dy,
     constexpr int V = kVec16<T>;
     if (V == 1 || !fits(h, w, c, V, {dy, dx, argmax})) return;
     const int64_t per_image = ((h - 1) / 2 + 1) * ((w - 1) / 2 + 1) * (c / V);
-    launch_kernel(env, {image_grid(per_image, n, sms), kThreads, 0}, maxpool_3x3s2_bwd_kernel<T, V>,
+    const dim3 grid = image_grid(per_image, n, sms, kThreads, kBlocksPerSm);
+    launch_kernel(env, {grid, kThreads, 0}, maxpool_3x3s2_bwd_kernel<T, V>,
         static_cast<const T*>(dy), argmax, static_cast<T*>(dx), n, int(h), int(w), int(c));
     done = true;
   });

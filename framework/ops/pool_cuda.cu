@@ -391,11 +391,8 @@ void maxpool_bwd_from_argmax(const OpCall& c, const Nhwc& d, const PoolWindow& p
       constexpr int V = decltype(vt)::value;
       const int64_t per_image = d.h * d.w * (d.c / V);
       if (per_image == 0 || d.n == 0) return;
-      const int64_t blocks = int64_t(sm_count(gh)) * kBlocksPerSm;
-      const int64_t per_image_blocks = std::max<int64_t>(1, blocks / d.n);
-      const unsigned gx = unsigned(std::min<int64_t>(ceil_div(per_image, kThreads), per_image_blocks));
-      const unsigned gy = unsigned(std::min<int64_t>(d.n, 65535));
-      launch_kernel(c.env, {dim3(gx, gy), kThreads, 0}, maxpool_bwd_argmax_kernel<T, V>,
+      launch_kernel(c.env, {image_grid(per_image, d.n, sm_count(gh), kThreads, kBlocksPerSm), kThreads, 0},
+          maxpool_bwd_argmax_kernel<T, V>,
           dy.as<T>(), static_cast<const uint8_t*>(argmax.data), dx.as<T>(), d.n, int(d.h), int(d.w), int(d.c), pw);
     });
   });
