@@ -24,12 +24,7 @@ float* f32(const RangeOperand& o) { return static_cast<float*>(o.data); }
 
 void sgd_nesterov_cpu(const RangeCall& c) {
   const int n = c.n_ops;
-  TR_CHECK(n >= 3 && n <= 5, "SgdNesterov: needs 3 to 5 operands, got ", n);
-  check_optimizer(c, n < 4 ? n : 4, "SgdNesterov");
-  if (n == 5) {
-    TR_CHECK(c.ops[4].dtype == DType::F16, "SgdNesterov: the compute copy must be f16");
-    range::check_parallel(c.ops[0], c.ops[4], "SgdNesterov");
-  }
+  check_optimizer(c, range::sgd_f32_operands(c), "SgdNesterov");
   const TrainScalars& s = *c.env->scalars;
   if (s.found_inf) return;
   const RangeAttrs& a = *c.attrs;

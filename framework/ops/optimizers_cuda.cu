@@ -236,12 +236,7 @@ float* f32(const RangeOperand& o) { return static_cast<float*>(o.data); }
 
 void sgd_nesterov_cuda(const RangeCall& c) {
   const int n = c.n_ops;
-  TR_CHECK(n >= 3 && n <= 5, "SgdNesterov: needs 3 to 5 operands, got ", n);
-  const TrainScalars* s = check_optimizer(c, n < 4 ? n : 4, "SgdNesterov");
-  if (n == 5) {
-    TR_CHECK(c.ops[4].dtype == DType::F16, "SgdNesterov: the compute copy must be f16");
-    range::check_parallel(c.ops[0], c.ops[4], "SgdNesterov");
-  }
+  const TrainScalars* s = check_optimizer(c, range::sgd_f32_operands(c), "SgdNesterov");
   const RangeAttrs& a = *c.attrs;
   const RangeOperand& P = c.ops[0];
   float* ema = n >= 4 ? f32(c.ops[3]) : nullptr;

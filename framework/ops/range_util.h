@@ -216,6 +216,18 @@ inline void check_parallel(const RangeOperand& a, const RangeOperand& b, const c
     TR_CHECK(a.segs[i].offset == b.segs[i].offset && a.segs[i].elems == b.segs[i].elems, op,
              ": operand segments differ at ", i);
 }
+// SgdNesterov's operands (optimizers.h): param, grad, momentum[, ema[, param
+// f16]]. Checks the count and the f16 compute copy; returns how many leading
+// operands are f32 (the backend checks those with its other optimizers').
+inline int sgd_f32_operands(const RangeCall& c) {
+  const int n = c.n_ops;
+  TR_CHECK(c.ops != nullptr && n >= 3 && n <= 5, "SgdNesterov: needs 3 to 5 operands, got ", n);
+  if (n == 5) {
+    TR_CHECK(c.ops[4].dtype == DType::F16, "SgdNesterov: the compute copy must be f16");
+    check_parallel(c.ops[0], c.ops[4], "SgdNesterov");
+  }
+  return n < 4 ? n : 4;
+}
 inline void check_segs(const RangeOperand& o, const char* op) {
   TR_CHECK(o.n_segs == 0 || o.segs != nullptr, op, ": segments missing");
   for (int i = 0; i < o.n_segs; ++i)
