@@ -102,6 +102,7 @@ struct ConvShape {
 const ConvShape kConvShapes[] = {
     {4, 8, 8, 16, 32},   {3, 7, 5, 1, 32},       {2, 6, 9, 3, 8},        {2, 14, 14, 64, 64},
     {2, 5, 4, 4, 12},    {1, 3, 3, 2, 5},        {64, 28, 28, 1, 32},    {8, 12, 12, 3, 64},
+    {2, 6, 7, 2, 6},     {2, 5, 6, 1, 6},  // filter gradient: 2 and 4 channels per thread, and K % 4 != 0 for C = 1
     // ResNet shapes at small batch
     {2, 32, 32, 3, 64, 7, 2, 3},    // stem: 7x7 / stride 2, C = 3 (cuDNN, not small-C)
     {2, 13, 11, 3, 4, 7, 2, 3},     // stem window on an odd, non-square image

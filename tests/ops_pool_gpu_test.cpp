@@ -56,8 +56,7 @@ class OpsGpuPool : public OpsGpuBitwise {
     b.in = {with_negative_zeros(rnd(dt, ys, rng)), x, y};
     b.out = {HostTensor(dt, pc.x)};
     check_bitwise(maxpool_bwd_cpu, maxpool_bwd_cuda, b);
-    if (!maxpool_records_argmax(f.attrs)) return;
-    // With the winners recorded (what the max-pool layer runs for this window).
+    // With the winners recorded (what the max-pool layer runs).
     Case fa = f;
     fa.name += " +argmax";
     fa.out.push_back(HostTensor(DType::U8, ys));
@@ -71,7 +70,8 @@ class OpsGpuPool : public OpsGpuBitwise {
 
 // ================================================================ max pooling
 
-// The cnn's 2x2/s2 window: the CUDA fast path, against the CPU's general gather.
+// The cnn's 2x2/s2 window: the CUDA fast paths (from y and from the recorded
+// winners), against the CPU's general gather.
 const Shape kPool2Shapes[] = {{3, 8, 8, 16}, {2, 7, 9, 16}, {2, 5, 6, 5}, {4, 28, 28, 64}, {2, 3, 3, 256}};
 
 TEST_F(OpsGpuPool, MaxPool2MatchesCpu) {

@@ -10,6 +10,8 @@
 //   workspace: the plan's workspace_bytes (ConvPlanCache::max_workspace_bytes()).
 //   Small-C filter gradient: blocks * K*9*C * 4 bytes, blocks = min(4 * SMs / ceil(K/32),
 //   tiles) (<= 4 * SMs * K*9*C * 4).
+#include <algorithm>
+
 #include "framework/ops/conv.h"
 #include "framework/ops/conv_plan_cache_cuda.h"
 #include "framework/ops/cuda_kernel_util_cuda.h"
@@ -24,9 +26,7 @@ using namespace tr::cuda;
 // 32-bit indices: run_small_c checks N*H*W*K < 2^31.
 
 constexpr int kSmallThreads = 256;
-constexpr int kSmallTW = 32;             // filter gradient: columns per tile
 constexpr int kSmallFilterBlocksPerSm = 4;
-constexpr int kTileLoadUnroll = 4;       // loads in flight per thread while filling a tile
 
 // y[p, k0..k0+KV) = sum over taps (r,s) and c of x[nbr(p,r,s), c] * w[k, r, s, c]
 // Block (bx, by) = (KV-channel groups, image rows): thread (kg, row) walks its
@@ -102,99 +102,59 @@ __global__ void conv_small_fwd_kernel(const T* __restrict__ x, const T* __restri
   }
 }
 
-// Filter-gradient geometry: block (bx, by) = (output-channel lanes, tile rows);
-// a tile is by image rows (flattened n*H + h) x kSmallTW columns x bx channels;
-// blocks take tiles blockIdx.x, blockIdx.x + gridDim.x, ... (a fixed set).
+// Filter-gradient geometry: block (bx, by) = (KV-channel groups, image rows);
+// thread (kg, ty) walks the image rows (flattened n*H + h) blockIdx.x*by + ty,
+// + gridDim.x*by, ... (a fixed set), each left to right.
+// KV output channels per thread: each loaded 3x3xC input window feeds 9*C*KV
+// FMAs. KV = 4 for C = 1 (36 sums; 36 KB for the block's tree at 256 threads),
+// 2 for C = 2, 1 for C = 3, 4 (<= 36 sums per thread either way).
+template <int C>
+constexpr int small_filter_kv() { return C == 1 ? 4 : C == 2 ? 2 : 1; }
+
 struct SmallFilterGeom {
-  int bx = 1, by = 1, row_tiles = 1, w_tiles = 1;
+  int kv = 1, bx = 1, by = 1;
   dim3 grid, block;
 };
-SmallFilterGeom small_filter_geom(const ConvKey& key, int sms) {
+SmallFilterGeom small_filter_geom(const ConvKey& key, int sms, int kv) {
   SmallFilterGeom g;
-  g.bx = key.k >= 32 ? 32 : next_pow2(int(key.k));
+  g.kv = kv;
+  const int64_t groups = ceil_div(key.k, int64_t(kv));
+  g.bx = groups >= 32 ? 32 : next_pow2(int(groups));
   g.by = kSmallThreads / g.bx;
-  const int chan_blocks = int(ceil_div(key.k, g.bx));
-  g.row_tiles = int(ceil_div(key.n * key.h, g.by));
-  g.w_tiles = int(ceil_div(key.w, kSmallTW));
-  const int64_t tiles = int64_t(g.row_tiles) * g.w_tiles;
+  const int chan_blocks = int(ceil_div(groups, int64_t(g.bx)));
+  const int64_t row_blocks = ceil_div(key.n * key.h, int64_t(g.by));
   int64_t blocks = int64_t(sms) * kSmallFilterBlocksPerSm / chan_blocks;
   if (blocks < 1) blocks = 1;
-  if (blocks > tiles) blocks = tiles;
+  if (blocks > row_blocks) blocks = row_blocks;
   g.grid = dim3(unsigned(blocks), unsigned(chan_blocks));
   g.block = dim3(unsigned(g.bx), unsigned(g.by));
   return g;
 }
-template <int C>
-constexpr size_t small_filter_smem_bytes() {
-  const size_t tile = size_t(kSmallThreads) * kSmallTW * sizeof(float);
-  const size_t red = sum_smem_bytes<1, 9 * C>();
-  return tile > red ? tile : red;
+// The channels per thread of the kernel's vector path (the launch falls back to
+// 1 where K or dy's alignment does not allow it).
+int small_filter_kv(const ConvKey& key) {
+  return key.c == 1 ? small_filter_kv<1>() : key.c == 2 ? small_filter_kv<2>() : 1;
 }
 
 // dw[k, r, s, c] = sum over pixels p of x[nbr(p,r,s), c] * dy[p, k]
-// Per tile: the block copies dy[rows, cols, its channels] into shared memory
-// (VL-element loads, kTileLoadUnroll in flight per thread); then thread (k, row)
-// walks its row left to right with the 3x3xC input window in registers (one new
-// column per step). Each thread keeps 9*C sums over a fixed pixel order; the
-// block and the blocks are added by block_sum_store / finalize_sums (Note
-// [deterministic kernels]); output index k*9C + tap*C + c is dw's KRSC layout.
-template <typename T, int C, int VL>
+// Thread (kg, row) walks its rows left to right with the 3x3xC input window in
+// registers (one new column per step) and its KV channels' dy loaded straight
+// from memory (KV * sizeof(T) bytes, contiguous across the kg lanes). Each
+// thread keeps 9*C*KV sums over a fixed pixel order, indexed (kk*9 + tap)*C + c
+// for channel k0 + kk, which is dw's KRSC layout from k0*9*C on; the block and
+// the blocks are added by block_sum_store / finalize_sums (Note [deterministic
+// kernels]).
+template <typename T, int C, int KV>
 __global__ void conv_small_bwd_filter_kernel(const T* __restrict__ x, const T* __restrict__ dy, int N, int H, int W,
-                                             int K, int row_tiles, int w_tiles, SumOut<T, 1> out) {
+                                             int K, SumOut<T, 1> out) {
   grid_dependency_begin();
-  extern __shared__ float sdy[];  // [by][kSmallTW][bx]; reused by block_sum_store at the end
-  const int tx = threadIdx.x, ty = threadIdx.y, bx = blockDim.x, by = blockDim.y;
-  const int tid = ty * bx + tx;
-  const int k0 = blockIdx.y * bx;
-  const int k = k0 + tx;
-  const bool active = k < K;
+  const int k0 = (blockIdx.y * blockDim.x + threadIdx.x) * KV;
+  const bool active = k0 < K;
   const int NH = N * H;
-  float acc[1][9 * C];
+  float acc[1][9 * C * KV];
 #pragma unroll
-  for (int i = 0; i < 9 * C; ++i) acc[0][i] = 0.f;
-  const int tiles = row_tiles * w_tiles;
-  for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-    const int q0 = (tile / w_tiles) * by;
-    const int w0 = (tile % w_tiles) * kSmallTW;
-    const int tw = min(kSmallTW, W - w0);
-    __syncthreads();  // the previous tile's readers are done
-    const int upr = bx / VL;  // load units per pixel
-    const int units = by * tw * upr;
-    for (int base = tid; base < units; base += kSmallThreads * kTileLoadUnroll) {
-      float v[kTileLoadUnroll][VL];
-#pragma unroll
-      for (int u = 0; u < kTileLoadUnroll; ++u) {
-        const int e = base + u * kSmallThreads;
-        const int r = e / (tw * upr), rem = e % (tw * upr);
-        const int j = rem / upr, kk = (rem % upr) * VL;
-        const int q = q0 + r;
-        if (e < units && q < NH && k0 + kk < K) {
-          load_vec<T, VL>(dy + (int64_t(q) * W + w0 + j) * K + k0 + kk, v[u]);
-        } else {
-#pragma unroll
-          for (int i = 0; i < VL; ++i) v[u][i] = 0.f;
-        }
-      }
-#pragma unroll
-      for (int u = 0; u < kTileLoadUnroll; ++u) {
-        const int e = base + u * kSmallThreads;
-        if (e >= units) break;
-        const int r = e / (tw * upr), rem = e % (tw * upr);
-        const int j = rem / upr, kk = (rem % upr) * VL;
-        float* dst = sdy + (r * kSmallTW + j) * bx + kk;
-        if constexpr (VL % 4 == 0) {  // 16-byte shared stores: fewer bank conflicts
-#pragma unroll
-          for (int i = 0; i < VL; i += 4)
-            *reinterpret_cast<float4*>(dst + i) = make_float4(v[u][i], v[u][i + 1], v[u][i + 2], v[u][i + 3]);
-        } else {
-#pragma unroll
-          for (int i = 0; i < VL; ++i) dst[i] = v[u][i];
-        }
-      }
-    }
-    __syncthreads();
-    const int q = q0 + ty;
-    if (!active || q >= NH) continue;
+  for (int i = 0; i < 9 * C * KV; ++i) acc[0][i] = 0.f;
+  for (int q = blockIdx.x * blockDim.y + threadIdx.y; active && q < NH; q += gridDim.x * blockDim.y) {
     const int h = q % H;
     float xw[3][3][C];  // [tap row][column w-1, w, w+1][c]
     auto load_col = [&](int col, int slot) {
@@ -207,18 +167,25 @@ __global__ void conv_small_bwd_filter_kernel(const T* __restrict__ x, const T* _
         for (int c = 0; c < C; ++c) xw[r][slot][c] = ok ? to_f(xp[c]) : 0.f;
       }
     };
-    load_col(w0 - 1, 0);
-    load_col(w0, 1);
+    const T* dyq = dy + int64_t(q) * W * K + k0;
+    load_col(-1, 0);
+    load_col(0, 1);
 #pragma unroll 4
-    for (int j = 0; j < tw; ++j) {
-      load_col(w0 + j + 1, 2);
-      const float d = sdy[(ty * kSmallTW + j) * bx + tx];
+    for (int j = 0; j < W; ++j) {
+      load_col(j + 1, 2);
+      float d[KV];
+      load_vec<T, KV>(dyq + int64_t(j) * K, d);
 #pragma unroll
-      for (int r = 0; r < 3; ++r)
+      for (int kk = 0; kk < KV; ++kk)
 #pragma unroll
-        for (int s = 0; s < 3; ++s)
+        for (int r = 0; r < 3; ++r)
 #pragma unroll
-          for (int c = 0; c < C; ++c) acc[0][(r * 3 + s) * C + c] = fmaf(xw[r][s][c], d, acc[0][(r * 3 + s) * C + c]);
+          for (int s = 0; s < 3; ++s)
+#pragma unroll
+            for (int c = 0; c < C; ++c) {
+              float& a = acc[0][((kk * 9) + r * 3 + s) * C + c];
+              a = fmaf(xw[r][s][c], d[kk], a);
+            }
 #pragma unroll
       for (int r = 0; r < 3; ++r)
 #pragma unroll
@@ -228,8 +195,7 @@ __global__ void conv_small_bwd_filter_kernel(const T* __restrict__ x, const T* _
         }
     }
   }
-  __syncthreads();  // sdy is reused for the block reduction
-  block_sum_store<T, 1, 9 * C>(acc, int64_t(k) * 9 * C, active, int64_t(K) * 9 * C, out);
+  block_sum_store<T, 1, 9 * C * KV>(acc, int64_t(k0) * 9 * C, active, int64_t(K) * 9 * C, out);
 }
 
 template <typename T, int C>
@@ -255,19 +221,20 @@ void launch_small_c(const ConvKey& key, const OpCall& c, const GpuHandles& gh, v
     else run(std::integral_constant<int, 1>{});
     return;
   }
-  const SmallFilterGeom g = small_filter_geom(key, sms);
   SumOut<T, 1> out;
   out.partial = static_cast<float*>(ws);
   out.t[0] = c.out[0].as<T>();
+  // KV channels per thread where K and dy's alignment allow one KV-element load.
+  constexpr int KV = small_filter_kv<C>();
+  const bool vec = K % KV == 0 && aligned_to(c.in[1].data, sizeof(T) * KV);
+  const SmallFilterGeom g = small_filter_geom(key, sms, vec ? KV : 1);
   TR_CHECK(g.grid.x <= 1 || ws != nullptr, "ConvBwdFilter: small-C kernel without workspace");
-  constexpr int V = kVec16<T>;
-  const bool vec = g.bx % V == 0 && K % V == 0 && aligned_to(c.in[1].data, 16);
-  auto run = [&](auto vl) {
-    constexpr int VL = decltype(vl)::value;
-    launch_kernel(c.env, {g.grid, g.block, small_filter_smem_bytes<C>()}, conv_small_bwd_filter_kernel<T, C, VL>,
-        c.in[0].as<T>(), c.in[1].as<T>(), N, H, W, K, g.row_tiles, g.w_tiles, out);
+  auto run = [&](auto kv) {
+    constexpr int V = decltype(kv)::value;
+    launch_kernel(c.env, {g.grid, g.block, sum_smem_bytes<1, 9 * C * V>()}, conv_small_bwd_filter_kernel<T, C, V>,
+        c.in[0].as<T>(), c.in[1].as<T>(), N, H, W, K, out);
   };
-  if (vec) run(std::integral_constant<int, V>{});
+  if (vec) run(std::integral_constant<int, KV>{});
   else run(std::integral_constant<int, 1>{});
   ChannelGrid fg;  // launch_finalize needs only the number of row blocks
   fg.grid = g.grid;
@@ -370,8 +337,12 @@ void conv_bwd_filter_cuda(const OpCall& c) {
 size_t small_c_conv_workspace_bytes(const ConvKey& key, int sms) {
   TR_CHECK(uses_small_c_kernel(key), "conv small-C: no kernel for ", key.str());
   if (key.dir != ConvDir::BwdFilter) return 0;
-  const SmallFilterGeom g = small_filter_geom(key, sms);
-  return g.grid.x > 1 ? size_t(g.grid.x) * size_t(key.k * 9 * key.c) * sizeof(float) : 0;
+  size_t bytes = 0;  // either path the launch may take
+  for (int kv : {small_filter_kv(key), 1}) {
+    const SmallFilterGeom g = small_filter_geom(key, sms, kv);
+    if (g.grid.x > 1) bytes = std::max(bytes, size_t(g.grid.x) * size_t(key.k * 9 * key.c) * sizeof(float));
+  }
+  return bytes;
 }
 
 }  // namespace tr

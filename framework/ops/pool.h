@@ -19,18 +19,13 @@
 //                     MaxPoolBwd(dy, x, argmax) routes the gradients to the recorded
 //                     winners in the same order and with the same sums (x gives
 //                     the shape only). The same bits as the search from y, without
-//                     rescanning every window (maxpool_records_argmax says when).
+//                     rescanning every window. The max-pool layer records them
+//                     for every window when it trains.
 //   GlobalMaxPoolFwd: x[N,H,W,C] -> y[N,C]
 //   GlobalMaxPoolBwd: dy, x, y   -> dx[N,H,W,C]
 #include "framework/ops/op_registry.h"
 
 namespace tr {
-
-// Whether a max-pool layer with these attributes records its winners: every
-// window but 2x2/s2/p0, whose backward reads its four inputs once anyway (the
-// cnn's fast path). An overlapping window (ResNet-50's 3x3/s2/p1 stem) would
-// rescan up to k*k inputs per output and per covering window.
-inline bool maxpool_records_argmax(const OpAttrs& a) { return !(a.kernel == 2 && a.stride == 2 && a.pad == 0); }
 
 void maxpool_fwd_shapes(const ShapeCtx& c, Shape* out, int n_out);
 void maxpool_bwd_shapes(const ShapeCtx& c, Shape* out, int n_out);

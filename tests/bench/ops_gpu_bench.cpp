@@ -341,7 +341,7 @@ std::vector<Spec> bn_specs(const std::string& pre, DType t, int64_t B, int64_t H
 std::vector<Spec> pool_specs(const std::string& pre, DType t, int64_t B, int64_t H, int64_t C) {
   const std::string sh = cat("/", H, "x", H, "x", C, "/", dn(t));
   const Shape x{B, H, H, C}, y{B, H / 2, H / 2, C};
-  std::vector<Spec> r(2);
+  std::vector<Spec> r(4);
   for (Spec& s : r) {  // the cnn's 2x2/s2 window
     s.attrs.kernel = 2;
     s.attrs.stride = 2;
@@ -354,6 +354,18 @@ std::vector<Spec> pool_specs(const std::string& pre, DType t, int64_t B, int64_t
   r[1].fn = maxpool_bwd_cuda;
   r[1].in = {{t, y}, {t, x}, {t, y}};
   r[1].out = {{t, x}};
+  r[1].derive = maxpool_fwd_cuda;  // y = the forward of x, as in training
+  r[1].derive_from = 1;
+  r[1].derive_to = {2};
+  // What the max-pool layer runs: the forward records the winners, the
+  // backward routes to them.
+  r[2] = r[0];
+  r[2].name = cat(pre, "maxpool_fwd_argmax", sh);
+  r[2].out.push_back({DType::U8, y});
+  r[3] = r[1];
+  r[3].name = cat(pre, "maxpool_bwd_argmax", sh);
+  r[3].in = {{t, y}, {t, x, -1, 1, false, true}, {DType::U8, y}};
+  r[3].derive_to = {0, 2};  // (y, argmax) from x; y lands in dy's buffer, whose values do not matter
   return r;
 }
 
@@ -474,7 +486,7 @@ std::vector<Spec> resnet50_pool_specs() {
     b.derive = maxpool_fwd_cuda;  // y = the forward of x: every output finds its maximum, as in training
     b.derive_from = 1;
     b.derive_to = {2};
-    // What the max-pool layer runs for this window (maxpool_records_argmax):
+    // What the max-pool layer runs:
     // the forward records the winners, the backward routes to them.
     Spec fa = f, ba = b;
     fa.name = cat(pre, "maxpool_fwd_argmax/112x112x64-3x3s2p1/", dn(h));
@@ -537,6 +549,7 @@ std::vector<Spec> zoo_specs() {
   {  // resnet18 (CIFAR): the basic blocks' 3x3 convolutions at each width, b512
     const std::string pre = "resnet18/b512/";
     const int64_t sides[4] = {32, 16, 8, 4}, widths[4] = {64, 128, 256, 512};
+    add(conv_specs(pre, h, 512, 32, 3, 64, true));  // the 3x3 stem: small-C kernels
     for (int i = 0; i < 4; ++i) add(conv_specs(pre, h, 512, sides[i], widths[i], widths[i], false));
     add(bn_specs(pre, h, 512, 32, 64));
   }

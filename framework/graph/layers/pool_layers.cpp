@@ -1,8 +1,7 @@
 // Pooling layers: max and average over k x k windows, and global max and
 // average over the whole image ([N,H,W,C] -> [N,C]). No parameters.
-//   MaxPool:       y = MaxPoolFwd(x);        dx = MaxPoolBwd(dy, x, y)
-//                  or, when it records its winners (maxpool_records_argmax):
-//                  y, argmax = MaxPoolFwd(x); dx = MaxPoolBwd(dy, x, argmax)
+//   MaxPool:       y, argmax = MaxPoolFwd(x); dx = MaxPoolBwd(dy, x, argmax)
+//                  (inference: y = MaxPoolFwd(x))
 //   AvgPool:       y = AvgPoolFwd(x);        dx = AvgPoolBwd(dy, x)
 //   GlobalMaxPool: y = GlobalMaxPoolFwd(x);  dx = GlobalMaxPoolBwd(dy, x, y)
 //   GlobalAvgPool: y = GlobalAvgPoolFwd(x);  dx = GlobalAvgPoolBwd(dy, x)
@@ -48,26 +47,26 @@ struct Pool {
 
 using MaxSearch = Pool<OpKind::MaxPoolFwd, OpKind::MaxPoolBwd, true, true>;
 
-// Max pooling that records each output's winner for its backward (the window
-// decides: maxpool_records_argmax). The record is named after the layer, so
-// the backward finds it again; inference passes record nothing.
+// Max pooling that records each output's winner for its backward: one byte
+// per output, read instead of x and y (and, for overlapping windows, instead of
+// rescanning each window). The record is named after the layer, so the
+// backward finds it again; inference passes record nothing.
 struct Max {
   static std::string argmax_name(const std::string& layer) { return layer + ".argmax"; }
   static TensorId forward(LayerEmitter& e, const LayerFwd& f) {
     const OpAttrs a = layers::window_attrs(f.spec);
-    if (!maxpool_records_argmax(a) || f.pass != Pass::Train) return MaxSearch::forward(e, f);
+    if (f.pass != Pass::Train) return MaxSearch::forward(e, f);
     const TensorId y = e.activation(f.name + ".y");
     const TensorId argmax = e.activation(argmax_name(f.name), DType::U8);
     e.emit(f.graphs, compute(OpKind::MaxPoolFwd, {f.x[0]}, {y, argmax}, f.name + ".fwd", a));
     return y;
   }
   static std::vector<TensorId> backward(LayerEmitter& e, const LayerBwd& b) {
-    const OpAttrs a = layers::window_attrs(b.spec);
-    if (!maxpool_records_argmax(a)) return MaxSearch::backward(e, b);
     if (!b.need_dx[0]) return {kNoTensor};
     const TensorId dx = e.activation(b.name + ".dx");
     const TensorId argmax = e.find_activation(argmax_name(b.name));
-    e.emit(b.graph, compute(OpKind::MaxPoolBwd, {b.dy, b.x[0], argmax}, {dx}, b.name + ".bwd", a));
+    e.emit(b.graph, compute(OpKind::MaxPoolBwd, {b.dy, b.x[0], argmax}, {dx}, b.name + ".bwd",
+                            layers::window_attrs(b.spec)));
     return {dx};
   }
 };
