@@ -8,8 +8,8 @@
 // [conv plans before capture]); a launch only looks them up, so it is
 // capture-safe and uses the same algorithm eagerly and in graphs.
 //   workspace: the plan's workspace_bytes (ConvPlanCache::max_workspace_bytes()).
-//   Small-C filter gradient: blocks * K*9*C * 4 bytes, blocks = min(4 * SMs / ceil(K/32),
-//   tiles) (<= 4 * SMs * K*9*C * 4).
+//   Small-C filter gradient: blocks * K*9*C * 4 bytes, blocks = min(4 * SMs /
+//   channel blocks, row blocks) (small_c_conv_workspace_bytes).
 #include <algorithm>
 
 #include "framework/ops/conv.h"
@@ -28,43 +28,67 @@ using namespace tr::cuda;
 constexpr int kSmallThreads = 256;
 constexpr int kSmallFilterBlocksPerSm = 4;
 
+// The 3x3xC input window of one pixel column at a time: thread-row q (flattened
+// n*H + h) loads column `col` of rows h-1..h+1 into slot `slot` of xw, zeros
+// outside the image. Shared by the forward and the filter gradient.
+template <typename T, int C>
+__device__ __forceinline__ void load_window_col(const T* __restrict__ x, int q, int h, int H, int W, int col,
+                                                float (&xw)[3][3][C], int slot) {
+#pragma unroll
+  for (int r = 0; r < 3; ++r) {
+    const int ih = h + r - 1;
+    const bool ok = ih >= 0 && ih < H && col >= 0 && col < W;
+    const T* xp = x + ((int64_t(q) + r - 1) * W + col) * C;
+#pragma unroll
+    for (int c = 0; c < C; ++c) xw[r][slot][c] = ok ? to_f(xp[c]) : 0.f;
+  }
+}
+
+template <int C>
+__device__ __forceinline__ void shift_window(float (&xw)[3][3][C]) {
+#pragma unroll
+  for (int r = 0; r < 3; ++r)
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      xw[r][0][c] = xw[r][1][c];
+      xw[r][1][c] = xw[r][2][c];
+    }
+}
+
+// Output channels per thread of the forward: its 9*C*KV weights live in
+// registers (<= 72 floats), so each pixel costs 3*C input loads, 9*C*KV FMAs
+// and one KV-element store, and no shared-memory traffic.
+template <typename T, int C>
+constexpr int small_fwd_kv() {
+  constexpr int want = C == 1 ? 8 : C == 2 ? 4 : 2;
+  return want < kVec16<T> ? want : kVec16<T>;
+}
+
 // y[p, k0..k0+KV) = sum over taps (r,s) and c of x[nbr(p,r,s), c] * w[k, r, s, c]
-// Block (bx, by) = (KV-channel groups, image rows): thread (kg, row) walks its
-// row left to right with the 3x3xC input window in registers (one new column
-// per step) and writes KV outputs per pixel. Weights are staged in shared
-// memory as sw[(tap*C + c) * K + k]. Taps accumulate in (r, s, c) order.
+// Block (bx, by) = (KV-channel groups, image rows): thread (kg, row) holds its
+// channels' weights in registers, walks its row left to right with the 3x3xC
+// input window in registers (one new column per step) and writes KV outputs
+// per pixel. Taps accumulate in (r, s, c) order.
 template <typename T, int C, int KV>
 __global__ void conv_small_fwd_kernel(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ y, int N,
                                       int H, int W, int K) {
   grid_dependency_begin();
-  extern __shared__ float sw[];
-  const int tid = threadIdx.y * blockDim.x + threadIdx.x;
-  for (int i = tid; i < K * 9 * C; i += blockDim.x * blockDim.y) {
-    const int k = i / (9 * C), j = i % (9 * C);
-    sw[j * K + k] = to_f(w[i]);
-  }
-  __syncthreads();
   const int kg = blockIdx.y * blockDim.x + threadIdx.x;
   if (kg * KV >= K) return;
+  float wr[9 * C][KV];  // wr[tap*C + c][j] = w[kg*KV + j, tap, c]
+#pragma unroll
+  for (int t = 0; t < 9 * C; ++t)
+#pragma unroll
+    for (int j = 0; j < KV; ++j) wr[t][j] = to_f(w[int64_t(kg * KV + j) * 9 * C + t]);
   const int NH = N * H;
   for (int q = blockIdx.x * blockDim.y + threadIdx.y; q < NH; q += gridDim.x * blockDim.y) {
     const int h = q % H;
     float xw[3][3][C];  // [tap row][column w-1, w, w+1][c]
-    auto load_col = [&](int col, int slot) {
-#pragma unroll
-      for (int r = 0; r < 3; ++r) {
-        const int ih = h + r - 1;
-        const bool ok = ih >= 0 && ih < H && col >= 0 && col < W;
-        const T* xp = x + ((q + r - 1) * W + col) * C;
-#pragma unroll
-        for (int c = 0; c < C; ++c) xw[r][slot][c] = ok ? to_f(xp[c]) : 0.f;
-      }
-    };
-    load_col(-1, 0);
-    load_col(0, 1);
+    load_window_col<T, C>(x, q, h, H, W, -1, xw, 0);
+    load_window_col<T, C>(x, q, h, H, W, 0, xw, 1);
 #pragma unroll 2
     for (int wq = 0; wq < W; ++wq) {
-      load_col(wq + 1, 2);
+      load_window_col<T, C>(x, q, h, H, W, wq + 1, xw, 2);
       float acc[KV];
 #pragma unroll
       for (int j = 0; j < KV; ++j) acc[j] = 0.f;
@@ -73,31 +97,11 @@ __global__ void conv_small_fwd_kernel(const T* __restrict__ x, const T* __restri
 #pragma unroll
         for (int s = 0; s < 3; ++s)
 #pragma unroll
-          for (int c = 0; c < C; ++c) {
-            const float xv = xw[r][s][c];
-            const float* wr = sw + ((r * 3 + s) * C + c) * K + kg * KV;
-            if constexpr (KV % 4 == 0) {
+          for (int c = 0; c < C; ++c)
 #pragma unroll
-              for (int j = 0; j < KV; j += 4) {
-                const float4 w4 = *reinterpret_cast<const float4*>(wr + j);
-                acc[j] = fmaf(xv, w4.x, acc[j]);
-                acc[j + 1] = fmaf(xv, w4.y, acc[j + 1]);
-                acc[j + 2] = fmaf(xv, w4.z, acc[j + 2]);
-                acc[j + 3] = fmaf(xv, w4.w, acc[j + 3]);
-              }
-            } else {
-#pragma unroll
-              for (int j = 0; j < KV; ++j) acc[j] = fmaf(xv, wr[j], acc[j]);
-            }
-          }
-      store_vec<T, KV>(y + (q * W + wq) * K + kg * KV, acc);
-#pragma unroll
-      for (int r = 0; r < 3; ++r)
-#pragma unroll
-        for (int c = 0; c < C; ++c) {
-          xw[r][0][c] = xw[r][1][c];
-          xw[r][1][c] = xw[r][2][c];
-        }
+            for (int j = 0; j < KV; ++j) acc[j] = fmaf(xw[r][s][c], wr[(r * 3 + s) * C + c][j], acc[j]);
+      store_vec<T, KV>(y + (int64_t(q) * W + wq) * K + kg * KV, acc);
+      shift_window<C>(xw);
     }
   }
 }
@@ -106,10 +110,11 @@ __global__ void conv_small_fwd_kernel(const T* __restrict__ x, const T* __restri
 // thread (kg, ty) walks the image rows (flattened n*H + h) blockIdx.x*by + ty,
 // + gridDim.x*by, ... (a fixed set), each left to right.
 // KV output channels per thread: each loaded 3x3xC input window feeds 9*C*KV
-// FMAs. KV = 4 for C = 1 (36 sums; 36 KB for the block's tree at 256 threads),
-// 2 for C = 2, 1 for C = 3, 4 (<= 36 sums per thread either way).
+// FMAs (36 to 72 sums per thread), reduced across the block kSmallFilterChunk
+// sums at a time (36 KB of shared memory at 256 threads).
 template <int C>
-constexpr int small_filter_kv() { return C == 1 ? 4 : C == 2 ? 2 : 1; }
+constexpr int small_filter_kv() { return C <= 2 ? 4 : 2; }
+constexpr int kSmallFilterChunk = 36;
 
 struct SmallFilterGeom {
   int kv = 1, bx = 1, by = 1;
@@ -132,9 +137,7 @@ SmallFilterGeom small_filter_geom(const ConvKey& key, int sms, int kv) {
 }
 // The channels per thread of the kernel's vector path (the launch falls back to
 // 1 where K or dy's alignment does not allow it).
-int small_filter_kv(const ConvKey& key) {
-  return key.c == 1 ? small_filter_kv<1>() : key.c == 2 ? small_filter_kv<2>() : 1;
-}
+int small_filter_kv(const ConvKey& key) { return key.c <= 2 ? small_filter_kv<1>() : small_filter_kv<3>(); }
 
 // dw[k, r, s, c] = sum over pixels p of x[nbr(p,r,s), c] * dy[p, k]
 // Thread (kg, row) walks its rows left to right with the 3x3xC input window in
@@ -157,22 +160,12 @@ __global__ void conv_small_bwd_filter_kernel(const T* __restrict__ x, const T* _
   for (int q = blockIdx.x * blockDim.y + threadIdx.y; active && q < NH; q += gridDim.x * blockDim.y) {
     const int h = q % H;
     float xw[3][3][C];  // [tap row][column w-1, w, w+1][c]
-    auto load_col = [&](int col, int slot) {
-#pragma unroll
-      for (int r = 0; r < 3; ++r) {
-        const int ih = h + r - 1;
-        const bool ok = ih >= 0 && ih < H && col >= 0 && col < W;
-        const T* xp = x + ((int64_t(q) + r - 1) * W + col) * C;
-#pragma unroll
-        for (int c = 0; c < C; ++c) xw[r][slot][c] = ok ? to_f(xp[c]) : 0.f;
-      }
-    };
     const T* dyq = dy + int64_t(q) * W * K + k0;
-    load_col(-1, 0);
-    load_col(0, 1);
+    load_window_col<T, C>(x, q, h, H, W, -1, xw, 0);
+    load_window_col<T, C>(x, q, h, H, W, 0, xw, 1);
 #pragma unroll 4
     for (int j = 0; j < W; ++j) {
-      load_col(j + 1, 2);
+      load_window_col<T, C>(x, q, h, H, W, j + 1, xw, 2);
       float d[KV];
       load_vec<T, KV>(dyq + int64_t(j) * K, d);
 #pragma unroll
@@ -186,16 +179,10 @@ __global__ void conv_small_bwd_filter_kernel(const T* __restrict__ x, const T* _
               float& a = acc[0][((kk * 9) + r * 3 + s) * C + c];
               a = fmaf(xw[r][s][c], d[kk], a);
             }
-#pragma unroll
-      for (int r = 0; r < 3; ++r)
-#pragma unroll
-        for (int c = 0; c < C; ++c) {
-          xw[r][0][c] = xw[r][1][c];
-          xw[r][1][c] = xw[r][2][c];
-        }
+      shift_window<C>(xw);
     }
   }
-  block_sum_store<T, 1, 9 * C * KV>(acc, int64_t(k0) * 9 * C, active, int64_t(K) * 9 * C, out);
+  block_sum_store<T, 1, 9 * C * KV, kSmallFilterChunk>(acc, int64_t(k0) * 9 * C, active, int64_t(K) * 9 * C, out);
 }
 
 template <typename T, int C>
@@ -203,8 +190,6 @@ void launch_small_c(const ConvKey& key, const OpCall& c, const GpuHandles& gh, v
   const int sms = sm_count(gh);
   const int N = int(key.n), H = int(key.h), W = int(key.w), K = int(key.k);
   if (key.dir == ConvDir::Fwd) {
-    const size_t smem = size_t(K) * 9 * C * sizeof(float);
-    TR_CHECK(smem <= 48 * 1024, "ConvFwd: small-C weights need ", smem, " B of shared memory");
     auto run = [&](auto kv) {
       constexpr int KV = decltype(kv)::value;
       const int kgs = K / KV;
@@ -214,10 +199,11 @@ void launch_small_c(const ConvKey& key, const OpCall& c, const GpuHandles& gh, v
       int64_t row_blocks = ceil_div(key.n * key.h, by);
       const int64_t cap = int64_t(sms) * 8 / chan_blocks;
       if (row_blocks > cap) row_blocks = cap < 1 ? 1 : cap;
-      launch_kernel(c.env, {dim3(unsigned(row_blocks), chan_blocks), dim3(bx, by), smem},
+      launch_kernel(c.env, {dim3(unsigned(row_blocks), chan_blocks), dim3(bx, by), 0},
           conv_small_fwd_kernel<T, C, KV>, c.in[0].as<T>(), c.in[1].as<T>(), c.out[0].as<T>(), N, H, W, K);
     };
-    if (key.k % kVec16<T> == 0 && aligned_to(c.out[0].data, 16)) run(std::integral_constant<int, kVec16<T>>{});
+    constexpr int KV = small_fwd_kv<T, C>();
+    if (key.k % KV == 0 && aligned_to(c.out[0].data, sizeof(T) * KV)) run(std::integral_constant<int, KV>{});
     else run(std::integral_constant<int, 1>{});
     return;
   }
@@ -231,7 +217,7 @@ void launch_small_c(const ConvKey& key, const OpCall& c, const GpuHandles& gh, v
   TR_CHECK(g.grid.x <= 1 || ws != nullptr, "ConvBwdFilter: small-C kernel without workspace");
   auto run = [&](auto kv) {
     constexpr int V = decltype(kv)::value;
-    launch_kernel(c.env, {g.grid, g.block, sum_smem_bytes<1, 9 * C * V>()}, conv_small_bwd_filter_kernel<T, C, V>,
+    launch_kernel(c.env, {g.grid, g.block, sum_smem_bytes<1, 9 * C * V, kSmallFilterChunk>()}, conv_small_bwd_filter_kernel<T, C, V>,
         c.in[0].as<T>(), c.in[1].as<T>(), N, H, W, K, out);
   };
   if (vec) run(std::integral_constant<int, KV>{});

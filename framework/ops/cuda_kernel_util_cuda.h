@@ -211,33 +211,42 @@ struct SumOut {
   T* t[NACC] = {};           // t[k][C]: sum k rounded to T, or null
 };
 
-template <int NACC, int VEC>
-constexpr size_t sum_smem_bytes() { return size_t(NACC) * VEC * kChannelBlockThreads * sizeof(float); }
+// Shared memory of block_sum_store: CHUNK floats per thread (all NACC*VEC sums
+// by default; a kernel with many sums reduces them CHUNK at a time).
+template <int NACC, int VEC, int CHUNK = NACC * VEC>
+constexpr size_t sum_smem_bytes() { return size_t(CHUNK < NACC * VEC ? CHUNK : NACC * VEC) * kChannelBlockThreads * sizeof(float); }
 
-template <typename T, int NACC, int VEC>
+template <typename T, int NACC, int VEC, int CHUNK = NACC * VEC>
 __device__ __forceinline__ void block_sum_store(const float (&acc)[NACC][VEC], int64_t c0, bool active,
                                                 int64_t C, const SumOut<T, NACC>& out) {
-  extern __shared__ float smem[];  // [NACC*VEC][by][bx]
+  extern __shared__ float smem[];  // [CHUNK][by][bx]
+  constexpr int kSums = NACC * VEC, kChunk = CHUNK < kSums ? CHUNK : kSums;
   const int tx = threadIdx.x, ty = threadIdx.y, bx = blockDim.x, by = blockDim.y;
+  // Each sum j = k*VEC + i is added over threadIdx.y in the same fixed tree
+  // whichever chunk carries it, so the chunk size changes no bit.
 #pragma unroll
-  for (int k = 0; k < NACC; ++k)
+  for (int j0 = 0; j0 < kSums; j0 += kChunk) {
+    if (j0 > 0) __syncthreads();  // the previous chunk's results are read
 #pragma unroll
-    for (int i = 0; i < VEC; ++i) smem[((k * VEC + i) * by + ty) * bx + tx] = acc[k][i];
-  __syncthreads();
-  for (int s = by / 2; s > 0; s >>= 1) {
-    if (ty < s) {
-#pragma unroll
-      for (int j = 0; j < NACC * VEC; ++j) smem[(j * by + ty) * bx + tx] += smem[(j * by + ty + s) * bx + tx];
-    }
+    for (int jj = 0; jj < kChunk; ++jj)
+      if (j0 + jj < kSums) smem[(jj * by + ty) * bx + tx] = acc[(j0 + jj) / VEC][(j0 + jj) % VEC];
     __syncthreads();
-  }
-  if (ty != 0 || !active) return;
+    for (int s = by / 2; s > 0; s >>= 1) {
+      if (ty < s) {
 #pragma unroll
-  for (int k = 0; k < NACC; ++k)
+        for (int jj = 0; jj < kChunk; ++jj)
+          if (j0 + jj < kSums) smem[(jj * by + ty) * bx + tx] += smem[(jj * by + ty + s) * bx + tx];
+      }
+      __syncthreads();
+    }
+    if (ty != 0 || !active) continue;
 #pragma unroll
-    for (int i = 0; i < VEC; ++i) {
-      const float v = smem[((k * VEC + i) * by) * bx + tx];
-      const int64_t ch = c0 + i;
+    for (int jj = 0; jj < kChunk; ++jj) {
+      const int j = j0 + jj;
+      if (j >= kSums) break;
+      const int k = j / VEC;
+      const float v = smem[(jj * by) * bx + tx];
+      const int64_t ch = c0 + j % VEC;
       if (gridDim.x > 1) {
         out.partial[(int64_t(blockIdx.x) * NACC + k) * C + ch] = v;
       } else {
@@ -245,6 +254,7 @@ __device__ __forceinline__ void block_sum_store(const float (&acc)[NACC][VEC], i
         if (out.t[k]) out.t[k][ch] = from_f<T>(v);
       }
     }
+  }
 }
 
 // Adds nb per-block partials [nb, NACC, C] in block order (per-lane strided
