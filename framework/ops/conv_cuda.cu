@@ -14,6 +14,7 @@
 
 #include "framework/ops/conv.h"
 #include "framework/ops/conv_plan_cache_cuda.h"
+#include "framework/ops/conv_small_tc_cuda.h"
 #include "framework/ops/cuda_kernel_util_cuda.h"
 
 namespace tr {
@@ -22,6 +23,8 @@ namespace {
 using namespace tr::cuda;
 
 // ---------------------------------------------------------------- small-C kernels
+// f32, and f16 shapes the tensor-core kernels do not take (uses_small_c_tc,
+// conv_small_tc_cuda.h), run these on the CUDA cores.
 // 3x3 window, stride 1, padding 1 only (uses_small_c_kernel), so Ho = H, Wo = W.
 // 32-bit indices: run_small_c checks N*H*W*K < 2^31.
 
@@ -30,7 +33,7 @@ constexpr int kSmallFilterBlocksPerSm = 4;
 
 // The 3x3xC input window of one pixel column at a time: thread-row q (flattened
 // n*H + h) loads column `col` of rows h-1..h+1 into slot `slot` of xw, zeros
-// outside the image (the filter gradient walks rows with it).
+// outside the image. Shared by the forward and the filter gradient.
 template <typename T, int C>
 __device__ __forceinline__ void load_window_col(const T* __restrict__ x, int q, int h, int H, int W, int col,
                                                 float (&xw)[3][3][C], int slot) {
@@ -55,77 +58,53 @@ __device__ __forceinline__ void shift_window(float (&xw)[3][3][C]) {
     }
 }
 
-// Output channels per pass of the forward (G sums in registers; a multiple of
-// 4 for 16-byte weight reads, 1 where K is not a multiple of 8).
-constexpr int kSmallFwdGroup = 16;
+// Output channels per thread of the forward: its 9*C*KV weights live in
+// registers (<= 72 floats), so each pixel costs 3*C input loads, 9*C*KV FMAs
+// and one KV-element store, and no shared-memory traffic.
+template <typename T, int C>
+constexpr int small_fwd_kv() {
+  constexpr int want = C == 1 ? 8 : C == 2 ? 4 : 2;
+  return want < kVec16<T> ? want : kVec16<T>;
+}
 
-// y[p, k] = sum over taps (r,s) and c of x[nbr(p,r,s), c] * w[k, r, s, c]
-// One thread per output pixel p (flattened n*H*W + h*W + w; 32 neighbouring
-// pixels per warp): its 9*C inputs are loaded once into registers, then the
-// outputs are made G channels at a time from weights staged in shared memory as
-// sw[(tap*C + c) * K + k]. Every lane of a warp reads the same weights (a
-// broadcast), so each 16-byte shared read feeds 4 FMAs per lane, and each
-// thread writes G*sizeof(T) contiguous bytes per pass. Taps accumulate in
-// (r, s, c) order.
-template <typename T, int C, int G>
+// y[p, k0..k0+KV) = sum over taps (r,s) and c of x[nbr(p,r,s), c] * w[k, r, s, c]
+// Block (bx, by) = (KV-channel groups, image rows): thread (kg, row) holds its
+// channels' weights in registers, walks its row left to right with the 3x3xC
+// input window in registers (one new column per step) and writes KV outputs
+// per pixel. Taps accumulate in (r, s, c) order.
+template <typename T, int C, int KV>
 __global__ void conv_small_fwd_kernel(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ y, int N,
                                       int H, int W, int K) {
   grid_dependency_begin();
-  extern __shared__ float sw[];
-  for (int i = threadIdx.x; i < K * 9 * C; i += blockDim.x) {
-    const int k = i / (9 * C), j = i % (9 * C);
-    sw[j * K + k] = to_f(w[i]);
-  }
-  __syncthreads();
-  const int P = N * H * W;
-  for (int p = blockIdx.x * blockDim.x + threadIdx.x; p < P; p += gridDim.x * blockDim.x) {
-    const int wq = p % W, q = p / W, h = q % H;
-    float in[9 * C];  // [(r*3 + s)*C + c]
+  const int kg = blockIdx.y * blockDim.x + threadIdx.x;
+  if (kg * KV >= K) return;
+  float wr[9 * C][KV];  // wr[tap*C + c][j] = w[kg*KV + j, tap, c]
 #pragma unroll
-    for (int r = 0; r < 3; ++r)
+  for (int t = 0; t < 9 * C; ++t)
 #pragma unroll
-      for (int s = 0; s < 3; ++s) {
-        const int ih = h + r - 1, iw = wq + s - 1;
-        const bool ok = ih >= 0 && ih < H && iw >= 0 && iw < W;
-        const T* xp = x + ((int64_t(q) + r - 1) * W + iw) * C;
+    for (int j = 0; j < KV; ++j) wr[t][j] = to_f(w[int64_t(kg * KV + j) * 9 * C + t]);
+  const int NH = N * H;
+  for (int q = blockIdx.x * blockDim.y + threadIdx.y; q < NH; q += gridDim.x * blockDim.y) {
+    const int h = q % H;
+    float xw[3][3][C];  // [tap row][column w-1, w, w+1][c]
+    load_window_col<T, C>(x, q, h, H, W, -1, xw, 0);
+    load_window_col<T, C>(x, q, h, H, W, 0, xw, 1);
+#pragma unroll 2
+    for (int wq = 0; wq < W; ++wq) {
+      load_window_col<T, C>(x, q, h, H, W, wq + 1, xw, 2);
+      float acc[KV];
 #pragma unroll
-        for (int c = 0; c < C; ++c) in[(r * 3 + s) * C + c] = ok ? to_f(xp[c]) : 0.f;
-      }
-    T* yp = y + int64_t(p) * K;
-    for (int k0 = 0; k0 < K; k0 += G) {
-      float acc[G];
+      for (int j = 0; j < KV; ++j) acc[j] = 0.f;
 #pragma unroll
-      for (int j = 0; j < G; ++j) acc[j] = 0.f;
+      for (int r = 0; r < 3; ++r)
 #pragma unroll
-      for (int t = 0; t < 9 * C; ++t) {
-        const float xv = in[t];
-        const float* wr = sw + t * K + k0;
-        if constexpr (G % 4 == 0) {
+        for (int s = 0; s < 3; ++s)
 #pragma unroll
-          for (int j = 0; j < G; j += 4) {
-            const float4 w4 = *reinterpret_cast<const float4*>(wr + j);
-            acc[j] = fmaf(xv, w4.x, acc[j]);
-            acc[j + 1] = fmaf(xv, w4.y, acc[j + 1]);
-            acc[j + 2] = fmaf(xv, w4.z, acc[j + 2]);
-            acc[j + 3] = fmaf(xv, w4.w, acc[j + 3]);
-          }
-        } else {
+          for (int c = 0; c < C; ++c)
 #pragma unroll
-          for (int j = 0; j < G; ++j) acc[j] = fmaf(xv, wr[j], acc[j]);
-        }
-      }
-      if constexpr (G == 1) {
-        yp[k0] = from_f<T>(acc[0]);
-      } else {
-        constexpr int V = kVec16<T> < G ? kVec16<T> : G;  // 16-byte stores
-#pragma unroll
-        for (int j = 0; j < G; j += V) {
-          float part[V];
-#pragma unroll
-          for (int i = 0; i < V; ++i) part[i] = acc[j + i];
-          store_vec<T, V>(yp + k0 + j, part);
-        }
-      }
+            for (int j = 0; j < KV; ++j) acc[j] = fmaf(xw[r][s][c], wr[(r * 3 + s) * C + c][j], acc[j]);
+      store_vec<T, KV>(y + (int64_t(q) * W + wq) * K + kg * KV, acc);
+      shift_window<C>(xw);
     }
   }
 }
@@ -214,18 +193,20 @@ void launch_small_c(const ConvKey& key, const OpCall& c, const GpuHandles& gh, v
   const int sms = sm_count(gh);
   const int N = int(key.n), H = int(key.h), W = int(key.w), K = int(key.k);
   if (key.dir == ConvDir::Fwd) {
-    const size_t smem = size_t(K) * 9 * C * sizeof(float);
-    TR_CHECK(smem <= 48 * 1024, "ConvFwd: small-C weights need ", smem, " B of shared memory");
-    const int64_t pixels = key.n * key.h * key.w;
-    const unsigned grid = grid_stride_blocks(pixels, sms, kSmallThreads, 8);
-    auto run = [&](auto g) {
-      constexpr int G = decltype(g)::value;
-      launch_kernel(c.env, {dim3(grid), dim3(kSmallThreads), smem}, conv_small_fwd_kernel<T, C, G>,
-          c.in[0].as<T>(), c.in[1].as<T>(), c.out[0].as<T>(), N, H, W, K);
+    auto run = [&](auto kv) {
+      constexpr int KV = decltype(kv)::value;
+      const int kgs = K / KV;
+      const int bx = kgs >= 32 ? 32 : next_pow2(kgs);
+      const int by = kSmallThreads / bx;
+      const unsigned chan_blocks = unsigned(ceil_div(kgs, bx));
+      int64_t row_blocks = ceil_div(key.n * key.h, by);
+      const int64_t cap = int64_t(sms) * 8 / chan_blocks;
+      if (row_blocks > cap) row_blocks = cap < 1 ? 1 : cap;
+      launch_kernel(c.env, {dim3(unsigned(row_blocks), chan_blocks), dim3(bx, by), 0},
+          conv_small_fwd_kernel<T, C, KV>, c.in[0].as<T>(), c.in[1].as<T>(), c.out[0].as<T>(), N, H, W, K);
     };
-    const bool aligned = aligned_to(c.out[0].data, 16);
-    if (K % kSmallFwdGroup == 0 && aligned) run(std::integral_constant<int, kSmallFwdGroup>{});
-    else if (K % 8 == 0 && aligned) run(std::integral_constant<int, 8>{});
+    constexpr int KV = small_fwd_kv<T, C>();
+    if (key.k % KV == 0 && aligned_to(c.out[0].data, sizeof(T) * KV)) run(std::integral_constant<int, KV>{});
     else run(std::integral_constant<int, 1>{});
     return;
   }
@@ -252,6 +233,13 @@ void launch_small_c(const ConvKey& key, const OpCall& c, const GpuHandles& gh, v
 void run_small_c(const ConvKey& key, const OpCall& c, const GpuHandles& gh, void* ws) {
   TR_CHECK(uses_small_c_kernel(key), "conv small-C: no kernel for ", key.str());
   TR_CHECK(key.n * key.h * key.w * key.k < (int64_t(1) << 31), "conv small-C: shape too large: ", key.str());
+  if (uses_small_c_tc(key)) {  // f16 on the tensor cores (Note [small-C on tensor cores])
+    if (key.dir == ConvDir::Fwd)
+      conv_small_fwd_tc(c.env, sm_count(gh), c.in[0].data, c.in[1].data, c.out[0].data, key);
+    else
+      conv_small_bwd_filter_tc(c.env, sm_count(gh), c.in[0].data, c.in[1].data, c.out[0].data, ws, key);
+    return;
+  }
   dispatch_float(key.dtype, "conv small-C", [&](auto tag) {
     using T = decltype(tag);
     switch (key.c) {
@@ -345,6 +333,7 @@ void conv_bwd_filter_cuda(const OpCall& c) {
 size_t small_c_conv_workspace_bytes(const ConvKey& key, int sms) {
   TR_CHECK(uses_small_c_kernel(key), "conv small-C: no kernel for ", key.str());
   if (key.dir != ConvDir::BwdFilter) return 0;
+  if (uses_small_c_tc(key)) return small_c_tc_filter_workspace_bytes(key, sms);
   size_t bytes = 0;  // either path the launch may take
   for (int kv : {small_filter_kv(key), 1}) {
     const SmallFilterGeom g = small_filter_geom(key, sms, kv);
