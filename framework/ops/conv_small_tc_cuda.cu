@@ -68,54 +68,70 @@ __device__ __forceinline__ Pixel pixel_at(int p, int P, int H, int W) {
   return px;
 }
 
-// im2col value k = (r*3 + s)*C + c of pixel px: x at (h + r - 1, w + s - 1, c),
-// 0 outside the image, for k >= 9*C and for pixels past the tensor.
+// ---- forward ----
+// Note [kernel rows per lane]: the mma sums over k in any order, so the forward
+// permutes k to make its A fragments cheap. Lane t < 3 (t = lane & 3) owns
+// kernel row r = t: its slots j = 0..4*KS-1 hold (s, c) = (j / C, j % C) of
+// that row for j < 3C and zeros after; lane t = 3 holds zeros. Slot j of lane
+// t is the mma's k index 16*(j>>2) + 2t + 8*((j>>1)&1) + (j&1), which is where
+// both fragment layouts put it. A lane then reads 3C contiguous values of one
+// input row per pixel at offsets known when compiling (the loops are
+// unrolled), and the weights take the same slots.
 template <int C>
-__device__ __forceinline__ __half im2col(const __half* __restrict__ x, const Pixel& px, int k, int H, int W) {
-  if (!px.valid || k >= 9 * C) return __float2half(0.f);
-  const int tap = k / C, c = k - tap * C;
-  const int r = tap / 3, s = tap - r * 3;
-  const int ih = px.h + r - 1, iw = px.w + s - 1;
-  if (ih < 0 || ih >= H || iw < 0 || iw >= W) return __float2half(0.f);
-  return x[((int64_t(px.q) + r - 1) * W + iw) * C + c];
+constexpr int row_ksteps() { return (3 * C + 3) / 4; }
+
+// Slot j of a lane for one pixel: row[j] = x at (h + t - 1, w + j/C - 1, j%C),
+// 0 outside the image and past 3C.
+template <int C>
+__device__ __forceinline__ __half row_slot(const __half* __restrict__ row, bool row_ok, const Pixel& px, int W,
+                                           int j) {
+  const int s = j / C;
+  const bool ok = j < 3 * C && row_ok && (s != 0 || px.w > 0) && (s != 2 || px.w + 1 < W);
+  return ok ? row[j] : __float2half(0.f);
 }
 
-// ---- forward ----
-
-// y[P, K] for K = 8*NT; KS = k-steps of 16 over the 9*C im2col columns.
+// y[P, K] for K = 8*NT.
 template <int C, int NT>
 __global__ void __launch_bounds__(kTcThreads) conv_small_fwd_tc_kernel(const __half* __restrict__ x,
                                                                        const __half* __restrict__ w,
                                                                        __half* __restrict__ y, int N, int H, int W) {
   grid_dependency_begin();
-  constexpr int KS = (9 * C + 15) / 16, K = 8 * NT, KC = 9 * C;
+  constexpr int KS = row_ksteps<C>(), K = 8 * NT, KC = 9 * C;
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  // B = W^T: b[nt][ks][j] = (k = ks*16 + 2t + 8j + {0,1}, n = nt*8 + g) = w[n, k].
+  // B = W^T in the lane's slots: b[nt][ks][jj] = slots 4ks + 2jj + {0,1} of row t, channel nt*8 + g.
   uint32_t b[NT][KS][2];
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
     for (int ks = 0; ks < KS; ++ks)
 #pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        const int k = ks * 16 + 2 * t + 8 * j;
-        const __half* wn = w + (nt * 8 + g) * KC;
-        b[nt][ks][j] = pack2(k < KC ? wn[k] : __float2half(0.f), k + 1 < KC ? wn[k + 1] : __float2half(0.f));
+      for (int jj = 0; jj < 2; ++jj) {
+        const int j = 4 * ks + 2 * jj;
+        const __half* wr = w + (nt * 8 + g) * KC + t * 3 * C;  // w[n, r = t, s, c]
+        const bool row = t < 3;
+        b[nt][ks][jj] = pack2(row && j < 3 * C ? wr[j] : __float2half(0.f),
+                              row && j + 1 < 3 * C ? wr[j + 1] : __float2half(0.f));
       }
   const int P = N * H * W;
   const int tiles = (P + kTile - 1) / kTile;
   const int warps = gridDim.x * (blockDim.x / 32);
   for (int tile = blockIdx.x * (blockDim.x / 32) + (threadIdx.x >> 5); tile < tiles; tile += warps) {
     const Pixel px[2] = {pixel_at(tile * kTile + g, P, H, W), pixel_at(tile * kTile + g + 8, P, H, W)};
+    // a[ks][i]: pixel g + 8*(i&1), slots 4ks + 2*(i>>1) + {0,1}.
     uint32_t a[KS][4];
 #pragma unroll
-    for (int ks = 0; ks < KS; ++ks)
+    for (int u = 0; u < 2; ++u) {
+      const int ih = px[u].h + t - 1;
+      const bool row_ok = px[u].valid && t < 3 && ih >= 0 && ih < H;
+      const __half* row = x + ((int64_t(px[u].q) + t - 1) * W + px[u].w - 1) * C;
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {  // a_i: row g + 8*(i&1), cols 2t + 8*(i>>1) + {0,1}
-        const Pixel& p = px[i & 1];
-        const int k = ks * 16 + 2 * t + 8 * (i >> 1);
-        a[ks][i] = pack2(im2col<C>(x, p, k, H, W), im2col<C>(x, p, k + 1, H, W));
-      }
+      for (int ks = 0; ks < KS; ++ks)
+#pragma unroll
+        for (int hi = 0; hi < 2; ++hi) {
+          const int j = 4 * ks + 2 * hi;
+          a[ks][u + 2 * hi] = pack2(row_slot<C>(row, row_ok, px[u], W, j), row_slot<C>(row, row_ok, px[u], W, j + 1));
+        }
+    }
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) {
       float d[4] = {0.f, 0.f, 0.f, 0.f};
@@ -132,18 +148,50 @@ __global__ void __launch_bounds__(kTcThreads) conv_small_fwd_tc_kernel(const __h
 
 // ---- filter gradient ----
 
-// dw[K, 9*C] for K = 16*MT channels and NK = ceil(9*C / 8) tap n-tiles. Each
-// warp adds its tiles' products in registers; the block's warps are added in
-// warp order in shared memory (sw[K * 9C]), then stored as the block's partial
-// (or, with one block, as dw).
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const __half* smem_row) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(smem_row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+#endif
+}
+
+// Where im2col column n = (r*3 + s)*C + c reads from, relative to a pixel:
+// x[p*C + off] when (h + dr, w + ds) is inside the image.
+struct Tap {
+  int off, dr, ds;
+  bool valid;
+};
+
+// dw[K, 9*C] for K = 16*MT channels and NK = ceil(9*C / 8) n-tiles of im2col
+// columns. Per tile of 16 pixels a warp copies dy's 16 x K rows (contiguous in
+// memory) to shared memory and reads its A = dY^T fragments with ldmatrix.trans
+// (matrix i of m-tile mt: pixels 8*(i>>1).., channels mt*16 + 8*(i&1)..); its
+// B = im2col fragments come from x through per-lane Tap offsets. Each warp
+// adds its tiles' products in registers; the block's warps are added in warp
+// order in shared memory, then stored as the block's partial (or, with one
+// block, as dw).
 template <int C, int MT>
 __global__ void __launch_bounds__(kTcThreads) conv_small_bwd_filter_tc_kernel(const __half* __restrict__ x,
                                                                               const __half* __restrict__ dy, int N,
                                                                               int H, int W, SumOut<__half, 1> out) {
   grid_dependency_begin();
   constexpr int K = 16 * MT, KC = 9 * C, NK = (KC + 7) / 8;
+  constexpr int kRow = K + 8;  // padded row of the dy tile (halves): ldmatrix rows hit distinct banks
+  constexpr int kWarps = kTcThreads / 32;
   __shared__ float sw[K * KC];
+  __shared__ __align__(16) __half sdy[kWarps][kTile * kRow];
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, warp = threadIdx.x >> 5;
+  Tap tap[NK];  // this lane's im2col columns n = nk*8 + g
+#pragma unroll
+  for (int nk = 0; nk < NK; ++nk) {
+    const int n = nk * 8 + g, k = n / C, c = n % C;
+    tap[nk].valid = n < KC;
+    tap[nk].dr = k / 3 - 1;
+    tap[nk].ds = k % 3 - 1;
+    tap[nk].off = (tap[nk].dr * W + tap[nk].ds) * C + c;
+  }
   float d[MT][NK][4];
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt)
@@ -153,38 +201,50 @@ __global__ void __launch_bounds__(kTcThreads) conv_small_bwd_filter_tc_kernel(co
       for (int i = 0; i < 4; ++i) d[mt][nk][i] = 0.f;
   const int P = N * H * W;
   const int tiles = (P + kTile - 1) / kTile;
-  const int warps = gridDim.x * (blockDim.x / 32);
+  const int warps = gridDim.x * kWarps;
+  __half* tile_s = sdy[warp];
   const __half zero = __float2half(0.f);
-  for (int tile = blockIdx.x * (blockDim.x / 32) + warp; tile < tiles; tile += warps) {
-    // This lane's pixels: 2t, 2t+1, 2t+8, 2t+9 of the tile (the mma's k index).
+  for (int tile = blockIdx.x * kWarps + warp; tile < tiles; tile += warps) {
+    // dy rows tile*16.. (16 * K halves, contiguous) in 16-byte pieces; rows past P are 0.
+    __syncwarp();  // the previous tile's ldmatrix reads are done
+#pragma unroll
+    for (int piece = lane; piece < kTile * K / 8; piece += 32) {
+      const int row = piece / (K / 8), col = (piece % (K / 8)) * 8;
+      uint4 v = make_uint4(0, 0, 0, 0);
+      if (tile * kTile + row < P) v = *reinterpret_cast<const uint4*>(dy + (int64_t(tile) * kTile + row) * K + col);
+      *reinterpret_cast<uint4*>(tile_s + row * kRow + col) = v;
+    }
+    __syncwarp();
+    // B = im2col: b[nk][jj] = (pixels 2t + 8jj + {0,1}, column nk*8 + g).
     Pixel px[4];
 #pragma unroll
     for (int j = 0; j < 4; ++j) px[j] = pixel_at(tile * kTile + 2 * t + (j & 1) + 8 * (j >> 1), P, H, W);
-    // B = im2col: b[nk][j] = (pixels 2t + 8j + {0,1}, k = nk*8 + g).
     uint32_t b[NK][2];
 #pragma unroll
     for (int nk = 0; nk < NK; ++nk)
 #pragma unroll
-      for (int j = 0; j < 2; ++j)
-        b[nk][j] = pack2(im2col<C>(x, px[2 * j], nk * 8 + g, H, W), im2col<C>(x, px[2 * j + 1], nk * 8 + g, H, W));
+      for (int jj = 0; jj < 2; ++jj) {
+        __half v[2];
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const Pixel& p = px[2 * jj + e];
+          const int ih = p.h + tap[nk].dr, iw = p.w + tap[nk].ds;
+          const bool ok = tap[nk].valid && p.valid && ih >= 0 && ih < H && iw >= 0 && iw < W;
+          v[e] = ok ? x[(int64_t(tile) * kTile + 2 * t + 8 * jj + e) * C + tap[nk].off] : zero;
+        }
+        b[nk][jj] = pack2(v[0], v[1]);
+      }
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
-      // A = dY^T: a_i = (channel mt*16 + g + 8*(i&1), pixels 2t + 8*(i>>1) + {0,1}).
       uint32_t a[4];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int ch = mt * 16 + g + 8 * (i & 1);
-        const Pixel& p0 = px[2 * (i >> 1)];
-        const Pixel& p1 = px[2 * (i >> 1) + 1];
-        const int64_t base = int64_t(tile) * kTile + 2 * t + 8 * (i >> 1);
-        a[i] = pack2(p0.valid ? dy[base * K + ch] : zero, p1.valid ? dy[(base + 1) * K + ch] : zero);
-      }
+      const int i = lane >> 3;  // the matrix whose row this lane addresses
+      ldmatrix_x4_trans(a, tile_s + (8 * (i >> 1) + (lane & 7)) * kRow + mt * 16 + 8 * (i & 1));
 #pragma unroll
       for (int nk = 0; nk < NK; ++nk) mma_16816(d[mt][nk], a, b[nk]);
     }
   }
   // The block's warps in warp order: warp 0 stores, warps 1.. add.
-  for (int wv = 0; wv < blockDim.x / 32; ++wv) {
+  for (int wv = 0; wv < kWarps; ++wv) {
     if (warp == wv) {
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt)
@@ -193,9 +253,9 @@ __global__ void __launch_bounds__(kTcThreads) conv_small_bwd_filter_tc_kernel(co
 #pragma unroll
           for (int i = 0; i < 4; ++i) {
             const int ch = mt * 16 + g + 8 * (i >> 1);
-            const int k = nk * 8 + 2 * t + (i & 1);
-            if (k < KC) {
-              float& s = sw[ch * KC + k];
+            const int n = nk * 8 + 2 * t + (i & 1);
+            if (n < KC) {
+              float& s = sw[ch * KC + n];
               s = wv == 0 ? d[mt][nk][i] : s + d[mt][nk][i];
             }
           }
@@ -257,6 +317,7 @@ void conv_small_bwd_filter_tc(const ExecEnv* env, int sms, const void* x, const 
   TR_CHECK(uses_small_c_tc(key) && key.dir == ConvDir::BwdFilter, "conv small-C tc: no kernel for ", key.str());
   const unsigned grid = filter_blocks(key, sms);
   TR_CHECK(grid <= 1 || ws != nullptr, "ConvBwdFilter: small-C tensor-core kernel without workspace");
+  TR_CHECK(aligned_to(dy, 16), "ConvBwdFilter: small-C tensor-core kernel needs dy on 16 bytes");
   SumOut<__half, 1> out;
   out.partial = static_cast<float*>(ws);
   out.t[0] = static_cast<__half*>(dw);
