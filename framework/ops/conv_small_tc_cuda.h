@@ -16,8 +16,7 @@ namespace tr {
 
 struct ExecEnv;
 
-// f16, C <= 4 (C >= 2 for the forward), and K a multiple of 16 up to 64 (the
-// first layers of the zoo).
+// f16, C <= 4, and K a multiple of 16 up to 64 (the first layers of the zoo).
 bool uses_small_c_tc(const ConvKey& key);
 
 // y[N,H,W,K] = conv(x[N,H,W,C], w[K,3,3,C]).
