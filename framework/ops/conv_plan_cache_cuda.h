@@ -103,8 +103,10 @@ class ConvDesc {
 // cuDNN's heuristic algorithm vs 82 us direct, forward ~40-59 us vs 27 us;
 // batch 256 forward ~52 vs 8 us. Forward and filter-gradient convolutions with
 // C <= kSmallConvMaxC and a 3x3 window, stride 1, padding 1 (the only geometry
-// the kernels know) therefore run direct, deterministic kernels of
-// conv_cuda.cu; their plan has impl = SmallC and no cuDNN algorithm. They are
+// the kernels know) therefore run direct, deterministic kernels: in f16 with K
+// a multiple of 16 up to 64 on the tensor cores (conv_small_tc_cuda.h; filter
+// gradient 30.5 us at that batch 1024), otherwise on the CUDA cores
+// (conv_cuda.cu). Their plan has impl = SmallC and no cuDNN algorithm. They are
 // still prepared and looked up like every other plan. Every other shape, the
 // 7x7 / stride 2 ResNet stem with C = 3 included, goes to cuDNN.
 constexpr int64_t kSmallConvMaxC = 4;
