@@ -120,12 +120,11 @@ constexpr int small_filter_kv() { return C <= 2 ? 4 : 2; }
 constexpr int kSmallFilterChunk = 36;
 
 struct SmallFilterGeom {
-  int kv = 1, bx = 1, by = 1;
+  int bx = 1, by = 1;
   dim3 grid, block;
 };
 SmallFilterGeom small_filter_geom(const ConvKey& key, int sms, int kv) {
   SmallFilterGeom g;
-  g.kv = kv;
   const int64_t groups = ceil_div(key.k, int64_t(kv));
   g.bx = groups >= 32 ? 32 : next_pow2(int(groups));
   g.by = kSmallThreads / g.bx;
@@ -220,8 +219,8 @@ void launch_small_c(const ConvKey& key, const OpCall& c, const GpuHandles& gh, v
   TR_CHECK(g.grid.x <= 1 || ws != nullptr, "ConvBwdFilter: small-C kernel without workspace");
   auto run = [&](auto kv) {
     constexpr int V = decltype(kv)::value;
-    launch_kernel(c.env, {g.grid, g.block, sum_smem_bytes<1, 9 * C * V, kSmallFilterChunk>()}, conv_small_bwd_filter_kernel<T, C, V>,
-        c.in[0].as<T>(), c.in[1].as<T>(), N, H, W, K, out);
+    launch_kernel(c.env, {g.grid, g.block, sum_smem_bytes<1, 9 * C * V, kSmallFilterChunk>()},
+        conv_small_bwd_filter_kernel<T, C, V>, c.in[0].as<T>(), c.in[1].as<T>(), N, H, W, K, out);
   };
   if (vec) run(std::integral_constant<int, KV>{});
   else run(std::integral_constant<int, 1>{});

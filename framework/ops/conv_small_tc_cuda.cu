@@ -199,13 +199,7 @@ __global__ void __launch_bounds__(kTcThreads) conv_small_bwd_filter_tc_kernel(co
     tap[nk].ds = k % 3 - 1;
     tap[nk].off = (tap[nk].dr * W + tap[nk].ds) * C + c;
   }
-  float d[MT][NK][4];
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-    for (int nk = 0; nk < NK; ++nk)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) d[mt][nk][i] = 0.f;
+  float d[MT][NK][4] = {};
   const int P = N * H * W;
   const int tiles = (P + kTile - 1) / kTile;
   const int warps = gridDim.x * kWarps;

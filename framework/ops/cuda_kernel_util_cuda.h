@@ -214,7 +214,9 @@ struct SumOut {
 // Shared memory of block_sum_store: CHUNK floats per thread (all NACC*VEC sums
 // by default; a kernel with many sums reduces them CHUNK at a time).
 template <int NACC, int VEC, int CHUNK = NACC * VEC>
-constexpr size_t sum_smem_bytes() { return size_t(CHUNK < NACC * VEC ? CHUNK : NACC * VEC) * kChannelBlockThreads * sizeof(float); }
+constexpr size_t sum_smem_bytes() {
+  return size_t(CHUNK < NACC * VEC ? CHUNK : NACC * VEC) * kChannelBlockThreads * sizeof(float);
+}
 
 template <typename T, int NACC, int VEC, int CHUNK = NACC * VEC>
 __device__ __forceinline__ void block_sum_store(const float (&acc)[NACC][VEC], int64_t c0, bool active,
