@@ -74,61 +74,16 @@ __global__ void maxpool_fwd_kernel(const T* __restrict__ x, T* __restrict__ y, u
   }
 }
 
-// dy, x, y -> dx; item = (n, window row, window col, channel vector) over the
-// ceil(H/2) x ceil(W/2) windows, so odd trailing rows/cols are zeroed here too.
+// dy -> dx over 2x2 / stride 2 windows; item = (n, window row, window col,
+// channel vector) over the ceil(H/2) x ceil(W/2) windows, so odd trailing
+// rows/cols are zeroed here too. Each window's gradient goes to its winner and
+// the other three get 0. The winner: the recorded one when argmax is given
+// (one byte per output; x and y are not read, about half the bytes), else the
+// first of the window's inputs, in the forward's order, equal to y.
 template <typename T, int VEC>
-__global__ void maxpool_bwd_kernel(const T* __restrict__ dy, const T* __restrict__ x, const T* __restrict__ y,
-                                    T* __restrict__ dx, int64_t N, int64_t H, int64_t W, int64_t C) {
-  grid_dependency_begin();
-  const int64_t Ho = H / 2, Wo = W / 2, Hw = (H + 1) / 2, Ww = (W + 1) / 2, G = C / VEC;
-  const int64_t total = N * Hw * Ww * G;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t g = i % G;
-    int64_t t = i / G;
-    const int64_t ow = t % Ww;
-    t /= Ww;
-    const int64_t oh = t % Hw;
-    const int64_t n = t / Hw;
-    const int64_t c0 = g * VEC;
-    const int64_t h0 = 2 * oh, w0 = 2 * ow;
-    float zero[VEC];
-#pragma unroll
-    for (int j = 0; j < VEC; ++j) zero[j] = 0.f;
-    if (oh >= Ho || ow >= Wo) {  // partial window at an odd edge: no gradient
-      for (int64_t h = h0; h < H && h < h0 + 2; ++h)
-        for (int64_t w = w0; w < W && w < w0 + 2; ++w) store_vec<T, VEC>(dx + ((n * H + h) * W + w) * C + c0, zero);
-      continue;
-    }
-    const int64_t o = ((n * Ho + oh) * Wo + ow) * C + c0;
-    float yy[VEC], d[VEC];
-    load_vec<T, VEC>(y + o, yy);
-    load_vec<T, VEC>(dy + o, d);
-    bool taken[VEC];
-#pragma unroll
-    for (int j = 0; j < VEC; ++j) taken[j] = false;
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const int64_t off = ((n * H + h0 + (k >> 1)) * W + w0 + (k & 1)) * C + c0;
-      float xx[VEC], out[VEC];
-      load_vec<T, VEC>(x + off, xx);
-#pragma unroll
-      for (int j = 0; j < VEC; ++j) {
-        const bool hit = !taken[j] && xx[j] == yy[j];
-        out[j] = hit ? d[j] : 0.f;
-        taken[j] = taken[j] || hit;
-      }
-      store_vec<T, VEC>(dx + off, out);
-    }
-  }
-}
-
-// dy[N,H/2,W/2,C], argmax -> dx[N,H,W,C]; item = (n, window row, window col,
-// channel vector) over the ceil(H/2) x ceil(W/2) windows like maxpool_bwd_kernel:
-// each window's gradient goes to its recorded winner, the other three get 0.
-// Reads dy and one byte per output instead of x and y (about half the bytes).
-template <typename T, int VEC>
-__global__ void maxpool_bwd_2x2_argmax_kernel(const T* __restrict__ dy, const uint8_t* __restrict__ argmax,
-                                              T* __restrict__ dx, int64_t N, int64_t H, int64_t W, int64_t C) {
+__global__ void maxpool_bwd_2x2_kernel(const T* __restrict__ dy, const T* __restrict__ x, const T* __restrict__ y,
+                                       const uint8_t* __restrict__ argmax, T* __restrict__ dx, int64_t N, int64_t H,
+                                       int64_t W, int64_t C) {
   grid_dependency_begin();
   const int64_t Ho = H / 2, Wo = W / 2, Hw = (H + 1) / 2, Ww = (W + 1) / 2, G = C / VEC;
   const int64_t total = N * Hw * Ww * G;
@@ -152,12 +107,30 @@ __global__ void maxpool_bwd_2x2_argmax_kernel(const T* __restrict__ dy, const ui
     const int64_t o = ((n * Ho + oh) * Wo + ow) * C + c0;
     float d[VEC];
     load_vec<T, VEC>(dy + o, d);
-    const Vec<uint8_t, VEC> at = *reinterpret_cast<const Vec<uint8_t, VEC>*>(argmax + o);
+    int win[VEC];  // the winner's k = kh * 2 + kw; 4: none (y matches no input)
+    if (argmax != nullptr) {
+      const Vec<uint8_t, VEC> at = *reinterpret_cast<const Vec<uint8_t, VEC>*>(argmax + o);
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) win[j] = at.v[j];
+    } else {
+      float yy[VEC];
+      load_vec<T, VEC>(y + o, yy);
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) win[j] = 4;
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        float xx[VEC];
+        load_vec<T, VEC>(x + ((n * H + h0 + (k >> 1)) * W + w0 + (k & 1)) * C + c0, xx);
+#pragma unroll
+        for (int j = 0; j < VEC; ++j)
+          if (win[j] == 4 && xx[j] == yy[j]) win[j] = k;
+      }
+    }
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
       float out[VEC];
 #pragma unroll
-      for (int j = 0; j < VEC; ++j) out[j] = at.v[j] == k ? d[j] : 0.f;
+      for (int j = 0; j < VEC; ++j) out[j] = win[j] == k ? d[j] : 0.f;
       store_vec<T, VEC>(dx + ((n * H + h0 + (k >> 1)) * W + w0 + (k & 1)) * C + c0, out);
     }
   }
@@ -444,8 +417,8 @@ void maxpool_bwd_from_argmax(const OpCall& c, const Nhwc& d, const PoolWindow& p
       if (is_2x2(pw)) {  // one item per (possibly partial) window, as the search's fast path
         const int64_t work = d.n * ((d.h + 1) / 2) * ((d.w + 1) / 2) * (d.c / V);
         if (work == 0) return;
-        launch_kernel(c.env, {grid_for(work, sm_count(gh)), kThreads, 0}, maxpool_bwd_2x2_argmax_kernel<T, V>,
-            dy.as<T>(), static_cast<const uint8_t*>(argmax.data), dx.as<T>(), d.n, d.h, d.w, d.c);
+        launch_kernel(c.env, {grid_for(work, sm_count(gh)), kThreads, 0}, maxpool_bwd_2x2_kernel<T, V>,
+            dy.as<T>(), nullptr, nullptr, static_cast<const uint8_t*>(argmax.data), dx.as<T>(), d.n, d.h, d.w, d.c);
         return;
       }
       const int64_t per_image = d.h * d.w * (d.c / V);
@@ -523,8 +496,8 @@ void maxpool_bwd_cuda(const OpCall& c) {
       if (fast) {  // one item per (possibly partial) 2x2 window
         const int64_t work = d.n * ((d.h + 1) / 2) * ((d.w + 1) / 2) * (d.c / V);
         if (work == 0) return;
-        launch_kernel(c.env, {grid_for(work, sm_count(gh)), kThreads, 0}, maxpool_bwd_kernel<T, V>,
-            dy.as<T>(), x.as<T>(), y.as<T>(), dx.as<T>(), d.n, d.h, d.w, d.c);
+        launch_kernel(c.env, {grid_for(work, sm_count(gh)), kThreads, 0}, maxpool_bwd_2x2_kernel<T, V>,
+            dy.as<T>(), x.as<T>(), y.as<T>(), nullptr, dx.as<T>(), d.n, d.h, d.w, d.c);
       } else {  // one item per input position of whole tiles
         const int64_t work = d.n * ceil_div(d.h, kTileH) * kTileH * ceil_div(d.w, kTileW) * kTileW * (d.c / V);
         if (work == 0) return;
