@@ -414,7 +414,7 @@ void maxpool_bwd_from_argmax(const OpCall& c, const Nhwc& d, const PoolWindow& p
     using T = decltype(tag);
     with_vec<T>(can_vec<T>(d.c, {dy.data, dx.data}) && aligned_to(argmax.data, kVec16<T>), [&](auto vt) {
       constexpr int V = decltype(vt)::value;
-      if (is_2x2(pw)) {  // one item per (possibly partial) window, as the search's fast path
+      if (is_2x2(pw)) {  // one item per (possibly partial) window: the search's kernel, given the winners
         const int64_t work = d.n * ((d.h + 1) / 2) * ((d.w + 1) / 2) * (d.c / V);
         if (work == 0) return;
         launch_kernel(c.env, {grid_for(work, sm_count(gh)), kThreads, 0}, maxpool_bwd_2x2_kernel<T, V>,
