@@ -3,15 +3,16 @@
 # tests, op micro-benchmarks, tr-bench over the three modes, and the accuracy
 # run; logs and JSON go to $OUT (default ./gpu-check-out). Uses .device/ from
 # ci/pack_device.sh when present, else build/bin.
-#   TR_CHECK_PARTS="tests ops bench zoo fusion schedule train tta sanitize mpi scaling" selects parts (default: all;
-#   scaling needs 2 or more GPUs and says so otherwise).
+#   TR_CHECK_PARTS="tests ops bench zoo fusion schedule train tta sanitize mpi scaling scaling-zoo" selects parts
+#   (default: all; scaling and scaling-zoo need 2 or more GPUs and say so otherwise; TR_ZOO_SCALING picks
+#   scaling-zoo's models and batches per GPU, default "resnet50:32,256 resnet18:128,512").
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-check-out}
 SUMMARY_DIR=$OUT
 OUT=$SUMMARY_DIR/detail  # every log and JSON; packed into detail.tgz at the end
 mkdir -p "$OUT"
-PARTS=${TR_CHECK_PARTS:-"tests ops bench zoo fusion schedule train tta sanitize mpi scaling"}
+PARTS=${TR_CHECK_PARTS:-"tests ops bench zoo fusion schedule train tta sanitize mpi scaling scaling-zoo"}
 BIN=build/bin
 [ -d .device/bin ] && BIN=.device/bin
 DATA=${TR_DATA_DIR:-/usr/share/datasets/fashion-mnist}
@@ -329,6 +330,24 @@ if [[ " $PARTS " == *" mpi "* ]]; then
       note "mpi: $m: $n distinct state hash(es) over eager, partial and full capture (1 expected)"
       [ "$n" -eq 1 ] || status=1
     done
+    # The GPU equivalence tests as processes (tests/mpi/gpu_training_mpi_test.cpp):
+    # one process per GPU, and two GPUs per process where there are four or more.
+    if [ -x "$BIN/tr_mpi_tests" ]; then
+      layouts="$gpus:1"
+      [ "$gpus" -ge 4 ] && layouts+=" $((gpus / 2)):2"
+      for l in $layouts; do
+        np=${l%%:*} per=${l##*:}
+        probe ${TR_T_MPI:-200} "$OUT/mpi_gpu_tests_np${np}x$per.log" "$MPIRUN" --bind-to none -np $np \
+          -x TR_MPI_LOCAL_RANKS=$per "$BIN/tr_mpi_tests" --gtest_filter='GpuProcesses*'
+        rc=$?
+        [ $rc -ne 0 ] && status=1
+        note "mpi: GPU equivalence tests as $np process(es) x $per GPU(s) (exit $rc)"
+        grep -E '^\[ gpu mpi|PASSED|FAILED|SKIPPED|Failure' "$OUT/mpi_gpu_tests_np${np}x$per.log" | sort -u \
+          | tee -a "$OUT/summary.txt"
+      done
+    else
+      note "mpi: no tr_mpi_tests in $BIN (packed with TR_PACK_SKIP leaving it out?)"
+    fi
     timeout ${TR_T_MPI:-200} "$MPIRUN" --bind-to none -np 1 "$BIN/tr-bench" --device cuda --mode all --model cnn \
       --batch 256 --warmup 10 --iters 30 --repetitions 3 --json "$OUT/mpi_bench_np1.json" > "$OUT/mpi_bench_np1.log" 2>&1 || status=1
     note "mpi: tr-bench under mpirun -np 1:"
@@ -413,6 +432,56 @@ if [[ " $PARTS " == *" scaling "* ]]; then
       note "cnn on Fashion-MNIST on $gpus GPUs, 10 epochs, full capture, AMP, BN sync $sync:"
       grep -v '^\[tr ' "$OUT/train_cnn_${gpus}gpu_bn_$sync.log" | tee -a "$OUT/summary.txt"
     done
+  fi
+fi
+if [[ " $PARTS " == *" scaling-zoo "* ]]; then
+  # The zoo's weak scaling (issue: multi-GPU runs of the zoo): tr-bench over 1,
+  # 2, 4 ... GPUs in every mode, with both --bn-sync choices, beside PyTorch DDP
+  # on the same models and batches per GPU; the first model's smaller batch also
+  # as one process per GPU. A model's sweep takes minutes: TR_ZOO_SCALING picks
+  # the models of one call ("model:batch,batch ...").
+  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+  if [ "$gpus" -lt 2 ]; then
+    note "scaling-zoo skipped: $gpus GPU visible (needs 2 or more)"
+  else
+    export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
+    PY=${TR_TORCH_PYTHON:-/opt/torch/.venv/bin/python}
+    zcommon="--device cuda --mode all --gpus auto --optimizer sgd --precision amp --warmup 5 --iters 20 --repetitions 3"
+    reports=()
+    for spec in ${TR_ZOO_SCALING:-resnet50:32,256 resnet18:128,512}; do
+      m=${spec%%:*} batches=${spec##*:}
+      for sync in batch running; do
+        probe ${TR_T_SCALING:-400} "$OUT/scaling_${m}_bn_$sync.log" "$BIN/tr-bench" $zcommon --model $m \
+          --batch-per-gpu $batches --bn-sync $sync --json "$OUT/scaling_${m}_bn_$sync.json" || status=1
+        reports+=("$OUT/scaling_${m}_bn_$sync.json")
+        note "tr-bench weak scaling, $m, BN sync $sync, on $gpus GPUs"
+        grep -v '^\[tr ' "$OUT/scaling_${m}_bn_$sync.log" | tee -a "$OUT/summary.txt"
+      done
+      if [ -x "$PY" ]; then
+        for bn in sync local; do
+          probe ${TR_T_TORCH:-400} "$OUT/torch_ddp_${m}_bn_$bn.log" "$PY" peers/torch_ddp.py --model $m \
+            --batch-per-gpu $batches --bn $bn --warmup 5 --iters 20 --repetitions 3 \
+            --json "$OUT/torch_ddp_${m}_bn_$bn.json" || status=1
+          note "PyTorch DDP, $m, BN $bn"
+          grep -E '^(torch_ddp|model|'$m') ' "$OUT/torch_ddp_${m}_bn_$bn.log" | tee -a "$OUT/summary.txt"
+        done
+      fi
+    done
+    # Processes against threads: the first model's smaller batch per GPU.
+    find_mpirun
+    first=${TR_ZOO_SCALING:-resnet50:32}
+    first=${first%% *}
+    m=${first%%:*} b=${first##*:}
+    b=${b%%,*}
+    if [ -n "$MPIRUN" ]; then
+      probe ${TR_T_SCALING:-400} "$OUT/scaling_${m}_mpi.log" "$MPIRUN" --bind-to none -np $gpus "$BIN/tr-bench" \
+        $zcommon --model $m --batch-per-gpu $b --json "$OUT/scaling_${m}_mpi.json" || status=1
+      note "$m at $b per GPU as $gpus processes (mpirun), beside the rank threads above"
+      grep -v '^\[tr ' "$OUT/scaling_${m}_mpi.log" | tee -a "$OUT/summary.txt"
+    else
+      note "no mpirun: processes against threads not measured (ci/pack_mpi.sh packs one)"
+    fi
+    "$BIN/tr-bench" report "${reports[@]}" -o "$OUT/scaling_zoo.html" > /dev/null 2>&1 || status=1
   fi
 fi
 exit $status

@@ -161,11 +161,14 @@ TEST(DataParallel, WatchdogNamesTheHungRank) {
   const auto train = testing::model_data("cnn", 4 * 32, 27);
   const auto val = testing::model_data("cnn", 32, 28);
   RunOptions o = dp_run(2, ExecMode::FullCapture);
-  o.watchdog_ms = 300;
+  // The timeout is far above the skew between two healthy ranks, which under
+  // ThreadSanitizer on two cores has reached 300 ms (then the watchdog named
+  // the slow rank 0, not the stalled rank 1); the stall is three times the timeout.
+  o.watchdog_ms = 2000;
   Trainer t(o, view_of(train), view_of(val));
-  // Rank 1 stalls after its backward; rank 0 waits for it in the first-layer all-reduce.
+  // Rank 1 stalls after its backward; rank 0 waits for it in the next all-reduce.
   t.set_step_hook(StepHook{[](DeviceContext& ctx, void*) {
-                             if (ctx.rank() == 1) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+                             if (ctx.rank() == 1) std::this_thread::sleep_for(std::chrono::milliseconds(6000));
                            },
                            nullptr});
   try {

@@ -1,0 +1,140 @@
+// Training across processes on the GPUs of one host (Note [processes and
+// ranks]): P processes x L GPUs each (TR_MPI_LOCAL_RANKS), NCCL bootstrapped
+// over MPI. What GpuDataParallel checks with one rank thread per GPU, here with
+// one process per GPU:
+//  - N GPUs x B/N train like 1 GPU x B, within the bound of
+//    GpuDataParallel.GpusMatchOneGpuWithTheWholeBatch;
+//  - eager, partial and full capture stay bit-identical, with synchronised and
+//    with per-GPU BN, and every process holds the same state bits.
+// One process alone runs them with its collectives forced (NCCL inside the
+// captured graphs, as the single-GPU check does). Every process skips alike
+// when any of them lacks its GPUs (a lone skip would leave the others waiting).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "framework/core/error.h"
+#include "framework/runtime/context_factory.h"
+#include "harness/lib/state_digest.h"
+#include "tests/mpi/mpi_test_world.h"
+#include "tests/train_test_util.h"
+
+namespace tr {
+namespace {
+
+using testing::mpi_local_ranks;
+using testing::mpi_world;
+using testing::state_of;
+using testing::view_of;
+
+constexpr int64_t kBatch = 32;
+const std::chrono::milliseconds kWait(60000);
+
+int world_ranks() { return mpi_world().processes() * mpi_local_ranks(); }
+bool loud() { return mpi_world().process() == 0; }
+
+// "" when every process sees its GPUs (node_process x L .. + L-1), else why not.
+std::string missing_gpus() {
+  const int have = cuda_device_count();
+  const int need = (mpi_world().node_process() + 1) * mpi_local_ranks();
+  const int32_t mine = have >= need ? 0 : need;
+  const auto all = mpi_world().allgather(&mine, sizeof mine, "the GPU counts", kWait);
+  for (int p = 0; p < mpi_world().processes(); ++p) {
+    int32_t n = 0;
+    std::memcpy(&n, all.data() + size_t(p) * sizeof n, sizeof n);
+    if (n != 0) return cat("process ", p, " needs ", n, " GPUs on its host, ", have, " visible here");
+  }
+  return "";
+}
+
+#define SKIP_WITHOUT_THE_GPUS()                               \
+  if (const std::string why = missing_gpus(); !why.empty()) { \
+    GTEST_SKIP() << why;                                      \
+  }
+
+// The cnn at a quarter width, LARS, on this process's GPUs when `world` is set,
+// else on `ranks` GPUs from GPU 0 of this process.
+RunOptions gpu_run(int ranks, ExecMode mode, World* world) {
+  RunOptions o = testing::small_run("cnn", OptimizerKind::Lars, mode, kBatch);
+  o.backend = Backend::Cuda;
+  o.train.ranks = ranks;
+  o.train.force_collectives = ranks == 1 && world != nullptr;
+  o.epochs = 1;
+  o.world = world;
+  if (world) o.first_device = world->node_process() * mpi_local_ranks();
+  o.watchdog_ms = 60000;
+  return o;
+}
+
+// Every process's digest of its first local rank's state, process 0's first.
+std::vector<uint64_t> digests_of_all(Trainer& t) {
+  const uint64_t mine = state_digest(t, 0).hash;
+  const auto all = mpi_world().allgather(&mine, sizeof mine, "the state digests", kWait);
+  std::vector<uint64_t> out(size_t(mpi_world().processes()));
+  std::memcpy(out.data(), all.data(), out.size() * sizeof mine);
+  return out;
+}
+
+void expect_all_equal(const std::vector<uint64_t>& d, const std::string& what) {
+  for (size_t p = 1; p < d.size(); ++p)
+    EXPECT_EQ(d[p], d[0]) << what << ": process " << p << " holds other bits than process 0";
+}
+
+TEST(GpuProcesses, MatchOneGpuWithTheWholeBatch) {
+  SKIP_WITHOUT_THE_GPUS();
+  const int R = world_ranks();
+  if (R < 2) GTEST_SKIP() << "needs 2 or more ranks across the processes";
+  const auto train = testing::model_data("cnn", 20 * kBatch, 21);
+  const auto val = testing::model_data("cnn", 64, 22);
+  // Every process trains the 1 x B reference on its own first GPU, alone.
+  RunOptions one_o = gpu_run(1, ExecMode::FullCapture, nullptr);
+  one_o.first_device = mpi_world().node_process() * mpi_local_ranks();
+  Trainer one(one_o, view_of(train), view_of(val));
+  const auto init = state_of(one);
+  const EpochStats s1 = one.run_epoch();
+  const auto ref = state_of(one);
+  Trainer procs(gpu_run(R, ExecMode::FullCapture, &mpi_world()), view_of(train), view_of(val));
+  const EpochStats sn = procs.run_epoch();
+  expect_all_equal(digests_of_all(procs), "full capture");
+  const testing::UpdateDiff u = testing::update_diff(init, ref, state_of(procs, 0));
+  if (loud())
+    std::printf("[ gpu mpi dp ] %d GPUs x %lld in %d processes vs 1 GPU x %lld, %lld steps: update differs by %.3g "
+                "overall, worst tensor %.3g (%s); val acc %.3f vs %.3f\n",
+                R, static_cast<long long>(kBatch / R), mpi_world().processes(), static_cast<long long>(kBatch),
+                static_cast<long long>(procs.steps_per_epoch()), u.total, u.worst, u.worst_name.c_str(), sn.val_acc,
+                s1.val_acc);
+  EXPECT_LT(u.total, 2e-3);
+  EXPECT_LT(u.worst, 0.05) << u.worst_name;
+  EXPECT_NEAR(sn.val_acc, s1.val_acc, 0.05);
+  EXPECT_NEAR(sn.train_loss, s1.train_loss, 2e-3);
+}
+
+TEST(GpuProcesses, ModesStayBitIdentical) {
+  SKIP_WITHOUT_THE_GPUS();
+  const int R = world_ranks();
+  const auto train = testing::model_data("cnn", 10 * kBatch - 8, 23);  // incomplete last batch
+  const auto val = testing::model_data("cnn", 64, 24);
+  for (BnSync sync : {BnSync::Batch, BnSync::Running}) {
+    uint64_t eager = 0;
+    for (auto [mode, split] : testing::kModeRuns) {
+      RunOptions o = gpu_run(R, mode, &mpi_world());
+      o.step_graphs = !split;
+      o.train.bn_sync = sync;
+      Trainer t(o, view_of(train), view_of(val));
+      t.run_epoch();
+      const std::string what = cat(mode_name(mode), split ? " (split steps)" : "", ", BN sync ", bn_sync_name(sync));
+      const std::vector<uint64_t> d = digests_of_all(t);
+      expect_all_equal(d, what);
+      if (mode == ExecMode::Eager) eager = d[0];
+      EXPECT_EQ(d[0], eager) << what << " differs from eager";
+      if (loud())
+        std::printf("[ gpu mpi modes ] %d GPUs in %d processes, %s: state %s%s\n", R, mpi_world().processes(),
+                    what.c_str(), state_digest(t, 0).str().c_str(), d[0] == eager ? ", as eager" : ", NOT as eager");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tr
