@@ -2,10 +2,12 @@
 // ranks]): P processes x L GPUs each (TR_MPI_LOCAL_RANKS), NCCL bootstrapped
 // over MPI. What GpuDataParallel checks with one rank thread per GPU, here with
 // one process per GPU:
-//  - N GPUs x B/N train like 1 GPU x B, within the bound of
-//    GpuDataParallel.GpusMatchOneGpuWithTheWholeBatch;
-//  - eager, partial and full capture stay bit-identical, with synchronised and
-//    with per-GPU BN, and every process holds the same state bits.
+//  - N GPUs x B/N train like 1 GPU x B: the cnn within the bound of
+//    GpuDataParallel.GpusMatchOneGpuWithTheWholeBatch, the zoo within that of
+//    ZooTraining.RanksMatchOneRankWithTheWholeBatch;
+//  - eager, partial and full capture stay bit-identical (cnn and resnet18),
+//    with synchronised and with per-GPU BN, and every process holds the same
+//    state bits.
 // One process alone runs them with its collectives forced (NCCL inside the
 // captured graphs, as the single-GPU check does). Every process skips alike
 // when any of them lacks its GPUs (a lone skip would leave the others waiting).
@@ -13,6 +15,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "framework/core/error.h"
@@ -54,25 +57,30 @@ std::string missing_gpus() {
     GTEST_SKIP() << why;                                      \
   }
 
-// The cnn at a quarter width, LARS, on this process's GPUs when `world` is set,
-// else on `ranks` GPUs from GPU 0 of this process.
-RunOptions gpu_run(int ranks, ExecMode mode, World* world) {
-  RunOptions o = testing::small_run("cnn", OptimizerKind::Lars, mode, kBatch);
+// `o` (model, optimizer, batch) on CUDA, one epoch: `ranks` GPUs from this
+// process's first one, across the processes of `world` when it is set (its
+// collectives forced when it is one rank alone).
+RunOptions on_gpus(RunOptions o, int ranks, World* world) {
   o.backend = Backend::Cuda;
   o.train.ranks = ranks;
   o.train.force_collectives = ranks == 1 && world != nullptr;
   o.epochs = 1;
   o.world = world;
-  if (world) o.first_device = world->node_process() * mpi_local_ranks();
+  o.first_device = mpi_world().node_process() * mpi_local_ranks();  // in a smaller world too
   o.watchdog_ms = 60000;
   return o;
 }
 
+// The cnn at a quarter width, LARS, batch 32.
+RunOptions gpu_run(int ranks, ExecMode mode, World* world) {
+  return on_gpus(testing::small_run("cnn", OptimizerKind::Lars, mode, kBatch), ranks, world);
+}
+
 // Every process's digest of its first local rank's state, process 0's first.
-std::vector<uint64_t> digests_of_all(Trainer& t) {
+std::vector<uint64_t> digests_of_all(Trainer& t, World& world = mpi_world()) {
   const uint64_t mine = state_digest(t, 0).hash;
-  const auto all = mpi_world().allgather(&mine, sizeof mine, "the state digests", kWait);
-  std::vector<uint64_t> out(size_t(mpi_world().processes()));
+  const auto all = world.allgather(&mine, sizeof mine, "the state digests", kWait);
+  std::vector<uint64_t> out(size_t(world.processes()));
   std::memcpy(out.data(), all.data(), out.size() * sizeof mine);
   return out;
 }
@@ -82,6 +90,32 @@ void expect_all_equal(const std::vector<uint64_t>& d, const std::string& what) {
     EXPECT_EQ(d[p], d[0]) << what << ": process " << p << " holds other bits than process 0";
 }
 
+// Eager, partial and full capture (and full with split steps), with either BN
+// sync: the same state on every process, and the same as eager's.
+void modes_stay_bit_identical(const RunOptions& base, const data::ImageDataset& train, const data::ImageDataset& val) {
+  const int R = world_ranks();
+  for (BnSync sync : {BnSync::Batch, BnSync::Running}) {
+    uint64_t eager = 0;
+    for (auto [mode, split] : testing::kModeRuns) {
+      RunOptions o = base;
+      o.mode = mode;
+      o.step_graphs = !split;
+      o.train.bn_sync = sync;
+      Trainer t(o, view_of(train), view_of(val));
+      t.run_epoch();
+      const std::string what =
+          cat(o.model.name, " ", mode_name(mode), split ? " (split steps)" : "", ", BN sync ", bn_sync_name(sync));
+      const std::vector<uint64_t> d = digests_of_all(t);
+      expect_all_equal(d, what);
+      if (mode == ExecMode::Eager) eager = d[0];
+      EXPECT_EQ(d[0], eager) << what << " differs from eager";
+      if (loud())
+        std::printf("[ gpu mpi modes ] %d GPUs in %d processes, %s: state %s%s\n", R, mpi_world().processes(),
+                    what.c_str(), state_digest(t, 0).str().c_str(), d[0] == eager ? ", as eager" : ", NOT as eager");
+    }
+  }
+}
+
 TEST(GpuProcesses, MatchOneGpuWithTheWholeBatch) {
   SKIP_WITHOUT_THE_GPUS();
   const int R = world_ranks();
@@ -89,9 +123,7 @@ TEST(GpuProcesses, MatchOneGpuWithTheWholeBatch) {
   const auto train = testing::model_data("cnn", 20 * kBatch, 21);
   const auto val = testing::model_data("cnn", 64, 22);
   // Every process trains the 1 x B reference on its own first GPU, alone.
-  RunOptions one_o = gpu_run(1, ExecMode::FullCapture, nullptr);
-  one_o.first_device = mpi_world().node_process() * mpi_local_ranks();
-  Trainer one(one_o, view_of(train), view_of(val));
+  Trainer one(gpu_run(1, ExecMode::FullCapture, nullptr), view_of(train), view_of(val));
   const auto init = state_of(one);
   const EpochStats s1 = one.run_epoch();
   const auto ref = state_of(one);
@@ -111,28 +143,57 @@ TEST(GpuProcesses, MatchOneGpuWithTheWholeBatch) {
   EXPECT_NEAR(sn.train_loss, s1.train_loss, 2e-3);
 }
 
+// One SGD step of each zoo model (1/8 width, 32x32) on 2 GPUs x 8 images in
+// the first processes (1 GPU each, or one process with 2), against one GPU
+// with all 16: the setup and bound of ZooTraining.RanksMatchOneRankWithTheWholeBatch.
+// Its reference is the same step on the batch reversed (rounding alone); it is
+// printed too. With more ranks the same bound does not hold: on the CPU,
+// resnet50 with 4 ranks x 8 against 1 x 32 differs by 4.4 % overall, and so
+// does 1 x 32 reversed (its small BatchNorms amplify any rounding).
+TEST(GpuProcesses, ZooMatchesOneGpuWithTheWholeBatch) {
+  SKIP_WITHOUT_THE_GPUS();
+  const int L = mpi_local_ranks();
+  if (world_ranks() < 2 || L > 2) GTEST_SKIP() << "needs 2 or more ranks, 1 or 2 per process";
+  const int P = 2 / L;
+  const std::unique_ptr<World> two = mpi_world().first(P);
+  if (!two) return;  // the processes after the first P wait at the end
+  for (const std::string& model : testing::zoo_models()) {
+    RunOptions o = testing::zoo_run(model, OptimizerKind::Sgd, ExecMode::FullCapture, 16);
+    o.shuffle = false;
+    o.validate = false;
+    o.train.bucket_bytes = 64 << 10;  // several gradient buckets (Note [gradient buckets])
+    const auto train = testing::run_data(o, 16, 83);
+    Trainer one(on_gpus(o, 1, nullptr), view_of(train), view_of(train));
+    const auto init = state_of(one);
+    one.run_epoch();
+    const auto ref = state_of(one);
+    const auto flipped = testing::reversed(train);
+    Trainer back(on_gpus(o, 1, nullptr), view_of(flipped), view_of(flipped));
+    back.run_epoch();
+    const testing::UpdateDiff noise = testing::update_diff(init, ref, state_of(back));
+    Trainer procs(on_gpus(o, 2, two.get()), view_of(train), view_of(train));
+    procs.run_epoch();
+    expect_all_equal(digests_of_all(procs, *two), model);
+    const testing::UpdateDiff u = testing::update_diff(init, ref, state_of(procs, 0));
+    if (loud())
+      std::printf("[ gpu mpi zoo dp ] %s: 2 GPUs x 8 in %d process(es) vs 1 GPU x 16, one step: update differs by "
+                  "%.3g overall, worst tensor %.3g (%s); 1 GPU with its batch reversed: %.3g, worst %.3g\n",
+                  model.c_str(), P, u.total, u.worst, u.worst_name.c_str(), noise.total, noise.worst);
+    EXPECT_LT(u.total, 0.02) << model;
+    EXPECT_LT(u.worst, 0.1) << model << " " << u.worst_name;
+  }
+}
+
 TEST(GpuProcesses, ModesStayBitIdentical) {
   SKIP_WITHOUT_THE_GPUS();
   const int R = world_ranks();
-  const auto train = testing::model_data("cnn", 10 * kBatch - 8, 23);  // incomplete last batch
-  const auto val = testing::model_data("cnn", 64, 24);
-  for (BnSync sync : {BnSync::Batch, BnSync::Running}) {
-    uint64_t eager = 0;
-    for (auto [mode, split] : testing::kModeRuns) {
-      RunOptions o = gpu_run(R, mode, &mpi_world());
-      o.step_graphs = !split;
-      o.train.bn_sync = sync;
-      Trainer t(o, view_of(train), view_of(val));
-      t.run_epoch();
-      const std::string what = cat(mode_name(mode), split ? " (split steps)" : "", ", BN sync ", bn_sync_name(sync));
-      const std::vector<uint64_t> d = digests_of_all(t);
-      expect_all_equal(d, what);
-      if (mode == ExecMode::Eager) eager = d[0];
-      EXPECT_EQ(d[0], eager) << what << " differs from eager";
-      if (loud())
-        std::printf("[ gpu mpi modes ] %d GPUs in %d processes, %s: state %s%s\n", R, mpi_world().processes(),
-                    what.c_str(), state_digest(t, 0).str().c_str(), d[0] == eager ? ", as eager" : ", NOT as eager");
-    }
+  for (const std::string model : {"cnn", "resnet18"}) {
+    RunOptions base = model == "cnn" ? gpu_run(R, ExecMode::Eager, &mpi_world())
+                                     : on_gpus(testing::zoo_run(model, OptimizerKind::Sgd, ExecMode::Eager, 8 * R),
+                                               R, &mpi_world());
+    const auto train = testing::run_data(base, 5 * base.batch - base.batch / 4, 23);  // a short last batch
+    const auto val = testing::run_data(base, 64, 24);
+    modes_stay_bit_identical(base, train, val);
   }
 }
 
