@@ -9,6 +9,7 @@
 #include "framework/graph/model_registry.h"
 #include "harness/lib/bench_runner.h"
 #include "harness/lib/allreduce_table.h"
+#include "harness/lib/atomic_file.h"
 #include "harness/lib/weak_scaling.h"
 #include "harness/lib/cli_main.h"
 #include "harness/lib/gate_cli.h"
@@ -33,6 +34,8 @@ int run(int argc, char** argv, tr::World* world) {
     std::printf(kBenchUsage, tr::model_names().c_str());
     return 0;
   }
+  const bool writes_report = !o.json_path.empty() && (!world || world->process() == 0);  // one report, process 0's
+  if (writes_report) tr::check_writable(o.json_path);  // before the runs, not after them
   const BenchReport r = run_bench(o, world);
   const std::string launch = world ? tr::cat(", ranks in ", r.context.processes,
                                              r.context.processes == 1 ? " process (" : " processes (", r.context.launch, ": ",
@@ -45,7 +48,7 @@ int run(int argc, char** argv, tr::World* world) {
   print_weak_scaling(r, stdout);
   print_allreduce_table(r, stdout);
   print_top_kernels(r, stdout);
-  if (!o.json_path.empty() && (!world || world->process() == 0)) {  // one report, process 0's
+  if (writes_report) {
     write_report(r, o.json_path);
     std::printf("tr-bench: wrote %s\n", o.json_path.c_str());
   }

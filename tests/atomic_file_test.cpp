@@ -77,5 +77,27 @@ TEST(AtomicFile, AnUnwritablePlaceIsOneUserError) {
   }
 }
 
+// check_writable gives the writer's errors before a run, and leaves nothing:
+// a missing directory, a directory where the file should be; a writable place
+// passes without creating or touching the file.
+TEST(AtomicFile, CheckWritableGivesTheSameErrorsUpFront) {
+  const std::string dir = temp_dir("tr_atomic_check_");
+  EXPECT_THROW(check_writable("/nonexistent-dir/tr/report.json"), UserError);
+  try {
+    check_writable(dir);
+    FAIL() << "a directory passed";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("it is a directory"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(write_file_atomically(dir, "x"), UserError);
+  check_writable(dir + "/new.json");
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), {}), 0);  // nothing created, nothing left
+  write_file_atomically(dir + "/old.json", "old\n");
+  check_writable(dir + "/old.json");
+  EXPECT_EQ(slurp(dir + "/old.json"), "old\n");
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), {}), 1);
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace tr

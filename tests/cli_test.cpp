@@ -208,6 +208,15 @@ TEST(TrBenchCli, HelpAndBadInput) {
   expect_user_error("tr-bench --device cpu --ranks 3 --batch 64 --iters 1", "does not divide");
   expect_user_error("tr-bench gate --baseline /nonexistent/a.json --current /nonexistent/b.json", "/nonexistent/a.json");
   expect_user_error("tr-bench report -o /tmp/x.html", "");
+  // An unwritable report is refused before the runs, not after them.
+  const Result j = run("tr-bench --device cpu --model mlp --batch 16 --iters 1 --repetitions 1 --warmup 0 "
+                       "--json /nonexistent-dir/r.json");
+  EXPECT_EQ(j.code, 2) << j.err;
+  EXPECT_NE(j.err.find("cannot write '/nonexistent-dir/r.json'"), std::string::npos) << j.err;
+  EXPECT_EQ(j.out.find("full-capture"), std::string::npos) << "it ran first:\n" << j.out;
+  expect_user_error("tr-bench tta --model cnn --width 0.125 --synthetic --train-subset 64 --val-subset 32 "
+                    "--epochs 1 --batch 32 --no-amp --mllog /nonexistent-dir/t.mllog",
+                    "cannot write '/nonexistent-dir/t.mllog'");
 }
 
 TEST(TrBenchCli, ShortCpuRunWritesAReport) {

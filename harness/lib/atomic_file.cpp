@@ -1,6 +1,7 @@
 #include "harness/lib/atomic_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,12 +12,33 @@
 
 namespace tr {
 
+namespace {
+
+std::string temporary_beside(const std::string& path) { return cat(path, ".tmp.", ::getpid()); }
+
+// Opens the temporary file for `path`, or throws the UserError both callers give.
+int open_temporary(const std::string& path, const std::string& tmp) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    throw UserError(cat("cannot write '", path, "': it is a directory"));
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw UserError(cat("cannot write '", path, "': ", std::strerror(errno)));
+  return fd;
+}
+
+}  // namespace
+
+void check_writable(const std::string& path) {
+  const std::string tmp = temporary_beside(path);
+  ::close(open_temporary(path, tmp));
+  ::unlink(tmp.c_str());
+}
+
 void write_file_atomically(const std::string& path, std::string_view text,
                            const std::function<void(size_t)>& after_chunk) {
   constexpr size_t kChunk = size_t(1) << 20;
-  const std::string tmp = cat(path, ".tmp.", ::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw UserError(cat("cannot write '", path, "': ", std::strerror(errno)));
+  const std::string tmp = temporary_beside(path);
+  const int fd = open_temporary(path, tmp);
   auto fail = [&](const char* what) {
     const int err = errno;
     ::close(fd);

@@ -16,4 +16,9 @@ namespace tr {
 void write_file_atomically(const std::string& path, std::string_view text,
                            const std::function<void(size_t)>& after_chunk = {});
 
+// Whether write_file_atomically(path, ...) could start: the same UserError now,
+// before a long run, where the directory is missing or not writable or `path`
+// is a directory. Creates and removes the temporary file; `path` is untouched.
+void check_writable(const std::string& path);
+
 }  // namespace tr

@@ -8,6 +8,7 @@
 #include "datasets/data_view.h"
 #include "framework/core/error.h"
 #include "framework/train/lr_schedule.h"
+#include "harness/lib/atomic_file.h"
 #include "harness/lib/cli_args.h"
 #include "harness/lib/context_info.h"
 #include "harness/lib/train_flags.h"
@@ -119,6 +120,8 @@ int run(int argc, char** argv) {
   std::fflush(stdout);
   check_tta_spec(spec);
   const std::string json_path = a.str("--json", "");
+  if (!json_path.empty()) check_writable(json_path);  // before the runs, not after them
+  if (a.has("--mllog")) check_writable(a.str("--mllog", ""));
   for (int k = 0; k < spec.runs; ++k) {
     report.runs.push_back(run_tta_seed(spec, spec.run.seed + uint64_t(k), [&](const TtaRun& run, const TtaEpoch& e) {
       print_tta_epoch(run, e, spec.target_acc, stdout);
