@@ -108,6 +108,8 @@ if [[ " $PARTS " == *" ops "* ]] && [ -x "$BIN/tr_bench_ops" ]; then
     --benchmark_out="$OUT/ops_bench.json" --benchmark_out_format=json > "$OUT/ops_bench.log" 2>&1
   note "op micro-benchmarks (exit $?): $OUT/ops_bench.json"
   grep -E "^BM_(Launch|OneGraph)" "$OUT/ops_bench.log" | tee -a "$OUT/summary.txt"
+  # cuDNN's runtime fusion of BN + ReLU and BN statistics into the cnn's convolutions.
+  grep -E '^\[ cudnn fusion \].*(configs|graph with)' "$OUT/ops_bench.log" | tee -a "$OUT/summary.txt"
 fi
 if [[ " $PARTS " == *" bench "* ]]; then
   # cnn trains with SGD here, the optimizer the PyTorch peer uses too.
