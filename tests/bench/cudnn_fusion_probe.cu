@@ -278,6 +278,8 @@ std::vector<float> random_float(size_t n, float lo, float hi, uint64_t seed) {
 }
 
 struct Plan {
+  explicit Plan(Desc c) : cfg(std::move(c)) {}
+  Desc cfg;  // kept alive with the plan, as the graph it came from
   Desc plan{CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR};
   EngineInfo info;
   int64_t workspace = 0;
@@ -298,6 +300,15 @@ void probe(benchmark::State& state, const std::string& name, Shape s) {
     cudaStream_t stream;
     check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
     check_cudnn(cudnnSetStream(h, stream), "cudnnSetStream");
+    struct Release {  // on every way out, after the buffers and descriptors below
+      cudnnHandle_t h;
+      cudaStream_t s;
+      ~Release() {
+        cudaStreamSynchronize(s);
+        cudnnDestroy(h);
+        cudaStreamDestroy(s);
+      }
+    } release{h, stream};
     const int64_t N = s.batch, H = s.side, C = s.c, K = s.k, rows = N * H * H;
     DeviceBuf<__half> x(size_t(rows * C)), r(size_t(rows * C)), w(size_t(K * 9 * C)), y(size_t(rows * K)),
         y2(size_t(rows * K)), yref(size_t(rows * K)), sb_half(size_t(2 * C));
@@ -314,26 +325,26 @@ void probe(benchmark::State& state, const std::string& name, Shape s) {
     float_to_half_kernel<<<int((2 * C + 255) / 256), 256, 0, stream>>>(sb.p, sb_half.p, int(2 * C));
 
     // Every config of both heuristics, f32 scale and bias first, then f16.
+    std::vector<std::unique_ptr<FusedGraph>> graphs;  // outlive the plans built from them
     std::vector<Plan> plans;
     int64_t configs = 0;
     cudnnDataType_t sb_type = CUDNN_DATA_FLOAT;
     for (cudnnDataType_t t : {CUDNN_DATA_FLOAT, CUDNN_DATA_HALF}) {
-      std::unique_ptr<FusedGraph> gp;
       try {
-        gp = std::make_unique<FusedGraph>(h, s, t);
+        graphs.push_back(std::make_unique<FusedGraph>(h, s, t));
       } catch (const Error& e) {
         std::printf("[ cudnn fusion ] %s: the graph with %s scale and bias: %s\n", name.c_str(),
                     t == CUDNN_DATA_FLOAT ? "f32" : "f16", e.what());
         continue;
       }
-      const FusedGraph& g = *gp;
+      const FusedGraph& g = *graphs.back();
       for (cudnnBackendHeurMode_t m : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
         for (Desc& cfg : engine_configs(g.graph, m)) {
           ++configs;
-          Plan p;
-          p.info = engine_info(cfg);
-          p.plan.desc(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, cfg).set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE,
-                                                                         CUDNN_TYPE_HANDLE, 1, &h);
+          Plan p(std::move(cfg));
+          p.info = engine_info(p.cfg);
+          p.plan.desc(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, p.cfg).set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE,
+                                                                           CUDNN_TYPE_HANDLE, 1, &h);
           if (!p.plan.try_finalize()) continue;
           int64_t n = 0;
           cudnnBackendGetAttribute(p.plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n,
@@ -498,8 +509,6 @@ void probe(benchmark::State& state, const std::string& name, Shape s) {
     for (auto _ : state) state.SetIterationTime(1e-6 * time_plan(best_det->plan, 10));
     cudaEventDestroy(e0);
     cudaEventDestroy(e1);
-    cudaStreamDestroy(stream);
-    cudnnDestroy(h);
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
   }
