@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# gpu_check_dry_run.sh: ci/gpu_check.sh, every part, on this GPU-less machine
+# with stand-ins for nvidia-smi, mpirun, the PyTorch interpreter and our tools
+# (each logs its command line and prints what the script greps for). Device
+# time is scarce and multi-GPU machines are rare, so a typo in a part that only
+# runs there must fail here: the script must exit 0 with 1, 2 and 4 stand-in
+# GPUs, print no shell error, and launch the multi-GPU parts' commands with the
+# arguments they promise (the zoo's weak scaling, the GPU tests as processes).
+set -euo pipefail
+src=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/repo/build/bin" "$work/stub"
+cp -r "$src/ci" "$src/peers" "$work/repo/"
+calls=$work/calls.log
+
+stub() {  # stub NAME BODY: an executable stand-in that logs its command line first
+  printf '#!/usr/bin/env bash\necho "%s $*" >> %s\n%s\n' "$1" "$calls" "$2" > "$3/$1"
+  chmod +x "$3/$1"
+}
+for t in tr-train tr-bench tr_tests tr_bench_ops tr_mpi_tests; do
+  stub "$t" 'echo "tr-train: state hash 0x0123456789abcdef (80 tensors, 222184 floats)"; echo "[  PASSED  ] 1 test."' \
+    "$work/repo/build/bin"
+done
+stub nvidia-smi 'if [ "${1:-}" = -L ]; then for i in $(seq 0 $((STUB_GPUS - 1))); do echo "GPU $i: NVIDIA H200"; done; fi' \
+  "$work/stub"
+# mpirun: drop its own options, export -x VAR=VALUE, run the program once.
+stub mpirun 'while [ $# -gt 0 ]; do case $1 in --bind-to|-np) shift 2;; -x) export "$2"; shift 2;; *) break;; esac; done
+exec "$@"' "$work/stub"
+stub python 'echo "resnet50 eager 1.0"' "$work/stub"
+
+run_check() {  # run_check GPUS PARTS: the script's stderr and summary under $work/gpus$GPUS
+  local out=$work/out$1
+  rm -f "$calls"
+  if ! (cd "$work/repo" && PATH="$work/stub:$PATH" STUB_GPUS=$1 TR_TORCH_PYTHON="$work/stub/python" OUT="$out" \
+          TR_CHECK_PARTS="$2" bash ci/gpu_check.sh > "$out.stdout" 2> "$out.stderr"); then
+    echo "gpu_check_dry_run: ci/gpu_check.sh failed with $1 stand-in GPU(s):"; tail -n 20 "$out.stdout" "$out.stderr"
+    exit 1
+  fi
+  if grep -E "command not found|syntax error|unbound variable|bad substitution|integer expression|No such file" \
+       "$out.stderr" "$out.stdout"; then
+    echo "gpu_check_dry_run: shell errors with $1 stand-in GPU(s)"; exit 1
+  fi
+  cp "$calls" "$out.calls"
+}
+expect_call() {  # expect_call GPUS PATTERN: some logged command line matches
+  grep -qE -- "$2" "$work/out$1.calls" || { echo "gpu_check_dry_run: with $1 GPU(s), no call matches: $2"; exit 1; }
+}
+expect_summary() {
+  grep -qF -- "$2" "$work/out$1/summary.txt" || { echo "gpu_check_dry_run: with $1 GPU(s), the summary lacks: $2"; exit 1; }
+}
+
+all="tests ops bench zoo fusion schedule train tta sanitize mpi scaling scaling-zoo"
+run_check 1 "$all"
+expect_summary 1 "scaling skipped: 1 GPU visible (needs 2 or more)"
+expect_summary 1 "scaling-zoo skipped: 1 GPU visible (needs 2 or more)"
+expect_call 1 "^tr_mpi_tests --gtest_filter=GpuProcesses\*"
+
+run_check 2 "mpi scaling scaling-zoo"
+expect_summary 2 "mpi: GPU equivalence tests as 2 process(es) x 1 GPU(s) (exit 0)"
+for m in "resnet50 --batch-per-gpu 32,256" "resnet18 --batch-per-gpu 128,512"; do
+  for sync in batch running; do expect_call 2 "^tr-bench --device cuda --mode all --gpus auto .*--model $m --bn-sync $sync "; done
+  for bn in sync local; do expect_call 2 "^python peers/torch_ddp.py --model $m --bn $bn "; done
+done
+expect_call 2 "^tr-bench --device cuda --mode all --gpus auto .*--model resnet50 --batch-per-gpu 32 --json .*scaling_resnet50_mpi.json"
+expect_call 2 "^tr-bench report .*scaling_resnet50_bn_batch.json .*scaling_resnet18_bn_running.json -o .*scaling_zoo.html"
+
+run_check 4 "mpi"
+expect_summary 4 "mpi: GPU equivalence tests as 4 process(es) x 1 GPU(s) (exit 0)"
+expect_summary 4 "mpi: GPU equivalence tests as 2 process(es) x 2 GPU(s) (exit 0)"
+echo "gpu_check_dry_run: ok (every part with 1 stand-in GPU, the multi-GPU parts with 2 and 4)"
