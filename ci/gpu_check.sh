@@ -3,7 +3,7 @@
 # tests, op micro-benchmarks, tr-bench over the three modes, and the accuracy
 # run; logs and JSON go to $OUT (default ./gpu-check-out). Uses .device/ from
 # ci/pack_device.sh when present, else build/bin.
-#   TR_CHECK_PARTS="tests ops bench zoo fusion schedule train tta sanitize mpi scaling scaling-zoo" selects parts
+#   TR_CHECK_PARTS="tests ops fusion-probe bench zoo fusion schedule train tta sanitize mpi scaling scaling-zoo" selects parts
 #   (default: all; scaling and scaling-zoo need 2 or more GPUs and say so otherwise; TR_ZOO_SCALING picks
 #   scaling-zoo's models and batches per GPU, default "resnet50:32,256 resnet18:128,512").
 set -uo pipefail
@@ -12,7 +12,7 @@ OUT=${OUT:-$PWD/gpu-check-out}
 SUMMARY_DIR=$OUT
 OUT=$SUMMARY_DIR/detail  # every log and JSON; packed into detail.tgz at the end
 mkdir -p "$OUT"
-PARTS=${TR_CHECK_PARTS:-"tests ops bench zoo fusion schedule train tta sanitize mpi scaling scaling-zoo"}
+PARTS=${TR_CHECK_PARTS:-"tests ops fusion-probe bench zoo fusion schedule train tta sanitize mpi scaling scaling-zoo"}
 BIN=build/bin
 [ -d .device/bin ] && BIN=.device/bin
 DATA=${TR_DATA_DIR:-/usr/share/datasets/fashion-mnist}
@@ -104,12 +104,22 @@ if [[ " $PARTS " == *" tests "* ]]; then
 fi
 if [[ " $PARTS " == *" ops "* ]] && [ -x "$BIN/tr_bench_ops" ]; then
   timeout ${TR_T_OPS:-300} "$BIN/tr_bench_ops" --benchmark_min_time=0.01 --benchmark_format=console \
-    --benchmark_filter="${TR_OPS_FILTER:-.}" \
+    --benchmark_filter="${TR_OPS_FILTER:--cudnn_fusion}" \
     --benchmark_out="$OUT/ops_bench.json" --benchmark_out_format=json > "$OUT/ops_bench.log" 2>&1
   note "op micro-benchmarks (exit $?): $OUT/ops_bench.json"
   grep -E "^BM_(Launch|OneGraph)" "$OUT/ops_bench.log" | tee -a "$OUT/summary.txt"
-  # cuDNN's runtime fusion of BN + ReLU and BN statistics into the cnn's convolutions.
-  grep -E '^\[ cudnn fusion \].*(configs|graph with)' "$OUT/ops_bench.log" | tee -a "$OUT/summary.txt"
+fi
+if [[ " $PARTS " == *" fusion-probe "* ]] && [ -x "$BIN/tr_bench_ops" ]; then
+  # cuDNN's runtime fusion of the BN + ReLU before the cnn's convolutions (and
+  # of the BN statistics after them) against the unfused ops of the same shapes
+  # (tests/bench/cudnn_fusion_probe.cu), in one run.
+  timeout ${TR_T_PROBE:-400} "$BIN/tr_bench_ops" --benchmark_format=console \
+    --benchmark_filter="${TR_PROBE_FILTER:-cudnn_fusion|cnn/b(256|1024)/(conv_fwd|conv_bwd_filter|bn_relu_apply|bn_stats)/.*/f16}" \
+    --benchmark_out="$OUT/fusion_probe.json" --benchmark_out_format=json > "$OUT/fusion_probe.log" 2>&1
+  rc=$?
+  [ $rc -ne 0 ] && status=1
+  note "cuDNN runtime fusion probe (exit $rc): $OUT/fusion_probe.json"
+  grep -E '^\[ cudnn fusion \].*(configs|graph with)|^cnn/b' "$OUT/fusion_probe.log" | tee -a "$OUT/summary.txt"
 fi
 if [[ " $PARTS " == *" bench "* ]]; then
   # cnn trains with SGD here, the optimizer the PyTorch peer uses too.

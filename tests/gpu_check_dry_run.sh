@@ -50,11 +50,13 @@ expect_summary() {
   grep -qF -- "$2" "$work/out$1/summary.txt" || { echo "gpu_check_dry_run: with $1 GPU(s), the summary lacks: $2"; exit 1; }
 }
 
-all="tests ops bench zoo fusion schedule train tta sanitize mpi scaling scaling-zoo"
+all="tests ops fusion-probe bench zoo fusion schedule train tta sanitize mpi scaling scaling-zoo"
 run_check 1 "$all"
 expect_summary 1 "scaling skipped: 1 GPU visible (needs 2 or more)"
 expect_summary 1 "scaling-zoo skipped: 1 GPU visible (needs 2 or more)"
 expect_call 1 "^tr_mpi_tests --gtest_filter=GpuProcesses\*"
+expect_call 1 "^tr_bench_ops .*--benchmark_filter=-cudnn_fusion "
+expect_call 1 "^tr_bench_ops .*--benchmark_filter=cudnn_fusion\|cnn/b\(256\|1024\)/"
 
 run_check 2 "mpi scaling scaling-zoo"
 expect_summary 2 "mpi: GPU equivalence tests as 2 process(es) x 1 GPU(s) (exit 0)"

@@ -1,18 +1,23 @@
 // Whether cuDNN's runtime fusion can take the cnn's BatchNorm work into its
-// convolutions, and at what speed (issue: fused conv / BatchNorm / ReLU):
-//   x[N,H,W,C] f16 -> relu(x * scale[C] + bias[C]) -> conv3x3 (W[K,3,3,C] f16)
-//   -> y[N,H,W,K] f16, and (with --genstats shapes) sum[K], sqsum[K] f32 of y.
-// This is the forward of a conv whose input is the previous BN + ReLU (the
-// prologue) and whose output feeds a BN (the statistics epilogue). Built with
-// the backend graph API; the first engine configs the heuristics offer (mode
-// A, then the fallback list; kMaxConfigs of each) are tried, timed, and marked deterministic or not
-// (CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC). tr keeps the modes bit-identical,
-// so only a deterministic engine could be used; the fastest one is then
-// checked against the unfused path (our reference kernels + cuDNN's legacy
-// convolution) and run twice to see that it repeats to the bit.
+// convolutions, and at what speed (issue: fused conv / BatchNorm / ReLU). For
+// each convolution of the cnn whose input is a BN + ReLU output, three graphs
+// with that BN + ReLU as the prologue, r = relu(x * scale[C] + bias[C]):
+//   scale_bias_relu_conv           x[N,H,W,C] f16 -> r -> conv3x3 (w[K,3,3,C]) -> y[N,H,W,K] f16
+//   scale_bias_relu_conv_genstats  the same, and sum[K], sqsum[K] f32 of y
+//                                  (where a BN follows the conv directly)
+//   scale_bias_relu_wgrad          r and dy[N,H,W,K] f16 -> dw[K,3,3,C] f16
+// With all three, r would never be written or read again. Built with the
+// backend graph API (cudnn_graph.h); the first kMaxConfigs engine configs of
+// heuristic mode A and of the fallback list are built, timed, and marked
+// deterministic or not (CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC). tr keeps its
+// modes bit-identical, so only a deterministic engine could serve; the fastest
+// one is checked against the unfused path (our reference prologue, rounded to
+// f16 as bn_relu_apply stores it, and cuDNN's legacy API with a deterministic
+// algorithm) and run twice to see that it repeats to the bit.
 // Counters: configs, plans, deterministic_plans, best_det_us, best_any_us,
-// y_rel_err, sum_rel_err, repeatable. Compare best_det_us with the sum of the
-// unfused cases at the same shape (cnn/bB/conv_fwd + bn_relu_apply + bn_stats).
+// out_rel_err, sum_rel_err, repeatable, scale_bias_f32. Compare best_det_us
+// with the unfused cases of the same shape in the same run (cnn/bB/conv_fwd,
+// conv_bwd_filter, bn_relu_apply, bn_stats).
 //   ./tr_bench_ops --benchmark_filter=cudnn_fusion
 #include <benchmark/benchmark.h>
 
@@ -31,92 +36,44 @@
 
 #include "framework/core/error.h"
 #include "framework/core/rng.h"
+#include "tests/bench/cudnn_graph.h"
 
 namespace tr {
 namespace {
 
-void check_cudnn(cudnnStatus_t s, const char* what) {
-  if (s != CUDNN_STATUS_SUCCESS) throw Error(cat(what, ": ", cudnnGetErrorString(s)));
-}
+using cudnn_graph::Desc;
+
 void check_cuda(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw Error(cat(what, ": ", cudaGetErrorString(e)));
 }
 
-// One backend descriptor, destroyed with its owner.
-class Desc {
- public:
-  explicit Desc(cudnnBackendDescriptorType_t t) { check_cudnn(cudnnBackendCreateDescriptor(t, &d_), "create"); }
-  ~Desc() {
-    if (d_) cudnnBackendDestroyDescriptor(d_);
-  }
-  Desc(Desc&& o) noexcept : d_(o.d_) { o.d_ = nullptr; }
-  Desc(const Desc&) = delete;
-  Desc& operator=(const Desc&) = delete;
-  cudnnBackendDescriptor_t get() const { return d_; }
-  Desc& set(cudnnBackendAttributeName_t a, cudnnBackendAttributeType_t t, int64_t n, const void* v) {
-    check_cudnn(cudnnBackendSetAttribute(d_, a, t, n, v), "set attribute");
-    return *this;
-  }
-  Desc& desc(cudnnBackendAttributeName_t a, const Desc& v) {
-    const cudnnBackendDescriptor_t p = v.get();
-    return set(a, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p);
-  }
-  // False where cuDNN refuses (an engine that does not take this graph).
-  bool try_finalize() { return cudnnBackendFinalize(d_) == CUDNN_STATUS_SUCCESS; }
-  Desc& finalize() {
-    check_cudnn(cudnnBackendFinalize(d_), "finalize");
-    return *this;
-  }
+constexpr int64_t kMaxConfigs = 4;  // per heuristic: a runtime-compiled engine takes a compilation each
 
- private:
-  cudnnBackendDescriptor_t d_ = nullptr;
+enum class Pattern { Conv, ConvStats, Wgrad };
+const char* pattern_name(Pattern p) {
+  return p == Pattern::Conv        ? "scale_bias_relu_conv"
+         : p == Pattern::ConvStats ? "scale_bias_relu_conv_genstats"
+                                   : "scale_bias_relu_wgrad";
+}
+
+struct Case {
+  int64_t batch, side, c, k;  // N, H = W, C -> K
+  Pattern pattern;
+  int64_t rows() const { return batch * side * side; }
+  int64_t out_elems() const { return pattern == Pattern::Wgrad ? k * 9 * c : rows() * k; }
 };
 
-// A 4-d tensor in cuDNN's logical NCHW order with NHWC strides ("n,c,h,w").
-Desc tensor(int64_t uid, int64_t n, int64_t c, int64_t h, int64_t w, cudnnDataType_t t, bool is_virtual) {
-  const int64_t dims[4] = {n, c, h, w}, strides[4] = {h * w * c, 1, w * c, c}, align = 16;
-  Desc d(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
-  d.set(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &t)
-      .set(CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims)
-      .set(CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides)
-      .set(CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid)
-      .set(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align)
-      .set(CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &is_virtual);
-  return std::move(d.finalize());
-}
+enum Uid : int64_t { kX = 1, kScale, kBias, kW, kY, kSum, kSqSum, kDy, kDw, kAfterScale, kAfterBias, kAfterRelu };
 
-Desc pointwise_mode(cudnnPointwiseMode_t mode) {
-  const cudnnDataType_t f = CUDNN_DATA_FLOAT;
-  Desc d(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
-  d.set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode)
-      .set(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &f);
-  return std::move(d.finalize());
-}
-
-// y = op(x[, b]).
-Desc pointwise_op(const Desc& mode, const Desc& x, const Desc* b, const Desc& y) {
-  Desc d(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
-  d.desc(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, mode).desc(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x);
-  if (b) d.desc(CUDNN_ATTR_OPERATION_POINTWISE_BDESC, *b);
-  d.desc(CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y);
-  return std::move(d.finalize());
-}
-
-enum Uid : int64_t { kX = 1, kScale, kBias, kW, kY, kSum, kSqSum, kAfterScale, kAfterBias, kAfterRelu };
-
-struct Shape {
-  int64_t batch, side, c, k;
-  bool genstats;
-};
-
-// The operation graph of one shape; scale and bias of type `sb`.
+// The operation graph of one case; scale and bias of type `sb`.
 struct FusedGraph {
-  std::vector<Desc> keep;  // tensors, modes and ops the graph refers to
+  std::vector<Desc> keep;  // what the graph's operations refer to
   Desc graph{CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR};
 
-  FusedGraph(cudnnHandle_t h, const Shape& s, cudnnDataType_t sb) {
+  FusedGraph(cudnnHandle_t h, const Case& c, cudnnDataType_t sb) {
+    using namespace cudnn_graph;
     keep.reserve(32);  // references into it stay valid
-    const int64_t N = s.batch, H = s.side, C = s.c, K = s.k;
+    const int64_t N = c.batch, H = c.side, C = c.c, K = c.k;
     const cudnnDataType_t f16 = CUDNN_DATA_HALF, f32 = CUDNN_DATA_FLOAT;
     auto& x = keep.emplace_back(tensor(kX, N, C, H, H, f16, false));
     auto& scale = keep.emplace_back(tensor(kScale, 1, C, 1, 1, sb, false));
@@ -124,8 +81,6 @@ struct FusedGraph {
     auto& a = keep.emplace_back(tensor(kAfterScale, N, C, H, H, f32, true));
     auto& b = keep.emplace_back(tensor(kAfterBias, N, C, H, H, f32, true));
     auto& r = keep.emplace_back(tensor(kAfterRelu, N, C, H, H, f32, true));
-    auto& w = keep.emplace_back(tensor(kW, K, C, 3, 3, f16, false));
-    auto& y = keep.emplace_back(tensor(kY, N, K, H, H, f16, false));
     auto& mul = keep.emplace_back(pointwise_mode(CUDNN_POINTWISE_MUL));
     auto& add = keep.emplace_back(pointwise_mode(CUDNN_POINTWISE_ADD));
     auto& relu = keep.emplace_back(pointwise_mode(CUDNN_POINTWISE_RELU_FWD));
@@ -133,41 +88,45 @@ struct FusedGraph {
     ops.push_back(keep.emplace_back(pointwise_op(mul, x, &scale, a)).get());
     ops.push_back(keep.emplace_back(pointwise_op(add, a, &bias, b)).get());
     ops.push_back(keep.emplace_back(pointwise_op(relu, b, nullptr, r)).get());
-
-    const int64_t two = 2, ones[2] = {1, 1}, pads[2] = {1, 1};
-    const cudnnConvolutionMode_t cross = CUDNN_CROSS_CORRELATION;
-    auto& conv = keep.emplace_back(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
-    conv.set(CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f32)
-        .set(CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &cross)
-        .set(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &two)
-        .set(CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, ones)
-        .set(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, ones)
-        .set(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, pads)
-        .set(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, pads)
-        .finalize();
+    auto& conv = keep.emplace_back(convolution(1));
     const float alpha = 1.f, beta = 0.f;
-    auto& fwd = keep.emplace_back(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
-    fwd.desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, r)
-        .desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, w)
-        .desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, y)
-        .desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, conv)
-        .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha)
-        .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta)
-        .finalize();
-    ops.push_back(fwd.get());
-
-    if (s.genstats) {
-      auto& sum = keep.emplace_back(tensor(kSum, 1, K, 1, 1, f32, false));
-      auto& sq = keep.emplace_back(tensor(kSqSum, 1, K, 1, 1, f32, false));
-      const cudnnGenStatsMode_t mode = CUDNN_GENSTATS_SUM_SQSUM;
-      auto& gs = keep.emplace_back(CUDNN_BACKEND_OPERATION_GEN_STATS_DESCRIPTOR);
-      gs.set(CUDNN_ATTR_OPERATION_GENSTATS_MODE, CUDNN_TYPE_GENSTATS_MODE, 1, &mode)
-          .set(CUDNN_ATTR_OPERATION_GENSTATS_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &f32)
-          .desc(CUDNN_ATTR_OPERATION_GENSTATS_XDESC, y)
-          .desc(CUDNN_ATTR_OPERATION_GENSTATS_SUMDESC, sum)
-          .desc(CUDNN_ATTR_OPERATION_GENSTATS_SQSUMDESC, sq)
+    if (c.pattern == Pattern::Wgrad) {
+      auto& dy = keep.emplace_back(tensor(kDy, N, K, H, H, f16, false));
+      auto& dw = keep.emplace_back(tensor(kDw, K, C, 3, 3, f16, false));
+      auto& op = keep.emplace_back(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR);
+      op.desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, r)
+          .desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, dy)
+          .desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, dw)
+          .desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, conv)
+          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha)
+          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA, CUDNN_TYPE_FLOAT, 1, &beta)
           .finalize();
-      ops.push_back(gs.get());
+      ops.push_back(op.get());
+    } else {
+      auto& w = keep.emplace_back(tensor(kW, K, C, 3, 3, f16, false));
+      auto& y = keep.emplace_back(tensor(kY, N, K, H, H, f16, false));
+      auto& op = keep.emplace_back(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
+      op.desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, r)
+          .desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, w)
+          .desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, y)
+          .desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, conv)
+          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha)
+          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta)
+          .finalize();
+      ops.push_back(op.get());
+      if (c.pattern == Pattern::ConvStats) {
+        auto& sum = keep.emplace_back(tensor(kSum, 1, K, 1, 1, f32, false));
+        auto& sq = keep.emplace_back(tensor(kSqSum, 1, K, 1, 1, f32, false));
+        const cudnnGenStatsMode_t mode = CUDNN_GENSTATS_SUM_SQSUM;
+        auto& gs = keep.emplace_back(CUDNN_BACKEND_OPERATION_GEN_STATS_DESCRIPTOR);
+        gs.set(CUDNN_ATTR_OPERATION_GENSTATS_MODE, CUDNN_TYPE_GENSTATS_MODE, 1, &mode)
+            .set(CUDNN_ATTR_OPERATION_GENSTATS_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &f32)
+            .desc(CUDNN_ATTR_OPERATION_GENSTATS_XDESC, y)
+            .desc(CUDNN_ATTR_OPERATION_GENSTATS_SUMDESC, sum)
+            .desc(CUDNN_ATTR_OPERATION_GENSTATS_SQSUMDESC, sq)
+            .finalize();
+        ops.push_back(gs.get());
+      }
     }
     graph.set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, int64_t(ops.size()), ops.data())
         .set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &h)
@@ -175,56 +134,7 @@ struct FusedGraph {
   }
 };
 
-// The first engine configs the heuristics of `mode` offer for the graph, at
-// most kMaxConfigs (runtime-compiled engines take a compilation each).
-constexpr int64_t kMaxConfigs = 6;
-std::vector<Desc> engine_configs(const Desc& graph, cudnnBackendHeurMode_t mode) {
-  Desc heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
-  heur.desc(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph).set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
-  if (!heur.try_finalize()) return {};
-  int64_t n = 0;
-  if (cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &n,
-                               nullptr) != CUDNN_STATUS_SUCCESS)
-    return {};
-  n = std::min(n, kMaxConfigs);
-  std::vector<Desc> cfgs;
-  std::vector<cudnnBackendDescriptor_t> raw;
-  for (int64_t i = 0; i < n; ++i) raw.push_back(cfgs.emplace_back(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR).get());
-  int64_t got = 0;
-  check_cudnn(cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, n,
-                                       &got, raw.data()),
-              "heuristics results");
-  while (int64_t(cfgs.size()) > got) cfgs.pop_back();
-  return cfgs;
-}
-
-struct EngineInfo {
-  int64_t index = -1;
-  bool deterministic = true, runtime_compiled = false;
-};
-
-EngineInfo engine_info(const Desc& cfg) {
-  Desc engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
-  cudnnBackendDescriptor_t e = engine.get();
-  int64_t n = 0;
-  EngineInfo info;
-  if (cudnnBackendGetAttribute(cfg.get(), CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &e) !=
-      CUDNN_STATUS_SUCCESS)
-    return info;
-  cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &info.index);
-  cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
-  if (cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
-                               CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &n, notes) == CUDNN_STATUS_SUCCESS)
-    for (int64_t i = 0; i < n; ++i) info.deterministic &= notes[i] != CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC;
-  cudnnBackendBehaviorNote_t behav[CUDNN_BEHAVIOR_NOTE_TYPE_COUNT];
-  if (cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
-                               CUDNN_BEHAVIOR_NOTE_TYPE_COUNT, &n, behav) == CUDNN_STATUS_SUCCESS)
-    for (int64_t i = 0; i < n; ++i) info.runtime_compiled |= behav[i] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION;
-  return info;
-}
-
-// The unfused reference: r = relu(x * scale + bias) rounded to f16 (what our
-// bn_relu_apply stores), [rows, C] NHWC.
+// r = relu(x * scale + bias) rounded to f16 (what bn_relu_apply stores), [rows, C].
 __global__ void scale_bias_relu_kernel(const __half* x, const float* scale, const float* bias, __half* r, int64_t n,
                                        int C) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
@@ -233,7 +143,7 @@ __global__ void scale_bias_relu_kernel(const __half* x, const float* scale, cons
   }
 }
 
-// Per-channel sum, sum of squares and sum of |y| over [rows, K], in f64 (a
+// Per channel of y[rows, K]: sum, sum of squares and sum of |y|, in f64 (a
 // reference, not a fast kernel).
 __global__ void channel_sums_kernel(const __half* y, int64_t rows, int K, double* out) {
   const int k = blockIdx.x * blockDim.x + threadIdx.x;
@@ -264,31 +174,189 @@ struct DeviceBuf {
   DeviceBuf& operator=(const DeviceBuf&) = delete;
 };
 
-std::vector<__half> random_half(size_t n, float lo, float hi, uint64_t seed) {
+template <class T>
+std::vector<T> to_host(const T* p, size_t n) {
+  std::vector<T> v(n);
+  check_cuda(cudaMemcpy(v.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost), "copy back");
+  return v;
+}
+
+void upload_random_half(__half* dst, size_t n, float lo, float hi, uint64_t seed) {
   Rng rng(seed);
   std::vector<__half> v(n);
   for (auto& e : v) e = __float2half_rn(rng.uniform(lo, hi));
-  return v;
+  check_cuda(cudaMemcpy(dst, v.data(), n * sizeof(__half), cudaMemcpyHostToDevice), "upload");
 }
-std::vector<float> random_float(size_t n, float lo, float hi, uint64_t seed) {
-  Rng rng(seed);
-  std::vector<float> v(n);
-  for (auto& e : v) e = rng.uniform(lo, hi);
-  return v;
+
+// The inputs and outputs of one case: the fused plans write out[0] (and
+// sums[0]); the second run of the chosen plan writes out[1]; the unfused path
+// writes ref.
+struct CaseData {
+  int64_t C, K;
+  DeviceBuf<__half> x, r, w, dy, out0, out1, ref, sb_half;
+  DeviceBuf<float> sb, sums0, sums1;
+  DeviceBuf<double> ref_sums;
+  explicit CaseData(const Case& c)
+      : C(c.c), K(c.k), x(size_t(c.rows() * c.c)), r(size_t(c.rows() * c.c)), w(size_t(c.k * 9 * c.c)),
+        dy(size_t(c.rows() * c.k)), out0(size_t(c.out_elems())), out1(size_t(c.out_elems())),
+        ref(size_t(c.out_elems())), sb_half(size_t(2 * c.c)), sb(size_t(2 * c.c)), sums0(size_t(2 * c.k)),
+        sums1(size_t(2 * c.k)), ref_sums(size_t(3 * c.k)) {
+    upload_random_half(x.p, size_t(c.rows() * C), -1.f, 1.f, 11);
+    upload_random_half(w.p, size_t(K * 9 * C), -0.1f, 0.1f, 12);
+    upload_random_half(dy.p, size_t(c.rows() * K), -0.01f, 0.01f, 13);
+    Rng rng(14);
+    std::vector<float> h(size_t(2 * C));
+    for (int64_t i = 0; i < C; ++i) h[size_t(i)] = rng.uniform(0.5f, 1.5f);      // scale
+    for (int64_t i = C; i < 2 * C; ++i) h[size_t(i)] = rng.uniform(-0.5f, 0.5f);  // bias
+    check_cuda(cudaMemcpy(sb.p, h.data(), h.size() * 4, cudaMemcpyHostToDevice), "upload scale, bias");
+    float_to_half_kernel<<<int((2 * C + 255) / 256), 256>>>(sb.p, sb_half.p, int(2 * C));
+    check_cuda(cudaDeviceSynchronize(), "scale, bias to f16");
+  }
+};
+
+// The unfused path into data.ref (and data.ref_sums): the prologue kernel, then
+// cuDNN's legacy convolution or filter gradient with its first deterministic algorithm.
+void unfused(cudnnHandle_t h, cudaStream_t stream, const Case& c, CaseData& d) {
+  using cudnn_graph::check;
+  const int N = int(c.batch), H = int(c.side), C = int(c.c), K = int(c.k);
+  scale_bias_relu_kernel<<<1024, 256, 0, stream>>>(d.x.p, d.sb.p, d.sb.p + C, d.r.p, c.rows() * C, C);
+  cudnnTensorDescriptor_t xd, yd;
+  cudnnFilterDescriptor_t wd;
+  cudnnConvolutionDescriptor_t cd;
+  check(cudnnCreateTensorDescriptor(&xd), "x");
+  check(cudnnCreateTensorDescriptor(&yd), "y");
+  check(cudnnCreateFilterDescriptor(&wd), "w");
+  check(cudnnCreateConvolutionDescriptor(&cd), "conv");
+  check(cudnnSetTensor4dDescriptor(xd, CUDNN_TENSOR_NHWC, CUDNN_DATA_HALF, N, C, H, H), "x");
+  check(cudnnSetTensor4dDescriptor(yd, CUDNN_TENSOR_NHWC, CUDNN_DATA_HALF, N, K, H, H), "y");
+  check(cudnnSetFilter4dDescriptor(wd, CUDNN_DATA_HALF, CUDNN_TENSOR_NHWC, K, C, 3, 3), "w");
+  check(cudnnSetConvolution2dDescriptor(cd, 1, 1, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT), "conv");
+  check(cudnnSetConvolutionMathType(cd, CUDNN_TENSOR_OP_MATH), "math");
+  const float one = 1.f, zero = 0.f;
+  int got = 0;
+  size_t ws_bytes = 0;
+  if (c.pattern == Pattern::Wgrad) {
+    cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+    check(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, xd, yd, cd, wd, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got,
+                                                        perf),
+          "filter gradient algorithms");
+    const auto* pick = std::find_if(perf, perf + got, [](const auto& p) {
+      return p.status == CUDNN_STATUS_SUCCESS && p.determinism == CUDNN_DETERMINISTIC;
+    });
+    if (pick == perf + got) throw Error("no deterministic legacy filter gradient for the reference");
+    check(cudnnGetConvolutionBackwardFilterWorkspaceSize(h, xd, yd, cd, wd, pick->algo, &ws_bytes), "workspace");
+    DeviceBuf<char> ws(ws_bytes);
+    check(cudnnConvolutionBackwardFilter(h, &one, xd, d.r.p, yd, d.dy.p, cd, pick->algo, ws.p, ws_bytes, &zero, wd,
+                                         d.ref.p),
+          "legacy filter gradient");
+    check_cuda(cudaStreamSynchronize(stream), "sync");
+  } else {
+    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    check(cudnnGetConvolutionForwardAlgorithm_v7(h, xd, wd, cd, yd, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf),
+          "forward algorithms");
+    const auto* pick = std::find_if(perf, perf + got, [](const auto& p) {
+      return p.status == CUDNN_STATUS_SUCCESS && p.determinism == CUDNN_DETERMINISTIC;
+    });
+    if (pick == perf + got) throw Error("no deterministic legacy convolution for the reference");
+    check(cudnnGetConvolutionForwardWorkspaceSize(h, xd, wd, cd, yd, pick->algo, &ws_bytes), "workspace");
+    DeviceBuf<char> ws(ws_bytes);
+    check(cudnnConvolutionForward(h, &one, xd, d.r.p, wd, d.w.p, cd, pick->algo, ws.p, ws_bytes, &zero, yd, d.ref.p),
+          "legacy convolution");
+    channel_sums_kernel<<<int((K + 63) / 64), 64, 0, stream>>>(d.ref.p, c.rows(), K, d.ref_sums.p);
+    check_cuda(cudaStreamSynchronize(stream), "sync");
+  }
+  cudnnDestroyTensorDescriptor(xd);
+  cudnnDestroyTensorDescriptor(yd);
+  cudnnDestroyFilterDescriptor(wd);
+  cudnnDestroyConvolutionDescriptor(cd);
+}
+
+// The variant pack of one run: its output into out (and sums).
+Desc variant_pack(const Case& c, CaseData& d, bool f32_scale_bias, __half* out, float* sums, void* workspace) {
+  void* scale = f32_scale_bias ? static_cast<void*>(d.sb.p) : static_cast<void*>(d.sb_half.p);
+  void* bias = f32_scale_bias ? static_cast<void*>(d.sb.p + d.C) : static_cast<void*>(d.sb_half.p + d.C);
+  std::vector<void*> ptrs = {d.x.p, scale, bias};
+  std::vector<int64_t> uids = {kX, kScale, kBias};
+  if (c.pattern == Pattern::Wgrad) {
+    ptrs.insert(ptrs.end(), {d.dy.p, out});
+    uids.insert(uids.end(), {kDy, kDw});
+  } else {
+    ptrs.insert(ptrs.end(), {d.w.p, out});
+    uids.insert(uids.end(), {kW, kY});
+  }
+  if (c.pattern == Pattern::ConvStats) {
+    ptrs.insert(ptrs.end(), {sums, sums + d.K});
+    uids.insert(uids.end(), {kSum, kSqSum});
+  }
+  Desc pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+  pack.set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, int64_t(ptrs.size()), ptrs.data())
+      .set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, int64_t(uids.size()), uids.data())
+      .set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace)
+      .finalize();
+  return pack;
 }
 
 struct Plan {
   explicit Plan(Desc c) : cfg(std::move(c)) {}
   Desc cfg;  // kept alive with the plan, as the graph it came from
   Desc plan{CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR};
-  EngineInfo info;
+  cudnn_graph::EngineInfo info;
   int64_t workspace = 0;
-  double us = 0;
+  double us = -1;  // per execution; negative: it did not execute
 };
 
-// The whole probe of one shape: tries every engine config, keeps timings,
-// checks the fastest deterministic plan; then times it in the benchmark loop.
-void probe(benchmark::State& state, const std::string& name, Shape s) {
+// Every plan that builds for the case: f32 scale and bias first, f16 where no
+// engine takes f32. Sets *f32 to the type that served and *configs to the
+// configs tried; `graphs` keeps the graphs alive.
+std::vector<Plan> build_plans(cudnnHandle_t h, const Case& c, const std::string& name,
+                              std::vector<std::unique_ptr<FusedGraph>>& graphs, bool* f32, int64_t* configs) {
+  std::vector<Plan> plans;
+  for (cudnnDataType_t t : {CUDNN_DATA_FLOAT, CUDNN_DATA_HALF}) {
+    try {
+      graphs.push_back(std::make_unique<FusedGraph>(h, c, t));
+    } catch (const Error& e) {
+      std::printf("[ cudnn fusion ] %s: the graph with %s scale and bias: %s\n", name.c_str(),
+                  t == CUDNN_DATA_FLOAT ? "f32" : "f16", e.what());
+      continue;
+    }
+    for (cudnnBackendHeurMode_t m : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
+      for (Desc& cfg : cudnn_graph::engine_configs(graphs.back()->graph, m, kMaxConfigs)) {
+        ++*configs;
+        Plan p(std::move(cfg));
+        p.info = cudnn_graph::engine_info(p.cfg);
+        p.plan.desc(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, p.cfg)
+            .set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &h);
+        if (!p.plan.try_finalize()) continue;
+        int64_t n = 0;
+        cudnnBackendGetAttribute(p.plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n,
+                                 &p.workspace);
+        const bool seen =
+            std::any_of(plans.begin(), plans.end(), [&](const Plan& q) { return q.info.index == p.info.index; });
+        if (!seen) plans.push_back(std::move(p));
+      }
+    }
+    if (!plans.empty()) {
+      *f32 = t == CUDNN_DATA_FLOAT;
+      break;
+    }
+  }
+  return plans;
+}
+
+// Largest |a - b| over the largest |b|.
+double rel_err(const std::vector<__half>& a, const std::vector<__half>& b) {
+  double top = 0, err = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double u = __half2float(a[i]), v = __half2float(b[i]);
+    top = std::max(top, std::fabs(v));
+    err = std::max(err, std::fabs(u - v));
+  }
+  return err / (top + 1e-30);
+}
+
+// The whole probe of one case: builds and times every plan, checks the
+// fastest deterministic one, then times it in the benchmark loop.
+void probe(benchmark::State& state, const std::string& name, const Case& c) {
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     state.SkipWithError("no CUDA device");
@@ -296,239 +364,137 @@ void probe(benchmark::State& state, const std::string& name, Shape s) {
   }
   try {
     cudnnHandle_t h;
-    check_cudnn(cudnnCreate(&h), "cudnnCreate");
+    cudnn_graph::check(cudnnCreate(&h), "cudnnCreate");
     cudaStream_t stream;
     check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
-    check_cudnn(cudnnSetStream(h, stream), "cudnnSetStream");
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
     struct Release {  // on every way out, after the buffers and descriptors below
       cudnnHandle_t h;
       cudaStream_t s;
+      cudaEvent_t e0, e1;
       ~Release() {
         cudaStreamSynchronize(s);
+        cudaEventDestroy(e0);
+        cudaEventDestroy(e1);
         cudnnDestroy(h);
         cudaStreamDestroy(s);
       }
-    } release{h, stream};
-    const int64_t N = s.batch, H = s.side, C = s.c, K = s.k, rows = N * H * H;
-    DeviceBuf<__half> x(size_t(rows * C)), r(size_t(rows * C)), w(size_t(K * 9 * C)), y(size_t(rows * K)),
-        y2(size_t(rows * K)), yref(size_t(rows * K)), sb_half(size_t(2 * C));
-    DeviceBuf<float> sb(size_t(2 * C)), sums(size_t(2 * K)), sums2(size_t(2 * K));
-    DeviceBuf<double> ref_sums(size_t(3 * K));
-    const auto hx = random_half(size_t(rows * C), -1.f, 1.f, 11);
-    const auto hw = random_half(size_t(K * 9 * C), -0.1f, 0.1f, 12);
-    auto hsb = random_float(size_t(C), 0.5f, 1.5f, 13);
-    const auto hb = random_float(size_t(C), -0.5f, 0.5f, 14);
-    hsb.insert(hsb.end(), hb.begin(), hb.end());
-    check_cuda(cudaMemcpy(x.p, hx.data(), hx.size() * 2, cudaMemcpyHostToDevice), "copy x");
-    check_cuda(cudaMemcpy(w.p, hw.data(), hw.size() * 2, cudaMemcpyHostToDevice), "copy w");
-    check_cuda(cudaMemcpy(sb.p, hsb.data(), hsb.size() * 4, cudaMemcpyHostToDevice), "copy scale, bias");
-    float_to_half_kernel<<<int((2 * C + 255) / 256), 256, 0, stream>>>(sb.p, sb_half.p, int(2 * C));
+    } release{h, stream, e0, e1};
+    cudnn_graph::check(cudnnSetStream(h, stream), "cudnnSetStream");
+    CaseData d(c);
 
-    // Every config of both heuristics, f32 scale and bias first, then f16.
     std::vector<std::unique_ptr<FusedGraph>> graphs;  // outlive the plans built from them
-    std::vector<Plan> plans;
+    bool f32 = true;
     int64_t configs = 0;
-    cudnnDataType_t sb_type = CUDNN_DATA_FLOAT;
-    for (cudnnDataType_t t : {CUDNN_DATA_FLOAT, CUDNN_DATA_HALF}) {
-      try {
-        graphs.push_back(std::make_unique<FusedGraph>(h, s, t));
-      } catch (const Error& e) {
-        std::printf("[ cudnn fusion ] %s: the graph with %s scale and bias: %s\n", name.c_str(),
-                    t == CUDNN_DATA_FLOAT ? "f32" : "f16", e.what());
-        continue;
-      }
-      const FusedGraph& g = *graphs.back();
-      for (cudnnBackendHeurMode_t m : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
-        for (Desc& cfg : engine_configs(g.graph, m)) {
-          ++configs;
-          Plan p(std::move(cfg));
-          p.info = engine_info(p.cfg);
-          p.plan.desc(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, p.cfg).set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE,
-                                                                           CUDNN_TYPE_HANDLE, 1, &h);
-          if (!p.plan.try_finalize()) continue;
-          int64_t n = 0;
-          cudnnBackendGetAttribute(p.plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n,
-                                   &p.workspace);
-          const bool seen = std::any_of(plans.begin(), plans.end(),
-                                        [&](const Plan& q) { return q.info.index == p.info.index; });
-          if (!seen) plans.push_back(std::move(p));
-        }
-      }
-      if (!plans.empty()) {
-        sb_type = t;
-        break;
-      }
-    }
+    std::vector<Plan> plans = build_plans(h, c, name, graphs, &f32, &configs);
     state.counters["configs"] = double(configs);
     state.counters["plans"] = double(plans.size());
     if (plans.empty()) {
-      std::printf("[ cudnn fusion ] %s: %lld configs, no plan builds\n", name.c_str(),
-                  static_cast<long long>(configs));
+      std::printf("[ cudnn fusion ] %s: %lld configs, no plan builds\n", name.c_str(), static_cast<long long>(configs));
       state.SkipWithError("no engine takes the fused graph");
       return;
     }
     int64_t ws_bytes = 0;
     for (const Plan& p : plans) ws_bytes = std::max(ws_bytes, p.workspace);
     DeviceBuf<char> ws{size_t(ws_bytes)};
-    const bool f32 = sb_type == CUDNN_DATA_FLOAT;
-    void* scale = f32 ? static_cast<void*>(sb.p) : static_cast<void*>(sb_half.p);
-    void* bias = f32 ? static_cast<void*>(sb.p + C) : static_cast<void*>(sb_half.p + C);
-    auto pack_for = [&](__half* yout, float* sout) {
-      Desc pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
-      std::vector<void*> ptrs = {x.p, scale, bias, w.p, yout};
-      std::vector<int64_t> uids = {kX, kScale, kBias, kW, kY};
-      if (s.genstats) {
-        ptrs.push_back(sout);
-        ptrs.push_back(sout + K);
-        uids.push_back(kSum);
-        uids.push_back(kSqSum);
-      }
-      void* wsp = ws.p;
-      pack.set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, int64_t(ptrs.size()), ptrs.data())
-          .set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, int64_t(uids.size()), uids.data())
-          .set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &wsp)
-          .finalize();
-      return pack;
-    };
-    const Desc pack = pack_for(y.p, sums.p);
-    cudaEvent_t e0, e1;
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
-    // Microseconds per execution, or a negative value where the plan does not execute.
-    auto time_plan = [&](const Desc& plan, int reps) {
+    const Desc pack0 = variant_pack(c, d, f32, d.out0.p, d.sums0.p, ws.p);
+    const Desc pack1 = variant_pack(c, d, f32, d.out1.p, d.sums1.p, ws.p);
+    auto time_plan = [&](const Desc& plan, int reps) {  // us per execution; negative where it fails
       for (int i = 0; i < 3; ++i)
-        if (cudnnBackendExecute(h, plan.get(), pack.get()) != CUDNN_STATUS_SUCCESS) return -1.0;
+        if (cudnnBackendExecute(h, plan.get(), pack0.get()) != CUDNN_STATUS_SUCCESS) return -1.0;
       cudaEventRecord(e0, stream);
       for (int i = 0; i < reps; ++i)
-        if (cudnnBackendExecute(h, plan.get(), pack.get()) != CUDNN_STATUS_SUCCESS) return -1.0;
+        if (cudnnBackendExecute(h, plan.get(), pack0.get()) != CUDNN_STATUS_SUCCESS) return -1.0;
       cudaEventRecord(e1, stream);
       check_cuda(cudaEventSynchronize(e1), "sync");
       float ms = 0;
       cudaEventElapsedTime(&ms, e0, e1);
       return 1e3 * double(ms) / reps;
     };
-    const Plan* best_det = nullptr;
-    double best_any = 1e30;
+    const Plan* best = nullptr;  // the fastest deterministic plan
+    double best_any = -1;
     int deterministic = 0;
     for (Plan& p : plans) {
       p.us = time_plan(p.plan, 20);
-      if (p.us < 0) continue;
-      best_any = std::min(best_any, p.us);
-      if (!p.info.deterministic) continue;
-      ++deterministic;  // that executes
-      if (!best_det || p.us < best_det->us) best_det = &p;
-    }
-    state.counters["deterministic_plans"] = deterministic;
-    if (best_any < 1e29) state.counters["best_any_us"] = best_any;
-    for (const Plan& p : plans)
       std::printf("[ cudnn fusion ] %s: engine %lld%s%s, workspace %lld B: %s\n", name.c_str(),
                   static_cast<long long>(p.info.index), p.info.deterministic ? "" : " (non-deterministic)",
                   p.info.runtime_compiled ? " (runtime compiled)" : "", static_cast<long long>(p.workspace),
                   p.us < 0 ? "does not execute" : cat(p.us, " us").c_str());
-    if (!best_det) {
+      if (p.us < 0) continue;
+      if (best_any < 0 || p.us < best_any) best_any = p.us;
+      if (!p.info.deterministic) continue;
+      ++deterministic;
+      if (!best || p.us < best->us) best = &p;
+    }
+    state.counters["deterministic_plans"] = deterministic;
+    if (best_any >= 0) state.counters["best_any_us"] = best_any;
+    if (!best) {
+      std::printf("[ cudnn fusion ] %s: %lld configs, %zu plans, no deterministic one executes\n", name.c_str(),
+                  static_cast<long long>(configs), plans.size());
       state.SkipWithError("no deterministic engine");
       return;
     }
-    state.counters["best_det_us"] = best_det->us;
+    state.counters["best_det_us"] = best->us;
 
-    // The unfused path on the same data: our reference prologue, cuDNN's
-    // legacy convolution, the statistics in f64.
-    scale_bias_relu_kernel<<<1024, 256, 0, stream>>>(x.p, sb.p, sb.p + C, r.p, rows * C, int(C));
-    cudnnTensorDescriptor_t xd, yd;
-    cudnnFilterDescriptor_t wd;
-    cudnnConvolutionDescriptor_t cd;
-    cudnnCreateTensorDescriptor(&xd);
-    cudnnCreateTensorDescriptor(&yd);
-    cudnnCreateFilterDescriptor(&wd);
-    cudnnCreateConvolutionDescriptor(&cd);
-    check_cudnn(cudnnSetTensor4dDescriptor(xd, CUDNN_TENSOR_NHWC, CUDNN_DATA_HALF, int(N), int(C), int(H), int(H)), "x");
-    check_cudnn(cudnnSetTensor4dDescriptor(yd, CUDNN_TENSOR_NHWC, CUDNN_DATA_HALF, int(N), int(K), int(H), int(H)), "y");
-    check_cudnn(cudnnSetFilter4dDescriptor(wd, CUDNN_DATA_HALF, CUDNN_TENSOR_NHWC, int(K), int(C), 3, 3), "w");
-    check_cudnn(cudnnSetConvolution2dDescriptor(cd, 1, 1, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT), "cd");
-    check_cudnn(cudnnSetConvolutionMathType(cd, CUDNN_TENSOR_OP_MATH), "math");
-    // The first deterministic algorithm that runs (cuDNN's own order).
-    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    int returned = 0;
-    check_cudnn(cudnnGetConvolutionForwardAlgorithm_v7(h, xd, wd, cd, yd, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned,
-                                                       perf),
-                "legacy algorithms");
-    const auto* pick = std::find_if(perf, perf + returned, [](const cudnnConvolutionFwdAlgoPerf_t& p) {
-      return p.status == CUDNN_STATUS_SUCCESS && p.determinism == CUDNN_DETERMINISTIC;
-    });
-    if (pick == perf + returned) throw Error("no deterministic legacy convolution for the reference");
-    const cudnnConvolutionFwdAlgo_t algo = pick->algo;
-    size_t legacy_ws = 0;
-    check_cudnn(cudnnGetConvolutionForwardWorkspaceSize(h, xd, wd, cd, yd, algo, &legacy_ws), "legacy workspace");
-    DeviceBuf<char> lws(legacy_ws);
-    const float one = 1.f, zero = 0.f;
-    check_cudnn(cudnnConvolutionForward(h, &one, xd, r.p, wd, w.p, cd, algo, lws.p, legacy_ws, &zero, yd, yref.p),
-                "legacy conv");
-    channel_sums_kernel<<<int((K + 63) / 64), 64, 0, stream>>>(yref.p, rows, int(K), ref_sums.p);
-    // The best deterministic plan, twice, into two outputs.
-    const Desc pack2 = pack_for(y2.p, sums2.p);
-    check_cudnn(cudnnBackendExecute(h, best_det->plan.get(), pack.get()), "execute");
-    check_cudnn(cudnnBackendExecute(h, best_det->plan.get(), pack2.get()), "execute");
+    // The fastest deterministic plan twice, against the unfused path.
+    unfused(h, stream, c, d);
+    cudnn_graph::check(cudnnBackendExecute(h, best->plan.get(), pack0.get()), "execute");
+    cudnn_graph::check(cudnnBackendExecute(h, best->plan.get(), pack1.get()), "execute");
     check_cuda(cudaStreamSynchronize(stream), "sync");
-    std::vector<__half> hy(size_t(rows * K)), hy2(hy.size()), href(hy.size());
-    std::vector<float> hs(size_t(2 * K)), hs2(hs.size());
-    std::vector<double> hr(size_t(3 * K));
-    cudaMemcpy(hy.data(), y.p, hy.size() * 2, cudaMemcpyDeviceToHost);
-    cudaMemcpy(hy2.data(), y2.p, hy.size() * 2, cudaMemcpyDeviceToHost);
-    cudaMemcpy(href.data(), yref.p, hy.size() * 2, cudaMemcpyDeviceToHost);
-    cudaMemcpy(hs.data(), sums.p, hs.size() * 4, cudaMemcpyDeviceToHost);
-    cudaMemcpy(hs2.data(), sums2.p, hs.size() * 4, cudaMemcpyDeviceToHost);
-    cudaMemcpy(hr.data(), ref_sums.p, hr.size() * 8, cudaMemcpyDeviceToHost);
-    double ymax = 0, yerr = 0;
-    for (size_t i = 0; i < hy.size(); ++i) {
-      const double a = __half2float(hy[i]), b = __half2float(href[i]);
-      ymax = std::max(ymax, std::fabs(b));
-      yerr = std::max(yerr, std::fabs(a - b));
-    }
-    double serr = 0;
-    if (s.genstats)
-      for (int64_t k = 0; k < K; ++k) {  // relative to the sum of |y| (of y^2 for the squares)
-        serr = std::max(serr, std::fabs(hs[size_t(k)] - hr[size_t(3 * k)]) / (hr[size_t(3 * k + 2)] + 1e-30));
-        serr = std::max(serr, std::fabs(hs[size_t(K + k)] - hr[size_t(3 * k + 1)]) / (hr[size_t(3 * k + 1)] + 1e-30));
+    const size_t n = size_t(c.out_elems());
+    const auto o0 = to_host(d.out0.p, n), o1 = to_host(d.out1.p, n), ref = to_host(d.ref.p, n);
+    const double out_err = rel_err(o0, ref);
+    bool repeatable = std::memcmp(o0.data(), o1.data(), n * sizeof(__half)) == 0;
+    double sum_err = 0;
+    if (c.pattern == Pattern::ConvStats) {
+      const auto s0 = to_host(d.sums0.p, size_t(2 * c.k)), s1 = to_host(d.sums1.p, size_t(2 * c.k));
+      const auto r = to_host(d.ref_sums.p, size_t(3 * c.k));
+      for (int64_t k = 0; k < c.k; ++k) {  // the sum relative to the sum of |y|; the squares to theirs
+        const size_t u = size_t(k), q = size_t(c.k + k);
+        sum_err = std::max(sum_err, std::fabs(s0[u] - r[3 * u]) / (r[3 * u + 2] + 1e-30));
+        sum_err = std::max(sum_err, std::fabs(s0[q] - r[3 * u + 1]) / (r[3 * u + 1] + 1e-30));
       }
-    const bool repeatable = std::memcmp(hy.data(), hy2.data(), hy.size() * 2) == 0 &&
-                            (!s.genstats || std::memcmp(hs.data(), hs2.data(), hs.size() * 4) == 0);
-    state.counters["y_rel_err"] = yerr / (ymax + 1e-30);
-    state.counters["sum_rel_err"] = serr;
+      repeatable &= std::memcmp(s0.data(), s1.data(), s0.size() * sizeof(float)) == 0;
+      state.counters["sum_rel_err"] = sum_err;
+    }
+    state.counters["out_rel_err"] = out_err;
     state.counters["repeatable"] = repeatable ? 1 : 0;
-    state.counters["scale_bias_f32"] = sb_type == CUDNN_DATA_FLOAT ? 1 : 0;
+    state.counters["scale_bias_f32"] = f32 ? 1 : 0;
     std::printf("[ cudnn fusion ] %s: %lld configs, %zu plans, %d deterministic; best deterministic %.2f us (engine "
-                "%lld), best any %.2f us; y differs from the unfused path by %.3g of max |y|, sums by %.3g; "
+                "%lld), best of all %.2f us; output differs from the unfused path by %.3g of its largest value%s; "
                 "repeats to the bit: %s\n",
-                name.c_str(), static_cast<long long>(configs), plans.size(), deterministic, best_det->us,
-                static_cast<long long>(best_det->info.index), best_any, yerr / (ymax + 1e-30), serr,
+                name.c_str(), static_cast<long long>(configs), plans.size(), deterministic, best->us,
+                static_cast<long long>(best->info.index), best_any, out_err,
+                c.pattern == Pattern::ConvStats ? cat(", the statistics by ", sum_err).c_str() : "",
                 repeatable ? "yes" : "NO");
-    cudnnDestroyTensorDescriptor(xd);
-    cudnnDestroyTensorDescriptor(yd);
-    cudnnDestroyFilterDescriptor(wd);
-    cudnnDestroyConvolutionDescriptor(cd);
-    for (auto _ : state) state.SetIterationTime(1e-6 * time_plan(best_det->plan, 10));
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
+    for (auto _ : state) state.SetIterationTime(1e-6 * time_plan(best->plan, 10));
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
   }
 }
 
-// The cnn's convolutions that follow a BN + ReLU: the blocks' second convs
-// (their BN statistics in the epilogue too) and the first convs of blocks
-// 1-3 (the previous BN + ReLU in the prologue only: a max pool sits between
-// them and their BN), at batch 256 and 1024.
+// The cnn's convolutions whose input is a BN + ReLU output, at batch 256 and
+// 1024: the first convs of blocks 1-3 (a max pool, then the BN, follow them:
+// no statistics in their epilogue) and the blocks' second convs (their BN
+// follows directly); each with its filter gradient.
 const bool registered = [] {
   for (int64_t b : {256, 1024}) {
-    const Shape shapes[] = {{b, 28, 32, 64, false}, {b, 14, 64, 64, true},   {b, 14, 64, 128, false},
-                            {b, 7, 128, 128, true}, {b, 7, 128, 256, false}, {b, 3, 256, 256, true}};
-    for (const Shape& s : shapes) {
-      const std::string name = cat("cudnn_fusion/cnn/b", b, "/", s.side, "x", s.side, "x", s.c, "-", s.k,
-                                   s.genstats ? "/scale_bias_relu_conv_genstats" : "/scale_bias_relu_conv", "/f16");
-      benchmark::RegisterBenchmark(name.c_str(), [s, name](benchmark::State& st) { probe(st, name, s); })
-          ->UseManualTime()
-          ->Iterations(20)
-          ->Unit(benchmark::kMicrosecond);
+    const Case fwd[] = {{b, 28, 32, 64, Pattern::Conv},       {b, 14, 64, 64, Pattern::ConvStats},
+                        {b, 14, 64, 128, Pattern::Conv},      {b, 7, 128, 128, Pattern::ConvStats},
+                        {b, 7, 128, 256, Pattern::Conv},      {b, 3, 256, 256, Pattern::ConvStats}};
+    for (const Case& f : fwd) {
+      Case g = f;
+      g.pattern = Pattern::Wgrad;
+      for (const Case& c : {f, g}) {
+        const std::string name =
+            cat("cudnn_fusion/cnn/b", b, "/", c.side, "x", c.side, "x", c.c, "-", c.k, "/", pattern_name(c.pattern), "/f16");
+        benchmark::RegisterBenchmark(name.c_str(), [c, name](benchmark::State& st) { probe(st, name, c); })
+            ->UseManualTime()
+            ->Iterations(20)
+            ->Unit(benchmark::kMicrosecond);
+      }
     }
   }
   return true;

@@ -1,0 +1,53 @@
+#pragma once
+// cuDNN's backend graph API in a few helpers, for the fusion probe
+// (cudnn_fusion_probe.cu): owned descriptors, NHWC tensors, pointwise and
+// convolution descriptors, the engine configs a heuristic offers, and what an
+// engine says of itself (deterministic or not, compiled at run time or not).
+#ifdef TR_HAVE_CUDA
+#include <cudnn.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace tr::cudnn_graph {
+
+void check(cudnnStatus_t s, const char* what);  // throws tr::Error naming `what`
+
+// One backend descriptor, destroyed with its owner.
+class Desc {
+ public:
+  explicit Desc(cudnnBackendDescriptorType_t t);
+  ~Desc();
+  Desc(Desc&& o) noexcept : d_(o.d_) { o.d_ = nullptr; }
+  Desc(const Desc&) = delete;
+  Desc& operator=(const Desc&) = delete;
+  cudnnBackendDescriptor_t get() const { return d_; }
+  Desc& set(cudnnBackendAttributeName_t a, cudnnBackendAttributeType_t t, int64_t n, const void* v);
+  Desc& desc(cudnnBackendAttributeName_t a, const Desc& v);  // a descriptor-valued attribute
+  bool try_finalize();  // false where cuDNN refuses (an engine that does not take the graph)
+  Desc& finalize();     // throws where cuDNN refuses
+
+ private:
+  cudnnBackendDescriptor_t d_ = nullptr;
+};
+
+// A 4-d tensor in cuDNN's logical order (n, c, h, w) with NHWC strides.
+Desc tensor(int64_t uid, int64_t n, int64_t c, int64_t h, int64_t w, cudnnDataType_t t, bool is_virtual);
+Desc pointwise_mode(cudnnPointwiseMode_t mode);  // f32 math
+// The operation y = mode(x[, b]).
+Desc pointwise_op(const Desc& mode, const Desc& x, const Desc* b, const Desc& y);
+// A 2-d cross-correlation, f32 accumulation, stride 1, padding `pad`.
+Desc convolution(int64_t pad);
+
+// The first `most` engine configs heuristic `mode` offers for `graph` (none
+// where the heuristic refuses the graph).
+std::vector<Desc> engine_configs(const Desc& graph, cudnnBackendHeurMode_t mode, int64_t most);
+
+struct EngineInfo {
+  int64_t index = -1;  // cuDNN's global engine index
+  bool deterministic = true, runtime_compiled = false;
+};
+EngineInfo engine_info(const Desc& cfg);
+
+}  // namespace tr::cudnn_graph
+#endif  // TR_HAVE_CUDA
