@@ -70,4 +70,10 @@ expect_call 2 "^tr-bench report .*scaling_resnet50_bn_batch.json .*scaling_resne
 run_check 4 "mpi"
 expect_summary 4 "mpi: GPU equivalence tests as 4 process(es) x 1 GPU(s) (exit 0)"
 expect_summary 4 "mpi: GPU equivalence tests as 2 process(es) x 2 GPU(s) (exit 0)"
-echo "gpu_check_dry_run: ok (every part with 1 stand-in GPU, the multi-GPU parts with 2 and 4)"
+# A misspelt part is refused, not skipped in silence.
+if (cd "$work/repo" && PATH="$work/stub:$PATH" STUB_GPUS=1 OUT="$work/bad" TR_CHECK_PARTS="tests scalng" \
+      bash ci/gpu_check.sh > "$work/bad.out" 2>&1); then
+  echo "gpu_check_dry_run: TR_CHECK_PARTS='tests scalng' was accepted"; exit 1
+fi
+grep -q "unknown part 'scalng'" "$work/bad.out" || { echo "gpu_check_dry_run: no error naming the part:"; cat "$work/bad.out"; exit 1; }
+echo "gpu_check_dry_run: ok (every part with 1 stand-in GPU, the multi-GPU parts with 2 and 4, a misspelt part refused)"
