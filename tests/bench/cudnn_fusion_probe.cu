@@ -328,10 +328,12 @@ std::vector<Plan> build_plans(cudnnHandle_t h, const Case& c, const std::string&
             .set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &h);
         if (!p.plan.try_finalize()) continue;
         int64_t n = 0;
-        cudnnBackendGetAttribute(p.plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n,
-                                 &p.workspace);
-        const bool seen =
-            std::any_of(plans.begin(), plans.end(), [&](const Plan& q) { return q.info.index == p.info.index; });
+        cudnn_graph::check(cudnnBackendGetAttribute(p.plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                                    CUDNN_TYPE_INT64, 1, &n, &p.workspace),
+                           "plan workspace");
+        const bool seen = p.info.index >= 0 && std::any_of(plans.begin(), plans.end(), [&](const Plan& q) {
+          return q.info.index == p.info.index;
+        });
         if (!seen) plans.push_back(std::move(p));
       }
     }
@@ -368,8 +370,8 @@ void probe(benchmark::State& state, const std::string& name, const Case& c) {
     cudaStream_t stream;
     check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
     cudaEvent_t e0, e1;
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
+    check_cuda(cudaEventCreate(&e0), "event");
+    check_cuda(cudaEventCreate(&e1), "event");
     struct Release {  // on every way out, after the buffers and descriptors below
       cudnnHandle_t h;
       cudaStream_t s;
@@ -404,13 +406,13 @@ void probe(benchmark::State& state, const std::string& name, const Case& c) {
     auto time_plan = [&](const Desc& plan, int reps) {  // us per execution; negative where it fails
       for (int i = 0; i < 3; ++i)
         if (cudnnBackendExecute(h, plan.get(), pack0.get()) != CUDNN_STATUS_SUCCESS) return -1.0;
-      cudaEventRecord(e0, stream);
+      check_cuda(cudaEventRecord(e0, stream), "record");
       for (int i = 0; i < reps; ++i)
         if (cudnnBackendExecute(h, plan.get(), pack0.get()) != CUDNN_STATUS_SUCCESS) return -1.0;
-      cudaEventRecord(e1, stream);
+      check_cuda(cudaEventRecord(e1, stream), "record");
       check_cuda(cudaEventSynchronize(e1), "sync");
       float ms = 0;
-      cudaEventElapsedTime(&ms, e0, e1);
+      check_cuda(cudaEventElapsedTime(&ms, e0, e1), "elapsed time");
       return 1e3 * double(ms) / reps;
     };
     const Plan* best = nullptr;  // the fastest deterministic plan
