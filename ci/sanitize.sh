@@ -34,6 +34,10 @@ case "$kind" in
     ;;
   tsan)
     export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:history_size=4
+    # OpenBLAS's own worker threads synchronise in code TSan does not see (it is
+    # not built with TSan): every GEMM they share with a rank thread reads as a
+    # race in sgemm_beta. One BLAS thread per caller leaves TSan our threads only.
+    export OPENBLAS_NUM_THREADS=1
     # The tests that start rank threads: data parallelism, BN sync, gradient
     # buckets, the all-reduce benchmark, weak scaling, the zoo's and the
     # augmentation's N ranks x B/N checks, and tr-bench runs with --ranks 2.
