@@ -11,9 +11,13 @@
 // One process alone runs them with its collectives forced (NCCL inside the
 // captured graphs, as the single-GPU check does). Every process skips alike
 // when any of them lacks its GPUs (a lone skip would leave the others waiting).
+// TR_MPI_TEST_BACKEND=cpu runs the same tests on CPU ranks instead: CI does
+// (ctest mpi.*.device_tests_on_cpu), so that their logic is tested where no
+// GPU is, and the zoo across processes is covered on the CPU too.
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -40,8 +44,20 @@ const std::chrono::milliseconds kWait(300000);
 int world_ranks() { return mpi_world().processes() * mpi_local_ranks(); }
 bool loud() { return mpi_world().process() == 0; }
 
+// CUDA unless TR_MPI_TEST_BACKEND=cpu; anything else is a mistake, not a default.
+Backend test_backend() {
+  const char* b = std::getenv("TR_MPI_TEST_BACKEND");
+  if (!b || std::string(b) == "cuda") return Backend::Cuda;
+  TR_USER_CHECK(std::string(b) == "cpu", "TR_MPI_TEST_BACKEND must be cuda or cpu, got '", b, "'");
+  return Backend::Cpu;
+}
+
+// What the printed lines call a rank: "GPU", or "CPU rank" under TR_MPI_TEST_BACKEND=cpu.
+const char* unit() { return test_backend() == Backend::Cuda ? "GPU" : "CPU rank"; }
+
 // "" when every process sees its GPUs (node_process x L .. + L-1), else why not.
 std::string missing_gpus() {
+  if (test_backend() == Backend::Cpu) return "";
   const int have = cuda_device_count();
   const int need = (mpi_world().node_process() + 1) * mpi_local_ranks();
   const int32_t mine = have >= need ? 0 : need;
@@ -59,11 +75,11 @@ std::string missing_gpus() {
     GTEST_SKIP() << why;                                      \
   }
 
-// `o` (model, optimizer, batch) on CUDA, one epoch: `ranks` GPUs from this
-// process's first one, across the processes of `world` when it is set (its
-// collectives forced when it is one rank alone).
+// `o` (model, optimizer, batch) on CUDA (test_backend()), one epoch: `ranks`
+// GPUs from this process's first one, across the processes of `world` when it
+// is set (its collectives forced when it is one rank alone).
 RunOptions on_gpus(RunOptions o, int ranks, World* world) {
-  o.backend = Backend::Cuda;
+  o.backend = test_backend();
   o.train.ranks = ranks;
   o.train.force_collectives = ranks == 1 && world != nullptr;
   o.epochs = 1;
@@ -112,7 +128,7 @@ void modes_stay_bit_identical(const RunOptions& base, const data::ImageDataset& 
       if (mode == ExecMode::Eager) eager = d[0];
       EXPECT_EQ(d[0], eager) << what << " differs from eager";
       if (loud())
-        std::printf("[ gpu mpi modes ] %d GPUs in %d processes, %s: state %s%s\n", R, mpi_world().processes(),
+        std::printf("[ gpu mpi modes ] %d %ss in %d processes, %s: state %s%s\n", R, unit(), mpi_world().processes(),
                     what.c_str(), state_digest(t, 0).str().c_str(), d[0] == eager ? ", as eager" : ", NOT as eager");
     }
   }
@@ -134,10 +150,10 @@ TEST(GpuProcesses, MatchOneGpuWithTheWholeBatch) {
   expect_all_equal(digests_of_all(procs), "full capture");
   const testing::UpdateDiff u = testing::update_diff(init, ref, state_of(procs, 0));
   if (loud())
-    std::printf("[ gpu mpi dp ] %d GPUs x %lld in %d processes vs 1 GPU x %lld, %lld steps: update differs by %.3g "
+    std::printf("[ gpu mpi dp ] %d %ss x %lld in %d processes vs 1 %s x %lld, %lld steps: update differs by %.3g "
                 "overall, worst tensor %.3g (%s); val acc %.3f vs %.3f\n",
-                R, static_cast<long long>(kBatch / R), mpi_world().processes(), static_cast<long long>(kBatch),
-                static_cast<long long>(procs.steps_per_epoch()), u.total, u.worst, u.worst_name.c_str(), sn.val_acc,
+                R, unit(), static_cast<long long>(kBatch / R), mpi_world().processes(), unit(),
+                static_cast<long long>(kBatch), static_cast<long long>(procs.steps_per_epoch()), u.total, u.worst, u.worst_name.c_str(), sn.val_acc,
                 s1.val_acc);
   EXPECT_LT(u.total, 2e-3);
   EXPECT_LT(u.worst, 0.05) << u.worst_name;
@@ -178,9 +194,10 @@ TEST(GpuProcesses, ZooMatchesOneGpuWithTheWholeBatch) {
     expect_all_equal(digests_of_all(procs, *two), model);
     const testing::UpdateDiff u = testing::update_diff(init, ref, state_of(procs, 0));
     if (loud())
-      std::printf("[ gpu mpi zoo dp ] %s: 2 GPUs x 8 in %d process(es) vs 1 GPU x 16, one step: update differs by "
-                  "%.3g overall, worst tensor %.3g (%s); 1 GPU with its batch reversed: %.3g, worst %.3g\n",
-                  model.c_str(), P, u.total, u.worst, u.worst_name.c_str(), noise.total, noise.worst);
+      std::printf("[ gpu mpi zoo dp ] %s: 2 %ss x 8 in %d process(es) vs 1 %s x 16, one step: update differs by "
+                  "%.3g overall, worst tensor %.3g (%s); 1 %s with its batch reversed: %.3g, worst %.3g\n",
+                  model.c_str(), unit(), P, unit(), u.total, u.worst, u.worst_name.c_str(), unit(), noise.total,
+                  noise.worst);
     EXPECT_LT(u.total, 0.02) << model;
     EXPECT_LT(u.worst, 0.1) << model << " " << u.worst_name;
   }
