@@ -121,7 +121,9 @@ int run(int argc, char** argv) {
   check_tta_spec(spec);
   const std::string json_path = a.str("--json", "");
   if (!json_path.empty()) check_writable(json_path);  // before the runs, not after them
-  if (a.has("--mllog")) check_writable(a.str("--mllog", ""));
+  const bool mllog = a.has("--mllog");
+  const std::string mllog_path = a.str("--mllog", "");
+  if (mllog) check_writable(mllog_path);
   for (int k = 0; k < spec.runs; ++k) {
     report.runs.push_back(run_tta_seed(spec, spec.run.seed + uint64_t(k), [&](const TtaRun& run, const TtaEpoch& e) {
       print_tta_epoch(run, e, spec.target_acc, stdout);
@@ -131,9 +133,9 @@ int run(int argc, char** argv) {
   }
   print_tta_summary(report, stdout);
   if (!json_path.empty()) std::printf("tr-bench tta: wrote %s\n", json_path.c_str());
-  if (a.has("--mllog")) {
-    write_mllog(report, a.str("--mllog", ""));
-    std::printf("tr-bench tta: wrote %s\n", a.str("--mllog", "").c_str());
+  if (mllog) {
+    write_mllog(report, mllog_path);
+    std::printf("tr-bench tta: wrote %s\n", mllog_path.c_str());
   }
   return 0;
 }
