@@ -6,6 +6,7 @@
 #include "framework/graph/model_builder.h"
 #include "framework/ops/add.h"
 #include "framework/ops/batchnorm.h"
+#include "framework/ops/pool.h"
 #include "framework/ops/relu.h"
 #include "tests/fusion_test_util.h"
 #include "tests/ops_cpu_test_util.h"
@@ -20,7 +21,9 @@ using test::OpRunner;
 struct NodeTally {
   int residual_apply = 0;  // BnReluApply with a residual input
   int two_grad_relu = 0;   // ReluBwd with a second gradient
+  int pool_stats = 0;      // MaxPoolFwd with the BatchNorm statistics
   int add = 0;             // Add nodes left in the training graphs
+  int bn_stats = 0;        // BnStats nodes left in the training graphs
 };
 
 NodeTally tally(const CompiledModel& m) {
@@ -30,7 +33,9 @@ NodeTally tally(const CompiledModel& m) {
       if (n.kind != Node::Kind::Compute) continue;
       t.residual_apply += n.op == OpKind::BnReluApply && n.in.size() == 5;
       t.two_grad_relu += n.op == OpKind::ReluBwd && n.in.size() == 3;
+      t.pool_stats += n.op == OpKind::MaxPoolFwd && n.out.size() == 3;
       t.add += n.op == OpKind::Add;
+      t.bn_stats += n.op == OpKind::BnStats;
     }
   return t;
 }
@@ -45,26 +50,31 @@ CompiledModel build(const std::string& model, bool fusion) {
 // resnet50). Every block input that is an earlier block's output gets its two
 // gradients summed right before that block's ReLU backward: 7 and 15 (the
 // first block's input comes from the stem's BN+ReLU or max pool, whose
-// backward is not a ReluBwd). The chains (cnn, vgg16bn, mlp) have nothing to
-// merge.
-TEST(Fusion, MergesEveryResidualPair) {
+// backward is not a ReluBwd). The cnn's three BatchNorms right after a 2x2
+// max pool take their statistics from the pool (the training forward runs in
+// one graph). vgg16bn and the mlp have nothing to merge (vgg16bn's pools come
+// after its ReLUs).
+TEST(Fusion, MergesEveryPair) {
   struct Want {
     const char* model;
-    int bn_add, add_relu_bwd;
+    int bn_add, add_relu_bwd, pool_stats;
   };
-  for (const Want& w : {Want{"resnet18", 8, 7}, Want{"resnet50", 16, 15}, Want{"vgg16bn", 0, 0}, Want{"cnn", 0, 0},
-                        Want{"mlp", 0, 0}}) {
+  for (const Want& w : {Want{"resnet18", 8, 7, 0}, Want{"resnet50", 16, 15, 0}, Want{"vgg16bn", 0, 0, 0},
+                        Want{"cnn", 0, 0, 3}, Want{"mlp", 0, 0, 0}}) {
     SCOPED_TRACE(w.model);
     const CompiledModel fused = build(w.model, true), plain = build(w.model, false);
     EXPECT_EQ(fused.fusions.bn_add, w.bn_add);
     EXPECT_EQ(fused.fusions.add_relu_bwd, w.add_relu_bwd);
-    EXPECT_EQ(plain.fusions.bn_add + plain.fusions.add_relu_bwd, 0);
+    EXPECT_EQ(fused.fusions.pool_stats, w.pool_stats);
+    EXPECT_EQ(plain.fusions.bn_add + plain.fusions.add_relu_bwd + plain.fusions.pool_stats, 0);
     const NodeTally f = tally(fused), p = tally(plain);
     EXPECT_EQ(f.residual_apply, w.bn_add);
     EXPECT_EQ(f.two_grad_relu, w.add_relu_bwd);
-    EXPECT_EQ(p.residual_apply + p.two_grad_relu, 0);
+    EXPECT_EQ(f.pool_stats, w.pool_stats);
+    EXPECT_EQ(p.residual_apply + p.two_grad_relu + p.pool_stats, 0);
     EXPECT_EQ(p.add - f.add, w.bn_add + w.add_relu_bwd) << "each fusion removes one Add";
-    EXPECT_EQ(plain.cg.total_nodes() - fused.cg.total_nodes(), size_t(w.bn_add + w.add_relu_bwd));
+    EXPECT_EQ(p.bn_stats - f.bn_stats, w.pool_stats) << "each pool fusion removes one BnStats";
+    EXPECT_EQ(plain.cg.total_nodes() - fused.cg.total_nodes(), size_t(w.bn_add + w.add_relu_bwd + w.pool_stats));
   }
 }
 
@@ -87,6 +97,38 @@ TEST(Fusion, TwoGradientReluBackwardIsAddThenReluBackward) {
     EXPECT_GT(masked, 0);
     EXPECT_TRUE(test::bitwise_equal(want, got));
   }
+}
+
+// MaxPoolFwd with the statistics output against MaxPoolFwd then BnStats, bit
+// for bit; any window but 2x2 / stride 2 without padding is refused.
+TEST(Fusion, PoolWithStatsIsPoolThenBnStats) {
+  Rng rng(63);
+  for (DType t : {DType::F32, DType::F16, DType::F64})
+    for (const Shape& s : {Shape{3, 8, 8, 16}, Shape{2, 7, 9, 5}}) {
+      SCOPED_TRACE(cat(dtype_name(t), " ", s.str()));
+      const HostTensor x = test::random_tensor(t, s, rng, -3, 3);
+      const Shape ys{s[0], s[1] / 2, s[2] / 2, s[3]};
+      HostTensor y(t, ys), argmax(DType::U8, ys), sums(DType::F32, Shape{2, s[3]});
+      HostTensor fy(t, ys), fargmax(DType::U8, ys), fsums(DType::F32, Shape{2, s[3]});
+      OpRunner run;
+      run.attrs.kernel = 2;
+      run.attrs.stride = 2;
+      run.variant.batch = run.variant.global_batch = s[0];
+      run.run(maxpool_fwd_cpu, {&x}, {&y, &argmax});
+      run.run(bn_stats_cpu, {&y}, {&sums});
+      run.run(maxpool_fwd_cpu, {&x}, {&fy, &fargmax, &fsums});
+      EXPECT_TRUE(test::bitwise_equal(y, fy));
+      EXPECT_TRUE(test::bitwise_equal(argmax, fargmax));
+      EXPECT_TRUE(test::bitwise_equal(sums, fsums));
+      EXPECT_NE(fsums.get(s[3]), 0.0);  // sum y^2 of channel 0
+    }
+  const HostTensor x = test::random_tensor(DType::F32, Shape{2, 8, 8, 4}, rng, -1, 1);
+  HostTensor y(DType::F32, Shape{2, 4, 4, 4}), argmax(DType::U8, Shape{2, 4, 4, 4}), sums(DType::F32, Shape{2, 4});
+  OpRunner run;
+  run.attrs.kernel = 3;
+  run.attrs.stride = 2;
+  run.attrs.pad = 1;
+  EXPECT_THROW(run.run(maxpool_fwd_cpu, {&x}, {&y, &argmax, &sums}), Error);
 }
 
 // BnReluApply with a residual against BnReluApply then Add (+ ReLU): bit for
@@ -121,7 +163,7 @@ TEST(Fusion, ResidualApplyIsApplyThenAdd) {
 // Whole runs, every mode, over an epoch with an incomplete last batch: fusion
 // on and off leave the same bits in every state tensor (f32).
 TEST(Fusion, ChangesNoBitOfATrainingRunInF32) {
-  for (const std::string& model : {std::string("resnet18"), std::string("resnet50")}) {
+  for (const std::string& model : {std::string("resnet18"), std::string("resnet50"), std::string("cnn")}) {
     RunOptions o = testing::zoo_run(model, OptimizerKind::Sgd, ExecMode::FullCapture, 16);
     const auto train = testing::run_data(o, 3 * 16 - 5, 88);
     o.train.fusion = false;
@@ -132,7 +174,7 @@ TEST(Fusion, ChangesNoBitOfATrainingRunInF32) {
       o.mode = mode;
       o.train.fusion = true;
       Trainer fused(o, testing::view_of(train), testing::view_of(train));
-      EXPECT_GT(fused.model().fusions.bn_add, 0);
+      EXPECT_GT(fused.model().fusions.bn_add + fused.model().fusions.pool_stats, 0);
       fused.run_epoch();
       EXPECT_EQ(testing::differing_tensors(ref, testing::state_of(fused), cat(model, " fused, ", mode_name(mode))), 0);
     }

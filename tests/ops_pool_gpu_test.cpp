@@ -5,6 +5,7 @@
 // Skips without a CUDA device.
 #include "framework/ops/add.h"
 #include "framework/ops/avgpool.h"
+#include "framework/ops/batchnorm.h"
 #include "tests/ops_gpu_bitwise.h"
 
 namespace tr {
@@ -78,6 +79,48 @@ TEST_F(OpsGpuPool, MaxPool2MatchesCpu) {
   Rng rng(9);
   for (DType t : {F32, F16})
     for (const Shape& s : kPool2Shapes) max_fwd_bwd({{2, 2, 0}, s}, ties(t, s, rng), rng, "ties");
+}
+
+// The fused MaxPoolFwd (y, argmax, sums; Note [fusion]): y and the winners
+// bit for bit like the CPU; the statistics the same bits as the GPU's BnStats
+// on its own y, within f32 rounding of the CPU's f64 sums, and the same bits
+// on a second run. Random values, so the sums do not cancel; the largest
+// shape has several row blocks (finalize_sums).
+TEST_F(OpsGpuPool, MaxPool2WithStatsIsPoolThenBnStats) {
+  Rng rng(10);
+  for (DType t : {F32, F16})
+    for (const Shape& s : kPool2Shapes) {
+      const Shape ys = pooled(s, {2, 2, 0});
+      Case f;
+      f.name = cat(tname("MaxPoolFwd+stats", t), " x", s.str());
+      SCOPED_TRACE(f.name);
+      f.attrs = win_attrs({2, 2, 0});
+      f.in = {rnd(t, s, rng, 0.5, 2.0)};
+      f.out = {HostTensor(t, ys), HostTensor(DType::U8, ys), HostTensor(DType::F32, Shape{2, s[3]})};
+      const std::vector<HostTensor> cpu = run_cpu(maxpool_fwd_cpu, f);
+      const std::vector<HostTensor> a = run_gpu(maxpool_fwd_cuda, f), b = run_gpu(maxpool_fwd_cuda, f);
+      Case st;
+      st.in = {a[0]};
+      st.out = {HostTensor(DType::F32, Shape{2, s[3]})};
+      const HostTensor unfused = run_gpu(bn_stats_cuda, st)[0];
+      const double err = rel_err(a[2], cpu[2]);
+      std::printf("[ pool stats ] %s: y %lld differ, argmax %lld differ, sums %lld differ from BnStats, %.2e from the CPU\n",
+                  f.name.c_str(), static_cast<long long>(differing_elements(a[0], cpu[0])),
+                  static_cast<long long>(differing_elements(a[1], cpu[1])),
+                  static_cast<long long>(differing_elements(a[2], unfused)), err);
+      EXPECT_EQ(differing_elements(a[0], cpu[0]), 0);
+      EXPECT_EQ(differing_elements(a[1], cpu[1]), 0);
+      EXPECT_EQ(differing_elements(a[2], unfused), 0);
+      EXPECT_LT(err, 1e-5);
+      for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(bitwise_equal(a[i], b[i])) << "output " << i;
+    }
+  // Any other window has no fused form.
+  Case bad;
+  bad.attrs = win_attrs({3, 2, 1});
+  bad.in = {rnd(F32, Shape{2, 8, 8, 16}, rng)};
+  const Shape ys = pooled(bad.in[0].shape(), {3, 2, 1});
+  bad.out = {HostTensor(F32, ys), HostTensor(DType::U8, ys), HostTensor(DType::F32, Shape{2, 16})};
+  EXPECT_THROW(run_gpu(maxpool_fwd_cuda, bad), Error);
 }
 
 // Any other window: the general kernels. The ResNet-50 stem (3x3/s2/p1 on

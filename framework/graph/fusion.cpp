@@ -1,4 +1,4 @@
-// Note [fusion] (fusion.h): the two node-pair fusions.
+// Note [fusion] (fusion.h): the three node-pair fusions.
 #include "framework/graph/fusion.h"
 
 #include <map>
@@ -96,6 +96,19 @@ FusionCounts fuse_one(const ComputationGraph& cg, std::vector<Node>& nodes, cons
       b.label = add.label + "+" + b.label;
       drop[size_t(a)] = true;
       ++c.add_relu_bwd;
+    } else if (b.op == OpKind::BnStats && b.in.size() == 1 && b.out.size() == 1) {
+      // The statistics move up into the pool: y keeps its other readers.
+      const auto it = producer.find(b.in[0]);
+      if (it == producer.end() || it->second >= i) continue;
+      Node& pool = nodes[it->second];
+      if (pool.op != OpKind::MaxPoolFwd || !on_own_stream(pool) || pool.out.size() != 2 || pool.out[0] != b.in[0] ||
+          pool.attrs.kernel != 2 || pool.attrs.stride != 2 || pool.attrs.pad != 0 ||
+          !clear_between(cg, nodes, it->second, i, b))
+        continue;
+      pool.out.push_back(b.out[0]);
+      pool.label += "+" + b.label;
+      drop[i] = true;
+      ++c.pool_stats;
     }
   }
   std::vector<Node> kept;
@@ -113,10 +126,11 @@ FusionCounts fuse_graph(ComputationGraph& cg) {
   for (int g = 0; g < kGraphIdCount; ++g) {
     std::vector<Node> nodes = cg.nodes(GraphId(g));
     const FusionCounts c = fuse_one(cg, nodes, readers);
-    if (c.bn_add == 0 && c.add_relu_bwd == 0) continue;
+    if (c.bn_add == 0 && c.add_relu_bwd == 0 && c.pool_stats == 0) continue;
     cg.set_nodes(GraphId(g), std::move(nodes));
     total.bn_add += c.bn_add;
     total.add_relu_bwd += c.add_relu_bwd;
+    total.pool_stats += c.pool_stats;
   }
   return total;
 }

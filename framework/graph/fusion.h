@@ -8,19 +8,26 @@
 //   forward:  t = BnReluApply(x, sums, gamma, beta) without ReLU, then
 //             y = Add(t, r) [+ ReLU]                (a residual block's end)
 //          -> y = BnReluApply(x, sums, gamma, beta, r) [+ ReLU]
+//   forward:  y, argmax = MaxPoolFwd(x) (2x2, stride 2), then
+//             sums = BnStats(y)                     (a BatchNorm after a pool: cnn)
+//          -> y, argmax, sums = MaxPoolFwd(x)
 //   backward: s = Add(a, b), the gradient fan-in of a tensor, then
 //             g = ReluBwd(s, y)                     (the ReLU that produced it)
 //          -> g = ReluBwd(a, y, b)
 //
-// The fused node takes the place of the later node: every input it reads is
-// ready there (a residual's projection shortcut is computed after the main
-// path's BatchNorm). A pair fuses only when the intermediate tensor has no
-// other reader in any graph, both nodes run on their graph's own stream, and
-// nothing in between touches the moved node's tensors.
+// The BatchNorm + residual and the fan-in nodes take the place of the later
+// node: every input it reads is ready there (a residual's projection shortcut
+// is computed after the main path's BatchNorm). Such a pair fuses only when the
+// intermediate tensor has no other reader in any graph. The pool and its statistics take the
+// pool's place: they read only x, and y keeps its readers (the BatchNorm's
+// apply and backward). Every pair fuses only when both nodes run on their
+// graph's own stream and nothing in between touches the moved node's tensors.
 //
-// Bits: the backward fusion rounds exactly as Add then ReluBwd do. The forward
-// one rounds the BatchNorm's output and the residual's sum once instead of
-// twice: the same bits in f32 and f64, slightly more accurate in f16.
+// Bits: the backward fusion rounds exactly as Add then ReluBwd do; the pool's
+// statistics are BnStats's own sums (on the GPU its grid and order). The
+// BatchNorm + residual one rounds the BatchNorm's output and the residual's
+// sum once instead of twice: the same bits in f32 and f64, slightly more
+// accurate in f16.
 // Either way eager, partial and full capture run the same nodes, so the modes
 // stay bit-identical with fusion on or off.
 #include "framework/graph/computation_graph.h"
@@ -31,6 +38,7 @@ namespace tr {
 struct FusionCounts {
   int bn_add = 0;        // BnReluApply + Add
   int add_relu_bwd = 0;  // Add + ReluBwd
+  int pool_stats = 0;    // MaxPoolFwd + BnStats
 };
 
 FusionCounts fuse_graph(ComputationGraph& cg);

@@ -5,16 +5,17 @@
 //   workspace: channel_grid(...).grid.x * 2 * C * 4 bytes for BnStats and
 //   BnReluBwdReduce (<= 4 * SMs * 2 * C * 4), nothing for the others.
 #include "framework/ops/batchnorm.h"
-#include "framework/ops/cuda_kernel_util_cuda.h"
+#include "framework/ops/channel_stats_cuda.h"
 
 namespace tr {
 namespace {
 
 using namespace tr::cuda;
 
-constexpr int kReduceBlocksPerSm = 4;
+// BnReluBwdReduce's grid: that of the forward statistics (channel_stats_cuda.h).
+constexpr int kReduceBlocksPerSm = kStatsBlocksPerSm;
 constexpr int kApplyBlocksPerSm = 8;
-constexpr int64_t kMinRowsPerThread = 4;
+constexpr int64_t kMinRowsPerThread = kStatsMinRowsPerThread;
 // The elementwise apply kernels give each thread at least 8 rows: on the H200
 // that was 1 % faster per step than 4 (resnet18 b128 2.316 vs 2.341 ms, cnn
 // b256 0.737 vs 0.747; reports/h200/schedule/final); 16 blocks per SM or 4
@@ -50,44 +51,6 @@ __device__ __forceinline__ ChanStat stat_from_batch(const float* batch, int64_t 
 }
 
 // ---------------------------------------------------------------- kernels
-
-// x[rows, C] -> sums (sum x, sum x^2)
-template <typename T, int VEC>
-__global__ void bn_stats_kernel(const T* __restrict__ x, int64_t rows, int64_t C, SumOut<float, 2> out) {
-  grid_dependency_begin();
-  const int64_t g = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;
-  const int64_t c0 = g * VEC;
-  const bool active = c0 < C;
-  float acc[2][VEC];
-#pragma unroll
-  for (int i = 0; i < VEC; ++i) acc[0][i] = acc[1][i] = 0.f;
-  if (active) {
-    const int64_t stride = int64_t(gridDim.x) * blockDim.y;
-    int64_t r = int64_t(blockIdx.x) * blockDim.y + threadIdx.y;
-    for (; r + 3 * stride < rows; r += 4 * stride) {
-      float v[4][VEC];
-#pragma unroll
-      for (int u = 0; u < 4; ++u) load_vec<T, VEC>(x + (r + u * stride) * C + c0, v[u]);
-#pragma unroll
-      for (int u = 0; u < 4; ++u)
-#pragma unroll
-        for (int i = 0; i < VEC; ++i) {
-          acc[0][i] += v[u][i];
-          acc[1][i] = fmaf(v[u][i], v[u][i], acc[1][i]);
-        }
-    }
-    for (; r < rows; r += stride) {
-      float v[VEC];
-      load_vec<T, VEC>(x + r * C + c0, v);
-#pragma unroll
-      for (int i = 0; i < VEC; ++i) {
-        acc[0][i] += v[i];
-        acc[1][i] = fmaf(v[i], v[i], acc[1][i]);
-      }
-    }
-  }
-  block_sum_store<float, 2, VEC>(acc, c0, active, C, out);
-}
 
 // The ReLU's input: the forward clamps it, the backward's mask recomputes it
 // from the same (scale, shift) and x, so both see the same float.
@@ -299,8 +262,7 @@ __global__ void bn_fold_kernel(const float* __restrict__ gamma, const float* __r
 template <typename T>
 constexpr int kBnVec = int(8 / sizeof(T));
 
-// BnStats keeps 16-byte vectors (kVec16): it holds no per-channel parameters
-// (40 registers) and measured slower with 8-byte ones.
+// (BnStats keeps 16-byte vectors: channel_stats_cuda.h's stats_vec.)
 template <typename T, int v = kBnVec<T>>
 int pick_vec(int64_t C, std::initializer_list<const void*> ptrs) {
   if (C % v != 0) return 1;
@@ -339,21 +301,11 @@ void bn_stats_cuda(const OpCall& c) {
   const GpuHandles& gh = handles_of(c, op);
   dispatch_float(x.dtype, op, [&](auto tag) {
     using T = decltype(tag);
-    const int vec = pick_vec<T, kVec16<T>>(rc.c, {x.data});
-    const ChannelGrid g =
-        channel_grid(rc.rows, rc.c, vec, sm_count(gh), kReduceBlocksPerSm, kMinRowsPerThread);
-    SumOut<float, 2> out;
-    out.partial = static_cast<float*>(workspace(gh, sum_partial_bytes<2>(g, rc.c), op));
-    out.f32 = sums.as<float>();
-    if (vec == kVec16<T>) {
-      constexpr int V = kVec16<T>;
-      launch_kernel(c.env, {g.grid, g.block, sum_smem_bytes<2, V>()}, bn_stats_kernel<T, V>,
-          x.as<T>(), rc.rows, rc.c, out);
-    } else {
-      launch_kernel(c.env, {g.grid, g.block, sum_smem_bytes<2, 1>()}, bn_stats_kernel<T, 1>,
-          x.as<T>(), rc.rows, rc.c, out);
-    }
-    launch_finalize<float, 2>(g, rc.c, out, c.env);
+    const RowSource<T> src{x.as<T>(), rc.c};
+    if (stats_vec<T>(rc.c, {x.data}) == kVec16<T>)
+      launch_channel_stats<kVec16<T>>(c.env, gh, src, rc.rows, rc.c, sums.as<float>(), op);
+    else
+      launch_channel_stats<1>(c.env, gh, src, rc.rows, rc.c, sums.as<float>(), op);
   });
 }
 

@@ -21,7 +21,7 @@ enum class OpKind : uint8_t {
   BnReluBwdApply,     // in: dy T, affine f32[2,C], x T, batch f32[2,C], gamma T[C], dsums f32[2,C]   out: dx T
   BnReluInfer,        // in: x T, affine f32[2,C] (scale, shift)              out: y T
   BnFold,             // in: gamma f32[C], beta f32[C], running f32[2,C]      out: affine f32[2,C]
-  MaxPoolFwd,         // in: x T[N,H,W,C]                                     out: y T[N,Ho,Wo,C] (kernel, stride, pad)
+  MaxPoolFwd,         // in: x T[N,H,W,C]                                     out: y T[N,Ho,Wo,C] [, argmax u8 [, sums f32[2,C]]] (kernel, stride, pad)
   MaxPoolBwd,         // in: dy T[N,Ho,Wo,C], x T, y T                        out: dx T[N,H,W,C]
   AvgPoolFwd,         // in: x T[N,H,W,C]                                     out: y T[N,Ho,Wo,C] (kernel, stride; pad 0)
   AvgPoolBwd,         // in: dy T[N,Ho,Wo,C], x T (shape only)                out: dx T[N,H,W,C]

@@ -21,6 +21,11 @@
 //                     the shape only). The same bits as the search from y, without
 //                     rescanning every window. The max-pool layer records them
 //                     for every window when it trains.
+//   With a third output (2x2 windows, stride 2, no padding), MaxPoolFwd also
+//                     computes the BatchNorm statistics of y, what BnStats(y)
+//                     would: sums f32[2,C] = (sum y, sum y^2). The fusion of a
+//                     max pool and the BatchNorm after it (Note [fusion]); on
+//                     the GPU the same bits as BnStats, without reading y again.
 //   GlobalMaxPoolFwd: x[N,H,W,C] -> y[N,C]
 //   GlobalMaxPoolBwd: dy, x, y   -> dx[N,H,W,C]
 #include "framework/ops/op_registry.h"

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 
+#include "framework/ops/batchnorm.h"
 #include "framework/ops/cpu_kernel_util.h"
 #include "framework/ops/pool_window.h"
 
@@ -38,7 +39,7 @@ void maxpool_fwd_impl(const OpCall& c, const PoolWindow& pw) {
   const int64_t C = d.C;
   const S* x = c.in[0].as<S>();
   S* y = c.out[0].as<S>();
-  uint8_t* argmax = c.n_out == 2 ? c.out[1].as<uint8_t>() : nullptr;  // kh * k + kw of the winner
+  uint8_t* argmax = c.n_out >= 2 ? c.out[1].as<uint8_t>() : nullptr;  // kh * k + kw of the winner
   A* m = cpu::scratch<A>(0, size_t(C));
   for (int64_t n = 0; n < d.N; ++n)
     for (int64_t oh = 0; oh < d.Ho; ++oh)
@@ -232,11 +233,15 @@ void check_fwd_call(const OpCall& c, const char* op) {
 
 void maxpool_fwd_shapes(const ShapeCtx& c, Shape* out, int n_out) {
   const char* op = "maxpool_fwd";
-  TR_CHECK(c.n_in == 1 && (n_out == 1 || n_out == 2), op, ": arity");
+  TR_CHECK(c.n_in == 1 && n_out >= 1 && n_out <= 3, op, ": arity");
   const PoolWindow pw = checked_pool_window(attrs_of(c.attrs, op), c.in[0], op, true);
-  if (n_out == 2) TR_USER_CHECK(pw.k <= 16, op, ": a recorded winner needs a window of at most 16x16, got ", pw.k);
+  if (n_out >= 2) TR_USER_CHECK(pw.k <= 16, op, ": a recorded winner needs a window of at most 16x16, got ", pw.k);
+  if (n_out == 3)
+    TR_USER_CHECK(pw.k == 2 && pw.stride == 2 && pw.pad == 0, op,
+                  ": the BatchNorm statistics output needs 2x2 windows of stride 2 without padding");
   out[0] = pooled_shape(c.in[0], pw);
-  if (n_out == 2) out[1] = out[0];  // argmax
+  if (n_out >= 2) out[1] = out[0];                             // argmax
+  if (n_out == 3) out[2] = Shape{2, c.in[0][c.in[0].rank - 1]};  // sums
 }
 
 void maxpool_bwd_shapes(const ShapeCtx& c, Shape* out, int n_out) {
@@ -268,17 +273,24 @@ void global_maxpool_bwd_shapes(const ShapeCtx& c, Shape* out, int n_out) {
 
 void maxpool_fwd_cpu(const OpCall& c) {
   const char* op = "maxpool_fwd";
-  cpu::check_arity(c, op, 1, 1, 1, 2);
+  cpu::check_arity(c, op, 1, 1, 1, 3);
   TR_CHECK(c.in[0].shape.rank == 4, op, ": x ", c.in[0].shape.str());
   cpu::check_dtype(c.out[0], c.in[0].dtype, op, "y");
   const PoolWindow pw = checked_pool_window(attrs_of(c.attrs, op), c.in[0].shape, op, true);
   TR_CHECK(c.out[0].shape.numel() == pooled_shape(c.in[0].shape, pw).numel(), op, ": y ", c.out[0].shape.str());
-  if (c.n_out == 2) {
+  if (c.n_out >= 2) {
     cpu::check_dtype(c.out[1], DType::U8, op, "argmax");
     cpu::check_numel(c.out[1], c.out[0].shape.numel(), op, "argmax");
     TR_CHECK(pw.k <= 16, op, ": a recorded winner needs a window of at most 16x16");
   }
+  if (c.n_out == 3)
+    TR_CHECK(pw.k == 2 && pw.stride == 2 && pw.pad == 0, op,
+             ": the BatchNorm statistics output needs 2x2 windows of stride 2 without padding");
   cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { maxpool_fwd_impl<typename decltype(tag)::type>(c, pw); });
+  if (c.n_out == 3) {  // the fused BnStats of y (Note [fusion]): its own reference, on y as stored
+    const OpCall stats{&c.out[0], 1, &c.out[2], 1, c.attrs, c.variant, c.env};
+    bn_stats_cpu(stats);
+  }
 }
 
 void maxpool_bwd_cpu(const OpCall& c) {

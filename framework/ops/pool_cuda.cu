@@ -20,6 +20,7 @@
 //     winners) has unrolled kernels of its own: maxpool_3x3s2_cuda.h.
 #include <algorithm>
 
+#include "framework/ops/channel_stats_cuda.h"
 #include "framework/ops/cuda_kernel_util_cuda.h"
 #include "framework/ops/maxpool_3x3s2_cuda.h"
 #include "framework/ops/pool.h"
@@ -37,23 +38,24 @@ unsigned grid_for(int64_t work, int sms) { return grid_stride_blocks(work, sms, 
 
 // ---- 2x2 stride 2 pad 0: the fast path ----
 
-// x[N,H,W,C] -> y[N,H/2,W/2,C] and, when argmax is not null, each output's
-// winner (0..3 = kh * 2 + kw); item = (n, oh, ow, channel vector)
-template <typename T, int VEC>
-__global__ void maxpool_fwd_kernel(const T* __restrict__ x, T* __restrict__ y, uint8_t* __restrict__ argmax,
-                                    int64_t N, int64_t H, int64_t W, int64_t C) {
-  grid_dependency_begin();
-  const int64_t Ho = H / 2, Wo = W / 2, G = C / VEC;
-  const int64_t total = N * Ho * Wo * G;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t g = i % G;
-    int64_t t = i / G;
-    const int64_t ow = t % Wo;
-    t /= Wo;
-    const int64_t oh = t % Ho;
-    const int64_t n = t / Ho;
-    const T* base = x + ((n * H + 2 * oh) * W + 2 * ow) * C + g * VEC;
-    float m[VEC], v[VEC];
+// Output row r = (n * Ho + oh) * Wo + ow of x[N,H,W,C]'s 2x2 windows, channels
+// c0..c0+VEC: the window's maximum (scan order, strict '>'), stored to y with
+// its winner (0..3 = kh * 2 + kw) when argmax is not null, and handed back in
+// m (exact: the maximum of values of T), for the BatchNorm statistics of the
+// fused MaxPoolFwd (channel_stats_cuda.h).
+template <typename T>
+struct Pool2x2Source {
+  const T* x;
+  T* y;
+  uint8_t* argmax;
+  int64_t H, W, C;
+  template <int VEC>
+  __device__ __forceinline__ void operator()(int64_t r, int64_t c0, float (&m)[VEC]) const {
+    const int64_t Ho = H / 2, Wo = W / 2;
+    const int64_t ow = r % Wo, t = r / Wo;
+    const int64_t oh = t % Ho, n = t / Ho;
+    const T* base = x + ((n * H + 2 * oh) * W + 2 * ow) * C + c0;
+    float v[VEC];
     Vec<uint8_t, VEC> at;
     load_vec<T, VEC>(base, m);
 #pragma unroll
@@ -69,8 +71,19 @@ __global__ void maxpool_fwd_kernel(const T* __restrict__ x, T* __restrict__ y, u
           at.v[j] = uint8_t(k + 1);
         }
     }
-    store_vec<T, VEC>(y + i * VEC, m);
-    if (argmax != nullptr) *reinterpret_cast<Vec<uint8_t, VEC>*>(argmax + i * VEC) = at;
+    store_vec<T, VEC>(y + r * C + c0, m);
+    if (argmax != nullptr) *reinterpret_cast<Vec<uint8_t, VEC>*>(argmax + r * C + c0) = at;
+  }
+};
+
+// x[N,H,W,C] -> y[N,H/2,W/2,C] (and the winners); item = (output row, channel vector)
+template <typename T, int VEC>
+__global__ void maxpool_fwd_kernel(Pool2x2Source<T> src, int64_t total) {
+  grid_dependency_begin();
+  const int64_t G = src.C / VEC;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    float m[VEC];
+    src(i / G, (i % G) * VEC, m);
   }
 }
 
@@ -430,11 +443,34 @@ void maxpool_bwd_from_argmax(const OpCall& c, const Nhwc& d, const PoolWindow& p
   });
 }
 
+// The fused MaxPoolFwd (y, argmax, sums): the 2x2 pool's outputs and the
+// BatchNorm statistics of y in one pass, with BnStats's grid and order (the
+// same bits as MaxPoolFwd then BnStats when the vector width is the same).
+void maxpool_stats_2x2(const OpCall& c, const Nhwc& d, const PoolWindow& pw, uint8_t* argmax) {
+  const char* op = "MaxPoolFwd";
+  const TensorRef& sums = c.out[2];
+  TR_CHECK(is_2x2(pw), op, ": the BatchNorm statistics output needs 2x2 windows of stride 2 without padding, got ",
+           pw.k, "x", pw.k, " stride ", pw.stride, " pad ", pw.pad);
+  check_dtype(sums, DType::F32, op, "sums");
+  check_numel(sums, 2 * d.c, op, "sums");
+  const GpuHandles& gh = handles_of(c, op);
+  const int64_t rows = d.n * (d.h / 2) * (d.w / 2);
+  dispatch_float(c.in[0].dtype, op, [&](auto tag) {
+    using T = decltype(tag);
+    const Pool2x2Source<T> src{c.in[0].as<T>(), c.out[0].as<T>(), argmax, d.h, d.w, d.c};
+    const bool vec = stats_vec<T>(d.c, {c.in[0].data, c.out[0].data}) == kVec16<T> && aligned_to(argmax, kVec16<T>);
+    if (vec)
+      launch_channel_stats<kVec16<T>>(c.env, gh, src, rows, d.c, sums.as<float>(), op);
+    else
+      launch_channel_stats<1>(c.env, gh, src, rows, d.c, sums.as<float>(), op);
+  });
+}
+
 }  // namespace
 
 void maxpool_fwd_cuda(const OpCall& c) {
   const char* op = "MaxPoolFwd";
-  TR_CHECK(c.n_out == 1 || c.n_out == 2, op, ": expected 1 or 2 outputs, got ", c.n_out);
+  TR_CHECK(c.n_out >= 1 && c.n_out <= 3, op, ": expected 1 to 3 outputs, got ", c.n_out);
   check_arity(c, 1, c.n_out, op);
   const TensorRef& x = c.in[0];
   const TensorRef& y = c.out[0];
@@ -442,11 +478,15 @@ void maxpool_fwd_cuda(const OpCall& c) {
   const PoolWindow pw = checked_pool_window(attrs_of(c, op), x.shape, op, true);
   TR_CHECK(y.dtype == x.dtype && y.shape == pooled_shape(x.shape, pw), op, ": y is ", y.shape.str());
   uint8_t* argmax = nullptr;
-  if (c.n_out == 2) {
+  if (c.n_out >= 2) {
     TR_CHECK(c.out[1].dtype == DType::U8 && c.out[1].shape == y.shape, op, ": argmax is ",
              dtype_name(c.out[1].dtype), c.out[1].shape.str());
     TR_CHECK(pw.k <= 16, op, ": a recorded winner needs a window of at most 16x16");
     argmax = static_cast<uint8_t*>(c.out[1].data);
+  }
+  if (c.n_out == 3) {
+    maxpool_stats_2x2(c, d, pw, argmax);
+    return;
   }
   const GpuHandles& gh = handles_of(c, op);
   if (argmax != nullptr && is_3x3s2p1(pw) &&
@@ -463,7 +503,7 @@ void maxpool_fwd_cuda(const OpCall& c) {
       const unsigned grid = grid_for(work, sm_count(gh));
       if (fast)
         launch_kernel(c.env, {dim3(grid), kThreads, 0}, maxpool_fwd_kernel<T, V>,
-            x.as<T>(), y.as<T>(), argmax, d.n, d.h, d.w, d.c);
+            Pool2x2Source<T>{x.as<T>(), y.as<T>(), argmax, d.h, d.w, d.c}, work);
       else
         launch_kernel(c.env, {dim3(grid), kThreads, 0}, maxpool_fwd_general_kernel<T, V>,
             x.as<T>(), y.as<T>(), argmax, d.n, d.h, d.w, d.c, pw);
