@@ -3,9 +3,13 @@
 // with fusion against one without, bit for bit in f32.
 #include <gtest/gtest.h>
 
+#include <map>
+
+#include "framework/graph/memory_plan.h"
 #include "framework/graph/model_builder.h"
 #include "framework/ops/add.h"
 #include "framework/ops/batchnorm.h"
+#include "framework/ops/bn_relu_pool.h"
 #include "framework/ops/pool.h"
 #include "framework/ops/relu.h"
 #include "tests/fusion_test_util.h"
@@ -22,8 +26,10 @@ struct NodeTally {
   int residual_apply = 0;  // BnReluApply with a residual input
   int two_grad_relu = 0;   // ReluBwd with a second gradient
   int pool_stats = 0;      // MaxPoolFwd with the BatchNorm statistics
+  int bn_pool = 0;         // BnReluPool
   int add = 0;             // Add nodes left in the training graphs
   int bn_stats = 0;        // BnStats nodes left in the training graphs
+  int bn_apply = 0;        // BnReluApply nodes left in the training graphs
 };
 
 NodeTally tally(const CompiledModel& m) {
@@ -34,8 +40,10 @@ NodeTally tally(const CompiledModel& m) {
       t.residual_apply += n.op == OpKind::BnReluApply && n.in.size() == 5;
       t.two_grad_relu += n.op == OpKind::ReluBwd && n.in.size() == 3;
       t.pool_stats += n.op == OpKind::MaxPoolFwd && n.out.size() == 3;
+      t.bn_pool += n.op == OpKind::BnReluPool;
       t.add += n.op == OpKind::Add;
       t.bn_stats += n.op == OpKind::BnStats;
+      t.bn_apply += n.op == OpKind::BnReluApply;
     }
   return t;
 }
@@ -52,30 +60,72 @@ CompiledModel build(const std::string& model, bool fusion) {
 // first block's input comes from the stem's BN+ReLU or max pool, whose
 // backward is not a ReluBwd). The cnn's three BatchNorms right after a 2x2
 // max pool take their statistics from the pool (the training forward runs in
-// one graph). vgg16bn and the mlp have nothing to merge (vgg16bn's pools come
-// after its ReLUs).
+// one graph). vgg16bn's five BatchNorm + ReLU + 2x2 pools become one node each
+// (the ResNet stem's pool is 3x3). The mlp has nothing to merge.
 TEST(Fusion, MergesEveryPair) {
   struct Want {
     const char* model;
-    int bn_add, add_relu_bwd, pool_stats;
+    int bn_add, add_relu_bwd, pool_stats, bn_pool;
   };
-  for (const Want& w : {Want{"resnet18", 8, 7, 0}, Want{"resnet50", 16, 15, 0}, Want{"vgg16bn", 0, 0, 0},
-                        Want{"cnn", 0, 0, 3}, Want{"mlp", 0, 0, 0}}) {
+  for (const Want& w : {Want{"resnet18", 8, 7, 0, 0}, Want{"resnet50", 16, 15, 0, 0}, Want{"vgg16bn", 0, 0, 0, 5},
+                        Want{"cnn", 0, 0, 3, 0}, Want{"mlp", 0, 0, 0, 0}}) {
     SCOPED_TRACE(w.model);
     const CompiledModel fused = build(w.model, true), plain = build(w.model, false);
-    EXPECT_EQ(fused.fusions.bn_add, w.bn_add);
-    EXPECT_EQ(fused.fusions.add_relu_bwd, w.add_relu_bwd);
-    EXPECT_EQ(fused.fusions.pool_stats, w.pool_stats);
-    EXPECT_EQ(plain.fusions.bn_add + plain.fusions.add_relu_bwd + plain.fusions.pool_stats, 0);
+    const FusionCounts& n = fused.fusions;
+    EXPECT_EQ(n.bn_add, w.bn_add);
+    EXPECT_EQ(n.add_relu_bwd, w.add_relu_bwd);
+    EXPECT_EQ(n.pool_stats, w.pool_stats);
+    EXPECT_EQ(n.bn_pool, w.bn_pool);
+    EXPECT_EQ(plain.fusions.bn_add + plain.fusions.add_relu_bwd + plain.fusions.pool_stats + plain.fusions.bn_pool, 0);
     const NodeTally f = tally(fused), p = tally(plain);
     EXPECT_EQ(f.residual_apply, w.bn_add);
     EXPECT_EQ(f.two_grad_relu, w.add_relu_bwd);
     EXPECT_EQ(f.pool_stats, w.pool_stats);
-    EXPECT_EQ(p.residual_apply + p.two_grad_relu + p.pool_stats, 0);
+    EXPECT_EQ(f.bn_pool, w.bn_pool);
+    EXPECT_EQ(p.residual_apply + p.two_grad_relu + p.pool_stats + p.bn_pool, 0);
     EXPECT_EQ(p.add - f.add, w.bn_add + w.add_relu_bwd) << "each fusion removes one Add";
     EXPECT_EQ(p.bn_stats - f.bn_stats, w.pool_stats) << "each pool fusion removes one BnStats";
-    EXPECT_EQ(plain.cg.total_nodes() - fused.cg.total_nodes(), size_t(w.bn_add + w.add_relu_bwd + w.pool_stats));
+    EXPECT_EQ(p.bn_apply - f.bn_apply, w.bn_pool) << "each BatchNorm + pool fusion removes one BnReluApply";
+    EXPECT_EQ(plain.cg.total_nodes() - fused.cg.total_nodes(),
+              size_t(w.bn_add + w.add_relu_bwd + w.pool_stats + w.bn_pool));
   }
+}
+
+// The BatchNorm + pool leaves y unstored: no node of any graph reads or
+// writes it, the memory plan gives it no place, and each pool's backward
+// reads the BatchNorm's input for the shape instead. (Fusion only rewrites
+// nodes, so tensor ids are those of the unfused build.)
+TEST(Fusion, BatchNormPoolLeavesItsOutputUnstored) {
+  const CompiledModel fused = build("vgg16bn", true), plain = build("vgg16bn", false);
+  std::map<TensorId, TensorId> y_to_x;  // pooled BatchNorm outputs of the unfused build -> the BatchNorm's input
+  for (const Node& pool : plain.cg.nodes(GraphId::DEEP_FWD_BWD)) {
+    if (pool.kind != Node::Kind::Compute || pool.op != OpKind::MaxPoolFwd) continue;
+    for (const Node& bn : plain.cg.nodes(GraphId::DEEP_FWD_BWD))
+      if (bn.kind == Node::Kind::Compute && bn.op == OpKind::BnReluApply && bn.out[0] == pool.in[0])
+        y_to_x[bn.out[0]] = bn.in[0];
+  }
+  ASSERT_EQ(y_to_x.size(), 5u);
+  int pool_bwd_from_x = 0;
+  for (int g = 0; g < kGraphIdCount; ++g)
+    for (const Node& n : fused.cg.nodes(GraphId(g))) {
+      if (n.kind != Node::Kind::Compute) continue;
+      for (TensorId t : n.in) EXPECT_EQ(y_to_x.count(t), 0u) << n.label << " reads " << fused.cg.tensor(t).name;
+      for (TensorId t : n.out) EXPECT_EQ(y_to_x.count(t), 0u) << n.label << " writes " << fused.cg.tensor(t).name;
+      if (n.op != OpKind::MaxPoolBwd) continue;
+      for (const auto& [y, x] : y_to_x) pool_bwd_from_x += n.in[1] == x;
+    }
+  EXPECT_EQ(pool_bwd_from_x, 5);
+  std::array<VariantDims, kVariantCount> dims{};
+  dims[size_t(Variant::TrainBase)] = VariantDims{4, 4, 32, 32};
+  const PlanSet pf = plan_memory(fused, dims, 4096), pp = plan_memory(plain, dims, 4096);
+  for (const auto& [y, x] : y_to_x) {
+    EXPECT_EQ(pf.plan(Variant::TrainBase).offset_of(y), -1) << fused.cg.tensor(y).name;
+    EXPECT_GE(pp.plan(Variant::TrainBase).offset_of(y), 0) << plain.cg.tensor(y).name;
+  }
+  EXPECT_LT(pf.activation_no_reuse_bytes, pp.activation_no_reuse_bytes);
+  std::printf("[ fusion ] vgg16bn width 0.125, batch 4: activations %lld B without reuse fused, %lld B unfused\n",
+              static_cast<long long>(pf.activation_no_reuse_bytes),
+              static_cast<long long>(pp.activation_no_reuse_bytes));
 }
 
 // g = ReluBwd(a, y, b) gives the bits of ReluBwd(Add(a, b), y), f16 included.
@@ -131,6 +181,34 @@ TEST(Fusion, PoolWithStatsIsPoolThenBnStats) {
   EXPECT_THROW(run.run(maxpool_fwd_cpu, {&x}, {&y, &argmax, &sums}), Error);
 }
 
+// BnReluPool against BnReluApply then MaxPoolFwd, bit for bit, odd H and W
+// included; without the ReLU too.
+TEST(Fusion, BatchNormPoolIsApplyThenPool) {
+  Rng rng(64);
+  for (DType t : {DType::F32, DType::F16, DType::F64})
+    for (const Shape& xs : {Shape{2, 6, 4, 8}, Shape{3, 5, 7, 3}})
+      for (bool relu : {true, false}) {
+        SCOPED_TRACE(cat(dtype_name(t), " ", xs.str(), relu ? " relu" : ""));
+        test::BnChain bn(t, xs, rng, relu, 2);
+        bn.forward();  // the unfused BatchNorm output bn.y, with bn.batch and bn.affine
+        const Shape ps{xs[0], xs[1] / 2, xs[2] / 2, xs[3]};
+        HostTensor want(t, ps), want_arg(DType::U8, ps), got(t, ps), got_arg(DType::U8, ps);
+        HostTensor batch(bn.batch.dtype(), bn.batch.shape()), affine(bn.affine.dtype(), bn.affine.shape());
+        OpRunner run = bn.run;
+        run.attrs.kernel = 2;
+        run.attrs.stride = 2;
+        run.run(maxpool_fwd_cpu, {&bn.y}, {&want, &want_arg});
+        run.run(bn_relu_pool_cpu, {&bn.x, &bn.sums, &bn.gamma, &bn.beta}, {&got, &got_arg, &batch, &affine});
+        EXPECT_TRUE(test::bitwise_equal(want, got));
+        EXPECT_TRUE(test::bitwise_equal(want_arg, got_arg));
+        EXPECT_TRUE(test::bitwise_equal(batch, bn.batch));
+        EXPECT_TRUE(test::bitwise_equal(affine, bn.affine));
+        int64_t winners_off_corner = 0;
+        for (int64_t i = 0; i < got_arg.numel(); ++i) winners_off_corner += got_arg.get(i) != 0;
+        EXPECT_GT(winners_off_corner, 0);
+      }
+}
+
 // BnReluApply with a residual against BnReluApply then Add (+ ReLU): bit for
 // bit in f32 and f64 (the BatchNorm's output is exact there before the sum);
 // in f16 within one rounding of the output.
@@ -163,7 +241,8 @@ TEST(Fusion, ResidualApplyIsApplyThenAdd) {
 // Whole runs, every mode, over an epoch with an incomplete last batch: fusion
 // on and off leave the same bits in every state tensor (f32).
 TEST(Fusion, ChangesNoBitOfATrainingRunInF32) {
-  for (const std::string& model : {std::string("resnet18"), std::string("resnet50"), std::string("cnn")}) {
+  for (const std::string& model :
+       {std::string("resnet18"), std::string("resnet50"), std::string("cnn"), std::string("vgg16bn")}) {
     RunOptions o = testing::zoo_run(model, OptimizerKind::Sgd, ExecMode::FullCapture, 16);
     const auto train = testing::run_data(o, 3 * 16 - 5, 88);
     o.train.fusion = false;
@@ -174,7 +253,8 @@ TEST(Fusion, ChangesNoBitOfATrainingRunInF32) {
       o.mode = mode;
       o.train.fusion = true;
       Trainer fused(o, testing::view_of(train), testing::view_of(train));
-      EXPECT_GT(fused.model().fusions.bn_add + fused.model().fusions.pool_stats, 0);
+      const FusionCounts& n = fused.model().fusions;
+      EXPECT_GT(n.bn_add + n.pool_stats + n.bn_pool, 0);
       fused.run_epoch();
       EXPECT_EQ(testing::differing_tensors(ref, testing::state_of(fused), cat(model, " fused, ", mode_name(mode))), 0);
     }

@@ -6,6 +6,7 @@
 #include "framework/ops/add.h"
 #include "framework/ops/avgpool.h"
 #include "framework/ops/batchnorm.h"
+#include "framework/ops/bn_relu_pool.h"
 #include "tests/ops_gpu_bitwise.h"
 
 namespace tr {
@@ -121,6 +122,58 @@ TEST_F(OpsGpuPool, MaxPool2WithStatsIsPoolThenBnStats) {
   const Shape ys = pooled(bad.in[0].shape(), {3, 2, 1});
   bad.out = {HostTensor(F32, ys), HostTensor(DType::U8, ys), HostTensor(DType::F32, Shape{2, 16})};
   EXPECT_THROW(run_gpu(maxpool_fwd_cuda, bad), Error);
+}
+
+// BnReluPool (BatchNorm + ReLU + 2x2 max pool, y never stored): the bits of
+// BnReluApply then MaxPoolFwd on the GPU, all four outputs, with and without
+// the ReLU; within tolerance of the CPU's pair; the same bits on a second run.
+// Odd H and W (a row and a column in no window) and C = 5 (one channel per
+// thread) included.
+TEST_F(OpsGpuPool, BnReluPoolIsApplyThenPool) {
+  Rng rng(13);
+  const Shape shapes[] = {{4, 28, 28, 64}, {2, 7, 9, 16}, {2, 5, 6, 5}, {2, 56, 56, 128}};
+  for (DType t : {F32, F16})
+    for (const Shape& s : shapes)
+      for (bool relu : {true, false}) {
+        const int64_t C = s[3];
+        const Shape ps = pooled(s, {2, 2, 0});
+        Case f;
+        f.name = cat(tname("BnReluPool", t), " x", s.str(), relu ? " relu" : "");
+        SCOPED_TRACE(f.name);
+        f.attrs = win_attrs({2, 2, 0});
+        f.attrs.relu = relu;
+        f.attrs.eps = 1e-3f;
+        f.variant = VariantDims{s[0], s[0], 0, 0};
+        const HostTensor x = rnd(t, s, rng, -1, 2);
+        Case st;  // the statistics the BatchNorm reads, from the GPU's BnStats
+        st.in = {x};
+        st.out = {HostTensor(DType::F32, Shape{2, C})};
+        const HostTensor sums = run_gpu(bn_stats_cuda, st)[0];
+        f.in = {x, sums, rnd(t, Shape{C}, rng, 0.5, 1.5), rnd(t, Shape{C}, rng, -0.5, 0.5)};
+        f.out = {HostTensor(t, ps), HostTensor(DType::U8, ps), HostTensor(DType::F32, Shape{2, C}),
+                 HostTensor(DType::F32, Shape{2, C})};
+        const std::vector<HostTensor> a = run_gpu(bn_relu_pool_cuda, f), b = run_gpu(bn_relu_pool_cuda, f);
+        Case ap = f;  // the unfused pair on the GPU
+        ap.out = {HostTensor(t, s), f.out[2], f.out[3]};
+        const std::vector<HostTensor> y = run_gpu(bn_relu_apply_cuda, ap);
+        Case pl = f;
+        pl.in = {y[0]};
+        pl.out = {f.out[0], f.out[1]};
+        const std::vector<HostTensor> pool = run_gpu(maxpool_fwd_cuda, pl);
+        const std::vector<HostTensor> want = {pool[0], pool[1], y[1], y[2]};
+        const std::vector<HostTensor> cpu = run_cpu(bn_relu_pool_cpu, f);
+        int64_t differ = 0;
+        for (size_t i = 0; i < a.size(); ++i) {
+          differ += differing_elements(a[i], want[i]);
+          EXPECT_EQ(differing_elements(a[i], want[i]), 0) << "output " << i;
+          EXPECT_TRUE(bitwise_equal(a[i], b[i])) << "output " << i << " differs between two runs";
+        }
+        const double err = rel_err(a[0], cpu[0]);
+        std::printf("[ bn pool ] %s: %lld elements differ from BnReluApply + MaxPoolFwd, p %.2e from the CPU\n",
+                    f.name.c_str(), static_cast<long long>(differ), err);
+        EXPECT_LT(err, tol_for(t));
+        EXPECT_LT(rel_err(a[3], cpu[3]), 1e-5);
+      }
 }
 
 // Any other window: the general kernels. The ResNet-50 stem (3x3/s2/p1 on

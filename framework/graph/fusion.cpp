@@ -1,4 +1,4 @@
-// Note [fusion] (fusion.h): the three node-pair fusions.
+// Note [fusion] (fusion.h): the four node-pair fusions.
 #include "framework/graph/fusion.h"
 
 #include <map>
@@ -64,7 +64,30 @@ int producer_of(const std::vector<Node>& nodes, size_t later, OpKind op, const s
   return -1;
 }
 
-FusionCounts fuse_one(const ComputationGraph& cg, std::vector<Node>& nodes, const std::vector<int>& readers) {
+bool is_pool2(const Node& n) {
+  return n.op == OpKind::MaxPoolFwd && n.attrs.kernel == 2 && n.attrs.stride == 2 && n.attrs.pad == 0;
+}
+
+// Whether every reader of y, in every graph, is a 2x2 MaxPoolFwd of y that
+// records its winners, or the MaxPoolBwd of such a pool (which, given the
+// winners, reads y for its shape only: pool.h): then nothing needs y stored.
+bool read_only_by_pools(const ComputationGraph& cg, TensorId y) {
+  for (int g = 0; g < kGraphIdCount; ++g)
+    for (const Node& n : cg.nodes(GraphId(g))) {
+      bool reads = false;
+      for (TensorId t : n.in) reads |= t == y;
+      for (const RangeRef& r : n.operands) reads |= r.is_tensor && r.tensor == y;
+      if (!reads) continue;
+      const bool pool_fwd = is_pool2(n) && n.in.size() == 1 && n.out.size() == 2;
+      const bool pool_bwd = n.op == OpKind::MaxPoolBwd && n.in.size() == 3 && n.in[1] == y && n.in[0] != y &&
+                            n.in[2] != y && cg.tensor(n.in[2]).dtype == DType::U8;
+      if (n.kind != Node::Kind::Compute || !(pool_fwd || pool_bwd)) return false;
+    }
+  return true;
+}
+
+FusionCounts fuse_one(const ComputationGraph& cg, std::vector<Node>& nodes, const std::vector<int>& readers,
+                      std::map<TensorId, TensorId>& unstored) {
   FusionCounts c;
   std::map<TensorId, size_t> producer;
   for (size_t i = 0; i < nodes.size(); ++i)
@@ -96,6 +119,25 @@ FusionCounts fuse_one(const ComputationGraph& cg, std::vector<Node>& nodes, cons
       b.label = add.label + "+" + b.label;
       drop[size_t(a)] = true;
       ++c.add_relu_bwd;
+    } else if (is_pool2(b) && b.in.size() == 1 && b.out.size() == 2) {
+      // BnReluApply's y pooled and never stored: the fused node reads x.
+      const auto it = producer.find(b.in[0]);
+      if (it == producer.end() || it->second >= i || drop[it->second]) continue;
+      const Node& bn = nodes[it->second];
+      if (bn.op != OpKind::BnReluApply || !on_own_stream(bn) || bn.in.size() != 4 || bn.out[0] != b.in[0] ||
+          !read_only_by_pools(cg, b.in[0]) || !clear_between(cg, nodes, it->second, i, bn))
+        continue;
+      Node f = bn;
+      f.op = OpKind::BnReluPool;
+      f.out = {b.out[0], b.out[1], bn.out[1], bn.out[2]};
+      f.attrs.kernel = b.attrs.kernel;
+      f.attrs.stride = b.attrs.stride;
+      f.attrs.pad = b.attrs.pad;
+      f.label = bn.label + "+" + b.label;
+      unstored[bn.out[0]] = bn.in[0];
+      b = f;
+      drop[it->second] = true;
+      ++c.bn_pool;
     } else if (b.op == OpKind::BnStats && b.in.size() == 1 && b.out.size() == 1) {
       // The statistics move up into the pool: y keeps its other readers.
       const auto it = producer.find(b.in[0]);
@@ -123,15 +165,31 @@ FusionCounts fuse_one(const ComputationGraph& cg, std::vector<Node>& nodes, cons
 FusionCounts fuse_graph(ComputationGraph& cg) {
   const std::vector<int> readers = reader_counts(cg);
   FusionCounts total;
+  std::map<TensorId, TensorId> unstored;  // a BatchNorm output no longer stored -> its input (same shape)
   for (int g = 0; g < kGraphIdCount; ++g) {
     std::vector<Node> nodes = cg.nodes(GraphId(g));
-    const FusionCounts c = fuse_one(cg, nodes, readers);
-    if (c.bn_add == 0 && c.add_relu_bwd == 0 && c.pool_stats == 0) continue;
+    const FusionCounts c = fuse_one(cg, nodes, readers, unstored);
+    if (c.bn_add == 0 && c.add_relu_bwd == 0 && c.pool_stats == 0 && c.bn_pool == 0) continue;
     cg.set_nodes(GraphId(g), std::move(nodes));
     total.bn_add += c.bn_add;
     total.add_relu_bwd += c.add_relu_bwd;
     total.pool_stats += c.pool_stats;
+    total.bn_pool += c.bn_pool;
   }
+  // The pools' backward took y for its shape only: the BatchNorm's input has it.
+  if (!unstored.empty())
+    for (int g = 0; g < kGraphIdCount; ++g) {
+      std::vector<Node> nodes = cg.nodes(GraphId(g));
+      bool changed = false;
+      for (Node& n : nodes) {
+        if (n.kind != Node::Kind::Compute || n.op != OpKind::MaxPoolBwd || n.in.size() != 3) continue;
+        const auto it = unstored.find(n.in[1]);
+        if (it == unstored.end()) continue;
+        n.in[1] = it->second;
+        changed = true;
+      }
+      if (changed) cg.set_nodes(GraphId(g), std::move(nodes));
+    }
   return total;
 }
 

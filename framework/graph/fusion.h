@@ -11,20 +11,28 @@
 //   forward:  y, argmax = MaxPoolFwd(x) (2x2, stride 2), then
 //             sums = BnStats(y)                     (a BatchNorm after a pool: cnn)
 //          -> y, argmax, sums = MaxPoolFwd(x)
+//   forward:  y, batch, affine = BnReluApply(x, sums, gamma, beta), then
+//             p, argmax = MaxPoolFwd(y) (2x2, stride 2)   (a VGG block's end)
+//          -> p, argmax, batch, affine = BnReluPool(x, sums, gamma, beta)
+//             when only pools read y (their backward, from the winners, takes
+//             y's shape: it now reads x instead), so y is never stored
 //   backward: s = Add(a, b), the gradient fan-in of a tensor, then
 //             g = ReluBwd(s, y)                     (the ReLU that produced it)
 //          -> g = ReluBwd(a, y, b)
 //
-// The BatchNorm + residual and the fan-in nodes take the place of the later
-// node: every input it reads is ready there (a residual's projection shortcut
-// is computed after the main path's BatchNorm). Such a pair fuses only when the
-// intermediate tensor has no other reader in any graph. The pool and its statistics take the
-// pool's place: they read only x, and y keeps its readers (the BatchNorm's
-// apply and backward). Every pair fuses only when both nodes run on their
-// graph's own stream and nothing in between touches the moved node's tensors.
+// The BatchNorm + residual, BatchNorm + pool and fan-in nodes take the place
+// of the later node: every input it reads is ready there (a residual's
+// projection shortcut is computed after the main path's BatchNorm). The first
+// and last fuse only when the intermediate tensor has no other reader in any
+// graph; the BatchNorm + pool when only pools read it. The pool and its
+// statistics take the pool's place: they read only x, and y keeps its readers
+// (the BatchNorm's apply and backward). Every pair fuses only when both nodes
+// run on their graph's own stream and nothing in between touches the moved
+// node's tensors.
 //
 // Bits: the backward fusion rounds exactly as Add then ReluBwd do; the pool's
-// statistics are BnStats's own sums (on the GPU its grid and order). The
+// statistics are BnStats's own sums (on the GPU its grid and order); the
+// BatchNorm + pool rounds y as BnReluApply stores it before the max. The
 // BatchNorm + residual one rounds the BatchNorm's output and the residual's
 // sum once instead of twice: the same bits in f32 and f64, slightly more
 // accurate in f16.
@@ -39,6 +47,7 @@ struct FusionCounts {
   int bn_add = 0;        // BnReluApply + Add
   int add_relu_bwd = 0;  // Add + ReluBwd
   int pool_stats = 0;    // MaxPoolFwd + BnStats
+  int bn_pool = 0;       // BnReluApply + MaxPoolFwd
 };
 
 FusionCounts fuse_graph(ComputationGraph& cg);

@@ -5,6 +5,7 @@
 //   workspace: channel_grid(...).grid.x * 2 * C * 4 bytes for BnStats and
 //   BnReluBwdReduce (<= 4 * SMs * 2 * C * 4), nothing for the others.
 #include "framework/ops/batchnorm.h"
+#include "framework/ops/bn_affine_cuda.h"
 #include "framework/ops/channel_stats_cuda.h"
 
 namespace tr {
@@ -52,14 +53,9 @@ __device__ __forceinline__ ChanStat stat_from_batch(const float* batch, int64_t 
 
 // ---------------------------------------------------------------- kernels
 
-// The ReLU's input: the forward clamps it, the backward's mask recomputes it
-// from the same (scale, shift) and x, so both see the same float.
-__device__ __forceinline__ float bn_pre_relu(float scale, float shift, float x) { return fmaf(scale, x, shift); }
-
 // y = relu(scale * x + shift), scale = gamma * rstd, shift = beta - mean * scale
-// (the CPU reference's form); block row 0 also writes batch = (mean, var) and
-// affine = (scale, shift). Mean and var are formed in double: sum x^2 / count -
-// mean^2 cancels.
+// (bn_affine_cuda.h); block row 0 also writes batch = (mean, var) and
+// affine = (scale, shift).
 template <typename T, int VEC>
 __global__ void bn_relu_apply_kernel(const T* __restrict__ x, const float* __restrict__ sums,
                                      const T* __restrict__ gamma, const T* __restrict__ beta,
@@ -70,22 +66,11 @@ __global__ void bn_relu_apply_kernel(const T* __restrict__ x, const float* __res
   const int64_t g = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;
   const int64_t c0 = g * VEC;
   if (c0 >= C) return;
+  const bool writer = blockIdx.x == 0 && threadIdx.y == 0;
   float sc[VEC], sh[VEC];
 #pragma unroll
-  for (int i = 0; i < VEC; ++i) {
-    const int64_t ch = c0 + i;
-    const double m = double(sums[ch]) * inv_count;
-    const double var = fmax(double(sums[C + ch]) * inv_count - m * m, 0.0);
-    const double scale = double(to_f(gamma[ch])) * (1.0 / sqrt(var + double(eps)));
-    sc[i] = float(scale);
-    sh[i] = float(double(to_f(beta[ch])) - m * scale);
-    if (blockIdx.x == 0 && threadIdx.y == 0) {
-      batch[ch] = float(m);
-      batch[C + ch] = float(var);
-      affine[ch] = sc[i];
-      affine[C + ch] = sh[i];
-    }
-  }
+  for (int i = 0; i < VEC; ++i)
+    bn_train_affine(sums, gamma, beta, C, c0 + i, inv_count, eps, sc[i], sh[i], writer ? batch : nullptr, affine);
   const int64_t stride = int64_t(gridDim.x) * blockDim.y;
   for_rows(int64_t(blockIdx.x) * blockDim.y + threadIdx.y, stride, rows, [&](auto n, int64_t r) {
     constexpr int N = decltype(n)::value;
@@ -271,16 +256,6 @@ int pick_vec(int64_t C, std::initializer_list<const void*> ptrs) {
   return v;
 }
 
-// count = global_batch * (H*W): the statistics run over every rank's pixels;
-// rank-local BN: rows (= batch * H*W), this rank's pixels only.
-double inv_count_of(const OpCall& c, const TensorRef& x, int64_t rows, const char* op) {
-  TR_CHECK(c.variant != nullptr && c.variant->global_batch > 0, op, ": needs the variant's global batch");
-  TR_CHECK(x.shape[0] > 0, op, ": empty batch");
-  const double count =
-      attrs_of(c, op).bn_rank_local ? double(rows) : double(c.variant->global_batch) * double(rows / x.shape[0]);
-  return 1.0 / count;
-}
-
 void check_activation(const TensorRef& t, const TensorRef& like, const char* op, const char* what) {
   TR_CHECK(t.dtype == like.dtype && t.shape == like.shape, op, ": ", what, " is ", dtype_name(t.dtype),
            t.shape.str(), ", expected ", dtype_name(like.dtype), like.shape.str());
@@ -334,7 +309,7 @@ void bn_relu_apply_cuda(const OpCall& c) {
   check_numel(batch, 2 * rc.c, op, "batch");
   check_dtype(affine, DType::F32, op, "affine");
   check_numel(affine, 2 * rc.c, op, "affine");
-  const double inv_count = inv_count_of(c, x, rc.rows, op);
+  const double inv_count = bn_inv_count(c, x, rc.rows, op);
   const GpuHandles& gh = handles_of(c, op);
   dispatch_float(x.dtype, op, [&](auto tag) {
     using T = decltype(tag);
@@ -417,7 +392,7 @@ void bn_relu_bwd_apply_cuda(const OpCall& c) {
   check_numel(gamma, rc.c, op, "gamma");
   check_dtype(dsums, DType::F32, op, "dsums");
   check_numel(dsums, 2 * rc.c, op, "dsums");
-  const double inv_count = inv_count_of(c, x, rc.rows, op);
+  const double inv_count = bn_inv_count(c, x, rc.rows, op);
   const GpuHandles& gh = handles_of(c, op);
   dispatch_float(x.dtype, op, [&](auto tag) {
     using T = decltype(tag);

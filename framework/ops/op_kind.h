@@ -37,6 +37,8 @@ enum class OpKind : uint8_t {
   ReluBwd,            // in: dy T, y T[, dy2 T]                               out: dx T = (dy [+ dy2]) * (y > 0)
   SoftmaxXent,        // in: logits T[N,M], labels i32[N]                     out: (dlogits T[N,M] if with_grad,) metrics f32[4]
   TtaMean,            // in: x T[2N,M]                                        out: y T[N,M] = (x[n] + x[N+n]) / 2
+  BnReluPool,         // in: x T, sums f32[2,C], gamma T[C], beta T[C]        out: p T[N,H/2,W/2,C], argmax u8, batch f32[2,C], affine f32[2,C]
+                      //   MaxPoolFwd 2x2/s2 of BnReluApply's y, y never stored (bn_relu_pool.h)
   Count
 };
 

@@ -6,6 +6,7 @@
 #include "framework/ops/add.h"
 #include "framework/ops/avgpool.h"
 #include "framework/ops/batchnorm.h"
+#include "framework/ops/bn_relu_pool.h"
 #include "framework/ops/conv.h"
 #include "framework/ops/fc.h"
 #include "framework/ops/input_prep.h"
@@ -49,6 +50,7 @@ constexpr OpDef kOps[] = {
     TR_OP(ReluBwd, "relu_bwd", relu_bwd),
     TR_OP(SoftmaxXent, "softmax_xent", softmax_xent),
     TR_OP(TtaMean, "tta_mean", tta_mean),
+    TR_OP(BnReluPool, "bn_relu_pool", bn_relu_pool),
 };
 #undef TR_OP
 
