@@ -3,7 +3,7 @@
 // with fusion against one without, bit for bit in f32.
 #include <gtest/gtest.h>
 
-#include <set>
+#include <map>
 
 #include "framework/graph/memory_plan.h"
 #include "framework/graph/model_builder.h"
@@ -27,8 +27,6 @@ struct NodeTally {
   int two_grad_relu = 0;   // ReluBwd with a second gradient
   int pool_stats = 0;      // MaxPoolFwd with the BatchNorm statistics
   int bn_pool = 0;         // BnReluPool
-  int pooled_dy = 0;       // BnReluBwdReduce / BnReluBwdApply taking a pooled dy
-  int pool_bwd = 0;        // MaxPoolBwd nodes left in the training graphs
   int add = 0;             // Add nodes left in the training graphs
   int bn_stats = 0;        // BnStats nodes left in the training graphs
   int bn_apply = 0;        // BnReluApply nodes left in the training graphs
@@ -43,9 +41,6 @@ NodeTally tally(const CompiledModel& m) {
       t.two_grad_relu += n.op == OpKind::ReluBwd && n.in.size() == 3;
       t.pool_stats += n.op == OpKind::MaxPoolFwd && n.out.size() == 3;
       t.bn_pool += n.op == OpKind::BnReluPool;
-      t.pooled_dy += (n.op == OpKind::BnReluBwdReduce && n.in.size() == 5) ||
-                     (n.op == OpKind::BnReluBwdApply && n.in.size() == 7);
-      t.pool_bwd += n.op == OpKind::MaxPoolBwd;
       t.add += n.op == OpKind::Add;
       t.bn_stats += n.op == OpKind::BnStats;
       t.bn_apply += n.op == OpKind::BnReluApply;
@@ -66,15 +61,14 @@ CompiledModel build(const std::string& model, bool fusion) {
 // backward is not a ReluBwd). The cnn's three BatchNorms right after a 2x2
 // max pool take their statistics from the pool (the training forward runs in
 // one graph). vgg16bn's five BatchNorm + ReLU + 2x2 pools become one node each
-// (the ResNet stem's pool is 3x3), and their pools' backward goes into the
-// BatchNorm backward. The mlp has nothing to merge.
+// (the ResNet stem's pool is 3x3). The mlp has nothing to merge.
 TEST(Fusion, MergesEveryPair) {
   struct Want {
     const char* model;
-    int bn_add, add_relu_bwd, pool_stats, bn_pool, pool_bn_bwd;
+    int bn_add, add_relu_bwd, pool_stats, bn_pool;
   };
-  for (const Want& w : {Want{"resnet18", 8, 7, 0, 0, 0}, Want{"resnet50", 16, 15, 0, 0, 0},
-                        Want{"vgg16bn", 0, 0, 0, 5, 5}, Want{"cnn", 0, 0, 3, 0, 0}, Want{"mlp", 0, 0, 0, 0, 0}}) {
+  for (const Want& w : {Want{"resnet18", 8, 7, 0, 0}, Want{"resnet50", 16, 15, 0, 0}, Want{"vgg16bn", 0, 0, 0, 5},
+                        Want{"cnn", 0, 0, 3, 0}, Want{"mlp", 0, 0, 0, 0}}) {
     SCOPED_TRACE(w.model);
     const CompiledModel fused = build(w.model, true), plain = build(w.model, false);
     const FusionCounts& n = fused.fusions;
@@ -82,95 +76,56 @@ TEST(Fusion, MergesEveryPair) {
     EXPECT_EQ(n.add_relu_bwd, w.add_relu_bwd);
     EXPECT_EQ(n.pool_stats, w.pool_stats);
     EXPECT_EQ(n.bn_pool, w.bn_pool);
-    EXPECT_EQ(n.pool_bn_bwd, w.pool_bn_bwd);
-    const FusionCounts& q = plain.fusions;
-    EXPECT_EQ(q.bn_add + q.add_relu_bwd + q.pool_stats + q.bn_pool + q.pool_bn_bwd, 0);
+    EXPECT_EQ(plain.fusions.bn_add + plain.fusions.add_relu_bwd + plain.fusions.pool_stats + plain.fusions.bn_pool, 0);
     const NodeTally f = tally(fused), p = tally(plain);
     EXPECT_EQ(f.residual_apply, w.bn_add);
     EXPECT_EQ(f.two_grad_relu, w.add_relu_bwd);
     EXPECT_EQ(f.pool_stats, w.pool_stats);
     EXPECT_EQ(f.bn_pool, w.bn_pool);
-    EXPECT_EQ(f.pooled_dy, 2 * w.pool_bn_bwd);
-    EXPECT_EQ(p.residual_apply + p.two_grad_relu + p.pool_stats + p.bn_pool + p.pooled_dy, 0);
-    EXPECT_EQ(p.pool_bwd - f.pool_bwd, w.pool_bn_bwd) << "each pool backward fusion removes one MaxPoolBwd";
+    EXPECT_EQ(p.residual_apply + p.two_grad_relu + p.pool_stats + p.bn_pool, 0);
     EXPECT_EQ(p.add - f.add, w.bn_add + w.add_relu_bwd) << "each fusion removes one Add";
     EXPECT_EQ(p.bn_stats - f.bn_stats, w.pool_stats) << "each pool fusion removes one BnStats";
     EXPECT_EQ(p.bn_apply - f.bn_apply, w.bn_pool) << "each BatchNorm + pool fusion removes one BnReluApply";
     EXPECT_EQ(plain.cg.total_nodes() - fused.cg.total_nodes(),
-              size_t(w.bn_add + w.add_relu_bwd + w.pool_stats + w.bn_pool + w.pool_bn_bwd));
+              size_t(w.bn_add + w.add_relu_bwd + w.pool_stats + w.bn_pool));
   }
 }
 
-// The BatchNorm + pool leaves y unstored, and its backward leaves dy (the
-// pool's gradient) unstored: no node of any graph reads or writes either, and
-// the memory plan gives them no place. (Fusion only rewrites nodes, so tensor
-// ids are those of the unfused build.)
-TEST(Fusion, BatchNormPoolLeavesItsOutputAndGradientUnstored) {
+// The BatchNorm + pool leaves y unstored: no node of any graph reads or
+// writes it, the memory plan gives it no place, and each pool's backward
+// reads the BatchNorm's input for the shape instead. (Fusion only rewrites
+// nodes, so tensor ids are those of the unfused build.)
+TEST(Fusion, BatchNormPoolLeavesItsOutputUnstored) {
   const CompiledModel fused = build("vgg16bn", true), plain = build("vgg16bn", false);
-  std::set<TensorId> gone;  // pooled BatchNorm outputs and their pools' dx, in the unfused build
-  int pools = 0;
+  std::map<TensorId, TensorId> y_to_x;  // pooled BatchNorm outputs of the unfused build -> the BatchNorm's input
   for (const Node& pool : plain.cg.nodes(GraphId::DEEP_FWD_BWD)) {
-    if (pool.kind != Node::Kind::Compute) continue;
-    if (pool.op == OpKind::MaxPoolBwd) gone.insert(pool.out[0]);
-    if (pool.op != OpKind::MaxPoolFwd) continue;
+    if (pool.kind != Node::Kind::Compute || pool.op != OpKind::MaxPoolFwd) continue;
     for (const Node& bn : plain.cg.nodes(GraphId::DEEP_FWD_BWD))
-      if (bn.kind == Node::Kind::Compute && bn.op == OpKind::BnReluApply && bn.out[0] == pool.in[0]) {
-        gone.insert(bn.out[0]);
-        ++pools;
-      }
+      if (bn.kind == Node::Kind::Compute && bn.op == OpKind::BnReluApply && bn.out[0] == pool.in[0])
+        y_to_x[bn.out[0]] = bn.in[0];
   }
-  ASSERT_EQ(pools, 5);
-  ASSERT_EQ(gone.size(), 10u);
+  ASSERT_EQ(y_to_x.size(), 5u);
+  int pool_bwd_from_x = 0;
   for (int g = 0; g < kGraphIdCount; ++g)
     for (const Node& n : fused.cg.nodes(GraphId(g))) {
       if (n.kind != Node::Kind::Compute) continue;
-      for (TensorId t : n.in) EXPECT_EQ(gone.count(t), 0u) << n.label << " reads " << fused.cg.tensor(t).name;
-      for (TensorId t : n.out) EXPECT_EQ(gone.count(t), 0u) << n.label << " writes " << fused.cg.tensor(t).name;
+      for (TensorId t : n.in) EXPECT_EQ(y_to_x.count(t), 0u) << n.label << " reads " << fused.cg.tensor(t).name;
+      for (TensorId t : n.out) EXPECT_EQ(y_to_x.count(t), 0u) << n.label << " writes " << fused.cg.tensor(t).name;
+      if (n.op != OpKind::MaxPoolBwd) continue;
+      for (const auto& [y, x] : y_to_x) pool_bwd_from_x += n.in[1] == x;
     }
+  EXPECT_EQ(pool_bwd_from_x, 5);
   std::array<VariantDims, kVariantCount> dims{};
   dims[size_t(Variant::TrainBase)] = VariantDims{4, 4, 32, 32};
   const PlanSet pf = plan_memory(fused, dims, 4096), pp = plan_memory(plain, dims, 4096);
-  for (TensorId t : gone) {
-    EXPECT_EQ(pf.plan(Variant::TrainBase).offset_of(t), -1) << fused.cg.tensor(t).name;
-    EXPECT_GE(pp.plan(Variant::TrainBase).offset_of(t), 0) << plain.cg.tensor(t).name;
+  for (const auto& [y, x] : y_to_x) {
+    EXPECT_EQ(pf.plan(Variant::TrainBase).offset_of(y), -1) << fused.cg.tensor(y).name;
+    EXPECT_GE(pp.plan(Variant::TrainBase).offset_of(y), 0) << plain.cg.tensor(y).name;
   }
   EXPECT_LT(pf.activation_no_reuse_bytes, pp.activation_no_reuse_bytes);
   std::printf("[ fusion ] vgg16bn width 0.125, batch 4: activations %lld B without reuse fused, %lld B unfused\n",
               static_cast<long long>(pf.activation_no_reuse_bytes),
               static_cast<long long>(pp.activation_no_reuse_bytes));
-}
-
-// The BatchNorm backward with a pooled dy (dp and the winners) against
-// MaxPoolBwd then the BatchNorm backward, bit for bit; odd H and W included.
-TEST(Fusion, BatchNormBackwardTakesThePooledGradient) {
-  Rng rng(65);
-  for (DType t : {DType::F32, DType::F16, DType::F64})
-    for (const Shape& xs : {Shape{2, 6, 4, 8}, Shape{3, 5, 7, 3}}) {
-      SCOPED_TRACE(cat(dtype_name(t), " ", xs.str()));
-      test::BnChain bn(t, xs, rng, true, 2);
-      bn.forward();
-      const Shape ps{xs[0], xs[1] / 2, xs[2] / 2, xs[3]};
-      HostTensor p(t, ps), argmax(DType::U8, ps), dy(t, xs);
-      OpRunner pool = bn.run;
-      pool.attrs.kernel = 2;
-      pool.attrs.stride = 2;
-      pool.run(maxpool_fwd_cpu, {&bn.y}, {&p, &argmax});
-      const HostTensor dp = test::random_tensor(t, ps, rng, -1, 1);
-      pool.run(maxpool_bwd_cpu, {&dp, &bn.y, &argmax}, {&dy});
-      bn.backward(dy);  // the unfused BatchNorm backward: bn.dgamma, bn.dbeta, bn.dsums, bn.dx
-      HostTensor dgamma(bn.dgamma.dtype(), bn.dgamma.shape()), dbeta(bn.dbeta.dtype(), bn.dbeta.shape());
-      HostTensor dsums(bn.dsums.dtype(), bn.dsums.shape()), dx(t, xs);
-      bn.run.run(bn_relu_bwd_reduce_cpu, {&dp, &bn.affine, &bn.x, &bn.batch, &argmax}, {&dgamma, &dbeta, &dsums});
-      bn.run.run(bn_relu_bwd_apply_cpu, {&dp, &bn.affine, &bn.x, &bn.batch, &bn.gamma, &dsums, &argmax}, {&dx});
-      EXPECT_TRUE(test::bitwise_equal(dgamma, bn.dgamma));
-      EXPECT_TRUE(test::bitwise_equal(dbeta, bn.dbeta));
-      EXPECT_TRUE(test::bitwise_equal(dsums, bn.dsums));
-      EXPECT_TRUE(test::bitwise_equal(dx, bn.dx));
-      // A dy of x's shape where the pooled one belongs is refused.
-      EXPECT_THROW(bn.run.run(bn_relu_bwd_reduce_cpu, {&dy, &bn.affine, &bn.x, &bn.batch, &argmax},
-                              {&dgamma, &dbeta, &dsums}),
-                   Error);
-    }
 }
 
 // g = ReluBwd(a, y, b) gives the bits of ReluBwd(Add(a, b), y), f16 included.

@@ -176,69 +176,6 @@ TEST_F(OpsGpuPool, BnReluPoolIsApplyThenPool) {
       }
 }
 
-// The BatchNorm backward with the pooled gradient (dp and the winners in dy's
-// place): the bits of MaxPoolBwd then BnReluBwdReduce / BnReluBwdApply on the
-// GPU, and the same bits on a second run. The forward (statistics, affine,
-// winners) comes from the GPU's own ops.
-TEST_F(OpsGpuPool, BnBackwardTakesThePooledGradient) {
-  Rng rng(14);
-  const Shape shapes[] = {{4, 28, 28, 64}, {2, 7, 9, 16}, {2, 5, 6, 5}, {2, 56, 56, 128}};
-  for (DType t : {F32, F16})
-    for (const Shape& s : shapes) {
-      const int64_t C = s[3];
-      const Shape ps = pooled(s, {2, 2, 0});
-      const std::string name = cat(tname("BnReluBwd pooled", t), " x", s.str());
-      SCOPED_TRACE(name);
-      Case f;
-      f.attrs = win_attrs({2, 2, 0});
-      f.attrs.eps = 1e-3f;
-      f.variant = VariantDims{s[0], s[0], 0, 0};
-      const HostTensor x = rnd(t, s, rng, -1, 2), gamma = rnd(t, Shape{C}, rng, 0.5, 1.5);
-      Case st = f;
-      st.in = {x};
-      st.out = {HostTensor(DType::F32, Shape{2, C})};
-      const HostTensor sums = run_gpu(bn_stats_cuda, st)[0];
-      Case fwd = f;
-      fwd.in = {x, sums, gamma, rnd(t, Shape{C}, rng, -0.5, 0.5)};
-      fwd.out = {HostTensor(t, ps), HostTensor(DType::U8, ps), HostTensor(DType::F32, Shape{2, C}),
-                 HostTensor(DType::F32, Shape{2, C})};
-      const std::vector<HostTensor> y = run_gpu(bn_relu_pool_cuda, fwd);  // p, argmax, batch, affine
-      const HostTensor dp = with_negative_zeros(rnd(t, ps, rng));
-      Case pb = f;  // the unfused path: dy = MaxPoolBwd(dp, x, argmax), then the two ops
-      pb.in = {dp, x, y[1]};
-      pb.out = {HostTensor(t, s)};
-      const HostTensor dy = run_gpu(maxpool_bwd_cuda, pb)[0];
-      const std::vector<HostTensor> sums_out = {HostTensor(t, Shape{C}), HostTensor(t, Shape{C}),
-                                                HostTensor(DType::F32, Shape{2, C})};
-      Case red = f;
-      red.in = {dy, y[3], x, y[2]};
-      red.out = sums_out;
-      const std::vector<HostTensor> want_red = run_gpu(bn_relu_bwd_reduce_cuda, red);
-      Case app = f;
-      app.in = {dy, y[3], x, y[2], gamma, want_red[2]};
-      app.out = {HostTensor(t, s)};
-      const HostTensor want_dx = run_gpu(bn_relu_bwd_apply_cuda, app)[0];
-      Case fred = red;  // the fused path
-      fred.in = {dp, y[3], x, y[2], y[1]};
-      const std::vector<HostTensor> got_red = run_gpu(bn_relu_bwd_reduce_cuda, fred),
-                                    again_red = run_gpu(bn_relu_bwd_reduce_cuda, fred);
-      Case fapp = app;
-      fapp.in = {dp, y[3], x, y[2], gamma, got_red[2], y[1]};
-      const HostTensor got_dx = run_gpu(bn_relu_bwd_apply_cuda, fapp)[0], again_dx = run_gpu(bn_relu_bwd_apply_cuda, fapp)[0];
-      int64_t differ = differing_elements(got_dx, want_dx);
-      for (size_t i = 0; i < got_red.size(); ++i) {
-        differ += differing_elements(got_red[i], want_red[i]);
-        EXPECT_EQ(differing_elements(got_red[i], want_red[i]), 0) << "reduce output " << i;
-        EXPECT_TRUE(bitwise_equal(got_red[i], again_red[i])) << "reduce output " << i << " differs between two runs";
-      }
-      EXPECT_EQ(differing_elements(got_dx, want_dx), 0);
-      EXPECT_TRUE(bitwise_equal(got_dx, again_dx));
-      std::printf("[ bn pool ] %s: %lld of %lld elements differ from MaxPoolBwd + BnReluBwdReduce/Apply\n",
-                  name.c_str(), static_cast<long long>(differ),
-                  static_cast<long long>(got_dx.numel() + 4 * C));
-    }
-}
-
 // Any other window: the general kernels. The ResNet-50 stem (3x3/s2/p1 on
 // 112x112x64) at batch 2; overlapping windows (3x3/s1/p1, 2x2/s1, 5x5/s2/p2:
 // up to 9 outputs per input); a stride larger than the window; the largest pad

@@ -1,4 +1,4 @@
-// Note [fusion] (fusion.h): the node-pair fusions.
+// Note [fusion] (fusion.h): the four node-pair fusions.
 #include "framework/graph/fusion.h"
 
 #include <map>
@@ -160,45 +160,6 @@ FusionCounts fuse_one(const ComputationGraph& cg, std::vector<Node>& nodes, cons
   return c;
 }
 
-// The 2x2 max pool's backward into the BatchNorm backward before it (after
-// BnReluPool, whose pool backward reads the BatchNorm's x for the shape): the
-// BatchNorm's two backward nodes take the pooled gradient and the winners, and
-// dy is never stored. Returns how many pools' backward went.
-int fuse_pool_backward(const ComputationGraph& cg, std::vector<Node>& nodes, const std::vector<int>& readers) {
-  int fused = 0;
-  std::vector<bool> drop(nodes.size(), false);
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    const Node& m = nodes[i];
-    if (!on_own_stream(m) || m.op != OpKind::MaxPoolBwd || m.in.size() != 3 || m.out.size() != 1 ||
-        m.attrs.kernel != 2 || m.attrs.stride != 2 || m.attrs.pad != 0 || cg.tensor(m.in[2]).dtype != DType::U8)
-      continue;
-    const TensorId dy = m.out[0];
-    if (readers[size_t(dy)] != 2) continue;
-    size_t reduce = 0, apply = 0;
-    for (size_t k = i + 1; k < nodes.size(); ++k) {
-      const Node& n = nodes[k];
-      if (!on_own_stream(n) || n.in.empty() || n.in[0] != dy) continue;
-      if (n.op == OpKind::BnReluBwdReduce && n.in.size() == 4 && n.in[2] == m.in[1]) reduce = k;
-      if (n.op == OpKind::BnReluBwdApply && n.in.size() == 6 && n.in[2] == m.in[1]) apply = k;
-    }
-    if (reduce == 0 || apply <= reduce || !clear_between(cg, nodes, i, reduce, m) ||
-        !clear_between(cg, nodes, reduce, apply, m))
-      continue;
-    for (size_t k : {reduce, apply}) {
-      nodes[k].in[0] = m.in[0];
-      nodes[k].in.push_back(m.in[2]);
-      nodes[k].label = m.label + "+" + nodes[k].label;
-    }
-    drop[i] = true;
-    ++fused;
-  }
-  std::vector<Node> kept;
-  for (size_t i = 0; i < nodes.size(); ++i)
-    if (!drop[i]) kept.push_back(std::move(nodes[i]));
-  nodes = std::move(kept);
-  return fused;
-}
-
 }  // namespace
 
 FusionCounts fuse_graph(ComputationGraph& cg) {
@@ -229,17 +190,6 @@ FusionCounts fuse_graph(ComputationGraph& cg) {
       }
       if (changed) cg.set_nodes(GraphId(g), std::move(nodes));
     }
-  // Then those pools' backward into the BatchNorm backward.
-  if (total.bn_pool > 0) {
-    const std::vector<int> now_read = reader_counts(cg);
-    for (int g = 0; g < kGraphIdCount; ++g) {
-      std::vector<Node> nodes = cg.nodes(GraphId(g));
-      const int n = fuse_pool_backward(cg, nodes, now_read);
-      if (n == 0) continue;
-      cg.set_nodes(GraphId(g), std::move(nodes));
-      total.pool_bn_bwd += n;
-    }
-  }
   return total;
 }
 

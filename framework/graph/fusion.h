@@ -16,9 +16,6 @@
 //          -> p, argmax, batch, affine = BnReluPool(x, sums, gamma, beta)
 //             when only pools read y (their backward, from the winners, takes
 //             y's shape: it now reads x instead), so y is never stored
-//   backward: dy = MaxPoolBwd(dp, x, argmax) of such a BnReluPool, then
-//             BnReluBwdReduce(dy, ..., x, ...) and BnReluBwdApply(dy, ...)
-//          -> both take (dp, ..., argmax): dy is never stored
 //   backward: s = Add(a, b), the gradient fan-in of a tensor, then
 //             g = ReluBwd(s, y)                     (the ReLU that produced it)
 //          -> g = ReluBwd(a, y, b)
@@ -29,17 +26,16 @@
 // and last fuse only when the intermediate tensor has no other reader in any
 // graph; the BatchNorm + pool when only pools read it. The pool and its
 // statistics take the pool's place: they read only x, and y keeps its readers
-// (the BatchNorm's apply and backward). The pool's backward goes into the
-// BatchNorm's two backward nodes when they alone read dy. Every pair fuses
-// only when both nodes run on their graph's own stream and nothing in between
-// touches the moved node's tensors.
+// (the BatchNorm's apply and backward). Every pair fuses only when both nodes
+// run on their graph's own stream and nothing in between touches the moved
+// node's tensors.
 //
-// Bits: the fan-in fusion rounds exactly as Add then ReluBwd do; the pool's
+// Bits: the backward fusion rounds exactly as Add then ReluBwd do; the pool's
 // statistics are BnStats's own sums (on the GPU its grid and order); the
-// BatchNorm + pool rounds y as BnReluApply stores it before the max, and its
-// backward forms each dy as MaxPoolBwd stores it. The BatchNorm + residual one
-// rounds the BatchNorm's output and the residual's sum once instead of twice:
-// the same bits in f32 and f64, slightly more accurate in f16.
+// BatchNorm + pool rounds y as BnReluApply stores it before the max. The
+// BatchNorm + residual one rounds the BatchNorm's output and the residual's
+// sum once instead of twice: the same bits in f32 and f64, slightly more
+// accurate in f16.
 // Either way eager, partial and full capture run the same nodes, so the modes
 // stay bit-identical with fusion on or off.
 #include "framework/graph/computation_graph.h"
@@ -52,7 +48,6 @@ struct FusionCounts {
   int add_relu_bwd = 0;  // Add + ReluBwd
   int pool_stats = 0;    // MaxPoolFwd + BnStats
   int bn_pool = 0;       // BnReluApply + MaxPoolFwd
-  int pool_bn_bwd = 0;   // MaxPoolBwd into BnReluBwdReduce + BnReluBwdApply
 };
 
 FusionCounts fuse_graph(ComputationGraph& cg);

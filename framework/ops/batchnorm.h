@@ -12,13 +12,6 @@
 //                    g = dy * (scale * x + shift > 0); dsums = (sum g, sum g*xhat); dgamma = dsums[1], dbeta = dsums[0]
 //   BnReluBwdApply:  dy, affine, x, batch, gamma, dsums  -> dx
 //                    dx = gamma*rstd*(g - dsums[0]/count - xhat*dsums[1]/count)
-//   BnReluBwdReduce and BnReluBwdApply may take dy pooled: dp[N,H/2,W/2,C] in
-//                    dy's place and the winners argmax u8 (dp's shape) as a
-//                    last input, for x [N,H,W,C] that a 2x2 max pool of stride 2
-//                    read (BnReluPool): dy = MaxPoolBwd(dp, x, argmax), dp at
-//                    each window's winner and 0 elsewhere, never stored (the
-//                    fusion of the pool's backward, Note [fusion]). The same
-//                    bits as MaxPoolBwd then the op.
 //   BnReluApply may take a fifth input, residual (x's shape):
 //                    y = relu(scale * x + shift + residual), the sum rounded once to T
 //                    (the fusion of a BatchNorm and the residual Add + ReLU after it,

@@ -7,12 +7,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstddef>
 #include <initializer_list>
-#include <vector>
 
 #include "framework/ops/cpu_kernel_util.h"
-#include "framework/ops/pool.h"
 
 namespace tr {
 namespace {
@@ -243,19 +240,6 @@ int64_t check_act(const Shape& x, const char* op, const char* what) {
 void check_same(const Shape& a, const Shape& x, const char* op, const char* what) {
   TR_USER_CHECK(a == x, op, ": ", what, " ", a.str(), " must match x ", x.str());
 }
-// dy of the BatchNorm backward: as given, or (pooled form, bwd_pooled_dy) the
-// 2x2 max pool's dp[N,H/2,W/2,C] and winners argmax (same shape) for x's shape.
-void check_dy(const ShapeCtx& c, const Shape& x, int argmax_at, const char* op) {
-  if (c.n_in <= argmax_at) {
-    check_same(c.in[0], x, op, "dy");
-    return;
-  }
-  TR_USER_CHECK(x.rank == 4 && x[1] >= 2 && x[2] >= 2, op, ": a pooled dy needs x [N,H,W,C] with H, W >= 2, got ",
-                x.str());
-  const Shape pooled{x[0], x[1] / 2, x[2] / 2, x[3]};
-  TR_USER_CHECK(c.in[0] == pooled && c.in[argmax_at] == pooled, op, ": the pooled dy and its winners must be ",
-                pooled.str(), " for x ", x.str(), ", got ", c.in[0].str(), " and ", c.in[argmax_at].str());
-}
 void check_vec(const Shape& s, int64_t C, const char* op, const char* what) {
   TR_USER_CHECK(s.rank == 1 && s[0] == C, op, ": ", what, " must be [", C, "], got ", s.str());
 }
@@ -287,10 +271,10 @@ void bn_relu_apply_shapes(const ShapeCtx& c, Shape* out, int n_out) {
 
 void bn_relu_bwd_reduce_shapes(const ShapeCtx& c, Shape* out, int n_out) {
   const char* op = "bn_relu_bwd_reduce";
-  TR_CHECK((c.n_in == 4 || c.n_in == 5) && n_out == 3, op, ": arity");
+  TR_CHECK(c.n_in == 4 && n_out == 3, op, ": arity");
   const Shape& x = c.in[2];
   const int64_t C = check_act(x, op, "x");
-  check_dy(c, x, 4, op);
+  check_same(c.in[0], x, op, "dy");
   check_pair(c.in[1], C, op, "affine");
   check_pair(c.in[3], C, op, "batch");
   out[0] = Shape{C};
@@ -300,10 +284,10 @@ void bn_relu_bwd_reduce_shapes(const ShapeCtx& c, Shape* out, int n_out) {
 
 void bn_relu_bwd_apply_shapes(const ShapeCtx& c, Shape* out, int n_out) {
   const char* op = "bn_relu_bwd_apply";
-  TR_CHECK((c.n_in == 6 || c.n_in == 7) && n_out == 1, op, ": arity");
+  TR_CHECK(c.n_in == 6 && n_out == 1, op, ": arity");
   const Shape& x = c.in[2];
   const int64_t C = check_act(x, op, "x");
-  check_dy(c, x, 6, op);
+  check_same(c.in[0], x, op, "dy");
   check_pair(c.in[1], C, op, "affine");
   check_pair(c.in[3], C, op, "batch");
   check_vec(c.in[4], C, op, "gamma");
@@ -353,41 +337,7 @@ void bn_relu_apply_cpu(const OpCall& c) {
   cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { apply_impl<typename decltype(tag)::type>(c, d); });
 }
 
-namespace {
-
-// The pooled form (dp, ..., argmax): dy = MaxPoolBwd(dp, x, argmax) into a
-// buffer of this rank thread's, then the call with dy, so the fused op gives
-// the pair's bits by construction.
-template <typename F>
-void with_unpooled_dy(const OpCall& c, int argmax_at, const char* op, F&& f) {
-  if (c.n_in <= argmax_at) {
-    f(c);
-    return;
-  }
-  const TensorRef& x = c.in[2];
-  TR_CHECK(c.n_in == argmax_at + 1, op, ": expected ", argmax_at, " inputs, or ", argmax_at + 1,
-           " with a pooled dy, got ", c.n_in);
-  TR_CHECK(x.shape.rank == 4 && x.shape[1] >= 2 && x.shape[2] >= 2, op,
-           ": a pooled dy needs x [N,H,W,C] with H, W >= 2, got ", x.shape.str());
-  const Shape pooled{x.shape[0], x.shape[1] / 2, x.shape[2] / 2, x.shape[3]};
-  TR_CHECK(c.in[0].shape == pooled && c.in[argmax_at].shape == pooled && c.in[argmax_at].dtype == DType::U8, op,
-           ": the pooled dy and its u8 winners must be ", pooled.str(), ", got ", c.in[0].shape.str(), " and ",
-           dtype_name(c.in[argmax_at].dtype), c.in[argmax_at].shape.str());
-  thread_local std::vector<std::byte> dy_buf;
-  dy_buf.resize(size_t(x.shape.numel()) * dtype_size(c.in[0].dtype));
-  const TensorRef dy{dy_buf.data(), c.in[0].dtype, x.shape};
-  OpAttrs window = c.attrs != nullptr ? *c.attrs : OpAttrs{};
-  window.kernel = 2;
-  window.stride = 2;
-  window.pad = 0;
-  const TensorRef pool_in[3] = {c.in[0], x, c.in[argmax_at]};
-  maxpool_bwd_cpu(OpCall{pool_in, 3, &dy, 1, &window, c.variant, c.env});
-  std::vector<TensorRef> in(c.in, c.in + argmax_at);
-  in[0] = dy;
-  f(OpCall{in.data(), argmax_at, c.out, c.n_out, c.attrs, c.variant, c.env});
-}
-
-void bn_relu_bwd_reduce_unpooled(const OpCall& c) {
+void bn_relu_bwd_reduce_cpu(const OpCall& c) {
   const char* op = "bn_relu_bwd_reduce";
   cpu::check_arity(c, op, 4, 4, 3, 3);
   const BnDims d = bn_dims(c, c.in[2], op);
@@ -398,7 +348,7 @@ void bn_relu_bwd_reduce_unpooled(const OpCall& c) {
   cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { bwd_reduce_impl<typename decltype(tag)::type>(c, d); });
 }
 
-void bn_relu_bwd_apply_unpooled(const OpCall& c) {
+void bn_relu_bwd_apply_cpu(const OpCall& c) {
   const char* op = "bn_relu_bwd_apply";
   cpu::check_arity(c, op, 6, 6, 1, 1);
   const BnDims d = bn_dims(c, c.in[2], op);
@@ -407,16 +357,6 @@ void bn_relu_bwd_apply_unpooled(const OpCall& c) {
   check_act_shape(c.out[0], c.in[2].shape, op, "dx");
   cpu::check_numel(c.in[4], d.C, op, "gamma");
   cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { bwd_apply_impl<typename decltype(tag)::type>(c, d); });
-}
-
-}  // namespace
-
-void bn_relu_bwd_reduce_cpu(const OpCall& c) {
-  with_unpooled_dy(c, 4, "bn_relu_bwd_reduce", bn_relu_bwd_reduce_unpooled);
-}
-
-void bn_relu_bwd_apply_cpu(const OpCall& c) {
-  with_unpooled_dy(c, 6, "bn_relu_bwd_apply", bn_relu_bwd_apply_unpooled);
 }
 
 void bn_relu_infer_cpu(const OpCall& c) {

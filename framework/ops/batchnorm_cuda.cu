@@ -94,47 +94,6 @@ __global__ void bn_relu_apply_kernel(const T* __restrict__ x, const float* __res
   });
 }
 
-// Where the backward's dy comes from. DenseDy: dy[rows, C] as stored.
-// PooledDy: the gradient of the 2x2 max pool after the BatchNorm, from its
-// pooled gradient dp[N,H/2,W/2,C] and recorded winners (same shape): dp at the
-// window's winner, 0 elsewhere and in a last odd row or column, the values
-// MaxPoolBwd would have stored (the fusion of the two, Note [fusion]).
-template <typename T>
-struct DenseDy {
-  const T* dy;
-  int64_t C;
-  template <int VEC>
-  __device__ __forceinline__ Vec<T, VEC> load(int64_t r, int64_t c0) const {
-    return load_raw<T, VEC>(dy + r * C + c0);
-  }
-};
-
-template <typename T>
-struct PooledDy {
-  const T* dp;
-  const uint8_t* argmax;
-  int64_t H, W, C;
-  template <int VEC>
-  __device__ __forceinline__ Vec<T, VEC> load(int64_t r, int64_t c0) const {
-    const int64_t w = r % W, t = r / W;
-    const int64_t h = t % H, n = t / H;
-    const int64_t Ho = H / 2, Wo = W / 2;
-    Vec<T, VEC> out;
-#pragma unroll
-    for (int i = 0; i < VEC; ++i) out.v[i] = from_f<T>(0.f);
-    if (h < 2 * Ho && w < 2 * Wo) {
-      const int64_t o = ((n * Ho + h / 2) * Wo + w / 2) * C + c0;
-      const Vec<T, VEC> d = load_raw<T, VEC>(dp + o);
-      const Vec<uint8_t, VEC> a = *reinterpret_cast<const Vec<uint8_t, VEC>*>(argmax + o);
-      const uint8_t k = uint8_t((h & 1) * 2 + (w & 1));
-#pragma unroll
-      for (int i = 0; i < VEC; ++i)
-        if (a.v[i] == k) out.v[i] = d.v[i];
-    }
-    return out;
-  }
-};
-
 // Per-thread (scale, shift) of its VEC channels from the forward's affine.
 template <int VEC>
 __device__ __forceinline__ void load_affine(const float* affine, int64_t C, int64_t c0, float (&sc)[VEC],
@@ -147,8 +106,8 @@ __device__ __forceinline__ void load_affine(const float* affine, int64_t C, int6
 }
 
 // g = dy * (scale * x + shift > 0); sums (g, g * xhat)
-template <typename T, int VEC, typename Dy>
-__global__ void bn_relu_bwd_reduce_kernel(Dy dy, const float* __restrict__ affine,
+template <typename T, int VEC>
+__global__ void bn_relu_bwd_reduce_kernel(const T* __restrict__ dy, const float* __restrict__ affine,
                                           const T* __restrict__ x, const float* __restrict__ batch, int64_t rows,
                                           int64_t C, float eps, bool relu, SumOut<T, 2> out) {
   grid_dependency_begin();
@@ -177,7 +136,7 @@ __global__ void bn_relu_bwd_reduce_kernel(Dy dy, const float* __restrict__ affin
 #pragma unroll
       for (int u = 0; u < N; ++u) {
         const int64_t off = (r + u * stride) * C + c0;
-        dv[u] = dy.template load<VEC>(r + u * stride, c0);
+        dv[u] = load_raw<T, VEC>(dy + off);
         xv[u] = load_raw<T, VEC>(x + off);
       }
 #pragma unroll
@@ -195,9 +154,9 @@ __global__ void bn_relu_bwd_reduce_kernel(Dy dy, const float* __restrict__ affin
 }
 
 // dx = gamma * rstd * (g - dsums0/count - xhat * dsums1/count)
-template <typename T, int VEC, typename Dy>
+template <typename T, int VEC>
 __global__ void __launch_bounds__(kChannelBlockThreads, 4)
-    bn_relu_bwd_apply_kernel(Dy dy, const float* __restrict__ affine, const T* __restrict__ x,
+    bn_relu_bwd_apply_kernel(const T* __restrict__ dy, const float* __restrict__ affine, const T* __restrict__ x,
                              const float* __restrict__ batch, const T* __restrict__ gamma,
                              const float* __restrict__ dsums, T* __restrict__ dx, int64_t rows, int64_t C,
                              double inv_count, float eps, bool relu) {
@@ -224,7 +183,7 @@ __global__ void __launch_bounds__(kChannelBlockThreads, 4)
 #pragma unroll
     for (int u = 0; u < N; ++u) {
       const int64_t off = (r + u * stride) * C + c0;
-      dv[u] = dy.template load<VEC>(r + u * stride, c0);
+      dv[u] = load_raw<T, VEC>(dy + off);
       xv[u] = load_raw<T, VEC>(x + off);
     }
 #pragma unroll
@@ -302,39 +261,6 @@ void check_activation(const TensorRef& t, const TensorRef& like, const char* op,
            t.shape.str(), ", expected ", dtype_name(like.dtype), like.shape.str());
 }
 
-// The backward's dy: dense (c.in[0] like x), or pooled when the call has one
-// input more, at argmax_at: c.in[0] = dp[N,H/2,W/2,C] and c.in[argmax_at] its
-// u8 winners (batchnorm.h). Checks them, then calls f(source, its pointers).
-template <typename T, typename F>
-void with_dy(const OpCall& c, int argmax_at, const TensorRef& x, const char* op, F&& f) {
-  const TensorRef& dy = c.in[0];
-  if (c.n_in == argmax_at) {
-    check_activation(dy, x, op, "dy");
-    f(DenseDy<T>{dy.as<T>(), x.shape[x.shape.rank - 1]}, dy.data, static_cast<const void*>(nullptr));
-    return;
-  }
-  TR_CHECK(c.n_in == argmax_at + 1, op, ": expected ", argmax_at, " inputs, or ", argmax_at + 1,
-           " with a pooled dy, got ", c.n_in);
-  TR_CHECK(x.shape.rank == 4 && x.shape[1] >= 2 && x.shape[2] >= 2, op,
-           ": a pooled dy needs x [N,H,W,C] with H, W >= 2, got ", x.shape.str());
-  const int64_t H = x.shape[1], W = x.shape[2], C = x.shape[3];
-  const Shape pooled{x.shape[0], H / 2, W / 2, C};
-  const TensorRef& argmax = c.in[argmax_at];
-  TR_CHECK(dy.dtype == x.dtype && dy.shape == pooled, op, ": the pooled dy is ", dtype_name(dy.dtype),
-           dy.shape.str(), ", expected ", dtype_name(x.dtype), pooled.str());
-  TR_CHECK(argmax.dtype == DType::U8 && argmax.shape == pooled, op, ": the winners are ", dtype_name(argmax.dtype),
-           argmax.shape.str(), ", expected u8", pooled.str());
-  f(PooledDy<T>{dy.as<T>(), static_cast<const uint8_t*>(argmax.data), H, W, C}, dy.data,
-    static_cast<const void*>(argmax.data));
-}
-
-// pick_vec for the backward: the winners, when given, take VEC bytes a load.
-template <typename T>
-int pick_bwd_vec(int64_t C, std::initializer_list<const void*> ptrs, const void* argmax) {
-  const int v = pick_vec<T>(C, ptrs);
-  return argmax != nullptr && !aligned_to(argmax, size_t(v)) ? 1 : v;
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------- launchers
@@ -402,8 +328,8 @@ void bn_relu_apply_cuda(const OpCall& c) {
 
 void bn_relu_bwd_reduce_cuda(const OpCall& c) {
   const char* op = "BnReluBwdReduce";
-  TR_CHECK(c.n_in == 4 || c.n_in == 5, op, ": expected 4 inputs, or 5 with a pooled dy, got ", c.n_in);
-  check_arity(c, c.n_in, 3, op);
+  check_arity(c, 4, 3, op);
+  const TensorRef& dy = c.in[0];
   const TensorRef& affine = c.in[1];
   const TensorRef& x = c.in[2];
   const TensorRef& batch = c.in[3];
@@ -411,6 +337,7 @@ void bn_relu_bwd_reduce_cuda(const OpCall& c) {
   const TensorRef& dbeta = c.out[1];
   const TensorRef& dsums = c.out[2];
   const RowsC rc = rows_c(x, op);
+  check_activation(dy, x, op, "dy");
   check_dtype(affine, DType::F32, op, "affine");
   check_numel(affine, 2 * rc.c, op, "affine");
   check_dtype(batch, DType::F32, op, "batch");
@@ -425,32 +352,29 @@ void bn_relu_bwd_reduce_cuda(const OpCall& c) {
   const bool relu = attrs_of(c, op).relu;
   dispatch_float(x.dtype, op, [&](auto tag) {
     using T = decltype(tag);
-    with_dy<T>(c, 4, x, op, [&](const auto& dy, const void* dy_data, const void* argmax) {
-      const int vec = pick_bwd_vec<T>(rc.c, {dy_data, x.data}, argmax);
-      const ChannelGrid g =
-          channel_grid(rc.rows, rc.c, vec, sm_count(gh), kReduceBlocksPerSm, kMinRowsPerThread);
-      SumOut<T, 2> out;
-      out.partial = static_cast<float*>(workspace(gh, sum_partial_bytes<2>(g, rc.c), op));
-      out.f32 = dsums.as<float>();
-      out.t[0] = dbeta.as<T>();   // dbeta  = sum g
-      out.t[1] = dgamma.as<T>();  // dgamma = sum g * xhat
-      using Dy = std::decay_t<decltype(dy)>;
-      auto launch = [&](auto vtag) {
-        constexpr int V = decltype(vtag)::value;
-        launch_kernel(c.env, {g.grid, g.block, sum_smem_bytes<2, V>()}, bn_relu_bwd_reduce_kernel<T, V, Dy>,
-            dy, affine.as<float>(), x.as<T>(), batch.as<float>(), rc.rows, rc.c, attrs_of(c, op).eps, relu, out);
-      };
-      if (vec == kBnVec<T>) launch(std::integral_constant<int, kBnVec<T>>{});
-      else launch(std::integral_constant<int, 1>{});
-      launch_finalize<T, 2>(g, rc.c, out, c.env);
-    });
+    const int vec = pick_vec<T>(rc.c, {dy.data, x.data});
+    const ChannelGrid g =
+        channel_grid(rc.rows, rc.c, vec, sm_count(gh), kReduceBlocksPerSm, kMinRowsPerThread);
+    SumOut<T, 2> out;
+    out.partial = static_cast<float*>(workspace(gh, sum_partial_bytes<2>(g, rc.c), op));
+    out.f32 = dsums.as<float>();
+    out.t[0] = dbeta.as<T>();   // dbeta  = sum g
+    out.t[1] = dgamma.as<T>();  // dgamma = sum g * xhat
+    auto launch = [&](auto vtag) {
+      constexpr int V = decltype(vtag)::value;
+      launch_kernel(c.env, {g.grid, g.block, sum_smem_bytes<2, V>()}, bn_relu_bwd_reduce_kernel<T, V>,
+          dy.as<T>(), affine.as<float>(), x.as<T>(), batch.as<float>(), rc.rows, rc.c, attrs_of(c, op).eps, relu, out);
+    };
+    if (vec == kBnVec<T>) launch(std::integral_constant<int, kBnVec<T>>{});
+    else launch(std::integral_constant<int, 1>{});
+    launch_finalize<T, 2>(g, rc.c, out, c.env);
   });
 }
 
 void bn_relu_bwd_apply_cuda(const OpCall& c) {
   const char* op = "BnReluBwdApply";
-  TR_CHECK(c.n_in == 6 || c.n_in == 7, op, ": expected 6 inputs, or 7 with a pooled dy, got ", c.n_in);
-  check_arity(c, c.n_in, 1, op);
+  check_arity(c, 6, 1, op);
+  const TensorRef& dy = c.in[0];
   const TensorRef& affine = c.in[1];
   const TensorRef& x = c.in[2];
   const TensorRef& batch = c.in[3];
@@ -458,6 +382,7 @@ void bn_relu_bwd_apply_cuda(const OpCall& c) {
   const TensorRef& dsums = c.in[5];
   const TensorRef& dx = c.out[0];
   const RowsC rc = rows_c(x, op);
+  check_activation(dy, x, op, "dy");
   check_dtype(affine, DType::F32, op, "affine");
   check_numel(affine, 2 * rc.c, op, "affine");
   check_activation(dx, x, op, "dx");
@@ -471,20 +396,16 @@ void bn_relu_bwd_apply_cuda(const OpCall& c) {
   const GpuHandles& gh = handles_of(c, op);
   dispatch_float(x.dtype, op, [&](auto tag) {
     using T = decltype(tag);
-    with_dy<T>(c, 6, x, op, [&](const auto& dy, const void* dy_data, const void* argmax) {
-      const int vec = pick_bwd_vec<T>(rc.c, {dy_data, x.data, dx.data}, argmax);
-      const ChannelGrid g =
-          channel_grid(rc.rows, rc.c, vec, sm_count(gh), kApplyBlocksPerSm, kApplyMinRowsPerThread);
-      using Dy = std::decay_t<decltype(dy)>;
-      auto launch = [&](auto vtag) {
-        constexpr int V = decltype(vtag)::value;
-        launch_kernel(c.env, {g.grid, g.block, 0}, bn_relu_bwd_apply_kernel<T, V, Dy>,
-            dy, affine.as<float>(), x.as<T>(), batch.as<float>(), gamma.as<T>(), dsums.as<float>(), dx.as<T>(),
-            rc.rows, rc.c, inv_count, attrs_of(c, op).eps, attrs_of(c, op).relu);
-      };
-      if (vec == kBnVec<T>) launch(std::integral_constant<int, kBnVec<T>>{});
-      else launch(std::integral_constant<int, 1>{});
-    });
+    const int vec = pick_vec<T>(rc.c, {dy.data, x.data, dx.data});
+    const ChannelGrid g = channel_grid(rc.rows, rc.c, vec, sm_count(gh), kApplyBlocksPerSm, kApplyMinRowsPerThread);
+    auto launch = [&](auto vtag) {
+      constexpr int V = decltype(vtag)::value;
+      launch_kernel(c.env, {g.grid, g.block, 0}, bn_relu_bwd_apply_kernel<T, V>,
+          dy.as<T>(), affine.as<float>(), x.as<T>(), batch.as<float>(), gamma.as<T>(), dsums.as<float>(), dx.as<T>(),
+          rc.rows, rc.c, inv_count, attrs_of(c, op).eps, attrs_of(c, op).relu);
+    };
+    if (vec == kBnVec<T>) launch(std::integral_constant<int, kBnVec<T>>{});
+    else launch(std::integral_constant<int, 1>{});
   });
 }
 

@@ -17,9 +17,8 @@ enum class OpKind : uint8_t {
   ConvBwdFilter,      // in: x T[N,H,W,C], dy T[N,Ho,Wo,K]                     out: dw T[K,R,R,C]
   BnStats,            // in: x T[N,H,W,C]                                     out: sums f32[2,C] (sum x, sum x^2)
   BnReluApply,        // in: x T, sums f32[2,C], gamma T[C], beta T[C][, residual T]  out: y T, batch f32[2,C] (mean, biased var), affine f32[2,C]
-  BnReluBwdReduce,    // in: dy T, affine f32[2,C], x T, batch f32[2,C][, argmax u8]   out: dgamma T[C], dbeta T[C], dsums f32[2,C]
-  BnReluBwdApply,     // in: dy T, affine f32[2,C], x T, batch f32[2,C], gamma T[C], dsums f32[2,C][, argmax u8]   out: dx T
-                      //   (with argmax, dy is a 2x2 max pool's pooled gradient: batchnorm.h)
+  BnReluBwdReduce,    // in: dy T, affine f32[2,C], x T, batch f32[2,C]       out: dgamma T[C], dbeta T[C], dsums f32[2,C]
+  BnReluBwdApply,     // in: dy T, affine f32[2,C], x T, batch f32[2,C], gamma T[C], dsums f32[2,C]   out: dx T
   BnReluInfer,        // in: x T, affine f32[2,C] (scale, shift)              out: y T
   BnFold,             // in: gamma f32[C], beta f32[C], running f32[2,C]      out: affine f32[2,C]
   MaxPoolFwd,         // in: x T[N,H,W,C]                                     out: y T[N,Ho,Wo,C] [, argmax u8 [, sums f32[2,C]]] (kernel, stride, pad)
