@@ -66,11 +66,8 @@ __global__ void bn_relu_apply_kernel(const T* __restrict__ x, const float* __res
   const int64_t g = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;
   const int64_t c0 = g * VEC;
   if (c0 >= C) return;
-  const bool writer = blockIdx.x == 0 && threadIdx.y == 0;
   float sc[VEC], sh[VEC];
-#pragma unroll
-  for (int i = 0; i < VEC; ++i)
-    bn_train_affine(sums, gamma, beta, C, c0 + i, inv_count, eps, sc[i], sh[i], writer ? batch : nullptr, affine);
+  bn_thread_affine<T, VEC>(sums, gamma, beta, C, c0, inv_count, eps, batch, affine, sc, sh);
   const int64_t stride = int64_t(gridDim.x) * blockDim.y;
   for_rows(int64_t(blockIdx.x) * blockDim.y + threadIdx.y, stride, rows, [&](auto n, int64_t r) {
     constexpr int N = decltype(n)::value;

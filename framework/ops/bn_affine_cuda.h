@@ -33,6 +33,20 @@ __device__ __forceinline__ void bn_train_affine(const float* __restrict__ sums, 
   }
 }
 
+// The (scale, shift) of the VEC channels from c0 that a thread of a
+// channel_grid keeps in registers; block row 0 (blockIdx.x == 0, threadIdx.y
+// == 0) also writes batch and affine for them.
+template <typename T, int VEC>
+__device__ __forceinline__ void bn_thread_affine(const float* __restrict__ sums, const T* __restrict__ gamma,
+                                                 const T* __restrict__ beta, int64_t C, int64_t c0, double inv_count,
+                                                 float eps, float* batch, float* affine, float (&sc)[VEC],
+                                                 float (&sh)[VEC]) {
+  const bool writer = blockIdx.x == 0 && threadIdx.y == 0;
+#pragma unroll
+  for (int i = 0; i < VEC; ++i)
+    bn_train_affine(sums, gamma, beta, C, c0 + i, inv_count, eps, sc[i], sh[i], writer ? batch : nullptr, affine);
+}
+
 // y = relu(scale * x + shift) (or without the ReLU), as stored in T.
 __device__ __forceinline__ float bn_relu_value(float sc, float sh, float x, bool relu) {
   const float o = bn_pre_relu(sc, sh, x);

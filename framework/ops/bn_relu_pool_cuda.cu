@@ -25,11 +25,8 @@ __global__ void bn_relu_pool_kernel(const T* __restrict__ x, const float* __rest
   const int64_t g = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;
   const int64_t c0 = g * VEC;
   if (c0 >= C) return;
-  const bool writer = blockIdx.x == 0 && threadIdx.y == 0;
   float sc[VEC], sh[VEC];
-#pragma unroll
-  for (int i = 0; i < VEC; ++i)
-    bn_train_affine(sums, gamma, beta, C, c0 + i, inv_count, eps, sc[i], sh[i], writer ? batch : nullptr, affine);
+  bn_thread_affine<T, VEC>(sums, gamma, beta, C, c0, inv_count, eps, batch, affine, sc, sh);
   const int64_t Ho = H / 2, Wo = W / 2;
   const int64_t offs[4] = {0, C, W * C, W * C + C};  // the window in scan order
   const int64_t stride = int64_t(gridDim.x) * blockDim.y;
