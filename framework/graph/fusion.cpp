@@ -143,8 +143,7 @@ FusionCounts fuse_one(const ComputationGraph& cg, std::vector<Node>& nodes, cons
       const auto it = producer.find(b.in[0]);
       if (it == producer.end() || it->second >= i) continue;
       Node& pool = nodes[it->second];
-      if (pool.op != OpKind::MaxPoolFwd || !on_own_stream(pool) || pool.out.size() != 2 || pool.out[0] != b.in[0] ||
-          pool.attrs.kernel != 2 || pool.attrs.stride != 2 || pool.attrs.pad != 0 ||
+      if (!is_pool2(pool) || !on_own_stream(pool) || pool.out.size() != 2 || pool.out[0] != b.in[0] ||
           !clear_between(cg, nodes, it->second, i, b))
         continue;
       pool.out.push_back(b.out[0]);
