@@ -59,7 +59,9 @@ and writes a Google-Benchmark-compatible JSON report.
   --split-steps         full capture launches a training step as its dozen sub-graphs
                         (DESIGN §3) instead of one step graph composed of them
   --no-fusion           keep apart the node pairs that fusion merges (BatchNorm + residual
-                        add + ReLU; gradient fan-in + ReLU backward), to measure the gain
+                        add + ReLU; gradient fan-in + ReLU backward; 2x2 max pool + the
+                        BatchNorm statistics after it; BatchNorm + ReLU + the 2x2 max pool
+                        after it), to measure the gain
   --nondeterministic    let cuDNN pick non-deterministic algorithms too (atomics in weight
                         gradients): runs and modes are no longer bit-identical; CUDA only,
                         the report records it and the gate refuses mixing

@@ -53,7 +53,9 @@ const char* const kTrainFlagsUsage = R"(  --model NAME             a registered 
   --split-steps            full capture launches a training step as its dozen sub-graphs
                            (DESIGN §3) instead of one step graph composed of them
   --no-fusion              keep apart the node pairs that fusion merges (BatchNorm + residual
-                           add + ReLU; gradient fan-in + ReLU backward)
+                           add + ReLU; gradient fan-in + ReLU backward; 2x2 max pool + the
+                           BatchNorm statistics after it; BatchNorm + ReLU + the 2x2 max pool
+                           after it)
   --nondeterministic       let cuDNN pick non-deterministic algorithms too (CUDA only): runs
                            and modes are then no longer bit-identical
   --no-pdl                 launch our kernels without programmatic dependent launch (CUDA only)
