@@ -4,6 +4,8 @@
 #include <map>
 #include <set>
 
+#include "framework/ops/pool_window.h"
+
 namespace tr {
 namespace {
 
@@ -65,7 +67,7 @@ int producer_of(const std::vector<Node>& nodes, size_t later, OpKind op, const s
 }
 
 bool is_pool2(const Node& n) {
-  return n.op == OpKind::MaxPoolFwd && n.attrs.kernel == 2 && n.attrs.stride == 2 && n.attrs.pad == 0;
+  return n.op == OpKind::MaxPoolFwd && PoolWindow{n.attrs.kernel, n.attrs.stride, n.attrs.pad}.is_2x2();
 }
 
 // Whether every reader of y, in every graph, is a 2x2 MaxPoolFwd of y that

@@ -8,20 +8,17 @@
 #include "framework/core/error.h"
 #include "framework/ops/batchnorm.h"
 #include "framework/ops/pool.h"
+#include "framework/ops/pool_window.h"
 
 namespace tr {
-namespace {
-
-bool is_pool2(const OpAttrs* a) { return a != nullptr && a->kernel == 2 && a->stride == 2 && a->pad == 0; }
-
-}  // namespace
 
 void bn_relu_pool_shapes(const ShapeCtx& c, Shape* out, int n_out) {
   const char* op = "bn_relu_pool";
   TR_CHECK(c.n_in == 4 && n_out == 4, op, ": arity");
   const Shape& x = c.in[0];
-  TR_USER_CHECK(x.rank == 4 && x[1] >= 2 && x[2] >= 2, op, ": x must be [N,H,W,C] with H, W >= 2, got ", x.str());
-  TR_USER_CHECK(is_pool2(c.attrs), op, ": the pool must be 2x2 with stride 2 and no padding");
+  TR_USER_CHECK(c.attrs != nullptr, op, ": no attributes");
+  TR_USER_CHECK(checked_pool_window(*c.attrs, x, op, true).is_2x2(), op,
+                ": the pool must be 2x2 with stride 2 and no padding");
   const int64_t C = x[3];
   TR_USER_CHECK(c.in[1] == Shape({2, C}) && c.in[2].numel() == C && c.in[3].numel() == C, op,
                 ": sums, gamma and beta must hold ", C, " channels");
@@ -34,8 +31,9 @@ void bn_relu_pool_shapes(const ShapeCtx& c, Shape* out, int n_out) {
 void bn_relu_pool_cpu(const OpCall& c) {
   const char* op = "bn_relu_pool";
   TR_CHECK(c.n_in == 4 && c.n_out == 4, op, ": expected 4 inputs and 4 outputs, got ", c.n_in, " and ", c.n_out);
-  TR_CHECK(is_pool2(c.attrs), op, ": the pool must be 2x2 with stride 2 and no padding");
   const TensorRef& x = c.in[0];
+  TR_CHECK(c.attrs != nullptr && checked_pool_window(*c.attrs, x.shape, op, true).is_2x2(), op,
+           ": the pool must be 2x2 with stride 2 and no padding");
   // y lives only here; a rank thread reuses its buffer from call to call.
   thread_local std::vector<std::byte> y_buf;
   y_buf.resize(size_t(x.shape.numel()) * dtype_size(x.dtype));

@@ -6,6 +6,7 @@
 // 0 writes batch and affine. No workspace, no atomics.
 #include "framework/ops/bn_affine_cuda.h"
 #include "framework/ops/bn_relu_pool.h"
+#include "framework/ops/pool_window.h"
 
 namespace tr {
 namespace {
@@ -60,10 +61,9 @@ void bn_relu_pool_cuda(const OpCall& c) {
   const char* op = "BnReluPool";
   check_arity(c, 4, 4, op);
   const OpAttrs& a = attrs_of(c, op);
-  TR_CHECK(a.kernel == 2 && a.stride == 2 && a.pad == 0, op, ": the pool must be 2x2 with stride 2 and no padding");
   const TensorRef& x = c.in[0];
-  TR_CHECK(x.shape.rank == 4 && x.shape[1] >= 2 && x.shape[2] >= 2, op, ": x must be [N,H,W,C] with H, W >= 2, got ",
-           x.shape.str());
+  TR_CHECK(checked_pool_window(a, x.shape, op, true).is_2x2(), op,
+           ": the pool must be 2x2 with stride 2 and no padding");
   const int64_t N = x.shape[0], H = x.shape[1], W = x.shape[2], C = x.shape[3];
   const Shape pooled{N, H / 2, W / 2, C};
   check_dtype(c.in[1], DType::F32, op, "sums");

@@ -237,7 +237,7 @@ void maxpool_fwd_shapes(const ShapeCtx& c, Shape* out, int n_out) {
   const PoolWindow pw = checked_pool_window(attrs_of(c.attrs, op), c.in[0], op, true);
   if (n_out >= 2) TR_USER_CHECK(pw.k <= 16, op, ": a recorded winner needs a window of at most 16x16, got ", pw.k);
   if (n_out == 3)
-    TR_USER_CHECK(pw.k == 2 && pw.stride == 2 && pw.pad == 0, op,
+    TR_USER_CHECK(pw.is_2x2(), op,
                   ": the BatchNorm statistics output needs 2x2 windows of stride 2 without padding");
   out[0] = pooled_shape(c.in[0], pw);
   if (n_out >= 2) out[1] = out[0];                             // argmax
@@ -284,7 +284,7 @@ void maxpool_fwd_cpu(const OpCall& c) {
     TR_CHECK(pw.k <= 16, op, ": a recorded winner needs a window of at most 16x16");
   }
   if (c.n_out == 3)
-    TR_CHECK(pw.k == 2 && pw.stride == 2 && pw.pad == 0, op,
+    TR_CHECK(pw.is_2x2(), op,
              ": the BatchNorm statistics output needs 2x2 windows of stride 2 without padding");
   cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { maxpool_fwd_impl<typename decltype(tag)::type>(c, pw); });
   if (c.n_out == 3) {  // the fused BnStats of y (Note [fusion]): its own reference, on y as stored

@@ -402,7 +402,6 @@ Nhwc nhwc(const TensorRef& t, const char* op, const char* what) {
 }
 
 // The cnn's window, which the fast-path kernels handle.
-bool is_2x2(const PoolWindow& pw) { return pw.k == 2 && pw.stride == 2 && pw.pad == 0; }
 
 void check_same(const TensorRef& a, const TensorRef& b, const char* op, const char* what) {
   TR_CHECK(a.dtype == b.dtype && a.shape == b.shape, op, ": ", what, " is ", dtype_name(a.dtype), a.shape.str(),
@@ -427,7 +426,7 @@ void maxpool_bwd_from_argmax(const OpCall& c, const Nhwc& d, const PoolWindow& p
     using T = decltype(tag);
     with_vec<T>(can_vec<T>(d.c, {dy.data, dx.data}) && aligned_to(argmax.data, kVec16<T>), [&](auto vt) {
       constexpr int V = decltype(vt)::value;
-      if (is_2x2(pw)) {  // one item per (possibly partial) window: the search's kernel, given the winners
+      if (pw.is_2x2()) {  // one item per (possibly partial) window: the search's kernel, given the winners
         const int64_t work = d.n * ((d.h + 1) / 2) * ((d.w + 1) / 2) * (d.c / V);
         if (work == 0) return;
         launch_kernel(c.env, {grid_for(work, sm_count(gh)), kThreads, 0}, maxpool_bwd_2x2_kernel<T, V>,
@@ -449,7 +448,7 @@ void maxpool_bwd_from_argmax(const OpCall& c, const Nhwc& d, const PoolWindow& p
 void maxpool_stats_2x2(const OpCall& c, const Nhwc& d, const PoolWindow& pw, uint8_t* argmax) {
   const char* op = "MaxPoolFwd";
   const TensorRef& sums = c.out[2];
-  TR_CHECK(is_2x2(pw), op, ": the BatchNorm statistics output needs 2x2 windows of stride 2 without padding, got ",
+  TR_CHECK(pw.is_2x2(), op, ": the BatchNorm statistics output needs 2x2 windows of stride 2 without padding, got ",
            pw.k, "x", pw.k, " stride ", pw.stride, " pad ", pw.pad);
   check_dtype(sums, DType::F32, op, "sums");
   check_numel(sums, 2 * d.c, op, "sums");
@@ -492,7 +491,7 @@ void maxpool_fwd_cuda(const OpCall& c) {
   if (argmax != nullptr && is_3x3s2p1(pw) &&
       maxpool_3x3s2_fwd(c.env, sm_count(gh), x.dtype, x.data, y.data, argmax, d.n, d.h, d.w, d.c))
     return;
-  const bool fast = is_2x2(pw);
+  const bool fast = pw.is_2x2();
   dispatch_float(x.dtype, op, [&](auto tag) {
     using T = decltype(tag);
     const bool vec = can_vec<T>(d.c, {x.data, y.data}) && (argmax == nullptr || aligned_to(argmax, kVec16<T>));
@@ -528,7 +527,7 @@ void maxpool_bwd_cuda(const OpCall& c) {
   check_same(dy, y, op, "dy");
   check_same(dx, x, op, "dx");
   const GpuHandles& gh = handles_of(c, op);
-  const bool fast = is_2x2(pw);
+  const bool fast = pw.is_2x2();
   dispatch_float(x.dtype, op, [&](auto tag) {
     using T = decltype(tag);
     with_vec<T>(can_vec<T>(d.c, {dy.data, x.data, y.data, dx.data}), [&](auto vt) {

@@ -33,6 +33,10 @@ struct PoolWindow {
   int64_t stride = 1;
   int64_t pad = 0;     // rows/cols of padding before the first and after the last input
 
+  // 2x2 windows of stride 2 without padding (the cnn's and VGG's): the windows
+  // that have fast kernels and fused forms (the BatchNorm statistics, BnReluPool).
+  TR_POOL_HD bool is_2x2() const { return k == 2 && stride == 2 && pad == 0; }
+
   // Outputs along an axis of n inputs: floor((n + 2*pad - k) / stride) + 1; 0 when the window does not fit.
   TR_POOL_HD int64_t out_len(int64_t n) const { return n + 2 * pad < k ? 0 : (n + 2 * pad - k) / stride + 1; }
 
