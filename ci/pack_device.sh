@@ -7,8 +7,9 @@
 # .device to the GPU box and run ci/gpu_check.sh there. The whole tree that
 # travels is capped at 64 MiB: TR_PACK_SKIP="tr_bench_ops tr_tests data" leaves
 # out what a call does not need (the parts that need a missing piece say so and
-# skip; tr_mpi_tests is for the mpi part's GPU tests as processes). With tr_tests and the data together the tree no longer fits: the
-# GPU tests need no data (the CPU tests that read it skip without it).
+# skip; tr_mpi_tests is for the mpi part's GPU tests as processes). With
+# tr_tests and the data together the tree no longer fits: the GPU tests need no
+# data (the CPU tests that read it skip without it).
 set -euo pipefail
 skip=" ${TR_PACK_SKIP:-} "
 cd "$(dirname "$0")/.."
