@@ -24,6 +24,10 @@
 namespace tr::bench {
 namespace {
 
+// Traced steps run before the traced repetition and not recorded (Note [busy
+// fraction]): every graph of a step has had its first traced launch by then.
+constexpr int64_t kTracedWarmupSteps = 3;
+
 const std::vector<int64_t>& default_batches(const ModelEntry& e, Backend b) {
   return b == Backend::Cuda ? e.gpu_batches : e.cpu_batches;
 }
@@ -146,11 +150,15 @@ BenchReport run_bench(const BenchOptions& o, World* world) {
               }
             }
             // CUPTI tracing perturbs timing, so it gets one extra repetition of
-            // its own: launch counts and GPU busy time come from there.
+            // its own: launch counts and GPU busy time come from there. A few
+            // traced steps before it are not recorded: they take CUPTI's setup
+            // of each graph on its first traced launch (Note [busy fraction]).
             CuptiCounts cc;
             double cupti_wall_ms = 0;
             if (cupti) {
               cupti->start(ro.first_device);  // rank 0's GPU
+              drive.steps(v, kTracedWarmupSteps);
+              cupti->record();
               cupti_wall_ms = 1e3 * drive.steps(v, o.iters).wall_s;
               cc = cupti->stop();
             }
@@ -190,11 +198,13 @@ BenchReport run_bench(const BenchOptions& o, World* world) {
               k["cupti_memcpy_per_step"] = double(cc.memcpy_async) / steps / ranks;
               k["gpu_kernel_ms_per_step"] = cc.kernel_ms_sum / steps;
               // Note [busy fraction] (busy_fraction.h): kernel time over the
-              // wall time of the same traced repetition, at most 1; the traced
-              // step time is kept beside the untraced one (real_time).
-              const BusyFraction busy = busy_fraction(cc.kernel_ms_union, wall_ms);
+              // span of the same traced repetition's kernels, at most 1; the
+              // traced step time (host wall) is kept beside the untraced one
+              // (real_time), and the idle time the fraction leaves per step.
+              const BusyFraction busy = busy_fraction(cc.kernel_ms_union, cc.kernel_ms_span);
               k["gpu_busy_fraction"] = busy.value;
               if (busy.raw) k["gpu_busy_fraction_raw"] = *busy.raw;
+              k["gpu_idle_us_per_step"] = 1e3 * (cc.kernel_ms_span - cc.kernel_ms_union) / steps;
               k["traced_step_ms"] = wall_ms / steps;
               k["gpu_kernels_per_step"] = double(cc.kernels_executed) / steps;
               c.top_kernels.assign(cc.kernels.begin(),

@@ -69,7 +69,7 @@ struct BenchCase {
   //   grad_allreduce_in_backward_bytes_per_step, grad_allreduce_in_backward_messages_per_step
   //   (the gradient buckets all-reduced inside the backward, Note [gradient buckets])
   // Measured counters (timing-dependent): samples_per_second, samples_per_second_per_gpu,
-  //   capture_ms, gpu_busy_fraction(_raw), traced_step_ms, gpu_kernel_ms_per_step, cupti_* cross-checks,
+  //   capture_ms, gpu_busy_fraction(_raw), gpu_idle_us_per_step, traced_step_ms, gpu_kernel_ms_per_step, cupti_* cross-checks,
   //   weak_scaling_efficiency (weak_scaling.h), grad_allreduce_ms_per_step,
   //   grad_allreduce_busbw_gbps, allreduce_alone_ms_per_step, allreduce_alone_busbw_gbps
   //   (allreduce_table.h).

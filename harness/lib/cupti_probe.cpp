@@ -7,6 +7,7 @@ namespace {
 class NoCupti final : public CuptiProbe {
  public:
   void start(int) override {}
+  void record() override {}
   CuptiCounts stop() override { return {}; }
   const std::string& note() const override { return note_; }
 

@@ -23,6 +23,7 @@ struct CuptiCounts {
   int64_t kernels_executed = 0;  // kernel activity records (graph kernels included)
   double kernel_ms_sum = 0;      // sum of kernel durations
   double kernel_ms_union = 0;    // time with at least one kernel running
+  double kernel_ms_span = 0;     // first kernel's start to last kernel's end
   std::vector<KernelTotal> kernels;  // by kernel function, most time first
 };
 
@@ -31,9 +32,14 @@ class CuptiProbe {
   // Never null; when CUPTI cannot be used, stop() returns valid=false and note() says why.
   static std::unique_ptr<CuptiProbe> create();
   virtual ~CuptiProbe() = default;
-  // Kernel intervals are kept for CUDA device `device` only (rank 0's GPU, so
-  // that busy time is one GPU's); launch callbacks count every thread.
+  // Switches tracing on. Kernel intervals are kept for CUDA device `device`
+  // only (rank 0's GPU, so that busy time is one GPU's); launch callbacks
+  // count every thread. Nothing is recorded until record(): the steps run in
+  // between pay CUPTI's first-launch setup of each graph (Note [busy fraction]).
   virtual void start(int device) = 0;
+  // Drops what was traced since start() (the caller has synchronized) and
+  // records from here until stop().
+  virtual void record() = 0;
   virtual CuptiCounts stop() = 0;
   virtual const std::string& note() const = 0;
 };

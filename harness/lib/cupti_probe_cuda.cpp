@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "harness/lib/cupti_probe.h"
+#include "harness/lib/busy_fraction.h"
 
 namespace tr::bench {
 namespace {
@@ -200,12 +201,19 @@ class Cupti final : public CuptiProbe {
     {
       std::lock_guard<std::mutex> lock(s.mu);
       s.device = static_cast<uint32_t>(device);
-      s.intervals.clear();
-      s.by_name.clear();
-      s.kernel_launches = s.graph_launches = s.memcpy_async = 0;
-      s.recording = true;
+      s.recording = false;
     }
     api_.activity_enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  }
+  void record() override {
+    if (!ok_) return;
+    api_.flush_all(1);  // the warm-up's records arrive now and are dropped (recording is off)
+    Shared& s = shared();
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.intervals.clear();
+    s.by_name.clear();
+    s.kernel_launches = s.graph_launches = s.memcpy_async = 0;
+    s.recording = true;
   }
   CuptiCounts stop() override {
     CuptiCounts c;
@@ -220,22 +228,10 @@ class Cupti final : public CuptiProbe {
     c.graph_launches = s.graph_launches;
     c.memcpy_async = s.memcpy_async;
     c.kernels_executed = static_cast<int64_t>(s.intervals.size());
-    auto iv = s.intervals;
-    std::sort(iv.begin(), iv.end());
-    uint64_t cur_s = 0, cur_e = 0, uni = 0, sum = 0;
-    for (const auto& [b, e] : iv) {
-      sum += e - b;
-      if (b > cur_e) {
-        uni += cur_e - cur_s;
-        cur_s = b;
-        cur_e = e;
-      } else {
-        cur_e = std::max(cur_e, e);
-      }
-    }
-    uni += cur_e - cur_s;
-    c.kernel_ms_sum = double(sum) * 1e-6;
-    c.kernel_ms_union = double(uni) * 1e-6;
+    const KernelCoverage cov = kernel_coverage(s.intervals);
+    c.kernel_ms_sum = cov.sum_ms;
+    c.kernel_ms_union = cov.union_ms;
+    c.kernel_ms_span = cov.span_ms;
     // Kernels that differ only in their template arguments' values stay apart;
     // the same function under two mangled names would merge here.
     std::map<std::string, KernelTotal> merged;
