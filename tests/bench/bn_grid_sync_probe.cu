@@ -11,7 +11,11 @@
 //           per-block partials, grid barrier, the partials added in
 //           finalize_sums' order by 8 channels x 32 lanes per block, grid
 //           barrier, then the apply over the same rows. 1 kernel per layer.
-// Both give the same sums bit for bit (the probe checks y and says so);
+//   coop 2: the statistics kernel, then an apply kernel in clusters of 8 blocks
+//           that adds the partials itself (same order), each block of a
+//           cluster a share of the channels, read by the others through
+//           distributed shared memory. 2 kernels per layer.
+// All three give the same sums bit for bit (the probe checks y and says so);
 // time per graph (all seven layers) by CUDA events.
 #include <benchmark/benchmark.h>
 #include <cooperative_groups.h>
@@ -148,6 +152,76 @@ __global__ void coop_kernel(const __half* x, const __half* gamma, const __half* 
   if (active) apply_rows<kVec>(x, sums, gamma, beta, y, rows, C, c0, r0, stride, inv_count);
 }
 
+// The apply with finalize_sums folded in: the 8 blocks of a cluster share the
+// block's channels, each adds the partials of every 8th channel in
+// finalize_sums' order (one warp per channel: lane l over partials l, l + 32,
+// ..., then the same pairwise tree as shuffles), and reads the others' sums
+// through distributed shared memory. nb == 1: the sums are already final.
+constexpr int kCluster = 8;
+template <int VEC>
+__global__ void apply_cluster_kernel(const __half* x, const float* partial, int nb, const __half* gamma,
+                                     const __half* beta, __half* y, int64_t rows, int64_t C, double inv_count) {
+  grid_dependency_begin();
+  cg::cluster_group cluster = cg::this_cluster();
+  __shared__ float own[2][256];  // [sum k][channel of this block]
+  const int64_t cb = int64_t(blockIdx.y) * blockDim.x * VEC;  // the block's first channel
+  const int nch = int(C - cb < int64_t(blockDim.x) * VEC ? C - cb : int64_t(blockDim.x) * VEC);
+  const int warp = int((threadIdx.y * blockDim.x + threadIdx.x) / 32), lane = int(threadIdx.x + threadIdx.y * blockDim.x) % 32;
+  const int warps = int(blockDim.x * blockDim.y / 32);
+  const int rank = int(cluster.block_rank());
+  for (int j = rank + kCluster * warp; j < nch; j += kCluster * warps) {
+    const int64_t ch = cb + j;
+    float a0 = 0.f, a1 = 0.f;
+    if (nb == 1) {
+      if (lane == 0) {
+        a0 = partial[ch];
+        a1 = partial[C + ch];
+      }
+    } else {
+      for (int b = lane; b < nb; b += 32) {
+        a0 += partial[(int64_t(b) * 2 + 0) * C + ch];
+        a1 += partial[(int64_t(b) * 2 + 1) * C + ch];
+      }
+      for (int s = 16; s > 0; s >>= 1) {
+        a0 += __shfl_down_sync(0xffffffffu, a0, s);
+        a1 += __shfl_down_sync(0xffffffffu, a1, s);
+      }
+    }
+    if (lane == 0) {
+      own[0][j] = a0;
+      own[1][j] = a1;
+    }
+  }
+  cluster.sync();
+  const int64_t c0 = cb + int64_t(threadIdx.x) * VEC;
+  float sums2[2][VEC];
+  if (c0 < C)
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) {
+      const int j = int(c0 - cb) + i;
+      const float* o = cluster.map_shared_rank(&own[0][0], unsigned(j % kCluster));
+      sums2[0][i] = o[j];
+      sums2[1][i] = o[256 + j];
+    }
+  cluster.sync();  // no block leaves while another still reads its shared memory
+  if (c0 >= C) return;
+  float sc[VEC], sh[VEC];
+#pragma unroll
+  for (int i = 0; i < VEC; ++i) {
+    float pair[2] = {sums2[0][i], sums2[1][i]};
+    // bn_train_affine reads sums[ch] and sums[C + ch]: a 2-element view with C = 1.
+    bn_train_affine(pair, gamma + c0 + i, beta + c0 + i, 1, 0, inv_count, 1e-5f, sc[i], sh[i], nullptr, nullptr);
+  }
+  const int64_t stride = int64_t(gridDim.x) * blockDim.y;
+  for (int64_t r = int64_t(blockIdx.x) * blockDim.y + threadIdx.y; r < rows; r += stride) {
+    float v[VEC];
+    load_vec<__half, VEC>(x + r * C + c0, v);
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) v[i] = bn_relu_value(sc[i], sh[i], v[i], true);
+    store_vec<__half, VEC>(y + r * C + c0, v);
+  }
+}
+
 bool have_gpu() {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess) {
@@ -196,13 +270,26 @@ struct Buffers {
 };
 
 // Launches the layers' BatchNorm forwards on env's stream, three kernels or one.
-void launch_layers(const ExecEnv& env, const GpuHandles& gh, Buffers& b, int layers, bool coop) {
+void launch_layers(const ExecEnv& env, const GpuHandles& gh, Buffers& b, int layers, int mode) {
+  const bool coop = mode == 1;
   cudaStream_t s = static_cast<cudaStream_t>(env.stream);
   for (int i = 0; i < layers; ++i) {
     const Layer& l = kLayers[i];
     const ChannelGrid g = channel_grid(l.rows, l.C, kVec, gh.sm_count, kStatsBlocksPerSm, kStatsMinRowsPerThread);
     const double inv = 1.0 / double(l.rows);
-    if (!coop) {
+    if (mode == 2) {
+      // statistics into partials (no finalize), then the apply that finishes them
+      SumOut<float, 2> out;
+      out.partial = b.partial;
+      out.f32 = b.partial;  // one row block: the final sums, read as nb == 1
+      launch_kernel(&env, {g.grid, g.block, sum_smem_bytes<2, kVec>()}, channel_stats_kernel<kVec, RowSource<__half>>,
+                    RowSource<__half>{b.x[i], l.C}, l.rows, l.C, out);
+      ChannelGrid ga = channel_grid(l.rows, l.C, 4, gh.sm_count, 8, 8);
+      LaunchShape shape{dim3(unsigned(ceil_div(ga.grid.x, kCluster) * kCluster), ga.grid.y), ga.block, 0};
+      shape.cluster_x = kCluster;
+      launch_kernel(&env, shape, apply_cluster_kernel<4>, (const __half*)b.x[i], (const float*)b.partial,
+                    int(g.grid.x), (const __half*)b.gamma, (const __half*)b.beta, b.y[i], l.rows, l.C, inv);
+    } else if (!coop) {
       launch_channel_stats<kVec>(&env, gh, RowSource<__half>{b.x[i], l.C}, l.rows, l.C, b.sums[i], "probe");
       const ChannelGrid ga = channel_grid(l.rows, l.C, 4, gh.sm_count, 8, 8);
       launch_kernel(&env, {ga.grid, ga.block, 0}, apply_kernel<4>, b.x[i], b.sums[i], b.gamma, b.beta, b.y[i],
@@ -232,7 +319,7 @@ void BM_BnChain(benchmark::State& state) {
     return;
   }
   const int layers = int(state.range(0));
-  const bool coop = state.range(1) != 0;
+  const int mode = int(state.range(1));
   GpuHandles gh;
   gh.sm_count = query_sm_count(0);
   gh.workspace_bytes = 8 << 20;
@@ -252,7 +339,7 @@ void BM_BnChain(benchmark::State& state) {
   cudaGraph_t g;
   cudaGraphExec_t exec;
   cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
-  launch_layers(env, gh, b, layers, coop);
+  launch_layers(env, gh, b, layers, mode);
   TR_GPU_CHECK(cudaStreamEndCapture(s, &g));
   TR_GPU_CHECK(cudaGraphInstantiate(&exec, g, 0));
   TR_GPU_CHECK(cudaGraphLaunch(exec, s));
@@ -264,7 +351,7 @@ void BM_BnChain(benchmark::State& state) {
     cudaMemcpy(h.data(), b.y[i], h.size() * 2, cudaMemcpyDeviceToHost);
     for (size_t j = 0; j < h.size(); ++j) sum = sum * 1099511628211ull + h[j];
   }
-  std::printf("[ bn grid sync ] layers %d coop %d: y digest %016llx\n", layers, int(coop), sum);
+  std::printf("[ bn grid sync ] layers %d coop %d: y digest %016llx\n", layers, mode, sum);
   cudaEvent_t e0, e1;
   cudaEventCreate(&e0);
   cudaEventCreate(&e1);
@@ -288,4 +375,4 @@ void BM_BnChain(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(BM_BnChain)->ArgsProduct({{1, 7}, {0, 1}})->ArgNames({"layers", "coop"})->UseManualTime();
+BENCHMARK(BM_BnChain)->ArgsProduct({{1, 7}, {0, 1, 2}})->ArgNames({"layers", "coop"})->UseManualTime();
