@@ -14,6 +14,7 @@
 #include "harness/lib/cli_main.h"
 #include "harness/lib/gate_cli.h"
 #include "harness/lib/json_report.h"
+#include "harness/lib/kernel_trace.h"
 #include "harness/lib/report_cli.h"
 #include "harness/lib/top_kernels.h"
 #include "harness/lib/tta_cli.h"
@@ -36,6 +37,8 @@ int run(int argc, char** argv, tr::World* world) {
   }
   const bool writes_report = !o.json_path.empty() && (!world || world->process() == 0);  // one report, process 0's
   if (writes_report) tr::check_writable(o.json_path);  // before the runs, not after them
+  const bool writes_trace = !o.kernel_trace_path.empty() && (!world || world->process() == 0);
+  if (writes_trace) tr::check_writable(o.kernel_trace_path);
   const BenchReport r = run_bench(o, world);
   const std::string launch = world ? tr::cat(", ranks in ", r.context.processes,
                                              r.context.processes == 1 ? " process (" : " processes (", r.context.launch, ": ",
@@ -51,6 +54,10 @@ int run(int argc, char** argv, tr::World* world) {
   if (writes_report) {
     write_report(r, o.json_path);
     std::printf("tr-bench: wrote %s\n", o.json_path.c_str());
+  }
+  if (writes_trace) {
+    write_kernel_trace(r, o.kernel_trace_path);
+    std::printf("tr-bench: wrote %s (kernel trace)\n", o.kernel_trace_path.c_str());
   }
   return 0;
 }

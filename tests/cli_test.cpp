@@ -80,6 +80,8 @@ TEST(TrTrainCli, BadFlagsAndValues) {
   expect_user_error("tr-bench --device cpu --ranks-per-process 2", "--ranks-per-process needs a launcher");
   expect_user_error("tr-bench --device cpu --top-kernels 5", "--top-kernels needs CUPTI on a GPU");
   expect_user_error("tr-bench --device cpu --top-kernels -1", "--top-kernels must be in");
+  expect_user_error("tr-bench --device cpu --kernel-trace k.json", "--kernel-trace needs CUPTI on a GPU");
+  expect_user_error("tr-bench --device cpu --kernel-trace", "--kernel-trace needs a value");
   expect_user_error("tr-bench --device cpu --nondeterministic", "--nondeterministic is for --device cuda");
   expect_user_error("tr-train --device cpu --nondeterministic", "--nondeterministic is for --device cuda");
   // The zoo: a width that rounds a layer to nothing, an image the pools cannot take.

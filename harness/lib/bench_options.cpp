@@ -49,6 +49,9 @@ and writes a Google-Benchmark-compatible JSON report.
   --no-cupti            do not use CUPTI (launch cross-check and GPU busy time)
   --top-kernels N       after the table, each case's N kernels with the most GPU time per step
                         (CUPTI's traced repetition), with their share of the step's kernel time
+  --kernel-trace FILE   write every kernel of each case's traced repetition (name, stream, GPU start
+                        and end) as a Chrome trace (JSON; open in Perfetto or chrome://tracing), one
+                        process per case, one thread per stream
   --side-streams        weight gradients on a second stream inside the backward graphs
   --no-side-streams     weight gradients on the data-gradient stream (neither: on CUDA when
                         the batch per GPU is at most the model's measured limit, README
@@ -143,7 +146,7 @@ BenchOptions parse_bench_options(int argc, char** argv, World* world) {
   std::vector<std::string> values = {"--mode", "--device", "--gpus", "--ranks", "--model", "--batch", "--variants",
                                      "--width", "--warmup", "--iters", "--repetitions", "--json", "--precision",
                                      "--optimizer", "--cnn-optimizer", "--batch-per-gpu", "--bn-sync",
-                                     "--image-size", "--bucket-mb", "--top-kernels"};
+                                     "--image-size", "--bucket-mb", "--top-kernels", "--kernel-trace"};
   for (const std::string& p : process_value_flags()) values.push_back(p);
   CliArgs a(argc, argv, values, {"--no-cupti", "--side-streams", "--no-side-streams", "--split-steps", "--cudnn-benchmark", "--no-fusion", "--nondeterministic", "--no-pdl", "--help"});
   BenchOptions o;
@@ -221,6 +224,12 @@ BenchOptions parse_bench_options(int argc, char** argv, World* world) {
   o.top_kernels = static_cast<int>(a.integer("--top-kernels", 0, 0, 1000));
   TR_USER_CHECK(o.top_kernels == 0 || (o.cupti && o.backend == Backend::Cuda),
                 "--top-kernels needs CUPTI on a GPU (--device cuda, without --no-cupti)");
+  o.kernel_trace_path = a.str("--kernel-trace", "");
+  TR_USER_CHECK(!a.has("--kernel-trace") || !o.kernel_trace_path.empty(), "--kernel-trace needs a file name");
+  TR_USER_CHECK(o.kernel_trace_path.empty() || (o.cupti && o.backend == Backend::Cuda),
+                "--kernel-trace needs CUPTI on a GPU (--device cuda, without --no-cupti)");
+  TR_USER_CHECK(o.kernel_trace_path.empty() || o.kernel_trace_path != o.json_path,
+                "--kernel-trace and --json name the same file '", o.json_path, "'");
   o.side_streams = side_streams_flag(a);
   o.step_graphs = !a.flag("--split-steps");
   o.fusion = !a.flag("--no-fusion");

@@ -41,6 +41,7 @@ struct BenchOptions {
   bool progress = false;               // stderr progress (a terminal only)
   bool cupti = true;
   int top_kernels = 0;                 // --top-kernels N: print each case's N most costly kernels (CUPTI)
+  std::string kernel_trace_path;       // --kernel-trace FILE: every traced kernel, Chrome trace JSON (CUPTI)
   SideStreams side_streams = SideStreams::Auto;  // side_streams_flag() (harness/lib/train_flags.h)
   bool step_graphs = true;  // full capture: one graph per training step (--split-steps: off)
   bool help = false;                   // --help: print kBenchUsage and do nothing else

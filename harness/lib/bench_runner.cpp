@@ -156,7 +156,7 @@ BenchReport run_bench(const BenchOptions& o, World* world) {
             CuptiCounts cc;
             double cupti_wall_ms = 0;
             if (cupti) {
-              cupti->start(ro.first_device);  // rank 0's GPU
+              cupti->start(ro.first_device, !o.kernel_trace_path.empty());  // rank 0's GPU
               drive.steps(v, kTracedWarmupSteps);
               cupti->record();
               cupti_wall_ms = 1e3 * drive.steps(v, o.iters).wall_s;
@@ -209,6 +209,7 @@ BenchReport run_bench(const BenchOptions& o, World* world) {
               k["gpu_kernels_per_step"] = double(cc.kernels_executed) / steps;
               c.top_kernels.assign(cc.kernels.begin(),
                                    cc.kernels.begin() + std::min<size_t>(cc.kernels.size(), size_t(o.top_kernels)));
+              c.kernel_trace = std::move(cc.records);
               // Cross-check (Note [launch accounting]): graph launches and memcpys
               // must match exactly; every kernel launch we count is one CUPTI sees
               // (a cuDNN / cuBLAS call may start several), and zero means zero.

@@ -52,6 +52,13 @@ struct KernelTotal {
   double ms = 0;     // summed durations
 };
 
+// One kernel run of a traced repetition (tr-bench --kernel-trace, kernel_trace.h).
+struct KernelRecord {
+  std::string name;     // readable, as KernelTotal's
+  uint32_t stream = 0;  // CUDA's stream id (a graph's branches run on streams of their own)
+  uint64_t start_ns = 0, end_ns = 0;  // GPU timestamps
+};
+
 struct BenchCase {
   std::string model;         // a model registry name: "mlp", "cnn", "resnet50", ...
   std::string mode;          // "eager" | "partial-capture" | "full-capture"
@@ -77,6 +84,8 @@ struct BenchCase {
   // The kernels of the traced repetition, most time first (--top-kernels N keeps
   // N; printed, not written to the JSON).
   std::vector<KernelTotal> top_kernels;
+  // Every kernel of the traced repetition, in start order (--kernel-trace only).
+  std::vector<KernelRecord> kernel_trace;
 
   // "train_step/model:cnn/variant:train_base/mode:full-capture/gpus:1/batch:256"
   // (gpus: on cuda, ranks: on cpu).

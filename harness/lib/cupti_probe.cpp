@@ -6,7 +6,7 @@ namespace tr::bench {
 namespace {
 class NoCupti final : public CuptiProbe {
  public:
-  void start(int) override {}
+  void start(int, bool) override {}
   void record() override {}
   CuptiCounts stop() override { return {}; }
   const std::string& note() const override { return note_; }

@@ -61,6 +61,13 @@ struct Shared {
   std::mutex mu;
   std::vector<std::pair<uint64_t, uint64_t>> intervals;  // kernel [start, end) ns
   std::map<std::string, std::pair<int64_t, uint64_t>> by_name;  // mangled name -> (count, ns)
+  struct Raw {
+    uint64_t start, end;
+    uint32_t stream;
+    const std::string* mangled;  // a key of by_name
+  };
+  std::vector<Raw> records;  // when keep_records
+  bool keep_records = false;
   int64_t kernel_launches = 0, graph_launches = 0, memcpy_async = 0;
   bool recording = false;
   uint32_t device = 0;  // kernel records of this device only
@@ -104,13 +111,14 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
 void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
   CUpti_Activity* rec = nullptr;
   std::vector<std::pair<uint64_t, uint64_t>> local;
-  std::vector<uint32_t> devices;
+  std::vector<uint32_t> devices, streams;
   std::vector<std::string> names;  // copied: the record's name lives in the buffer freed below
   while (g_api->next_record(buffer, valid, &rec) == CUPTI_SUCCESS) {
     if (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || rec->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel9*>(rec);
       local.emplace_back(k->start, k->end);
       devices.push_back(k->deviceId);
+      streams.push_back(k->streamId);
       names.emplace_back(k->name ? k->name : "?");
     }
   }
@@ -120,9 +128,10 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
   for (size_t i = 0; i < local.size(); ++i) {
     if (devices[i] != shared().device) continue;
     shared().intervals.push_back(local[i]);
-    auto& t = shared().by_name[names[i]];
-    ++t.first;
-    t.second += local[i].second - local[i].first;
+    auto it = shared().by_name.try_emplace(names[i]).first;
+    ++it->second.first;
+    it->second.second += local[i].second - local[i].first;
+    if (shared().keep_records) shared().records.push_back({local[i].first, local[i].second, streams[i], &it->first});
   }
 }
 
@@ -195,13 +204,14 @@ class Cupti final : public CuptiProbe {
   ~Cupti() override {
     if (sub_) api_.unsubscribe(sub_);
   }
-  void start(int device) override {
+  void start(int device, bool keep_records) override {
     if (!ok_) return;
     Shared& s = shared();
     {
       std::lock_guard<std::mutex> lock(s.mu);
       s.device = static_cast<uint32_t>(device);
       s.recording = false;
+      s.keep_records = keep_records;
     }
     api_.activity_enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   }
@@ -211,6 +221,7 @@ class Cupti final : public CuptiProbe {
     Shared& s = shared();
     std::lock_guard<std::mutex> lock(s.mu);
     s.intervals.clear();
+    s.records.clear();
     s.by_name.clear();
     s.kernel_launches = s.graph_launches = s.memcpy_async = 0;
     s.recording = true;
@@ -245,6 +256,15 @@ class Cupti final : public CuptiProbe {
       c.kernels.push_back(k);
     }
     std::sort(c.kernels.begin(), c.kernels.end(), [](const KernelTotal& a, const KernelTotal& b) { return a.ms > b.ms; });
+    std::map<const std::string*, std::string> readable;
+    for (const Shared::Raw& r : s.records) {
+      auto [it, fresh] = readable.try_emplace(r.mangled);
+      if (fresh) it->second = readable_kernel_name(*r.mangled);
+      c.records.push_back({it->second, r.stream, r.start, r.end});
+    }
+    std::sort(c.records.begin(), c.records.end(),
+              [](const KernelRecord& a, const KernelRecord& b) { return a.start_ns < b.start_ns; });
+    s.records.clear();
     return c;
   }
   const std::string& note() const override { return note_; }

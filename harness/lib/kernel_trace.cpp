@@ -1,0 +1,42 @@
+#include "harness/lib/kernel_trace.h"
+
+#include <algorithm>
+#include <set>
+
+#include "harness/lib/atomic_file.h"
+
+namespace tr::bench {
+
+nlohmann::json kernel_trace_json(const BenchReport& r) {
+  nlohmann::json events = nlohmann::json::array();
+  int pid = 0;
+  for (const BenchCase& c : r.cases) {
+    if (c.kernel_trace.empty()) continue;
+    ++pid;
+    events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", pid},
+                      {"args", {{"name", c.name(r.context.device_kind)}}}});
+    events.push_back({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", pid}, {"args", {{"sort_index", pid}}}});
+    uint64_t t0 = c.kernel_trace.front().start_ns;
+    std::set<uint32_t> streams;
+    for (const KernelRecord& k : c.kernel_trace) {
+      t0 = std::min(t0, k.start_ns);
+      streams.insert(k.stream);
+    }
+    for (uint32_t s : streams)
+      events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", s},
+                        {"args", {{"name", "stream " + std::to_string(s)}}}});
+    for (const KernelRecord& k : c.kernel_trace)
+      events.push_back({{"ph", "X"}, {"cat", "kernel"}, {"name", k.name}, {"pid", pid}, {"tid", k.stream},
+                        {"ts", double(k.start_ns - t0) * 1e-3}, {"dur", k.end_ns > k.start_ns ? double(k.end_ns - k.start_ns) * 1e-3 : 0.0}});
+  }
+  return {{"traceEvents", events},
+          {"displayTimeUnit", "ns"},
+          {"otherData",
+           {{"device", r.context.device_name}, {"precision", r.context.precision}, {"git_commit", r.context.git_commit}}}};
+}
+
+void write_kernel_trace(const BenchReport& r, const std::string& path) {
+  write_file_atomically(path, kernel_trace_json(r).dump() + "\n");
+}
+
+}  // namespace tr::bench
