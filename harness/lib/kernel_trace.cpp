@@ -1,6 +1,5 @@
 #include "harness/lib/kernel_trace.h"
 
-#include <algorithm>
 #include <set>
 
 #include "harness/lib/atomic_file.h"
@@ -16,18 +15,17 @@ nlohmann::json kernel_trace_json(const BenchReport& r) {
     events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", pid},
                       {"args", {{"name", c.name(r.context.device_kind)}}}});
     events.push_back({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", pid}, {"args", {{"sort_index", pid}}}});
-    uint64_t t0 = c.kernel_trace.front().start_ns;
+    const uint64_t t0 = c.kernel_trace.front().start_ns;  // records are in start order
     std::set<uint32_t> streams;
-    for (const KernelRecord& k : c.kernel_trace) {
-      t0 = std::min(t0, k.start_ns);
-      streams.insert(k.stream);
-    }
+    for (const KernelRecord& k : c.kernel_trace) streams.insert(k.stream);
     for (uint32_t s : streams)
       events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", s},
                         {"args", {{"name", "stream " + std::to_string(s)}}}});
-    for (const KernelRecord& k : c.kernel_trace)
+    for (const KernelRecord& k : c.kernel_trace) {
+      const double dur_us = k.end_ns > k.start_ns ? double(k.end_ns - k.start_ns) * 1e-3 : 0.0;
       events.push_back({{"ph", "X"}, {"cat", "kernel"}, {"name", k.name}, {"pid", pid}, {"tid", k.stream},
-                        {"ts", double(k.start_ns - t0) * 1e-3}, {"dur", k.end_ns > k.start_ns ? double(k.end_ns - k.start_ns) * 1e-3 : 0.0}});
+                        {"ts", double(k.start_ns - t0) * 1e-3}, {"dur", dur_us}});
+    }
   }
   return {{"traceEvents", events},
           {"displayTimeUnit", "ns"},
