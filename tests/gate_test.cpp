@@ -196,6 +196,9 @@ TEST(Gate, RefusesIncomparableReports) {
   b.context.programmatic_launch = !a.context.programmatic_launch;
   expect_refusal(a, b, "programmatic launch differs");
   b = a;
+  b.context.tc_filter_grad = !a.context.tc_filter_grad;
+  expect_refusal(a, b, "3x3 filter gradient differs");
+  b = a;
   b.context.side_streams = a.context.side_streams == "on" ? "off" : "on";
   expect_refusal(a, b, "side streams differs");
   b = a;

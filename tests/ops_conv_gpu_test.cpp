@@ -1,7 +1,8 @@
-// GPU input preparation and convolutions (cuDNN and the small-C kernels; 1x1 to
-// 7x7 windows, strides 1 to 3, the ResNet shapes) against the CPU reference; the
-// conv plan cache and its keys. The OpsGpu tests skip without a CUDA device; the
+// GPU input preparation and convolutions (cuDNN, the small-C kernels and the
+// tensor-core filter gradient; 1x1 to 7x7 windows, strides 1 to 3, the ResNet
+// shapes) against the CPU reference; the conv plan cache and its keys. The OpsGpu tests skip without a CUDA device; the
 // OpsConvKey ones need none.
+#include "framework/ops/conv_filter_tc_cuda.h"
 #include "tests/ops_gpu_fixture.h"
 
 namespace tr {
@@ -177,6 +178,40 @@ TEST_F(OpsGpu, ConvBwdFilterMatchesCpu) {
     }
 }
 
+// f16 3x3 filter gradients with C % 32 == 0 and K % 64 == 0 run our tensor-core
+// kernel (Note [3x3 filter gradient on tensor cores]); the same cases through
+// cuDNN (Options::tc_filter = false) match the CPU too. Shapes: one split
+// (straight to f16), many splits (partials added in order), several (k, c)
+// tiles, sub-tiles that span images (3x3 and 7x7 images), the widest row (64),
+// odd and non-square sides.
+TEST_F(OpsGpu, ConvBwdFilterTensorCoreMatchesCpu) {
+  const ConvShape shapes[] = {{2, 8, 8, 32, 64},   {8, 28, 28, 32, 64}, {4, 14, 14, 64, 128}, {16, 7, 7, 128, 64},
+                              {24, 3, 3, 64, 64},  {3, 5, 64, 32, 64},  {5, 9, 11, 32, 192},  {64, 28, 28, 32, 64}};
+  Rng rng(7);
+  int ours = 0;
+  for (bool tc : {true, false}) {
+    ConvPlanCache::Options o;
+    o.tc_filter = tc;
+    plans_ = std::make_unique<ConvPlanCache>(o);
+    gh_.conv_plans = plans_.get();
+    for (const ConvShape& s : shapes) {
+      Case k;
+      k.name = cat(conv_name("ConvBwdFilter", F16, s), tc ? " (tensor-core kernel)" : " (cuDNN)");
+      k.attrs = s.attrs();
+      k.in = {rnd(F16, {s.n, s.h, s.w, s.c}, rng), rnd(F16, {s.n, s.ho(), s.wo(), s.k}, rng, -0.3, 0.3)};
+      k.out = {HostTensor(F16, {s.k, s.r, s.r, s.c})};
+      k.tol = {conv_tol(F16)};
+      prepare_conv(OpKind::ConvBwdFilter, k);
+      const ConvPlan& p = plans_->lookup(conv_key(OpKind::ConvBwdFilter, {k.in[0].shape(), k.in[1].shape()}, k.attrs, F16));
+      EXPECT_EQ(p.impl == ConvImpl::FilterTc, tc) << p.describe();
+      ours += p.impl == ConvImpl::FilterTc;
+      check(conv_bwd_filter_cpu, conv_bwd_filter_cuda, k);
+    }
+  }
+  std::printf("[ gpu vs cpu ] ConvBwdFilter f16 3x3: %d shapes on the tensor-core kernel, the same through cuDNN\n",
+              ours);
+}
+
 TEST_F(OpsGpu, ConvPlanCacheLookupNeedsPrepare) {
   const ConvShape s{2, 8, 8, 16, 32};
   const ConvKey key = conv_key(OpKind::ConvFwd, {Shape{2, 8, 8, 16}, Shape{32, 3, 3, 16}}, s.attrs(), F16);
@@ -248,6 +283,25 @@ TEST(OpsConvKey, KeysCarryWindowStrideAndPad) {
   OpAttrs s1 = stem.attrs();
   s1.stride = 1;
   EXPECT_NE(conv_key(OpKind::ConvFwd, {x, w}, s1, F16), f);
+}
+
+TEST(OpsConvKey, TensorCoreFilterGradientOnlyForItsShapes) {
+  auto key = [](const ConvShape& s, DType t) {
+    return conv_key(OpKind::ConvBwdFilter, {Shape{s.n, s.h, s.w, s.c}, Shape{s.n, s.ho(), s.wo(), s.k}}, s.attrs(), t);
+  };
+  EXPECT_TRUE(uses_filter_tc(key({256, 28, 28, 32, 64}, F16)));
+  EXPECT_TRUE(uses_filter_tc(key({2, 3, 3, 256, 512}, F16)));
+  EXPECT_TRUE(uses_filter_tc(key({2, 56, 64, 64, 64}, F16)));
+  EXPECT_FALSE(uses_filter_tc(key({256, 28, 28, 32, 64}, F32)));      // f16 only
+  EXPECT_FALSE(uses_filter_tc(key({2, 14, 14, 48, 64}, F16)));       // C % 32 != 0
+  EXPECT_FALSE(uses_filter_tc(key({2, 14, 14, 64, 96}, F16)));       // K % 64 != 0
+  EXPECT_FALSE(uses_filter_tc(key({2, 8, 65, 32, 64}, F16)));        // rows wider than 64
+  EXPECT_FALSE(uses_filter_tc(key({2, 16, 16, 64, 64, 3, 2, 1}, F16)));  // stride 2
+  EXPECT_FALSE(uses_filter_tc(key({2, 16, 16, 64, 64, 1, 1, 0}, F16)));  // 1x1
+  const ConvShape s{2, 14, 14, 64, 64};
+  const Shape x{2, 14, 14, 64}, w{64, 3, 3, 64}, y{2, 14, 14, 64};
+  EXPECT_FALSE(uses_filter_tc(conv_key(OpKind::ConvFwd, {x, w}, s.attrs(), F16)));
+  EXPECT_FALSE(uses_filter_tc(conv_key(OpKind::ConvBwdData, {y, w, x}, s.attrs(), F16)));
 }
 
 TEST(OpsConvKey, SmallCKernelOnlyFor3x3Stride1Pad1) {

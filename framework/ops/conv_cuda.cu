@@ -3,16 +3,20 @@
 //
 // cuDNN (legacy convolution API, fp32 compute) does every shape except the
 // few-input-channel 3x3 / stride 1 / pad 1 forward and filter gradient (Note
-// [small-C convolutions]), which run the direct kernels below. The algorithm, descriptors and kernel
+// [small-C convolutions]), which run the direct kernels below, and the f16 3x3
+// filter gradient with many channels (Note [3x3 filter gradient on tensor
+// cores], conv_filter_tc_cuda.cu). The algorithm, descriptors and kernel
 // choice come from GpuHandles::conv_plans, prepared before any capture (Note
 // [conv plans before capture]); a launch only looks them up, so it is
 // capture-safe and uses the same algorithm eagerly and in graphs.
 //   workspace: the plan's workspace_bytes (ConvPlanCache::max_workspace_bytes()).
 //   Small-C filter gradient: blocks * K*9*C * 4 bytes, blocks = min(4 * SMs /
 //   channel blocks, row blocks) (small_c_conv_workspace_bytes).
+//   Tensor-core filter gradient: splits * K*9*C * 4 bytes (filter_tc_workspace_bytes).
 #include <algorithm>
 
 #include "framework/ops/conv.h"
+#include "framework/ops/conv_filter_tc_cuda.h"
 #include "framework/ops/conv_plan_cache_cuda.h"
 #include "framework/ops/conv_small_tc_cuda.h"
 #include "framework/ops/cuda_kernel_util_cuda.h"
@@ -257,7 +261,7 @@ struct ConvLaunch {
   cudnnHandle_t h;
   const ConvPlan* plan;
   void* ws;
-  bool done;  // the small-C kernel already ran
+  bool done;  // one of our kernels already ran
 };
 
 // Checks the call against the plan's key and binds the handle to the op's stream.
@@ -288,6 +292,11 @@ ConvLaunch begin(const OpCall& c, OpKind kind, const char* op) {
   l.done = false;
   if (l.plan->impl == ConvImpl::SmallC) {
     run_small_c(key, c, gh, l.ws);
+    l.done = true;
+    return l;
+  }
+  if (l.plan->impl == ConvImpl::FilterTc) {  // Note [3x3 filter gradient on tensor cores]
+    conv_bwd_filter_tc(c.env, sm_count(gh), a.data, b.data, out.data, l.ws, key);
     l.done = true;
     return l;
   }

@@ -4,6 +4,7 @@
 #include <climits>
 #include <cstdint>
 
+#include "framework/ops/conv_filter_tc_cuda.h"
 #include "framework/ops/cuda_kernel_util_cuda.h"
 #include "framework/core/gpu_check_cuda.h"
 #include "framework/ops/gpu_handles.h"
@@ -114,6 +115,8 @@ bool uses_small_c_kernel(const ConvKey& key) {
 
 std::string ConvPlan::describe() const {
   if (impl == ConvImpl::SmallC) return cat(key.str(), ": direct small-C kernel, workspace ", workspace_bytes, " B");
+  if (impl == ConvImpl::FilterTc)
+    return cat(key.str(), ": direct tensor-core filter-gradient kernel, workspace ", workspace_bytes, " B");
   return cat(key.str(), ": algo ", algo, ", workspace ", workspace_bytes, " B, math ", int(math),
              time_ms >= 0 ? cat(", ", time_ms, " ms") : std::string());
 }
@@ -198,6 +201,13 @@ const ConvPlan& ConvPlanCache::prepare(const GpuHandles& g, const ConvKey& key) 
   if (uses_small_c_kernel(key)) {  // Note [small-C convolutions]
     p->impl = ConvImpl::SmallC;
     p->workspace_bytes = small_c_conv_workspace_bytes(key, cuda::sm_count(g));
+    const ConvPlan& ref = *p;
+    plans_.emplace(key, std::move(p));
+    return ref;
+  }
+  if (opt_.tc_filter && uses_filter_tc(key)) {  // Note [3x3 filter gradient on tensor cores]
+    p->impl = ConvImpl::FilterTc;
+    p->workspace_bytes = filter_tc_workspace_bytes(key, cuda::sm_count(g));
     const ConvPlan& ref = *p;
     plans_.emplace(key, std::move(p));
     return ref;

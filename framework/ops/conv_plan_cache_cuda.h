@@ -110,7 +110,10 @@ class ConvDesc {
 // still prepared and looked up like every other plan. Every other shape, the
 // 7x7 / stride 2 ResNet stem with C = 3 included, goes to cuDNN.
 constexpr int64_t kSmallConvMaxC = 4;
-enum class ConvImpl : uint8_t { Cudnn, SmallC };
+// FilterTc: the 3x3 filter gradient with many channels on the tensor cores
+// (conv_filter_tc_cuda.h, Note [3x3 filter gradient on tensor cores]), unless
+// Options::tc_filter is false.
+enum class ConvImpl : uint8_t { Cudnn, SmallC, FilterTc };
 bool uses_small_c_kernel(const ConvKey& key);
 // Workspace of the small-C kernel for `key` (uses_small_c_kernel) on a device with
 // `sms` SMs (conv_cuda.cu).
@@ -124,7 +127,7 @@ struct ConvPlan {
   cudnn_raii::TensorDesc y;   // [N,Ho,Wo,K] NHWC
   cudnn_raii::FilterDesc w;   // [K,R,R,C] (cuDNN NHWC filter = KRSC)
   cudnn_raii::ConvDesc conv;  // key's pad and stride, no dilation, cross-correlation, fp32 compute, math type set
-  int algo = -1;              // cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t of key.dir (-1: SmallC)
+  int algo = -1;              // cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t of key.dir (-1: our kernel)
   size_t workspace_bytes = 0;
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
   float time_ms = -1.f;       // measured by cudnnFind (benchmark mode), else -1
@@ -145,6 +148,9 @@ class ConvPlanCache {
     // true: cudnnFind* times the candidates (allocates; before capture only);
     // often faster, but the choice can differ between processes.
     bool benchmark = false;
+    // true (default): f16 3x3 filter gradients that uses_filter_tc takes run our
+    // tensor-core kernel; false: cuDNN's algorithm (what the kernel is measured against).
+    bool tc_filter = true;
   };
 
   ConvPlanCache();

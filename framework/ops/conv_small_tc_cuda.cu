@@ -23,18 +23,13 @@
 // the CUDA-core kernel with its weights in registers measured 19.8 us. The
 // forward is far from the 17 us its 67 MB of output take at HBM speed; its
 // loads and stores are per lane and 2 or 4 bytes wide.
-//
-// mma.sync m16n8k16 fragments (PTX ISA), lane = 4*g + t:
-//   A 16x16 row-major: a0 (row g,   cols 2t..2t+1)  a1 (row g+8, cols 2t..2t+1)
-//                      a2 (row g,   cols 2t+8..+9)  a3 (row g+8, cols 2t+8..+9)
-//   B 16x8 (k x n):    b0 (k 2t..2t+1, col g)       b1 (k 2t+8..2t+9, col g)
-//   C/D 16x8 f32:      d0,d1 (row g, cols 2t, 2t+1) d2,d3 (row g+8, cols 2t, 2t+1)
-// each 32-bit register holds two f16, the lower index in the low half.
+// The mma.sync and ldmatrix fragment layouts: mma_sync_cuda.h.
 #include "framework/ops/conv_small_tc_cuda.h"
 
 #include <cuda_fp16.h>
 
 #include "framework/ops/cuda_kernel_util_cuda.h"
+#include "framework/ops/mma_sync_cuda.h"
 
 namespace tr {
 namespace {
@@ -44,20 +39,6 @@ using namespace tr::cuda;
 constexpr int kTcThreads = 256;     // 8 warps
 constexpr int kTcBlocksPerSm = 4;
 constexpr int kTile = 16;           // pixels per mma tile
-
-__device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-#endif
-}
-
-__device__ __forceinline__ uint32_t pack2(__half lo, __half hi) {
-  const __half2 h = __halves2half2(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&h);
-}
 
 // Where a pixel of the flattened [N*H*W] index sits: its row q = n*H + h
 // (flattened), h and w; valid = inside the tensor.
@@ -154,15 +135,6 @@ __global__ void __launch_bounds__(kTcThreads) conv_small_fwd_tc_kernel(const __h
 }
 
 // ---- filter gradient ----
-
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const __half* smem_row) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(smem_row));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-#endif
-}
 
 // Where im2col column n = (r*3 + s)*C + c reads from, relative to a pixel:
 // x[p*C + off] when (h + dr, w + ds) is inside the image.

@@ -14,6 +14,7 @@ namespace {
 ConvPlanCache::Options plan_options(AlgoChoice a) {
   ConvPlanCache::Options o;
   o.benchmark = a.benchmark;
+  o.tc_filter = a.tc_filter;
   return o;
 }
 

@@ -27,6 +27,9 @@ struct AlgoChoice {
   // Programmatic dependent launch of our kernels (Note [programmatic dependent
   // launch], framework/ops/kernel_launch_cuda.h); false: --no-pdl.
   bool programmatic_launch = true;
+  // f16 3x3 filter gradients on tr's tensor-core kernel where it takes the
+  // shape (ConvPlanCache::Options::tc_filter); false: --cudnn-filter-grad.
+  bool tc_filter = true;
 };
 
 struct ContextSpec {

@@ -13,6 +13,9 @@ AlgoChoice algo_flags(const CliArgs& a, Backend backend) {
   c.programmatic_launch = !a.flag("--no-pdl");
   TR_USER_CHECK(c.programmatic_launch || backend == Backend::Cuda,
                 "--no-pdl is for --device cuda (the CPU launches no kernels)");
+  c.tc_filter = !a.flag("--cudnn-filter-grad");
+  TR_USER_CHECK(c.tc_filter || backend == Backend::Cuda,
+                "--cudnn-filter-grad is for --device cuda (the CPU has no cuDNN)");
   return c;
 }
 

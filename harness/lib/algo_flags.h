@@ -1,7 +1,8 @@
 #pragma once
 // The GPU algorithm flags that tr-train and tr-bench share: --cudnn-benchmark,
-// --nondeterministic, --no-pdl. The last two are refused off CUDA (the CPU's
-// kernels are deterministic and it launches none), with one line naming the flag.
+// --nondeterministic, --no-pdl, --cudnn-filter-grad. The last three are refused
+// off CUDA (the CPU's kernels are deterministic, it launches none and has no
+// cuDNN), with one line naming the flag.
 #include "framework/core/backend.h"
 #include "framework/runtime/device_context.h"
 #include "harness/lib/cli_args.h"

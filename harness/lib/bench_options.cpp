@@ -70,6 +70,9 @@ and writes a Google-Benchmark-compatible JSON report.
                         the report records it and the gate refuses mixing
   --no-pdl              launch our kernels without programmatic dependent launch (Hopper's
                         early launch of a dependent kernel), to measure its gain; CUDA only
+  --cudnn-filter-grad   run the f16 3x3 filter gradients that tr's tensor-core kernel takes
+                        through cuDNN instead, to measure its gain; CUDA only, the report
+                        records it and the gate refuses mixing
   --help                this text
 
 Examples:
@@ -148,7 +151,7 @@ BenchOptions parse_bench_options(int argc, char** argv, World* world) {
                                      "--optimizer", "--cnn-optimizer", "--batch-per-gpu", "--bn-sync",
                                      "--image-size", "--bucket-mb", "--top-kernels", "--kernel-trace"};
   for (const std::string& p : process_value_flags()) values.push_back(p);
-  CliArgs a(argc, argv, values, {"--no-cupti", "--side-streams", "--no-side-streams", "--split-steps", "--cudnn-benchmark", "--no-fusion", "--nondeterministic", "--no-pdl", "--help"});
+  CliArgs a(argc, argv, values, {"--no-cupti", "--side-streams", "--no-side-streams", "--split-steps", "--cudnn-benchmark", "--no-fusion", "--nondeterministic", "--no-pdl", "--cudnn-filter-grad", "--help"});
   BenchOptions o;
   for (int i = 0; i < argc; ++i) {
     if (i) o.command_line += ' ';
@@ -237,6 +240,7 @@ BenchOptions parse_bench_options(int argc, char** argv, World* world) {
   o.cudnn_benchmark = algo.benchmark;
   o.deterministic = algo.deterministic;
   o.programmatic_launch = algo.programmatic_launch;
+  o.tc_filter = algo.tc_filter;
   o.progress = isatty(2) != 0;
   return o;
 }

@@ -37,6 +37,7 @@ struct BenchOptions {
   bool fusion = true;                  // false: --no-fusion (TrainConfig::fusion)
   bool deterministic = true;           // false: --nondeterministic (RunOptions::deterministic)
   bool programmatic_launch = true;     // false: --no-pdl (RunOptions::programmatic_launch)
+  bool tc_filter = true;               // false: --cudnn-filter-grad (RunOptions::tc_filter)
   std::string json_path;               // empty: no file
   bool progress = false;               // stderr progress (a terminal only)
   bool cupti = true;

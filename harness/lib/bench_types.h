@@ -32,6 +32,10 @@ struct BenchContext {
   // Our kernels launched with programmatic dependencies (Note [programmatic
   // dependent launch]); false on the CPU, and in reports older than it.
   bool programmatic_launch = false;
+  // f16 3x3 filter gradients on tr's tensor-core kernel (Note [3x3 filter
+  // gradient on tensor cores]); false on the CPU, with --cudnn-filter-grad, and
+  // in reports older than it.
+  bool tc_filter_grad = false;
   // Weight gradients on a second stream: "auto" (each case's choice is its
   // counter side_streams), "on" (--side-streams) or "off" (--no-side-streams);
   // "off" in reports older than it.

@@ -23,6 +23,7 @@ struct Spec {
   OpAttrs attrs;
   VariantDims variant;
   OpKind conv = OpKind::Count;  // a conv kind: prepare its plan first
+  bool cudnn_conv = false;      // plan with ConvPlanCache::Options::tc_filter off: cuDNN, beside our kernel
   double flops = 0;
   // Optional: before timing, in[derive_to...] = derive(in[derive_from]) with
   // these attrs (a backward's y, or its recorded argmax, made by its forward, so

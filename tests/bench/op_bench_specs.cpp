@@ -7,6 +7,7 @@
 #include "framework/ops/avgpool.h"
 #include "framework/ops/batchnorm.h"
 #include "framework/ops/conv.h"
+#include "framework/ops/conv_filter_tc_cuda.h"
 #include "framework/ops/fc.h"
 #include "framework/ops/input_prep.h"
 #include "framework/ops/pool.h"
@@ -61,6 +62,12 @@ std::vector<Spec> conv_specs(const std::string& pre, DType t, int64_t B, int64_t
   g.conv = OpKind::ConvBwdFilter;
   g.flops = fl;
   v.push_back(g);
+  // Where our tensor-core kernel takes the filter gradient, cuDNN's beside it.
+  if (uses_filter_tc(conv_key(OpKind::ConvBwdFilter, {x, y}, a, t))) {
+    g.name = cat(pre, "conv_bwd_filter_cudnn", sh);
+    g.cudnn_conv = true;
+    v.push_back(g);
+  }
   return v;
 }
 

@@ -72,6 +72,9 @@ class BenchGpu {
     s.loss_scale = 1024.f;
     cudaMemcpy(scalars, &s, sizeof s, cudaMemcpyHostToDevice);
     plans = std::make_unique<ConvPlanCache>();
+    ConvPlanCache::Options cudnn_only;
+    cudnn_only.tc_filter = false;
+    cudnn_plans = std::make_unique<ConvPlanCache>(cudnn_only);
     gh.device = 0;
     gh.cudnn = cudnn;
     gh.cublas = cublas;
@@ -81,11 +84,14 @@ class BenchGpu {
     gh.conv_plans = plans.get();
     gh.deterministic = true;
     gh.sm_count = query_sm_count(0);
+    gh_cudnn = gh;
+    gh_cudnn.conv_plans = cudnn_plans.get();
     cudaEventCreate(&ev0);
     cudaEventCreate(&ev1);
   }
   ~BenchGpu() {
     plans.reset();
+    cudnn_plans.reset();
     cudaEventDestroy(ev0);
     cudaEventDestroy(ev1);
     cudaFree(scalars);
@@ -102,7 +108,9 @@ class BenchGpu {
   void* ws = nullptr;
   TrainScalars* scalars = nullptr;
   std::unique_ptr<ConvPlanCache> plans;
+  std::unique_ptr<ConvPlanCache> cudnn_plans;  // Spec::cudnn_conv
   GpuHandles gh;
+  GpuHandles gh_cudnn;                         // gh with cudnn_plans
   cudaEvent_t ev0 = nullptr, ev1 = nullptr;
 };
 
@@ -156,7 +164,8 @@ void run_spec(benchmark::State& state, const Spec& sp) {
   ExecEnv env;
   env.scalars = g->scalars;
   env.stream = g->stream;
-  env.gpu = &g->gh;
+  const GpuHandles& gh = sp.cudnn_conv ? g->gh_cudnn : g->gh;
+  env.gpu = &gh;
   OpCall c;
   c.in = in.data();
   c.n_in = int(in.size());
@@ -179,7 +188,7 @@ void run_spec(benchmark::State& state, const Spec& sp) {
     if (sp.conv != OpKind::Count) {
       std::vector<Shape> shapes;
       for (const TensorRef& t : in) shapes.push_back(t.shape);
-      g->plans->prepare(g->gh, conv_key(sp.conv, shapes.data(), int(shapes.size()), sp.attrs, in[0].dtype));
+      gh.conv_plans->prepare(gh, conv_key(sp.conv, shapes.data(), int(shapes.size()), sp.attrs, in[0].dtype));
     }
     for (int i = 0; i < 3; ++i) sp.fn(c);  // warm-up
     if (cudaStreamSynchronize(g->stream) != cudaSuccess) throw Error("warm-up failed");

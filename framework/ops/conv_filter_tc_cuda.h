@@ -1,0 +1,24 @@
+#pragma once
+// The filter gradient of 3x3 / stride 1 / pad 1 convolutions with many
+// channels (C a multiple of 32, K a multiple of 64), f16 on the tensor cores:
+// dw[K,3,3,C] = sum over pixels p of dy[p,K] (x) x[p + (r-1, s-1), C], a GEMM
+// of M = K channels, N = 9*C im2col columns and a reduction over N*H*W pixels.
+// Note [3x3 filter gradient on tensor cores] in conv_filter_tc_cuda.cu.
+#include <cstddef>
+
+#include "framework/ops/conv_plan_cache_cuda.h"
+
+namespace tr {
+
+struct ExecEnv;
+
+// f16 filter gradient, 3x3 / stride 1 / pad 1, C % 32 == 0, K % 64 == 0, W <= 64.
+bool uses_filter_tc(const ConvKey& key);
+
+// dw[K,3,3,C] from x[N,H,W,C] and dy[N,H,W,K], through per-block partials in
+// `ws` (filter_tc_workspace_bytes) added in block order: deterministic.
+void conv_bwd_filter_tc(const ExecEnv* env, int sms, const void* x, const void* dy, void* dw, void* ws,
+                        const ConvKey& key);
+size_t filter_tc_workspace_bytes(const ConvKey& key, int sms);
+
+}  // namespace tr
