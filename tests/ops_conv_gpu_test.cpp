@@ -178,15 +178,14 @@ TEST_F(OpsGpu, ConvBwdFilterMatchesCpu) {
     }
 }
 
-// f16 3x3 filter gradients with C % 32 == 0 and K % 64 == 0 run our tensor-core
-// kernel (Note [3x3 filter gradient on tensor cores]); the same cases through
-// cuDNN (Options::tc_filter = false) match the CPU too. Shapes: one split
-// (straight to f16), many splits (partials added in order), several (k, c)
-// tiles, sub-tiles that span images (3x3 and 7x7 images), the widest row (64),
-// odd and non-square sides.
+// The f16 3x3 filter gradient with C = 32 -> K = 64 runs our tensor-core kernel
+// (Note [3x3 filter gradient on tensor cores]); the same cases through cuDNN
+// (Options::tc_filter = false) match the CPU too. Shapes: one split (straight
+// to f16), many splits (partials added in order), sub-tiles that span images
+// (3x3 and 7x7 images), the widest row (64), odd and non-square sides.
 TEST_F(OpsGpu, ConvBwdFilterTensorCoreMatchesCpu) {
-  const ConvShape shapes[] = {{2, 8, 8, 32, 64},   {8, 28, 28, 32, 64}, {4, 14, 14, 64, 128}, {16, 7, 7, 128, 64},
-                              {24, 3, 3, 64, 64},  {3, 5, 64, 32, 64},  {5, 9, 11, 32, 192},  {64, 28, 28, 32, 64}};
+  const ConvShape shapes[] = {{2, 8, 8, 32, 64},  {8, 28, 28, 32, 64}, {16, 7, 7, 32, 64},  {24, 3, 3, 32, 64},
+                              {3, 5, 64, 32, 64}, {5, 9, 11, 32, 64},  {4, 14, 14, 32, 64}, {64, 28, 28, 32, 64}};
   Rng rng(7);
   int ours = 0;
   for (bool tc : {true, false}) {
@@ -208,8 +207,34 @@ TEST_F(OpsGpu, ConvBwdFilterTensorCoreMatchesCpu) {
       check(conv_bwd_filter_cpu, conv_bwd_filter_cuda, k);
     }
   }
-  std::printf("[ gpu vs cpu ] ConvBwdFilter f16 3x3: %d shapes on the tensor-core kernel, the same through cuDNN\n",
+  std::printf("[ gpu vs cpu ] ConvBwdFilter f16 3x3 32->64: %d shapes on the tensor-core kernel, the same through cuDNN\n",
               ours);
+}
+
+// The kernel itself, called directly, at shapes the plans leave to cuDNN
+// (filter_tc_beats_cudnn): several (k, c) tiles per filter.
+void filter_tc_direct(const OpCall& c) {
+  const GpuHandles& gh = *static_cast<const GpuHandles*>(c.env->gpu);
+  const ConvKey key = conv_key(OpKind::ConvBwdFilter, {c.in[0].shape, c.in[1].shape}, *c.attrs, F16);
+  ASSERT_LE(filter_tc_workspace_bytes(key, gh.sm_count), gh.workspace_bytes);
+  conv_bwd_filter_tc(c.env, gh.sm_count, c.in[0].data, c.in[1].data, c.out[0].data, gh.workspace, key);
+}
+
+TEST_F(OpsGpu, ConvBwdFilterTensorCoreKernelTakesWiderShapes) {
+  const ConvShape shapes[] = {{4, 14, 14, 64, 128}, {16, 7, 7, 128, 64}, {24, 3, 3, 64, 64}, {5, 9, 11, 32, 192}};
+  Rng rng(8);
+  for (const ConvShape& s : shapes) {
+    Case k;
+    k.name = cat(conv_name("ConvBwdFilter", F16, s), " (tensor-core kernel, direct)");
+    k.attrs = s.attrs();
+    k.in = {rnd(F16, {s.n, s.h, s.w, s.c}, rng), rnd(F16, {s.n, s.ho(), s.wo(), s.k}, rng, -0.3, 0.3)};
+    k.out = {HostTensor(F16, {s.k, s.r, s.r, s.c})};
+    k.tol = {conv_tol(F16)};
+    const ConvKey key = conv_key(OpKind::ConvBwdFilter, {k.in[0].shape(), k.in[1].shape()}, k.attrs, F16);
+    ASSERT_TRUE(uses_filter_tc(key)) << key.str();
+    EXPECT_FALSE(filter_tc_beats_cudnn(key)) << key.str();
+    check(conv_bwd_filter_cpu, filter_tc_direct, k);
+  }
 }
 
 TEST_F(OpsGpu, ConvPlanCacheLookupNeedsPrepare) {
@@ -290,6 +315,9 @@ TEST(OpsConvKey, TensorCoreFilterGradientOnlyForItsShapes) {
     return conv_key(OpKind::ConvBwdFilter, {Shape{s.n, s.h, s.w, s.c}, Shape{s.n, s.ho(), s.wo(), s.k}}, s.attrs(), t);
   };
   EXPECT_TRUE(uses_filter_tc(key({256, 28, 28, 32, 64}, F16)));
+  EXPECT_TRUE(filter_tc_beats_cudnn(key({256, 28, 28, 32, 64}, F16)));
+  EXPECT_FALSE(filter_tc_beats_cudnn(key({256, 14, 14, 64, 64}, F16)));  // cuDNN measured faster
+  EXPECT_FALSE(filter_tc_beats_cudnn(key({256, 28, 28, 32, 64}, F32)));
   EXPECT_TRUE(uses_filter_tc(key({2, 3, 3, 256, 512}, F16)));
   EXPECT_TRUE(uses_filter_tc(key({2, 56, 64, 64, 64}, F16)));
   EXPECT_FALSE(uses_filter_tc(key({256, 28, 28, 32, 64}, F32)));      // f16 only

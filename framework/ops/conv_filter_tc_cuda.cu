@@ -245,6 +245,8 @@ bool uses_filter_tc(const ConvKey& key) {
          key.n * key.h + kMaxTilePixels < (int64_t(1) << 31);  // row indices in 32 bits
 }
 
+bool filter_tc_beats_cudnn(const ConvKey& key) { return uses_filter_tc(key) && key.c == kCT && key.k == kKT; }
+
 void conv_bwd_filter_tc(const ExecEnv* env, int sms, const void* x, const void* dy, void* dw, void* ws,
                         const ConvKey& key) {
   TR_CHECK(uses_filter_tc(key), "conv 3x3 filter gradient (tensor cores): no kernel for ", key.str());

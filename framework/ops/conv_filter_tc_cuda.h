@@ -12,8 +12,15 @@ namespace tr {
 
 struct ExecEnv;
 
-// f16 filter gradient, 3x3 / stride 1 / pad 1, C % 32 == 0, K % 64 == 0, W <= 64.
+// What the kernel can run: an f16 filter gradient, 3x3 / stride 1 / pad 1,
+// C % 32 == 0, K % 64 == 0, W <= 64.
 bool uses_filter_tc(const ConvKey& key);
+// Where the plans choose it over cuDNN: the shapes it was measured faster at,
+// C = 32 -> K = 64 (the cnn's second convolution: 33.8 us against cuDNN's 57.7
+// at batch 256, 108 against 177 at 1024; H200). At every wider shape of the
+// cnn and the zoo cuDNN's sm90 kernels were faster (README, "The second
+// convolution's filter gradient").
+bool filter_tc_beats_cudnn(const ConvKey& key);
 
 // dw[K,3,3,C] from x[N,H,W,C] and dy[N,H,W,K], through per-block partials in
 // `ws` (filter_tc_workspace_bytes) added in block order: deterministic.

@@ -205,7 +205,7 @@ const ConvPlan& ConvPlanCache::prepare(const GpuHandles& g, const ConvKey& key) 
     plans_.emplace(key, std::move(p));
     return ref;
   }
-  if (opt_.tc_filter && uses_filter_tc(key)) {  // Note [3x3 filter gradient on tensor cores]
+  if (opt_.tc_filter && filter_tc_beats_cudnn(key)) {  // Note [3x3 filter gradient on tensor cores]
     p->impl = ConvImpl::FilterTc;
     p->workspace_bytes = filter_tc_workspace_bytes(key, cuda::sm_count(g));
     const ConvPlan& ref = *p;

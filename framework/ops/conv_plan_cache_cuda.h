@@ -110,9 +110,9 @@ class ConvDesc {
 // still prepared and looked up like every other plan. Every other shape, the
 // 7x7 / stride 2 ResNet stem with C = 3 included, goes to cuDNN.
 constexpr int64_t kSmallConvMaxC = 4;
-// FilterTc: the 3x3 filter gradient with many channels on the tensor cores
-// (conv_filter_tc_cuda.h, Note [3x3 filter gradient on tensor cores]), unless
-// Options::tc_filter is false.
+// FilterTc: the 3x3 filter gradient on the tensor cores, at the shapes where it
+// beats cuDNN (conv_filter_tc_cuda.h, Note [3x3 filter gradient on tensor
+// cores]), unless Options::tc_filter is false.
 enum class ConvImpl : uint8_t { Cudnn, SmallC, FilterTc };
 bool uses_small_c_kernel(const ConvKey& key);
 // Workspace of the small-C kernel for `key` (uses_small_c_kernel) on a device with
@@ -148,7 +148,7 @@ class ConvPlanCache {
     // true: cudnnFind* times the candidates (allocates; before capture only);
     // often faster, but the choice can differ between processes.
     bool benchmark = false;
-    // true (default): f16 3x3 filter gradients that uses_filter_tc takes run our
+    // true (default): f16 3x3 filter gradients where filter_tc_beats_cudnn run our
     // tensor-core kernel; false: cuDNN's algorithm (what the kernel is measured against).
     bool tc_filter = true;
   };

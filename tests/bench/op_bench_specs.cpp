@@ -63,7 +63,7 @@ std::vector<Spec> conv_specs(const std::string& pre, DType t, int64_t B, int64_t
   g.flops = fl;
   v.push_back(g);
   // Where our tensor-core kernel takes the filter gradient, cuDNN's beside it.
-  if (uses_filter_tc(conv_key(OpKind::ConvBwdFilter, {x, y}, a, t))) {
+  if (filter_tc_beats_cudnn(conv_key(OpKind::ConvBwdFilter, {x, y}, a, t))) {
     g.name = cat(pre, "conv_bwd_filter_cudnn", sh);
     g.cudnn_conv = true;
     v.push_back(g);
