@@ -216,8 +216,10 @@ class Builder {
   // writes, [0, first_bwd_slot_hi()), and CAST_DEEP_GRAD and DEEP_COMM start
   // there. Param slots follow the list and the layout orders them by group, so
   // these are the First group's slots and the boundary layer's, contiguous.
+  // TrainConfig::boundary_wgrad_first = false (--deep-boundary-wgrad) keeps it
+  // in DEEP_FWD_BWD, to measure the move.
   bool is_boundary(size_t i) const {
-    if (is_first(i) || i == 0 || !is_first(i - 1)) return false;
+    if (!out_.train.boundary_wgrad_first || is_first(i) || i == 0 || !is_first(i - 1)) return false;
     for (int in : resolved_[i].inputs)
       if (in == kNetworkInput || !is_first(size_t(in))) return false;
     return true;
