@@ -209,32 +209,29 @@ __global__ void __launch_bounds__(kThreads, 1)
   float* sum = reinterpret_cast<float*>(smem);  // [64][kSumRow]
   const int64_t KC = int64_t(9) * C;
   float* part = partial + int64_t(blockIdx.x) * K * KC;
-  if (parity == 1)
+  // Each of this warp's sum pairs: f(kk, col, value) with kk the channel and
+  // col the (tap, c) column of the tile, value its two adjacent columns.
+  auto each_pair = [&](auto&& f) {
 #pragma unroll
     for (int mt = 0; mt < 4; ++mt)
 #pragma unroll
       for (int j = 0; j < kWarpColTiles; ++j)
 #pragma unroll
-        for (int hi = 0; hi < 2; ++hi) {
-          const int kk = mt * 16 + g + 8 * hi, col = (nq * kWarpColTiles + j) * 8 + 2 * t;
-          *reinterpret_cast<float2*>(sum + kk * kSumRow + col) = make_float2(d[mt][j][2 * hi], d[mt][j][2 * hi + 1]);
-        }
+        for (int hi = 0; hi < 2; ++hi)
+          f(mt * 16 + g + 8 * hi, (nq * kWarpColTiles + j) * 8 + 2 * t,
+            make_float2(d[mt][j][2 * hi], d[mt][j][2 * hi + 1]));
+  };
+  if (parity == 1)
+    each_pair([&](int kk, int col, float2 v) { *reinterpret_cast<float2*>(sum + kk * kSumRow + col) = v; });
   __syncthreads();
   if (parity == 0)
-#pragma unroll
-    for (int mt = 0; mt < 4; ++mt)
-#pragma unroll
-      for (int j = 0; j < kWarpColTiles; ++j)
-#pragma unroll
-        for (int hi = 0; hi < 2; ++hi) {
-          const int kk = mt * 16 + g + 8 * hi;                    // channel of the tile
-          const int col = (nq * kWarpColTiles + j) * 8 + 2 * t;  // (tap, c) column of the tile
-          const float2 o = *reinterpret_cast<const float2*>(sum + kk * kSumRow + col);
-          const float2 v = make_float2(o.x + d[mt][j][2 * hi], o.y + d[mt][j][2 * hi + 1]);
-          const int64_t at = int64_t(k0 + kk) * KC + (col / kCT) * C + c0 + col % kCT;
-          if (gridDim.x > 1) *reinterpret_cast<float2*>(part + at) = v;
-          else *reinterpret_cast<__half2*>(dw + at) = __floats2half2_rn(v.x, v.y);
-        }
+    each_pair([&](int kk, int col, float2 v) {
+      const float2 o = *reinterpret_cast<const float2*>(sum + kk * kSumRow + col);
+      v = make_float2(o.x + v.x, o.y + v.y);
+      const int64_t at = int64_t(k0 + kk) * KC + (col / kCT) * C + c0 + col % kCT;
+      if (gridDim.x > 1) *reinterpret_cast<float2*>(part + at) = v;
+      else *reinterpret_cast<__half2*>(dw + at) = __floats2half2_rn(v.x, v.y);
+    });
 }
 
 }  // namespace
