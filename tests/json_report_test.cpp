@@ -339,8 +339,6 @@ TEST(JsonReport, BadFiles) {
   expect_bad(edited("nobench.json", [](nlohmann::json& j) { j.erase("benchmarks"); }), "missing 'benchmarks'");
   expect_bad(edited("launch.json", [](nlohmann::json& j) { j["context"]["launch"] = "fibers"; }),
              "launch must be threads, processes or nodes, got 'fibers'");
-  expect_bad(edited("boundary.json", [](nlohmann::json& j) { j["context"]["boundary_wgrad"] = "middle"; }),
-             "boundary_wgrad must be first or deep, got 'middle'");
   expect_bad(edited("procs.json", [](nlohmann::json& j) { j["context"]["processes"] = 0; }),
              "processes must be >= 1, got 0");
   expect_bad(edited("noreal.json", [](nlohmann::json& j) { j["benchmarks"][0].erase("real_time"); }),

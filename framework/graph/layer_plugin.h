@@ -44,10 +44,6 @@ struct LayerBwd {
   TensorId dy;                  // gradient of y
   std::vector<bool> need_dx;    // per input: false for the network input
   GraphId graph;
-  // Where its side-stream nodes go (weight gradients, LayerEmitter::side): `graph`,
-  // or FIRST_LAYER_BWD for the layer that reads the first group's output (Note
-  // [the boundary layer's weight gradient], model_builder.cpp).
-  GraphId side_graph;
 };
 
 struct LayerPlugin {

@@ -57,10 +57,9 @@ class Builder {
     emit_training();
     RecipeTensors rt{out_.images, out_.labels_src, out_.lr_table, out_.step_metrics, out_.train_metrics,
                      out_.val_main_metrics, out_.val_ema_metrics};
-    // DEEP_COMM takes the last bucket: the slots below the in-backward ones,
-    // above those FIRST_LAYER_BWD writes.
+    // DEEP_COMM takes the last bucket: the slots below the in-backward ones.
     const int32_t deep_comm_hi = buckets_.size() > 1 ? buckets_[buckets_.size() - 2].slot_lo : INT32_MAX;
-    emit_recipe_graphs(out_.cg, out_.train, rt, emitter_.bn_slots() > 0, deep_comm_hi, first_bwd_slot_hi());
+    emit_recipe_graphs(out_.cg, out_.train, rt, emitter_.bn_slots() > 0, deep_comm_hi);
     emit_validation();
     if (out_.train.fusion) out_.fusions = fuse_graph(out_.cg);
     return std::move(out_);
@@ -202,47 +201,6 @@ class Builder {
     backward_pass(x0, logits, dlogits);
   }
 
-  // Note [the boundary layer's weight gradient]
-  // The layer right after the first group, when it reads only first-group
-  // outputs (the cnn's second convolution, the mlp's second layer), computes
-  // the last weight gradient of the deep backward, and nothing in the deep
-  // backward reads it. In DEEP_FWD_BWD it would hold the sub-graph's end (which
-  // joins the side stream), and FIRST_LAYER_BWD after it, though the first
-  // layer's backward needs only the data gradient. So its side-stream nodes go
-  // to FIRST_LAYER_BWD, where they run beside the first layer's BatchNorm
-  // backward (cnn at batch 256 on the H200: that filter gradient ran alone for
-  // 106 us before the first layer's 41 us). Its gradients then belong to the
-  // first bucket: CAST_FIRST_GRAD and FIRST_COMM cover the slots FIRST_LAYER_BWD
-  // writes, [0, first_bwd_slot_hi()), and CAST_DEEP_GRAD and DEEP_COMM start
-  // there. Param slots follow the list and the layout orders them by group, so
-  // these are the First group's slots and the boundary layer's, contiguous.
-  // TrainConfig::boundary_wgrad_first = false (--deep-boundary-wgrad) keeps it
-  // in DEEP_FWD_BWD, to measure the move.
-  bool is_boundary(size_t i) const {
-    if (!out_.train.boundary_wgrad_first || is_first(i) || i == 0 || !is_first(i - 1)) return false;
-    for (int in : resolved_[i].inputs)
-      if (in == kNetworkInput || !is_first(size_t(in))) return false;
-    return true;
-  }
-
-  // One past the highest gradient slot FIRST_LAYER_BWD writes; every slot
-  // below it is written there (Note [the boundary layer's weight gradient]).
-  int32_t first_bwd_slot_hi() const {
-    const ComputationGraph& cg = out_.cg;
-    std::set<int32_t> written;
-    for (const Node& n : cg.nodes(GraphId::FIRST_LAYER_BWD))
-      for (TensorId t : n.out)
-        if (cg.tensor(t).role == Role::Grad) written.insert(cg.tensor(t).slot);
-    const int32_t hi = written.empty() ? 0 : *written.rbegin() + 1;
-    TR_CHECK(int32_t(written.size()) == hi, "FIRST_LAYER_BWD writes gradient slots that are not [0, ", hi, ")");
-    for (TensorId t = 0; t < cg.num_tensors(); ++t) {
-      const TensorInfo& ti = cg.tensor(t);
-      TR_CHECK(ti.role != Role::Grad || ti.group != ParamGroup::First || ti.slot < hi, "first-group gradient ",
-               ti.name, " is not written in FIRST_LAYER_BWD");
-    }
-    return hi;
-  }
-
   // Reverse order over the tape: each layer's output gradient is complete when
   // its turn comes (every reader comes later in the list). Note [gradient fan-in]:
   // a tensor read by several layers gets the sum of their gradients, one Add
@@ -259,8 +217,7 @@ class Builder {
       TR_CHECK(dy != grad_of.end(), "layer ", r.name, ": no gradient reached its output");
       std::vector<bool> need;
       for (TensorId x : it->x) need.push_back(x != x0);
-      const GraphId side_g = is_boundary(i) ? GraphId::FIRST_LAYER_BWD : g;
-      const LayerBwd b{specs_[i], r.name, states_[i], it->x, it->y, dy->second, need, g, side_g};
+      const LayerBwd b{specs_[i], r.name, states_[i], it->x, it->y, dy->second, need, g};
       const std::vector<TensorId> dx = r.plugin->backward(emitter_, b);
       TR_CHECK(dx.size() == it->x.size(), "layer ", r.name, ": backward gave ", dx.size(), " gradients");
       for (size_t k = 0; k < dx.size(); ++k) {

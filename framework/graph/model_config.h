@@ -72,11 +72,6 @@ struct TrainConfig {
   // Merge node pairs that walk the same activations (Note [fusion] in
   // framework/graph/fusion.h); false (--no-fusion) keeps them apart.
   bool fusion = true;
-  // The weight gradient of the layer after the first group runs in
-  // FIRST_LAYER_BWD, beside the first layer's backward (Note [the boundary
-  // layer's weight gradient], model_builder.cpp); false (--deep-boundary-wgrad)
-  // keeps it at the end of DEEP_FWD_BWD.
-  bool boundary_wgrad_first = true;
   // Emit the collectives (gradient buckets, BN statistics, validation metrics)
   // even with one rank, so a single GPU runs NCCL inside its captured graphs.
   bool force_collectives = false;

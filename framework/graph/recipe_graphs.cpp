@@ -15,12 +15,9 @@ Node range_copy_in(const RecipeTensors& ids, int slot) {
 }  // namespace
 
 void emit_recipe_graphs(ComputationGraph& cg, const TrainConfig& tc, const RecipeTensors& ids, bool has_bn,
-                        int32_t deep_comm_slot_hi, int32_t first_bwd_slot_hi) {
-  // The deep gradients not yet cast and all-reduced when the deep backward
-  // ends, and those FIRST_LAYER_BWD writes.
-  auto deep_rest = [&](Role r) { return RangeRef::slots(r, kDeepGroups, first_bwd_slot_hi, deep_comm_slot_hi); };
-  auto first_part = [&](Role r) { return RangeRef::slots(r, kAllGroups, 0, first_bwd_slot_hi); };
-  const bool deep_rest_left = first_bwd_slot_hi < deep_comm_slot_hi;
+                        int32_t deep_comm_slot_hi) {
+  // The deep gradients not yet cast and all-reduced when the backward ends.
+  auto deep_rest = [&](Role r) { return RangeRef::slots(r, kDeepGroups, 0, deep_comm_slot_hi); };
   const bool amp = tc.amp;
   const Role grads = amp ? Role::GradMaster : Role::Grad;
   const bool tail = tc.fusion && tc.optimizer == OptimizerKind::Sgd;  // Note [optimizer tail]
@@ -28,15 +25,19 @@ void emit_recipe_graphs(ComputationGraph& cg, const TrainConfig& tc, const Recip
   cg.add(GraphId::TRANSFER_B, range_copy_in(ids, 1));
   cg.add(GraphId::ZERO_GRAD, range(RangeOp::Clear, {RangeRef::region(Role::Grad)}, "zero_grad"));
   if (amp) {
-    if (deep_rest_left)
-      cg.add(GraphId::CAST_DEEP_GRAD_FP16_TO_FP32,
-             range(RangeOp::Cast, {deep_rest(Role::Grad), deep_rest(Role::GradMaster)}, "cast_deep_grad"));
+    cg.add(GraphId::CAST_DEEP_GRAD_FP16_TO_FP32,
+             range(RangeOp::Cast, {deep_rest(Role::Grad), deep_rest(Role::GradMaster)},
+                   "cast_deep_grad"));
     cg.add(GraphId::CAST_FIRST_GRAD_FP16_TO_FP32,
-           range(RangeOp::Cast, {first_part(Role::Grad), first_part(Role::GradMaster)}, "cast_first_grad"));
+             range(RangeOp::Cast,
+                   {RangeRef::region(Role::Grad, group_bit(ParamGroup::First)),
+                    RangeRef::region(Role::GradMaster, group_bit(ParamGroup::First))},
+                   "cast_first_grad"));
   }
   if (tc.has_collectives()) {
-    if (deep_rest_left) cg.add(GraphId::DEEP_COMM, range(RangeOp::AllReduceSum, {deep_rest(grads)}, "deep_allreduce"));
-    cg.add(GraphId::FIRST_COMM, range(RangeOp::AllReduceSum, {first_part(grads)}, "first_allreduce"));
+    cg.add(GraphId::DEEP_COMM, range(RangeOp::AllReduceSum, {deep_rest(grads)}, "deep_allreduce"));
+    cg.add(GraphId::FIRST_COMM,
+             range(RangeOp::AllReduceSum, {RangeRef::region(grads, group_bit(ParamGroup::First))}, "first_allreduce"));
     // BnSync::Running: the shards' (mean, var) averaged before UPDATE_STATS
     // reads them. Not earlier (DEEP_COMM): FIRST_LAYER_BWD still reads its
     // layer's own shard statistics, and FIRST_COMM runs after it.

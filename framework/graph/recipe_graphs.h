@@ -34,12 +34,9 @@ struct RecipeTensors {
 // resnet18 at batch 128 on the H200: 11.2M parameters, about 180 MB a step
 // less traffic and three kernels fewer.
 //
-// first_bwd_slot_hi: FIRST_COMM (and its AMP cast) cover the slots below it,
-// the gradients FIRST_LAYER_BWD writes (Note [the boundary layer's weight
-// gradient], model_builder.cpp); deep_comm_slot_hi: DEEP_COMM (and its AMP
-// cast) cover the deep slots from first_bwd_slot_hi up to it; the buckets above
-// were issued during the backward (Note [gradient buckets]).
+// deep_comm_slot_hi: DEEP_COMM (and its AMP cast) cover the deep slots below it;
+// the buckets above were issued during the backward (Note [gradient buckets]).
 void emit_recipe_graphs(ComputationGraph& cg, const TrainConfig& t, const RecipeTensors& ids, bool has_bn,
-                        int32_t deep_comm_slot_hi, int32_t first_bwd_slot_hi);
+                        int32_t deep_comm_slot_hi = INT32_MAX);
 
 }  // namespace tr

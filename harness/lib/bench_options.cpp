@@ -65,9 +65,6 @@ and writes a Google-Benchmark-compatible JSON report.
                         add + ReLU; gradient fan-in + ReLU backward; 2x2 max pool + the
                         BatchNorm statistics after it; BatchNorm + ReLU + the 2x2 max pool
                         after it), to measure the gain
-  --deep-boundary-wgrad keep the weight gradient of the layer after the first group at the end
-                        of the deep backward sub-graph (default: in the first layer's, beside
-                        its backward), to measure the move; the report records it
   --nondeterministic    let cuDNN pick non-deterministic algorithms too (atomics in weight
                         gradients): runs and modes are no longer bit-identical; CUDA only,
                         the report records it and the gate refuses mixing
@@ -154,7 +151,7 @@ BenchOptions parse_bench_options(int argc, char** argv, World* world) {
                                      "--optimizer", "--cnn-optimizer", "--batch-per-gpu", "--bn-sync",
                                      "--image-size", "--bucket-mb", "--top-kernels", "--kernel-trace"};
   for (const std::string& p : process_value_flags()) values.push_back(p);
-  CliArgs a(argc, argv, values, {"--no-cupti", "--side-streams", "--no-side-streams", "--split-steps", "--cudnn-benchmark", "--no-fusion", "--nondeterministic", "--no-pdl", "--cudnn-filter-grad", "--deep-boundary-wgrad", "--help"});
+  CliArgs a(argc, argv, values, {"--no-cupti", "--side-streams", "--no-side-streams", "--split-steps", "--cudnn-benchmark", "--no-fusion", "--nondeterministic", "--no-pdl", "--cudnn-filter-grad", "--help"});
   BenchOptions o;
   for (int i = 0; i < argc; ++i) {
     if (i) o.command_line += ' ';
@@ -239,7 +236,6 @@ BenchOptions parse_bench_options(int argc, char** argv, World* world) {
   o.side_streams = side_streams_flag(a);
   o.step_graphs = !a.flag("--split-steps");
   o.fusion = !a.flag("--no-fusion");
-  o.boundary_wgrad_first = !a.flag("--deep-boundary-wgrad");
   const AlgoChoice algo = algo_flags(a, o.backend);
   o.cudnn_benchmark = algo.benchmark;
   o.deterministic = algo.deterministic;

@@ -35,7 +35,6 @@ struct BenchOptions {
   double bucket_mb = 25;               // --bucket-mb (Note [gradient buckets])
   bool cudnn_benchmark = false;        // --cudnn-benchmark (AlgoChoice::benchmark)
   bool fusion = true;                  // false: --no-fusion (TrainConfig::fusion)
-  bool boundary_wgrad_first = true;    // false: --deep-boundary-wgrad (TrainConfig::boundary_wgrad_first)
   bool deterministic = true;           // false: --nondeterministic (RunOptions::deterministic)
   bool programmatic_launch = true;     // false: --no-pdl (RunOptions::programmatic_launch)
   bool tc_filter = true;               // false: --cudnn-filter-grad (RunOptions::tc_filter)

@@ -64,7 +64,6 @@ BenchReport run_bench(const BenchOptions& o, World* world) {
   report.context.bucket_mb = o.bucket_mb;
   report.context.cudnn_benchmark = o.cudnn_benchmark;
   report.context.fusion = o.fusion;
-  report.context.boundary_wgrad = o.boundary_wgrad_first ? "first" : "deep";
   report.context.deterministic = o.deterministic;
   report.context.programmatic_launch = o.backend == Backend::Cuda && o.programmatic_launch;
   report.context.tc_filter_grad = o.backend == Backend::Cuda && o.tc_filter;
@@ -105,7 +104,6 @@ BenchReport run_bench(const BenchOptions& o, World* world) {
           ro.train.amp = o.amp;
           ro.train.side_streams = use_side_streams(o.side_streams, o.backend, entry, batch / ranks);
           ro.train.fusion = o.fusion;
-          ro.train.boundary_wgrad_first = o.boundary_wgrad_first;
           ro.deterministic = o.deterministic;
           ro.programmatic_launch = o.programmatic_launch;
           ro.tc_filter = o.tc_filter;

@@ -36,10 +36,6 @@ struct BenchContext {
   // gradient on tensor cores]); false on the CPU, with --cudnn-filter-grad, and
   // in reports older than it.
   bool tc_filter_grad = false;
-  // Where the weight gradient of the layer after the first group ran: "first"
-  // (FIRST_LAYER_BWD, the default) or "deep" (--deep-boundary-wgrad, and
-  // reports older than the choice).
-  std::string boundary_wgrad = "deep";
   // Weight gradients on a second stream: "auto" (each case's choice is its
   // counter side_streams), "on" (--side-streams) or "off" (--no-side-streams);
   // "off" in reports older than it.

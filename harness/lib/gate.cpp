@@ -164,7 +164,6 @@ void check_comparable(const BenchReport& baseline, const BenchReport& current, b
   same(b.deterministic ? "deterministic" : "non-deterministic", c.deterministic ? "deterministic" : "non-deterministic",
        "algorithms");
   same(b.programmatic_launch ? "on" : "off", c.programmatic_launch ? "on" : "off", "programmatic launch");
-  same(b.boundary_wgrad, c.boundary_wgrad, "boundary weight gradient");
   same(b.tc_filter_grad ? "tr" : "cuDNN", c.tc_filter_grad ? "tr" : "cuDNN", "3x3 filter gradient");
   same(b.side_streams, c.side_streams, "side streams");
   if (!allow_launch_mismatch && b.launch != c.launch)

@@ -334,7 +334,6 @@ std::string context_table(const std::vector<LabeledReport>& reports) {
       {"fusion", [](const BenchContext& x) { return std::string(x.fusion ? "on" : "off"); }},
       {"algorithms", [](const BenchContext& x) { return std::string(x.deterministic ? "deterministic" : "non-deterministic allowed"); }},
       {"programmatic launch", [](const BenchContext& x) { return std::string(x.programmatic_launch ? "on" : "off"); }},
-      {"boundary weight gradient", [](const BenchContext& x) { return x.boundary_wgrad; }},
       {"3x3 filter gradient", [](const BenchContext& x) { return std::string(x.tc_filter_grad ? "tr tensor-core kernel" : "cuDNN"); }},
       {"side streams", [](const BenchContext& x) { return x.side_streams; }},
       {"launch", [](const BenchContext& x) { return x.processes > 1 ? cat(x.launch, " (", x.processes, ")") : x.launch; }},

@@ -93,7 +93,6 @@ ojson context_to_json(const BenchContext& x) {
   ctx["deterministic_algorithms"] = x.deterministic;
   ctx["programmatic_launch"] = x.programmatic_launch;
   ctx["tc_filter_grad"] = x.tc_filter_grad;
-  ctx["boundary_wgrad"] = x.boundary_wgrad;
   ctx["side_streams"] = x.side_streams;
   ctx["launch"] = x.launch;
   ctx["processes"] = x.processes;
@@ -283,9 +282,6 @@ BenchReport report_from_json(const json& j, const std::string& path) {
                     ctx["deterministic_algorithms"].get<bool>();
   x.programmatic_launch = ctx.contains("programmatic_launch") && ctx["programmatic_launch"].is_boolean() &&
                           ctx["programmatic_launch"].get<bool>();
-  x.boundary_wgrad = ctx.contains("boundary_wgrad") ? rd.str(ctx, "boundary_wgrad", "context") : "deep";
-  if (x.boundary_wgrad != "first" && x.boundary_wgrad != "deep")
-    rd.fail("context", cat("boundary_wgrad must be first or deep, got '", x.boundary_wgrad, "'"));
   x.tc_filter_grad = ctx.contains("tc_filter_grad") && ctx["tc_filter_grad"].is_boolean() && ctx["tc_filter_grad"].get<bool>();
   x.side_streams = ctx.contains("side_streams") && ctx["side_streams"].is_string() ? ctx["side_streams"].get<std::string>() : "off";
   // Reports from before the MPI launch ran every rank as a thread of one process.

@@ -56,8 +56,6 @@ const char* const kTrainFlagsUsage = R"(  --model NAME             a registered 
                            add + ReLU; gradient fan-in + ReLU backward; 2x2 max pool + the
                            BatchNorm statistics after it; BatchNorm + ReLU + the 2x2 max pool
                            after it)
-  --deep-boundary-wgrad    keep the weight gradient of the layer after the first group at the
-                           end of the deep backward sub-graph (default: in the first layer's)
   --nondeterministic       let cuDNN pick non-deterministic algorithms too (CUDA only): runs
                            and modes are then no longer bit-identical
   --no-pdl                 launch our kernels without programmatic dependent launch (CUDA only)
@@ -93,7 +91,7 @@ std::vector<std::string> train_value_flags() {
 
 std::vector<std::string> train_bool_flags() {
   return {"--synthetic", "--amp", "--no-amp", "--no-shuffle", "--side-streams", "--no-side-streams", "--split-steps",
-          "--cudnn-benchmark", "--flip", "--no-augment", "--force-collectives", "--no-fusion", "--nondeterministic", "--no-pdl", "--cudnn-filter-grad", "--deep-boundary-wgrad"};
+          "--cudnn-benchmark", "--flip", "--no-augment", "--force-collectives", "--no-fusion", "--nondeterministic", "--no-pdl", "--cudnn-filter-grad"};
 }
 
 namespace {
@@ -179,7 +177,6 @@ TrainSetup parse_train_setup(const CliArgs& a, bool recipe_defaults, World* worl
   o.train.amp = a.flag("--amp") || (rc.amp && !a.flag("--no-amp"));
   const SideStreams side_streams = side_streams_flag(a);
   o.train.fusion = !a.flag("--no-fusion");
-  o.train.boundary_wgrad_first = !a.flag("--deep-boundary-wgrad");
   o.train.bn_sync = parse_bn_sync(a.str("--bn-sync", "batch"));
   o.train.bucket_bytes = int64_t(a.real("--bucket-mb", 25.0, 0.0, 1e6) * 1048576.0);
   o.step_graphs = !a.flag("--split-steps");
