@@ -108,7 +108,8 @@ class ConvDesc {
 // gradient 30.5 us at that batch 1024), otherwise on the CUDA cores
 // (conv_cuda.cu). Their plan has impl = SmallC and no cuDNN algorithm. They are
 // still prepared and looked up like every other plan. Every other shape, the
-// 7x7 / stride 2 ResNet stem with C = 3 included, goes to cuDNN.
+// 7x7 / stride 2 ResNet stem with C = 3 included, goes to cuDNN, except the f16
+// 3x3 filter gradient of 32 -> 64 channels (ConvImpl::FilterTc below).
 constexpr int64_t kSmallConvMaxC = 4;
 // FilterTc: the 3x3 filter gradient on the tensor cores, at the shapes where it
 // beats cuDNN (conv_filter_tc_cuda.h, Note [3x3 filter gradient on tensor
