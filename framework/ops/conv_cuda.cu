@@ -4,7 +4,7 @@
 // cuDNN (legacy convolution API, fp32 compute) does every shape except the
 // few-input-channel 3x3 / stride 1 / pad 1 forward and filter gradient (Note
 // [small-C convolutions]), which run the direct kernels below, and the f16 3x3
-// filter gradient with many channels (Note [3x3 filter gradient on tensor
+// filter gradient of 32 -> 64 channels (Note [3x3 filter gradient on tensor
 // cores], conv_filter_tc_cuda.cu). The algorithm, descriptors and kernel
 // choice come from GpuHandles::conv_plans, prepared before any capture (Note
 // [conv plans before capture]); a launch only looks them up, so it is

@@ -77,7 +77,7 @@ Geometry geometry(const ConvKey& key, int sms) {
   g.R = rows_per_subtile(W);
   g.subtiles = ceil_div(key.n * key.h, int64_t(g.R));
   g.tiles = unsigned((key.k / kKT) * (key.c / kCT));
-  // One block per SM in all (each holds 190 registers a thread), and at least
+  // One block per SM in all (each thread holds 235 registers), and at least
   // two sub-tiles per block so the copies of one overlap the products of the other.
   const int64_t want = ceil_div(int64_t(sms), int64_t(g.tiles));
   g.splits = unsigned(std::max<int64_t>(1, std::min(want, g.subtiles / 2)));
