@@ -217,6 +217,7 @@ void filter_tc_direct(const OpCall& c) {
   const GpuHandles& gh = *static_cast<const GpuHandles*>(c.env->gpu);
   const ConvKey key = conv_key(OpKind::ConvBwdFilter, {c.in[0].shape, c.in[1].shape}, *c.attrs, F16);
   ASSERT_LE(filter_tc_workspace_bytes(key, gh.sm_count), gh.workspace_bytes);
+  prepare_filter_tc_device();  // what the plans do for the shapes they give it
   conv_bwd_filter_tc(c.env, gh.sm_count, c.in[0].data, c.in[1].data, c.out[0].data, gh.workspace, key);
 }
 

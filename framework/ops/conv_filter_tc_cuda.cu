@@ -251,10 +251,6 @@ void conv_bwd_filter_tc(const ExecEnv* env, int sms, const void* x, const void* 
   TR_CHECK(g.splits <= 1 || ws != nullptr, "ConvBwdFilter: tensor-core kernel without workspace");
   TR_CHECK(aligned_to(x, 16) && aligned_to(dy, 16) && aligned_to(dw, 4),
            "ConvBwdFilter: tensor-core kernel needs x and dy on 16 bytes");
-  // Above 48 KB a kernel's shared memory must be asked for; not a stream
-  // operation, so allowed while a graph is being captured.
-  TR_GPU_CHECK(cudaFuncSetAttribute(conv3x3_bwd_filter_tc_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    int(g.smem)));
   const int Q = int(key.n * key.h);
   launch_kernel(env, {dim3(g.splits, g.tiles), dim3(kThreads), g.smem}, conv3x3_bwd_filter_tc_kernel,
                 static_cast<const __half*>(x), static_cast<const __half*>(dy), int(key.h), int(key.w), int(key.c),
@@ -266,6 +262,22 @@ void conv_bwd_filter_tc(const ExecEnv* env, int sms, const void* x, const void* 
   ChannelGrid fg;  // launch_finalize needs only the number of partials
   fg.grid = dim3(g.splits);
   launch_finalize<__half, 1>(fg, key.k * 9 * key.c, out, env);
+}
+
+void prepare_filter_tc_device() {
+  // The largest geometry's stages, over every row width the kernel takes (the
+  // attribute is per device and per function: one value for all shapes).
+  size_t most = 0;
+  for (int w = 1; w <= kMaxW; ++w) {
+    ConvKey k;
+    k.w = w;
+    k.n = k.h = 1;
+    k.c = kCT;
+    k.k = kKT;
+    most = std::max(most, geometry(k, 1).smem);
+  }
+  TR_GPU_CHECK(cudaFuncSetAttribute(conv3x3_bwd_filter_tc_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    int(most)));
 }
 
 size_t filter_tc_workspace_bytes(const ConvKey& key, int sms) {

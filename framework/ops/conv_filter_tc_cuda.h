@@ -22,8 +22,15 @@ bool uses_filter_tc(const ConvKey& key);
 // convolution's filter gradient").
 bool filter_tc_beats_cudnn(const ConvKey& key);
 
+// Lets the kernel take more than 48 KB of shared memory on the current device
+// (up to what its largest geometry needs). Once per device before the first
+// launch: ConvPlanCache::prepare calls it, with the rank's device current, so
+// no launch (eager or captured) pays the driver call.
+void prepare_filter_tc_device();
+
 // dw[K,3,3,C] from x[N,H,W,C] and dy[N,H,W,K], through per-block partials in
 // `ws` (filter_tc_workspace_bytes) added in block order: deterministic.
+// prepare_filter_tc_device() must have run on this device.
 void conv_bwd_filter_tc(const ExecEnv* env, int sms, const void* x, const void* dy, void* dw, void* ws,
                         const ConvKey& key);
 size_t filter_tc_workspace_bytes(const ConvKey& key, int sms);

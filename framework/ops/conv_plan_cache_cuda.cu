@@ -198,16 +198,16 @@ const ConvPlan& ConvPlanCache::prepare(const GpuHandles& g, const ConvKey& key) 
                 " elements is more than cuDNN takes in one tensor (2^31): ", key.str(), "; use a smaller --batch");
   auto p = std::make_unique<ConvPlan>();
   p->key = key;
+  // tr's own kernels first; cuDNN takes every other shape.
   if (uses_small_c_kernel(key)) {  // Note [small-C convolutions]
     p->impl = ConvImpl::SmallC;
     p->workspace_bytes = small_c_conv_workspace_bytes(key, cuda::sm_count(g));
-    const ConvPlan& ref = *p;
-    plans_.emplace(key, std::move(p));
-    return ref;
-  }
-  if (opt_.tc_filter && filter_tc_beats_cudnn(key)) {  // Note [3x3 filter gradient on tensor cores]
+  } else if (opt_.tc_filter && filter_tc_beats_cudnn(key)) {  // Note [3x3 filter gradient on tensor cores]
+    prepare_filter_tc_device();
     p->impl = ConvImpl::FilterTc;
     p->workspace_bytes = filter_tc_workspace_bytes(key, cuda::sm_count(g));
+  }
+  if (p->impl != ConvImpl::Cudnn) {
     const ConvPlan& ref = *p;
     plans_.emplace(key, std::move(p));
     return ref;
