@@ -11,6 +11,7 @@
 #include "framework/graph/variant.h"
 #include "framework/runtime/device_context.h"
 #include "framework/runtime/exec_mode.h"
+#include "framework/runtime/step_graphs.h"
 #include "harness/lib/side_streams.h"
 
 namespace tr::bench {
@@ -45,6 +46,7 @@ struct BenchOptions {
   std::string kernel_trace_path;       // --kernel-trace FILE: every traced kernel, Chrome trace JSON (CUPTI)
   SideStreams side_streams = SideStreams::Auto;  // side_streams_flag() (harness/lib/train_flags.h)
   bool step_graphs = true;  // full capture: one graph per training step (--split-steps: off)
+  StepGraphForm step_graph_form = StepGraphForm::Flat;  // --step-graph (step_graph_flags.h)
   bool help = false;                   // --help: print kBenchUsage and do nothing else
   std::string command_line;
 };
