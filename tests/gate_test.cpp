@@ -199,9 +199,6 @@ TEST(Gate, RefusesIncomparableReports) {
   b.context.tc_filter_grad = !a.context.tc_filter_grad;
   expect_refusal(a, b, "3x3 filter gradient differs");
   b = a;
-  b.context.flat_step_graph = !a.context.flat_step_graph;
-  expect_refusal(a, b, "step graph differs");
-  b = a;
   b.context.side_streams = a.context.side_streams == "on" ? "off" : "on";
   expect_refusal(a, b, "side streams differs");
   b = a;

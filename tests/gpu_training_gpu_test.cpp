@@ -155,10 +155,10 @@ TEST(GpuTraining, ModesAreBitIdenticalOver100Steps) {
   const auto val = testing::model_data("cnn", 200, 46);
   for (bool amp : {false, true}) {
     std::map<std::string, std::vector<float>> ref;
-    for (auto [mode, step] : testing::mode_runs(Backend::Cuda)) {
+    for (auto [mode, split] : testing::kModeRuns) {
       RunOptions o = small_run("cnn", OptimizerKind::Lars, mode, 48);
       o.backend = Backend::Cuda;
-      testing::set_step_launch(o, step);
+      o.step_graphs = !split;
       o.epochs = 4;
       o.lowres_epochs = 2;
       o.lowres_size = 20;
@@ -172,9 +172,9 @@ TEST(GpuTraining, ModesAreBitIdenticalOver100Steps) {
         continue;
       }
       const int differing = testing::differing_tensors(
-          ref, s, cat("eager vs ", mode_name(mode), testing::step_launch_label(step), amp ? " (amp)" : ""));
+          ref, s, cat("eager vs ", mode_name(mode), split ? " split" : "", amp ? " (amp)" : ""));
       std::printf("[ modes ] %s%s %s: %zu state tensors, %d differ from eager\n", mode_name(mode).c_str(),
-                  testing::step_launch_label(step), amp ? "amp" : "fp32", s.size(), differing);
+                  split ? " (split steps)" : "", amp ? "amp" : "fp32", s.size(), differing);
     }
   }
 }
@@ -275,25 +275,25 @@ TEST(GpuRuntime, FullCaptureLaunchesOnlyGraphs) {
   SKIP_WITHOUT_GPU();
   const auto train = testing::model_data("cnn", 4 * 64, 49);
   const auto val = testing::model_data("cnn", 64, 50);
-  for (auto [mode, step] : testing::mode_runs(Backend::Cuda)) {
+  for (auto [mode, split] : testing::kModeRuns) {
     RunOptions o = small_run("cnn", OptimizerKind::Lars, mode, 64);
     o.backend = Backend::Cuda;
-    testing::set_step_launch(o, step);
+    o.step_graphs = !split;
     Trainer t(o, view_of(train), view_of(val));
     bench::BenchDriver drive(t.session());
     drive.prime(Variant::TrainBase);
     drive.steps(Variant::TrainBase, 3);
     const auto s = drive.steps(Variant::TrainBase, 10);
     const LaunchTally& l = s.rank0_tally;
-    std::printf("[ launches ] %-15s%-15s per step: %.1f graphs, %.1f kernels, %.1f library calls, %.1f memcpys, "
+    std::printf("[ launches ] %-15s%s per step: %.1f graphs, %.1f kernels, %.1f library calls, %.1f memcpys, "
                 "%.1f event ops\n",
-                mode_name(mode).c_str(), testing::step_launch_label(step), l.graph_launches / 10.0, l.kernels / 10.0,
+                mode_name(mode).c_str(), split ? " (split)" : "        ", l.graph_launches / 10.0, l.kernels / 10.0,
                 l.library_calls / 10.0, l.memcpys / 10.0, l.event_ops / 10.0);
     if (mode == ExecMode::FullCapture) {
       EXPECT_EQ(l.kernels, 0);
       EXPECT_EQ(l.library_calls, 0);
       EXPECT_EQ(l.memcpys, 0);
-      if (step == testing::StepLaunch::Split) {
+      if (split) {
         EXPECT_GT(l.graph_launches, 10);
       } else {
         EXPECT_EQ(l.graph_launches, 10);  // one step graph per step

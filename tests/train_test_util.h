@@ -23,34 +23,11 @@ namespace tr::testing {
 
 inline DataView view_of(const data::ImageDataset& d) { return data::data_view(d); }
 
-// How a full-capture run launches a step (Note [one graph per step]): one
-// flat step graph (the default), one step graph of child graphs
-// (--step-graph child) or the sub-graphs one by one (--split-steps).
-enum class StepLaunch { Graph, ChildGraphs, Split };
-struct ModeRun {
-  ExecMode mode;
-  StepLaunch step = StepLaunch::Graph;
-};
-
-// The modes the equivalence tests compare, eager first; full capture in each
-// way it launches a step. The CPU builds no child graphs (its step replays the
-// sub-graphs either way), so its list leaves that run out.
-inline std::vector<ModeRun> mode_runs(Backend b) {
-  std::vector<ModeRun> r = {{ExecMode::Eager}, {ExecMode::PartialCapture}, {ExecMode::FullCapture}};
-  if (b == Backend::Cuda) r.push_back({ExecMode::FullCapture, StepLaunch::ChildGraphs});
-  r.push_back({ExecMode::FullCapture, StepLaunch::Split});
-  return r;
-}
-
-inline void set_step_launch(RunOptions& o, StepLaunch s) {
-  o.step_graphs = s != StepLaunch::Split;
-  o.step_graph_form = s == StepLaunch::ChildGraphs ? StepGraphForm::Child : StepGraphForm::Flat;
-}
-
-// What a printed line adds to the mode's name: "", " (child graphs)", " (split steps)".
-inline const char* step_launch_label(StepLaunch s) {
-  return s == StepLaunch::Split ? " (split steps)" : s == StepLaunch::ChildGraphs ? " (child graphs)" : "";
-}
+// The modes the equivalence tests compare, eager first: (mode, split steps).
+// Full capture twice: whole-step graphs (the default) and --split-steps.
+inline constexpr std::array<std::pair<ExecMode, bool>, 4> kModeRuns = {
+    std::pair{ExecMode::Eager, false}, std::pair{ExecMode::PartialCapture, false},
+    std::pair{ExecMode::FullCapture, false}, std::pair{ExecMode::FullCapture, true}};
 
 // `count` synthetic images of a registered model's input shape and classes
 // (class-dependent patterns, so the loss falls).
@@ -224,10 +201,10 @@ inline void expect_modes_bit_identical(const RunOptions& base, int64_t steps_per
   const int64_t B = base.batch;
   for (bool amp : {false, true}) {
     std::map<std::string, std::vector<float>> ref;
-    for (auto [mode, step] : mode_runs(base.backend)) {
+    for (auto [mode, split] : kModeRuns) {
       RunOptions o = base;
       o.mode = mode;
-      set_step_launch(o, step);
+      o.step_graphs = !split;
       o.epochs = 2;
       o.lowres_epochs = builds_at(o, 24) ? 1 : 0;
       o.lowres_size = 24;
@@ -244,9 +221,9 @@ inline void expect_modes_bit_identical(const RunOptions& base, int64_t steps_per
       }
       const std::string& model = o.model.name;
       const int differing = differing_tensors(
-          ref, s, cat(model, ": eager vs ", mode_name(mode), step_launch_label(step), amp ? " (amp)" : ""));
+          ref, s, cat(model, ": eager vs ", mode_name(mode), split ? " split" : "", amp ? " (amp)" : ""));
       std::printf("[ zoo modes ] %s %s%s %s, %lld steps: %zu state tensors, %d differ from eager\n", model.c_str(),
-                  mode_name(mode).c_str(), step_launch_label(step), amp ? "amp" : "fp32",
+                  mode_name(mode).c_str(), split ? " (split steps)" : "", amp ? "amp" : "fp32",
                   static_cast<long long>(2 * steps_per_epoch), s.size(), differing);
     }
   }

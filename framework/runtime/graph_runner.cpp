@@ -30,10 +30,6 @@ void GraphRunner::launch(GraphId g, Variant v) {
   const CapturedGraph* c = table_[static_cast<size_t>(vidx(v))][static_cast<size_t>(g)];
   if (splice_) {
     TR_CHECK(c != nullptr, "step graph: ", graph_name(g), " of ", variant_name(v), " is not captured");
-    if (splice_flat_ && ctx_.backend() == Backend::Cuda && !c->key().collective) {
-      run_nodes(g, s);  // captured straight into the step graph
-      return;
-    }
     c->splice(ctx_, *splice_);
     return;
   }
@@ -43,22 +39,16 @@ void GraphRunner::launch(GraphId g, Variant v) {
     return;
   }
   // Eager: interpret the nodes anew, as a framework without a compiled plan would.
-  launch_tally().nodes += run_nodes(g, s);
-}
-
-int64_t GraphRunner::run_nodes(GraphId g, const AtlasSlot& s) {
   StreamSchedule sched(ctx_, s.stream);
-  int64_t n_run = 0;
   for (const Node& n : cg_.nodes(g)) {
     const StreamKind ns = node_stream(n, g);
     const PreparedNode p = prepare_node(n, cg_, plans_, *s.plan, ctx_, ns);
     sched.before(p, ns);
     p.run();
     sched.after(p, ns);
-    ++n_run;
+    ++launch_tally().nodes;
   }
   sched.join();
-  return n_run;
 }
 
 }  // namespace tr

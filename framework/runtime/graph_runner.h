@@ -28,13 +28,8 @@ class GraphRunner {
 
   // While a target is set, launch() adds each captured graph to a step graph
   // being built (CapturedGraph::splice) instead of running it; every graph
-  // launched then must be captured. Null ends splicing. flat: on CUDA, a graph
-  // without collectives is captured into the step graph node by node instead
-  // (StepGraphForm::Flat, step_graphs.h).
-  void splice_into(std::vector<const CapturedGraph*>* cpu_seq, bool flat = false) {
-    splice_ = cpu_seq;
-    splice_flat_ = flat;
-  }
+  // launched then must be captured. Null ends splicing.
+  void splice_into(std::vector<const CapturedGraph*>* cpu_seq) { splice_ = cpu_seq; }
 
  private:
   const ComputationGraph& cg_;
@@ -42,11 +37,7 @@ class GraphRunner {
   const GraphAtlas& atlas_;
   DeviceContext& ctx_;
   std::array<std::array<const CapturedGraph*, kGraphIdCount>, kVariantCount> table_{};
-  // Runs graph g's nodes on their streams (what eager mode does every step).
-  int64_t run_nodes(GraphId g, const AtlasSlot& s);
-
   std::vector<const CapturedGraph*>* splice_ = nullptr;
-  bool splice_flat_ = false;
   bool first_bwd_waits_ = false;
 };
 

@@ -11,9 +11,7 @@ struct StepGraphs::Exec {
   std::vector<const CapturedGraph*> cpu_seq;    // CPU: the atlas graphs in launch order
 };
 
-const char* step_graph_form_name(StepGraphForm f) { return f == StepGraphForm::Flat ? "flat" : "child"; }
-
-StepGraphs::StepGraphs(GraphRunner& r, const std::vector<Variant>& train_variants, StepGraphForm form) : r_(r) {
+StepGraphs::StepGraphs(GraphRunner& r, const std::vector<Variant>& train_variants) : r_(r) {
   DeviceContext& ctx = r.ctx();
   ctx.make_current();
   for (Variant v : train_variants) {
@@ -22,7 +20,7 @@ StepGraphs::StepGraphs(GraphRunner& r, const std::vector<Variant>& train_variant
       for (int next = 0; next < 2; ++next) {
         auto e = std::make_unique<Exec>();
         auto body = [&] {
-          r.splice_into(&e->cpu_seq, form == StepGraphForm::Flat);
+          r.splice_into(&e->cpu_seq);
           try {
             tr::train_step(r, v, cur, next != 0, nullptr);
           } catch (...) {

@@ -9,18 +9,7 @@
 // transfer-done signal becomes an event-record node. A step is then a single
 // launch on COMP_1. The atlas graphs stay the unit of capture and dedup; a step
 // graph only arranges them, so its kernels and their arguments are the same.
-//
-// Two forms (StepGraphForm), the same kernels with the same arguments either way:
-// - Flat (the default): each atlas graph without collectives is captured
-//   again, node by node, straight into the step graph. Its kernels then follow
-//   the kernels before them on their stream with programmatic edges (Note
-//   [programmatic dependent launch]), across what were sub-graph boundaries.
-//   Graphs holding collectives stay child nodes: they were captured across
-//   ranks together (pre_capture B3.5), and a step graph is built per rank.
-// - Child (--step-graph child): every atlas graph is one child-graph node, so a
-//   sub-graph starts only after the whole of the one before it has finished.
 #include <array>
-#include <cstdint>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -30,14 +19,11 @@
 
 namespace tr {
 
-enum class StepGraphForm : uint8_t { Flat, Child };
-const char* step_graph_form_name(StepGraphForm f);  // "flat", "child"
-
 class StepGraphs {
  public:
   // Builds the step graphs of the given training variants for r's rank (all
   // graphs of those variants must be captured: full capture). No variants: none.
-  StepGraphs(GraphRunner& r, const std::vector<Variant>& train_variants, StepGraphForm form = StepGraphForm::Flat);
+  StepGraphs(GraphRunner& r, const std::vector<Variant>& train_variants);
   ~StepGraphs();
   StepGraphs(const StepGraphs&) = delete;
   StepGraphs& operator=(const StepGraphs&) = delete;

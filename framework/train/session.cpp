@@ -139,7 +139,7 @@ TrainingSession::TrainingSession(const RunOptions& opt, DataView train, DataView
       for (Variant v : kAllVariants)
         if (is_train(v) && plans_.plan(v).present()) step_variants.push_back(v);
     for (auto& r : runners_) {
-      steps_.push_back(std::make_unique<StepGraphs>(*r, step_variants, opt.step_graph_form));
+      steps_.push_back(std::make_unique<StepGraphs>(*r, step_variants));
       capture_.step_graphs += steps_.back()->built();
     }
     capture_.capture_ms += seconds_since(t0) * 1e3;

@@ -42,7 +42,6 @@ struct RunOptions {
   int first_device = 0;         // CUDA: ranks use devices first_device .. + ranks-1
   int watchdog_ms = 120000;     // a rank waiting this long in a collective is an error
   bool step_graphs = true;      // full capture: a training step is one graph (step_graphs.h)
-  StepGraphForm step_graph_form = StepGraphForm::Flat;  // CUDA: how that graph holds the sub-graphs
   std::optional<CaptureFault> capture_fault;  // tests: fail the capture of one graph (pre_capture.h)
   // Several processes (mpirun, srun): this process holds train.ranks /
   // processes() consecutive ranks, on devices first_device ... Null: this

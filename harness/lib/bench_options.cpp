@@ -7,7 +7,6 @@
 #include "framework/graph/model_registry.h"
 #include "framework/runtime/context_factory.h"
 #include "harness/lib/algo_flags.h"
-#include "harness/lib/step_graph_flags.h"
 #include "harness/lib/cli_args.h"
 #include "harness/lib/process_launch.h"
 
@@ -62,9 +61,6 @@ and writes a Google-Benchmark-compatible JSON report.
                         process only, so the report records it and the gate refuses mixing
   --split-steps         full capture launches a training step as its dozen sub-graphs
                         (DESIGN §3) instead of one step graph composed of them
-  --step-graph F        how that one step graph holds the sub-graphs (CUDA only): flat
-                        (default; their kernels captured straight into it, so programmatic
-                        launch crosses sub-graph boundaries) or child (one child-graph node each)
   --no-fusion           keep apart the node pairs that fusion merges (BatchNorm + residual
                         add + ReLU; gradient fan-in + ReLU backward; 2x2 max pool + the
                         BatchNorm statistics after it; BatchNorm + ReLU + the 2x2 max pool
@@ -153,7 +149,7 @@ BenchOptions parse_bench_options(int argc, char** argv, World* world) {
   std::vector<std::string> values = {"--mode", "--device", "--gpus", "--ranks", "--model", "--batch", "--variants",
                                      "--width", "--warmup", "--iters", "--repetitions", "--json", "--precision",
                                      "--optimizer", "--cnn-optimizer", "--batch-per-gpu", "--bn-sync",
-                                     "--image-size", "--bucket-mb", "--top-kernels", "--kernel-trace", "--step-graph"};
+                                     "--image-size", "--bucket-mb", "--top-kernels", "--kernel-trace"};
   for (const std::string& p : process_value_flags()) values.push_back(p);
   CliArgs a(argc, argv, values, {"--no-cupti", "--side-streams", "--no-side-streams", "--split-steps", "--cudnn-benchmark", "--no-fusion", "--nondeterministic", "--no-pdl", "--cudnn-filter-grad", "--help"});
   BenchOptions o;
@@ -238,9 +234,7 @@ BenchOptions parse_bench_options(int argc, char** argv, World* world) {
   TR_USER_CHECK(o.kernel_trace_path.empty() || o.kernel_trace_path != o.json_path,
                 "--kernel-trace and --json name the same file '", o.json_path, "'");
   o.side_streams = side_streams_flag(a);
-  const StepGraphChoice steps = step_graph_flags(a, o.backend);
-  o.step_graphs = steps.one_graph;
-  o.step_graph_form = steps.form;
+  o.step_graphs = !a.flag("--split-steps");
   o.fusion = !a.flag("--no-fusion");
   const AlgoChoice algo = algo_flags(a, o.backend);
   o.cudnn_benchmark = algo.benchmark;

@@ -11,7 +11,6 @@
 #include "framework/graph/variant.h"
 #include "framework/runtime/device_context.h"
 #include "framework/runtime/exec_mode.h"
-#include "framework/runtime/step_graphs.h"
 #include "harness/lib/side_streams.h"
 
 namespace tr::bench {
@@ -46,7 +45,6 @@ struct BenchOptions {
   std::string kernel_trace_path;       // --kernel-trace FILE: every traced kernel, Chrome trace JSON (CUPTI)
   SideStreams side_streams = SideStreams::Auto;  // side_streams_flag() (harness/lib/train_flags.h)
   bool step_graphs = true;  // full capture: one graph per training step (--split-steps: off)
-  StepGraphForm step_graph_form = StepGraphForm::Flat;  // --step-graph (step_graph_flags.h)
   bool help = false;                   // --help: print kBenchUsage and do nothing else
   std::string command_line;
 };

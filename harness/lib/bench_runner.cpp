@@ -67,8 +67,6 @@ BenchReport run_bench(const BenchOptions& o, World* world) {
   report.context.deterministic = o.deterministic;
   report.context.programmatic_launch = o.backend == Backend::Cuda && o.programmatic_launch;
   report.context.tc_filter_grad = o.backend == Backend::Cuda && o.tc_filter;
-  report.context.flat_step_graph =
-      o.backend == Backend::Cuda && o.step_graphs && o.step_graph_form == StepGraphForm::Flat;
   // On the CPU, auto always means off: say what ran.
   report.context.side_streams = o.backend == Backend::Cpu && o.side_streams == SideStreams::Auto
                                     ? "off"
@@ -113,7 +111,6 @@ BenchReport run_bench(const BenchOptions& o, World* world) {
           ro.train.bucket_bytes = int64_t(o.bucket_mb * 1048576.0);
           ro.cudnn_benchmark = o.cudnn_benchmark;
           ro.step_graphs = o.step_graphs;
-          ro.step_graph_form = o.step_graph_form;
           ro.train.init_loss_scale = o.amp ? 65536.f : 1.f;
           ro.train.ranks = ranks;
           ro.world = part.get();

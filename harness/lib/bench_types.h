@@ -36,11 +36,6 @@ struct BenchContext {
   // gradient on tensor cores]); false on the CPU, with --cudnn-filter-grad, and
   // in reports older than it.
   bool tc_filter_grad = false;
-  // Full capture's step graphs hold the sub-graphs' kernels themselves (Note
-  // [one graph per step], StepGraphForm::Flat) rather than one child graph per
-  // sub-graph (--step-graph child); false on the CPU, with --split-steps, and in
-  // reports older than it (their step graphs were of child graphs).
-  bool flat_step_graph = false;
   // Weight gradients on a second stream: "auto" (each case's choice is its
   // counter side_streams), "on" (--side-streams) or "off" (--no-side-streams);
   // "off" in reports older than it.

@@ -9,7 +9,6 @@
 #include "framework/core/error.h"
 #include "framework/runtime/context_factory.h"
 #include "harness/lib/algo_flags.h"
-#include "harness/lib/step_graph_flags.h"
 #include "harness/lib/process_launch.h"
 
 namespace tr {
@@ -53,9 +52,6 @@ const char* const kTrainFlagsUsage = R"(  --model NAME             a registered 
                            keep the fastest (reproducible within a process only)
   --split-steps            full capture launches a training step as its dozen sub-graphs
                            (DESIGN §3) instead of one step graph composed of them
-  --step-graph F           how that one step graph holds the sub-graphs (CUDA only): flat
-                           (default; their kernels captured straight into it, so programmatic
-                           launch crosses sub-graph boundaries) or child (one child-graph node each)
   --no-fusion              keep apart the node pairs that fusion merges (BatchNorm + residual
                            add + ReLU; gradient fan-in + ReLU backward; 2x2 max pool + the
                            BatchNorm statistics after it; BatchNorm + ReLU + the 2x2 max pool
@@ -88,7 +84,7 @@ std::vector<std::string> train_value_flags() {
       "--model", "--device", "--mode", "--epochs", "--batch", "--data-dir", "--train-subset", "--val-subset",
       "--width", "--optimizer", "--lr", "--schedule", "--warmup", "--weight-decay", "--label-smoothing",
       "--ema-decay", "--lowres-epochs", "--lowres-size", "--ranks", "--gpus", "--seed", "--bn-sync",
-      "--image-size", "--bucket-mb", "--translate", "--cutout", "--tta", "--watchdog-ms", "--step-graph"};
+      "--image-size", "--bucket-mb", "--translate", "--cutout", "--tta", "--watchdog-ms"};
   for (const std::string& p : process_value_flags()) f.push_back(p);
   return f;
 }
@@ -183,9 +179,7 @@ TrainSetup parse_train_setup(const CliArgs& a, bool recipe_defaults, World* worl
   o.train.fusion = !a.flag("--no-fusion");
   o.train.bn_sync = parse_bn_sync(a.str("--bn-sync", "batch"));
   o.train.bucket_bytes = int64_t(a.real("--bucket-mb", 25.0, 0.0, 1e6) * 1048576.0);
-  const StepGraphChoice steps = step_graph_flags(a, o.backend);
-  o.step_graphs = steps.one_graph;
-  o.step_graph_form = steps.form;
+  o.step_graphs = !a.flag("--split-steps");
   const AlgoChoice algo = algo_flags(a, o.backend);
   o.cudnn_benchmark = algo.benchmark;
   o.deterministic = algo.deterministic;

@@ -114,15 +114,15 @@ void modes_stay_bit_identical(const RunOptions& base, const data::ImageDataset& 
   const int R = world_ranks();
   for (BnSync sync : {BnSync::Batch, BnSync::Running}) {
     uint64_t eager = 0;
-    for (auto [mode, step] : testing::mode_runs(base.backend)) {
+    for (auto [mode, split] : testing::kModeRuns) {
       RunOptions o = base;
       o.mode = mode;
-      testing::set_step_launch(o, step);
+      o.step_graphs = !split;
       o.train.bn_sync = sync;
       Trainer t(o, view_of(train), view_of(val));
       t.run_epoch();
       const std::string what =
-          cat(o.model.name, " ", mode_name(mode), testing::step_launch_label(step), ", BN sync ", bn_sync_name(sync));
+          cat(o.model.name, " ", mode_name(mode), split ? " (split steps)" : "", ", BN sync ", bn_sync_name(sync));
       const std::vector<uint64_t> d = digests_of_all(t);
       expect_all_equal(d, what);
       if (mode == ExecMode::Eager) eager = d[0];
