@@ -199,6 +199,9 @@ TEST(Gate, RefusesIncomparableReports) {
   b.context.tc_filter_grad = !a.context.tc_filter_grad;
   expect_refusal(a, b, "3x3 filter gradient differs");
   b = a;
+  b.context.memset_kernels = !a.context.memset_kernels;
+  expect_refusal(a, b, "memset nodes differs");
+  b = a;
   b.context.side_streams = a.context.side_streams == "on" ? "off" : "on";
   expect_refusal(a, b, "side streams differs");
   b = a;

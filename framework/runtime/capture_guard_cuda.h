@@ -43,9 +43,10 @@ class CaptureGuard {
 // clones it as a child node (splice).
 class CudaGraphExec final : public NativeExec {
  public:
-  // Takes ownership of `graph`, counts its kernels and instantiates it; on
-  // failure destroys it and throws.
-  explicit CudaGraphExec(cudaGraph_t graph);
+  // Takes ownership of `graph`, rewrites its memset nodes as kernel nodes
+  // (memset_kernels; Note [memset nodes]), counts its kernels and instantiates
+  // it; on failure destroys it and throws.
+  CudaGraphExec(cudaGraph_t graph, bool memset_kernels, bool programmatic_edges);
   ~CudaGraphExec() override;
   CudaGraphExec(const CudaGraphExec&) = delete;
   CudaGraphExec& operator=(const CudaGraphExec&) = delete;

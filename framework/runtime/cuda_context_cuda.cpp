@@ -28,6 +28,7 @@ CudaContext::CudaContext(int rank, int ranks, int device, AlgoChoice algos, Comm
   TR_USER_CHECK(device >= 0 && device < count, "rank ", rank, " needs CUDA device ", device, " but ", count,
                 " are visible");
   spec_.deterministic = deterministic;
+  memset_kernels_ = algos.memset_kernels;
   make_current();
   // Note [stream priorities]: COMP_1 carries the step's critical path (the
   // forward and the data-gradient chain); the weight gradients beside it

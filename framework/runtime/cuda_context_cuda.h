@@ -40,6 +40,9 @@ class CudaContext final : public DeviceContext {
   void make_current() const override;
   cudaStream_t stream(StreamKind s) const { return streams_[static_cast<size_t>(s)]; }
   ConvPlanCache& conv_plans() { return conv_plans_; }
+  // How its captured graphs are instantiated (AlgoChoice).
+  bool memset_kernels() const { return memset_kernels_; }
+  bool programmatic_launch() const { return handles_[0].programmatic_launch; }
   // Device allocations this context made (arena + staging): the test that no
   // allocation happens after planning compares this and cudaMemGetInfo.
   int allocations() const { return allocations_; }
@@ -58,6 +61,7 @@ class CudaContext final : public DeviceContext {
   std::array<cudaEvent_t, 2> transfer_done_{};
   std::array<cudaEvent_t, kTimeSlots> time_marks_{};  // timing-enabled, unlike the others
   std::array<GpuHandles, kStreamKindCount> handles_{};
+  bool memset_kernels_ = true;
   // Note [a library handle per stream]: cuDNN and cuBLAS keep per-handle state
   // and scratch, so one handle used from two concurrent streams races (seen on
   // the H200: weight gradients on COMP_2 beside data gradients on COMP_1 made

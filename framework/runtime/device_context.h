@@ -30,6 +30,9 @@ struct AlgoChoice {
   // f16 3x3 filter gradients on tr's tensor-core kernel where it takes the
   // shape (ConvPlanCache::Options::tc_filter); false: --cudnn-filter-grad.
   bool tc_filter = true;
+  // A captured graph's memset nodes run as kernel nodes (Note [memset nodes],
+  // framework/runtime/memset_nodes_cuda.h); false: --keep-memset-nodes.
+  bool memset_kernels = true;
 };
 
 struct ContextSpec {

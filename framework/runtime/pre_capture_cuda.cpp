@@ -8,6 +8,8 @@
 #include "framework/comm/communicator.h"
 #include "framework/runtime/capture_guard_cuda.h"
 #include "framework/runtime/cuda_context_cuda.h"
+#include "framework/runtime/graph_nodes_cuda.h"
+#include "framework/runtime/memset_nodes_cuda.h"
 #include "framework/runtime/pre_capture.h"
 #include "framework/runtime/stream_schedule.h"
 
@@ -43,27 +45,11 @@ std::vector<PreparedNode> prepare_graph(const UniqueGraph& u, const ComputationG
 
 }  // namespace
 
-size_t count_kernel_nodes(cudaGraph_t g) {
-  size_t n = 0;
-  TR_GPU_CHECK(cudaGraphGetNodes(g, nullptr, &n));
-  std::vector<cudaGraphNode_t> nodes(n);
-  TR_GPU_CHECK(cudaGraphGetNodes(g, nodes.data(), &n));
-  size_t k = 0;
-  for (auto node : nodes) {
-    cudaGraphNodeType t;
-    TR_GPU_CHECK(cudaGraphNodeGetType(node, &t));
-    if (t == cudaGraphNodeTypeKernel) ++k;
-    if (t == cudaGraphNodeTypeGraph) {
-      cudaGraph_t child = nullptr;
-      TR_GPU_CHECK(cudaGraphChildGraphNodeGetGraph(node, &child));
-      k += count_kernel_nodes(child);
-    }
-  }
-  return k;
-}
+size_t count_kernel_nodes(cudaGraph_t g) { return count_graph_nodes(g, cudaGraphNodeTypeKernel); }
 
-CudaGraphExec::CudaGraphExec(cudaGraph_t graph) : graph_(graph) {
+CudaGraphExec::CudaGraphExec(cudaGraph_t graph, bool memset_kernels, bool programmatic_edges) : graph_(graph) {
   try {
+    if (memset_kernels) replace_memset_nodes(graph_, programmatic_edges);
     kernels_ = count_kernel_nodes(graph_);
   } catch (...) {
     TR_GPU_WARN(cudaGraphDestroy(graph_));
@@ -118,7 +104,7 @@ std::unique_ptr<CudaGraphExec> capture_nodes(const std::vector<PreparedNode>& no
     sched.join();
     graph = guard.end();
   }
-  return std::make_unique<CudaGraphExec>(graph);
+  return std::make_unique<CudaGraphExec>(graph, ctx.memset_kernels(), ctx.programmatic_launch());
 }
 
 void capture_cuda(PreCaptureResult& r, const ComputationGraph& cg, const PlanSet& plans,

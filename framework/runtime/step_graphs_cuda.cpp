@@ -18,7 +18,7 @@ std::unique_ptr<NativeExec> capture_step_cuda(DeviceContext& ctx, const std::fun
     for (int s = 0; s < kStreamKindCount; ++s) c.stream_wait(kOrigin, StreamKind(s));
     graph = guard.end();
   }
-  return std::make_unique<CudaGraphExec>(graph);
+  return std::make_unique<CudaGraphExec>(graph, c.memset_kernels(), c.programmatic_launch());
 }
 
 }  // namespace tr

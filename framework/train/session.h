@@ -39,6 +39,7 @@ struct RunOptions {
   bool cudnn_benchmark = false; // time cuDNN's algorithms once per shape (AlgoChoice::benchmark)
   bool programmatic_launch = true;  // CUDA: AlgoChoice::programmatic_launch (--no-pdl: false)
   bool tc_filter = true;        // CUDA: AlgoChoice::tc_filter (--cudnn-filter-grad: false)
+  bool memset_kernels = true;   // CUDA: AlgoChoice::memset_kernels (--keep-memset-nodes: false)
   int first_device = 0;         // CUDA: ranks use devices first_device .. + ranks-1
   int watchdog_ms = 120000;     // a rank waiting this long in a collective is an error
   bool step_graphs = true;      // full capture: a training step is one graph (step_graphs.h)

@@ -16,6 +16,9 @@ AlgoChoice algo_flags(const CliArgs& a, Backend backend) {
   c.tc_filter = !a.flag("--cudnn-filter-grad");
   TR_USER_CHECK(c.tc_filter || backend == Backend::Cuda,
                 "--cudnn-filter-grad is for --device cuda (the CPU has no cuDNN)");
+  c.memset_kernels = !a.flag("--keep-memset-nodes");
+  TR_USER_CHECK(c.memset_kernels || backend == Backend::Cuda,
+                "--keep-memset-nodes is for --device cuda (the CPU captures no CUDA graphs)");
   return c;
 }
 

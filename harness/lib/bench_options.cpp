@@ -73,6 +73,10 @@ and writes a Google-Benchmark-compatible JSON report.
   --cudnn-filter-grad   run the f16 3x3 filter gradients that tr's tensor-core kernel takes
                         through cuDNN instead, to measure its gain; CUDA only, the report
                         records it and the gate refuses mixing
+  --keep-memset-nodes   leave the memset nodes of captured graphs (cuDNN's workspace
+                        clears, tr's gradient clears) as they are instead of running them
+                        as kernel nodes, to measure the gain; CUDA only, the report
+                        records it and the gate refuses mixing
   --help                this text
 
 Examples:
@@ -151,7 +155,7 @@ BenchOptions parse_bench_options(int argc, char** argv, World* world) {
                                      "--optimizer", "--cnn-optimizer", "--batch-per-gpu", "--bn-sync",
                                      "--image-size", "--bucket-mb", "--top-kernels", "--kernel-trace"};
   for (const std::string& p : process_value_flags()) values.push_back(p);
-  CliArgs a(argc, argv, values, {"--no-cupti", "--side-streams", "--no-side-streams", "--split-steps", "--cudnn-benchmark", "--no-fusion", "--nondeterministic", "--no-pdl", "--cudnn-filter-grad", "--help"});
+  CliArgs a(argc, argv, values, {"--no-cupti", "--side-streams", "--no-side-streams", "--split-steps", "--cudnn-benchmark", "--no-fusion", "--nondeterministic", "--no-pdl", "--cudnn-filter-grad", "--keep-memset-nodes", "--help"});
   BenchOptions o;
   for (int i = 0; i < argc; ++i) {
     if (i) o.command_line += ' ';
@@ -241,6 +245,7 @@ BenchOptions parse_bench_options(int argc, char** argv, World* world) {
   o.deterministic = algo.deterministic;
   o.programmatic_launch = algo.programmatic_launch;
   o.tc_filter = algo.tc_filter;
+  o.memset_kernels = algo.memset_kernels;
   o.progress = isatty(2) != 0;
   return o;
 }

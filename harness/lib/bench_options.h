@@ -38,6 +38,7 @@ struct BenchOptions {
   bool deterministic = true;           // false: --nondeterministic (RunOptions::deterministic)
   bool programmatic_launch = true;     // false: --no-pdl (RunOptions::programmatic_launch)
   bool tc_filter = true;               // false: --cudnn-filter-grad (RunOptions::tc_filter)
+  bool memset_kernels = true;          // false: --keep-memset-nodes (RunOptions::memset_kernels)
   std::string json_path;               // empty: no file
   bool progress = false;               // stderr progress (a terminal only)
   bool cupti = true;

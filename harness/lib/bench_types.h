@@ -36,6 +36,9 @@ struct BenchContext {
   // gradient on tensor cores]); false on the CPU, with --cudnn-filter-grad, and
   // in reports older than it.
   bool tc_filter_grad = false;
+  // Captured graphs' memset nodes run as kernel nodes (Note [memset nodes]);
+  // false on the CPU, with --keep-memset-nodes, and in reports older than it.
+  bool memset_kernels = false;
   // Weight gradients on a second stream: "auto" (each case's choice is its
   // counter side_streams), "on" (--side-streams) or "off" (--no-side-streams);
   // "off" in reports older than it.

@@ -25,7 +25,9 @@ struct CuptiCounts {
   double kernel_ms_union = 0;    // time with at least one kernel running
   double kernel_ms_span = 0;     // first kernel's start to last kernel's end
   std::vector<KernelTotal> kernels;  // by kernel function, most time first
-  std::vector<KernelRecord> records;  // every kernel, in start order (start()'s keep_records)
+  // Every kernel, memset ("[memset]") and memcpy ("[memcpy]"), in start order
+  // (start()'s keep_records).
+  std::vector<KernelRecord> records;
 };
 
 class CuptiProbe {
@@ -37,7 +39,8 @@ class CuptiProbe {
   // only (rank 0's GPU, so that busy time is one GPU's); launch callbacks
   // count every thread. Nothing is recorded until record(): the steps run in
   // between pay CUPTI's first-launch setup of each graph (Note [busy fraction]).
-  // keep_records: stop() also returns every kernel's record (--kernel-trace).
+  // keep_records: stop() also returns every kernel's, memset's and memcpy's
+  // record (--kernel-trace).
   virtual void start(int device, bool keep_records = false) = 0;
   // Drops what was traced since start() (the caller has synchronized) and
   // records from here until stop().

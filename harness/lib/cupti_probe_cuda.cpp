@@ -4,7 +4,6 @@
 #include <dlfcn.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -76,6 +75,10 @@ Shared& shared() {
   static Shared s;
   return s;
 }
+// Names of the memset and memcpy records in a kernel trace (not kernels: they
+// count in neither the busy fraction nor the kernel totals).
+const std::string kMemsetName = "[memset]";
+const std::string kMemcpyName = "[memcpy]";
 thread_local int api_depth = 0;  // > 0 inside a runtime call: its driver calls are not counted again
 
 const Api* g_api = nullptr;
@@ -113,6 +116,7 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
   std::vector<std::pair<uint64_t, uint64_t>> local;
   std::vector<uint32_t> devices, streams;
   std::vector<std::string> names;  // copied: the record's name lives in the buffer freed below
+  std::vector<std::pair<Shared::Raw, uint32_t>> memops;  // (record, device): traced only
   while (g_api->next_record(buffer, valid, &rec) == CUPTI_SUCCESS) {
     if (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || rec->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel9*>(rec);
@@ -121,10 +125,20 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
       streams.push_back(k->streamId);
       names.emplace_back(k->name ? k->name : "?");
     }
+    if (rec->kind == CUPTI_ACTIVITY_KIND_MEMSET) {
+      const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(rec);
+      memops.push_back({{m->start, m->end, m->streamId, &kMemsetName}, m->deviceId});
+    }
+    if (rec->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
+      const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(rec);
+      memops.push_back({{m->start, m->end, m->streamId, &kMemcpyName}, m->deviceId});
+    }
   }
   std::free(buffer);
   std::lock_guard<std::mutex> lock(shared().mu);
   if (!shared().recording) return;
+  for (const auto& [raw, device] : memops)
+    if (shared().keep_records && device == shared().device) shared().records.push_back(raw);
   for (size_t i = 0; i < local.size(); ++i) {
     if (devices[i] != shared().device) continue;
     shared().intervals.push_back(local[i]);
@@ -214,6 +228,10 @@ class Cupti final : public CuptiProbe {
       s.keep_records = keep_records;
     }
     api_.activity_enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    if (keep_records) {
+      api_.activity_enable(CUPTI_ACTIVITY_KIND_MEMSET);
+      api_.activity_enable(CUPTI_ACTIVITY_KIND_MEMCPY);
+    }
   }
   void record() override {
     if (!ok_) return;
@@ -230,8 +248,12 @@ class Cupti final : public CuptiProbe {
     CuptiCounts c;
     if (!ok_) return c;
     api_.flush_all(1);
-    api_.activity_disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     Shared& s = shared();
+    api_.activity_disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    if (s.keep_records) {
+      api_.activity_disable(CUPTI_ACTIVITY_KIND_MEMSET);
+      api_.activity_disable(CUPTI_ACTIVITY_KIND_MEMCPY);
+    }
     std::lock_guard<std::mutex> lock(s.mu);
     s.recording = false;
     c.valid = true;

@@ -23,7 +23,8 @@ nlohmann::json kernel_trace_json(const BenchReport& r) {
                         {"args", {{"name", "stream " + std::to_string(s)}}}});
     for (const KernelRecord& k : c.kernel_trace) {
       const double dur_us = k.end_ns > k.start_ns ? double(k.end_ns - k.start_ns) * 1e-3 : 0.0;
-      events.push_back({{"ph", "X"}, {"cat", "kernel"}, {"name", k.name}, {"pid", pid}, {"tid", k.stream},
+      const bool memop = !k.name.empty() && k.name.front() == '[';  // "[memset]", "[memcpy]"
+      events.push_back({{"ph", "X"}, {"cat", memop ? "memop" : "kernel"}, {"name", k.name}, {"pid", pid}, {"tid", k.stream},
                         {"ts", double(k.start_ns - t0) * 1e-3}, {"dur", dur_us}});
     }
   }

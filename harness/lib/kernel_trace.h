@@ -5,8 +5,8 @@
 // which kernels ran beside which (side streams, a graph's parallel branches)
 // and where the GPU waited.
 //   one process per case (named by BenchCase::name), one thread per CUDA stream,
-//   one complete event ("ph": "X") per kernel, timestamps in microseconds from
-//   the case's first kernel.
+//   one complete event ("ph": "X") per kernel, memset ("[memset]") and memcpy
+//   ("[memcpy]"), timestamps in microseconds from the case's first record.
 #include <string>
 
 #include <nlohmann/json.hpp>

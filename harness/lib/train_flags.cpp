@@ -61,6 +61,8 @@ const char* const kTrainFlagsUsage = R"(  --model NAME             a registered 
   --no-pdl                 launch our kernels without programmatic dependent launch (CUDA only)
   --cudnn-filter-grad      run the f16 3x3 filter gradients that tr's tensor-core kernel takes
                            through cuDNN instead (CUDA only)
+  --keep-memset-nodes      leave the memset nodes of captured graphs as they are instead of
+                           running them as kernel nodes (CUDA only)
   --lowres-epochs N        train the first N epochs at --lowres-size (models without a
                            spatial fully connected layer)
   --lowres-size S          low resolution side (default 5/7 of the input side: 20 for 28)
@@ -91,7 +93,7 @@ std::vector<std::string> train_value_flags() {
 
 std::vector<std::string> train_bool_flags() {
   return {"--synthetic", "--amp", "--no-amp", "--no-shuffle", "--side-streams", "--no-side-streams", "--split-steps",
-          "--cudnn-benchmark", "--flip", "--no-augment", "--force-collectives", "--no-fusion", "--nondeterministic", "--no-pdl", "--cudnn-filter-grad"};
+          "--cudnn-benchmark", "--flip", "--no-augment", "--force-collectives", "--no-fusion", "--nondeterministic", "--no-pdl", "--cudnn-filter-grad", "--keep-memset-nodes"};
 }
 
 namespace {
@@ -185,6 +187,7 @@ TrainSetup parse_train_setup(const CliArgs& a, bool recipe_defaults, World* worl
   o.deterministic = algo.deterministic;
   o.programmatic_launch = algo.programmatic_launch;
   o.tc_filter = algo.tc_filter;
+  o.memset_kernels = algo.memset_kernels;
   if (o.train.amp) o.train.init_loss_scale = 65536.f;
   o.lowres_epochs = static_cast<int>(a.integer("--lowres-epochs", 0, 0, o.epochs));
   o.lowres_size = static_cast<int>(a.integer("--lowres-size", image_size * 5 / 7, 1, 4096));
