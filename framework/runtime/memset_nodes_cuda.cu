@@ -50,11 +50,14 @@ __global__ void memset_node_kernel(MemsetSpec m) {
   }
 }
 
-// Kernel node parameters that write what memset node `m` writes.
+// Kernel node parameters that write what memset node `m` writes. Not
+// copyable: params points at its own members.
 struct KernelFromMemset {
   MemsetSpec spec{};
   void* args[1] = {&spec};
   cudaKernelNodeParams params{};
+  KernelFromMemset(const KernelFromMemset&) = delete;
+  KernelFromMemset& operator=(const KernelFromMemset&) = delete;
 
   KernelFromMemset(const cudaMemsetParams& p, int sms) {
     TR_CHECK(p.elementSize == 1 || p.elementSize == 2 || p.elementSize == 4, "memset node with element size ",
