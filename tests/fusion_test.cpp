@@ -10,6 +10,7 @@
 #include "framework/ops/add.h"
 #include "framework/ops/batchnorm.h"
 #include "framework/ops/bn_relu_pool.h"
+#include "framework/ops/fc.h"
 #include "framework/ops/pool.h"
 #include "framework/ops/relu.h"
 #include "tests/fusion_test_util.h"
@@ -27,6 +28,8 @@ struct NodeTally {
   int two_grad_relu = 0;   // ReluBwd with a second gradient
   int pool_stats = 0;      // MaxPoolFwd with the BatchNorm statistics
   int bn_pool = 0;         // BnReluPool
+  int head = 0;            // ClassifierHead
+  int fc_fwd = 0;          // FcFwd nodes left in the training graphs
   int add = 0;             // Add nodes left in the training graphs
   int bn_stats = 0;        // BnStats nodes left in the training graphs
   int bn_apply = 0;        // BnReluApply nodes left in the training graphs
@@ -41,6 +44,8 @@ NodeTally tally(const CompiledModel& m) {
       t.two_grad_relu += n.op == OpKind::ReluBwd && n.in.size() == 3;
       t.pool_stats += n.op == OpKind::MaxPoolFwd && n.out.size() == 3;
       t.bn_pool += n.op == OpKind::BnReluPool;
+      t.head += n.op == OpKind::ClassifierHead;
+      t.fc_fwd += n.op == OpKind::FcFwd;
       t.add += n.op == OpKind::Add;
       t.bn_stats += n.op == OpKind::BnStats;
       t.bn_apply += n.op == OpKind::BnReluApply;
@@ -61,14 +66,17 @@ CompiledModel build(const std::string& model, bool fusion) {
 // backward is not a ReluBwd). The cnn's three BatchNorms right after a 2x2
 // max pool take their statistics from the pool (the training forward runs in
 // one graph). vgg16bn's five BatchNorm + ReLU + 2x2 pools become one node each
-// (the ResNet stem's pool is 3x3). The mlp has nothing to merge.
+// (the ResNet stem's pool is 3x3). The cnn's global max pool, fc and loss with
+// their backward become one ClassifierHead (five nodes into one); the zoo's
+// heads average-pool and the mlp's has a bias, so they stay. The mlp has
+// nothing to merge.
 TEST(Fusion, MergesEveryPair) {
   struct Want {
     const char* model;
-    int bn_add, add_relu_bwd, pool_stats, bn_pool;
+    int bn_add, add_relu_bwd, pool_stats, bn_pool, head;
   };
-  for (const Want& w : {Want{"resnet18", 8, 7, 0, 0}, Want{"resnet50", 16, 15, 0, 0}, Want{"vgg16bn", 0, 0, 0, 5},
-                        Want{"cnn", 0, 0, 3, 0}, Want{"mlp", 0, 0, 0, 0}}) {
+  for (const Want& w : {Want{"resnet18", 8, 7, 0, 0, 0}, Want{"resnet50", 16, 15, 0, 0, 0},
+                        Want{"vgg16bn", 0, 0, 0, 5, 0}, Want{"cnn", 0, 0, 3, 0, 1}, Want{"mlp", 0, 0, 0, 0, 0}}) {
     SCOPED_TRACE(w.model);
     const CompiledModel fused = build(w.model, true), plain = build(w.model, false);
     const FusionCounts& n = fused.fusions;
@@ -76,19 +84,35 @@ TEST(Fusion, MergesEveryPair) {
     EXPECT_EQ(n.add_relu_bwd, w.add_relu_bwd);
     EXPECT_EQ(n.pool_stats, w.pool_stats);
     EXPECT_EQ(n.bn_pool, w.bn_pool);
-    EXPECT_EQ(plain.fusions.bn_add + plain.fusions.add_relu_bwd + plain.fusions.pool_stats + plain.fusions.bn_pool, 0);
+    EXPECT_EQ(n.head, w.head);
+    EXPECT_EQ(plain.fusions.bn_add + plain.fusions.add_relu_bwd + plain.fusions.pool_stats + plain.fusions.bn_pool +
+                  plain.fusions.head,
+              0);
     const NodeTally f = tally(fused), p = tally(plain);
     EXPECT_EQ(f.residual_apply, w.bn_add);
     EXPECT_EQ(f.two_grad_relu, w.add_relu_bwd);
     EXPECT_EQ(f.pool_stats, w.pool_stats);
     EXPECT_EQ(f.bn_pool, w.bn_pool);
-    EXPECT_EQ(p.residual_apply + p.two_grad_relu + p.pool_stats + p.bn_pool, 0);
+    EXPECT_EQ(f.head, w.head);
+    EXPECT_EQ(p.residual_apply + p.two_grad_relu + p.pool_stats + p.bn_pool + p.head, 0);
+    EXPECT_EQ(p.fc_fwd - f.fc_fwd, w.head) << "each head fusion removes the fc's forward";
     EXPECT_EQ(p.add - f.add, w.bn_add + w.add_relu_bwd) << "each fusion removes one Add";
     EXPECT_EQ(p.bn_stats - f.bn_stats, w.pool_stats) << "each pool fusion removes one BnStats";
     EXPECT_EQ(p.bn_apply - f.bn_apply, w.bn_pool) << "each BatchNorm + pool fusion removes one BnReluApply";
     EXPECT_EQ(plain.cg.total_nodes() - fused.cg.total_nodes(),
-              size_t(w.bn_add + w.add_relu_bwd + w.pool_stats + w.bn_pool));
+              size_t(w.bn_add + w.add_relu_bwd + w.pool_stats + w.bn_pool + 4 * w.head));
   }
+}
+
+// The head fuses only where the GPU has its kernels (at most
+// kSmallFcMaxOutputs classes, fc.h): the cnn with 33 classes keeps its nodes.
+TEST(Fusion, ClassifierHeadNeedsFewClasses) {
+  TrainConfig t;
+  t.fusion = true;
+  EXPECT_EQ(build_model(model_config("cnn", 0.125, 32, 3, int(kSmallFcMaxOutputs)), t, 4).fusions.head, 1);
+  const CompiledModel many = build_model(model_config("cnn", 0.125, 32, 3, int(kSmallFcMaxOutputs) + 1), t, 4);
+  EXPECT_EQ(many.fusions.head, 0);
+  EXPECT_EQ(tally(many).head, 0);
 }
 
 // The BatchNorm + pool leaves y unstored: no node of any graph reads or

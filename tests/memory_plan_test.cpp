@@ -128,10 +128,13 @@ TEST(MemoryPlan, ParallelRegionsShareSegments) {
 TEST(MemoryPlan, ShapeInferenceFollowsVariants) {
   const CompiledModel m = cnn(false);
   const PlanSet ps = plan_memory(m, six_variants(), 0);
-  // The logits (input of the loss) are [N, 10] per variant.
+  // The loss gradient (the logits' shape) is [N, 10] per variant: an output of
+  // the fused classifier head (Note [fusion]), or of the loss unfused.
   TensorId logits = kNoTensor;
-  for (const Node& n : m.cg.nodes(GraphId::DEEP_FWD_BWD))
-    if (n.kind == Node::Kind::Compute && n.op == OpKind::SoftmaxXent) logits = n.in[0];
+  for (const Node& n : m.cg.nodes(GraphId::DEEP_FWD_BWD)) {
+    if (n.kind == Node::Kind::Compute && n.op == OpKind::SoftmaxXent) logits = n.out[0];
+    if (n.kind == Node::Kind::Compute && n.op == OpKind::ClassifierHead) logits = n.out[1];
+  }
   ASSERT_NE(logits, kNoTensor);
   EXPECT_EQ(ps.plan(Variant::TrainBase).shape_of(logits), (Shape{64, 10}));
   EXPECT_EQ(ps.plan(Variant::TrainLowresLast).shape_of(logits), (Shape{40, 10}));

@@ -1,7 +1,9 @@
 // GPU BatchNorm+ReLU, fully connected, ReLU and softmax cross-entropy against
-// the CPU reference, and a captured chain of ops replayed bitwise like eager
-// launches. Pooling: ops_pool_gpu_test.cpp. Skips without a CUDA device.
-#include "tests/ops_gpu_fixture.h"
+// the CPU reference, the fused classifier head against those ops apart, and a
+// captured chain of ops replayed bitwise like eager launches. Pooling:
+// ops_pool_gpu_test.cpp. Skips without a CUDA device.
+#include "framework/ops/classifier_head.h"
+#include "tests/ops_gpu_bitwise.h"
 
 namespace tr {
 namespace {
@@ -228,6 +230,78 @@ TEST_F(OpsGpu, SoftmaxXentMatchesCpu) {
           k.out.emplace_back(F32, Shape{kMetricSlots});
           check(softmax_xent_cpu, softmax_xent_cuda, k);
         }
+}
+
+// ================================================================ classifier head
+
+// ClassifierHead (classifier_head.h) against the five ops it fuses, run apart
+// on the GPU: the same bits in all four outputs (the routed gradient included,
+// with ties for the maximum), the same bits on a second run, and within
+// tolerance of the CPU. Shapes: the cnn's head at batch 256; C not a multiple
+// of 8 with one class; C above the block's 256 threads with 32 classes.
+TEST_F(OpsGpu, ClassifierHeadIsTheFiveOpsInTurn) {
+  Rng rng(16);
+  struct HeadShape {
+    Shape x;
+    int64_t m;
+  };
+  for (DType t : {F32, F16})
+    for (const HeadShape& hs : {HeadShape{{256, 3, 3, 256}, 10}, HeadShape{{7, 4, 4, 45}, 1},
+                                HeadShape{{33, 2, 5, 300}, 32}}) {
+      const int64_t N = hs.x[0], C = hs.x[3], M = hs.m, P = hs.x[1] * hs.x[2];
+      Case k;
+      k.name = cat(tname("ClassifierHead", t), " x", hs.x.str(), " M=", M);
+      SCOPED_TRACE(k.name);
+      k.attrs.scale = 0.125f;
+      k.attrs.label_smoothing = 0.2f;
+      k.attrs.with_grad = true;
+      k.variant = {N, 2 * N, 0, 0};
+      k.loss_scale = 512.f;
+      HostTensor x = rnd(t, hs.x, rng, -2, 2);
+      for (int64_t n = 0; n < N; n += 3)  // ties: position P-1 repeats position 0's value
+        for (int64_t c = 0; c < C; c += 2) x.set((n * P + P - 1) * C + c, x.get(n * P * C + c));
+      HostTensor labels(DType::I32, {N});
+      for (int64_t n = 0; n < N; ++n) labels.set(n, double(rng.below(uint64_t(M))));
+      k.in = {x, rnd(t, {M, C}, rng, -0.5, 0.5), labels};
+      k.out = {HostTensor(t, {N, C}), HostTensor(t, {N, M}), HostTensor(F32, {kMetricSlots}), HostTensor(t, hs.x)};
+      const std::vector<HostTensor> a = run_gpu(classifier_head_cuda, k), b = run_gpu(classifier_head_cuda, k);
+      // The five ops apart, each on the GPU outputs of the one before.
+      Case pool = k;
+      pool.in = {x};
+      pool.out = {k.out[0]};
+      const HostTensor p = run_gpu(global_maxpool_fwd_cuda, pool)[0];
+      Case fc = k;
+      fc.in = {p, k.in[1]};
+      fc.out = {HostTensor(t, {N, M})};
+      const HostTensor z = run_gpu(fc_fwd_cuda, fc)[0];
+      Case xent = k;
+      xent.in = {z, labels};
+      xent.out = {k.out[1], k.out[2]};
+      const std::vector<HostTensor> loss = run_gpu(softmax_xent_cuda, xent);
+      Case dgrad = k;
+      dgrad.in = {loss[0], k.in[1], p};
+      dgrad.out = {HostTensor(t, {N, C})};
+      const HostTensor dp = run_gpu(fc_bwd_data_cuda, dgrad)[0];
+      Case route = k;
+      route.in = {dp, x, p};
+      route.out = {k.out[3]};
+      const HostTensor dx = run_gpu(global_maxpool_bwd_cuda, route)[0];
+      const std::vector<HostTensor> want = {p, loss[0], loss[1], dx};
+      const std::vector<HostTensor> cpu = run_cpu(classifier_head_cpu, k);
+      int64_t differ = 0;
+      for (size_t i = 0; i < a.size(); ++i) {
+        differ += differing_elements(a[i], want[i]);
+        EXPECT_EQ(differing_elements(a[i], want[i]), 0) << "output " << i;
+        EXPECT_TRUE(bitwise_equal(a[i], b[i])) << "output " << i << " differs between two runs";
+        EXPECT_LT(rel_err(a[i], cpu[i]), 20 * tol_for(t)) << "output " << i;
+      }
+      int64_t routed = 0;  // dx entries that got a gradient: one per (sample, channel)
+      for (int64_t i = 0; i < a[3].numel(); ++i) routed += a[3].get(i) != 0.0;
+      EXPECT_LE(routed, N * C);
+      EXPECT_GT(routed, N * C / 2);
+      std::printf("[ head ] %s: %lld elements differ from the five ops apart, dx %.2e and dlogits %.2e from the CPU\n",
+                  k.name.c_str(), static_cast<long long>(differ), rel_err(a[3], cpu[3]), rel_err(a[1], cpu[1]));
+    }
 }
 
 // ================================================================ capture

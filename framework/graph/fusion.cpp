@@ -1,9 +1,10 @@
-// Note [fusion] (fusion.h): the four node-pair fusions.
+// Note [fusion] (fusion.h): the four node-pair fusions and the classifier head.
 #include "framework/graph/fusion.h"
 
 #include <map>
 #include <set>
 
+#include "framework/ops/fc.h"
 #include "framework/ops/pool_window.h"
 
 namespace tr {
@@ -88,6 +89,70 @@ bool read_only_by_pools(const ComputationGraph& cg, TensorId y) {
   return true;
 }
 
+// Whether n writes any of ts: an output, or any operand of a range op (which may
+// write its regions: counted as a write whenever it touches).
+bool writes(const ComputationGraph& cg, const Node& n, const std::set<TensorId>& ts) {
+  for (TensorId t : n.out)
+    if (ts.count(t)) return true;
+  if (n.kind != Node::Kind::Range) return false;
+  return touches(cg, n, ts);
+}
+
+// The first node after `from` of kind `op`, on its graph's own stream, whose
+// input `k` is t; nodes.size() when there is none.
+size_t reader_after(const std::vector<Node>& nodes, size_t from, OpKind op, size_t k, TensorId t) {
+  for (size_t i = from + 1; i < nodes.size(); ++i)
+    if (nodes[i].kind == Node::Kind::Compute && nodes[i].op == op && nodes[i].in.size() > k && nodes[i].in[k] == t)
+      return on_own_stream(nodes[i]) ? i : nodes.size();
+  return nodes.size();
+}
+
+// The classifier head at the global max pool nodes[i] (see fusion.h): the fc,
+// the loss and their backward to the pool's input become one ClassifierHead
+// in the pool's place. Returns whether it fused; marks the four later nodes.
+bool fuse_head(const ComputationGraph& cg, std::vector<Node>& nodes, size_t i, const std::vector<int>& readers,
+               std::vector<bool>& drop) {
+  const Node& pool = nodes[i];
+  if (pool.op != OpKind::GlobalMaxPoolFwd || !on_own_stream(pool) || pool.in.size() != 1 || pool.out.size() != 1)
+    return false;
+  const TensorId x = pool.in[0], p = pool.out[0];
+  const size_t f = reader_after(nodes, i, OpKind::FcFwd, 0, p);
+  if (f == nodes.size() || nodes[f].in.size() != 2 || nodes[f].attrs.has_bias) return false;
+  const TensorId w = nodes[f].in[1], z = nodes[f].out[0];
+  const Shape& ws = cg.tensor(w).fixed_shape;
+  if (ws.rank != 2 || ws[0] < 1 || ws[0] > kSmallFcMaxOutputs || readers[size_t(z)] != 1) return false;
+  const size_t s = reader_after(nodes, f, OpKind::SoftmaxXent, 0, z);
+  if (s == nodes.size() || !nodes[s].attrs.with_grad || nodes[s].out.size() != 2) return false;
+  const TensorId labels = nodes[s].in[1], dl = nodes[s].out[0], metrics = nodes[s].out[1];
+  const size_t d = reader_after(nodes, s, OpKind::FcBwdData, 0, dl);
+  if (d == nodes.size() || nodes[d].in[1] != w || nodes[d].attrs.scale != nodes[f].attrs.scale) return false;
+  const TensorId dp = nodes[d].out[0];
+  if (readers[size_t(dp)] != 1) return false;
+  const size_t b = reader_after(nodes, d, OpKind::GlobalMaxPoolBwd, 0, dp);
+  if (b == nodes.size() || nodes[b].in != std::vector<TensorId>{dp, x, p}) return false;
+  const TensorId dx = nodes[b].out[0];
+  // Between the pool and its backward, the nodes that stay behind the fused one
+  // may read what it now writes earlier (p, dlogits: the fc's weight gradient),
+  // but nothing may write what it reads or writes, or read what vanishes or
+  // comes out only at the end.
+  const std::set<TensorId> gone = {z, dp, dx, metrics}, kept = {x, w, labels, p, dl};
+  for (size_t k = i + 1; k < b; ++k) {
+    if (k == f || k == s || k == d) continue;
+    if (touches(cg, nodes[k], gone) || writes(cg, nodes[k], kept)) return false;
+  }
+  Node head = pool;
+  head.op = OpKind::ClassifierHead;
+  head.in = {x, w, labels};
+  head.out = {p, dl, metrics, dx};
+  head.attrs = nodes[f].attrs;
+  head.attrs.label_smoothing = nodes[s].attrs.label_smoothing;
+  head.attrs.with_grad = true;
+  head.label = pool.label + "+" + nodes[f].label + "+" + nodes[s].label + "+" + nodes[d].label + "+" + nodes[b].label;
+  nodes[i] = head;
+  drop[f] = drop[s] = drop[d] = drop[b] = true;
+  return true;
+}
+
 FusionCounts fuse_one(const ComputationGraph& cg, std::vector<Node>& nodes, const std::vector<int>& readers,
                       std::map<TensorId, TensorId>& unstored) {
   FusionCounts c;
@@ -97,9 +162,11 @@ FusionCounts fuse_one(const ComputationGraph& cg, std::vector<Node>& nodes, cons
   std::vector<bool> drop(nodes.size(), false);
   for (size_t i = 0; i < nodes.size(); ++i) {
     Node& b = nodes[i];
-    if (!on_own_stream(b)) continue;
+    if (!on_own_stream(b) || drop[i]) continue;
     int k = -1;
-    if (b.op == OpKind::Add && b.in.size() == 2) {
+    if (b.op == OpKind::GlobalMaxPoolFwd) {
+      c.head += fuse_head(cg, nodes, i, readers, drop);
+    } else if (b.op == OpKind::Add && b.in.size() == 2) {
       const int a = producer_of(nodes, i, OpKind::BnReluApply, readers, producer, &k);
       if (a < 0 || drop[size_t(a)]) continue;
       const Node& bn = nodes[size_t(a)];
@@ -170,12 +237,13 @@ FusionCounts fuse_graph(ComputationGraph& cg) {
   for (int g = 0; g < kGraphIdCount; ++g) {
     std::vector<Node> nodes = cg.nodes(GraphId(g));
     const FusionCounts c = fuse_one(cg, nodes, readers, unstored);
-    if (c.bn_add == 0 && c.add_relu_bwd == 0 && c.pool_stats == 0 && c.bn_pool == 0) continue;
+    if (c.bn_add == 0 && c.add_relu_bwd == 0 && c.pool_stats == 0 && c.bn_pool == 0 && c.head == 0) continue;
     cg.set_nodes(GraphId(g), std::move(nodes));
     total.bn_add += c.bn_add;
     total.add_relu_bwd += c.add_relu_bwd;
     total.pool_stats += c.pool_stats;
     total.bn_pool += c.bn_pool;
+    total.head += c.head;
   }
   // The pools' backward took y for its shape only: the BatchNorm's input has it.
   if (!unstored.empty())

@@ -19,6 +19,13 @@
 //   backward: s = Add(a, b), the gradient fan-in of a tensor, then
 //             g = ReluBwd(s, y)                     (the ReLU that produced it)
 //          -> g = ReluBwd(a, y, b)
+//   head:     p = GlobalMaxPoolFwd(x), z = FcFwd(p, w) without bias,
+//             dl, metrics = SoftmaxXent(z, labels), then in the backward
+//             dp = FcBwdData(dl, w), dx = GlobalMaxPoolBwd(dp, x, p)   (the cnn)
+//          -> p, dl, metrics, dx = ClassifierHead(x, w, labels)
+//             in the pool's place, with at most kSmallFcMaxOutputs classes
+//             (fc.h) and z, dp read by nothing else; the fc's weight gradient
+//             stays a node of its own (it reads p and dl).
 //
 // The BatchNorm + residual, BatchNorm + pool and fan-in nodes take the place
 // of the later node: every input it reads is ready there (a residual's
@@ -30,7 +37,14 @@
 // run on their graph's own stream and nothing in between touches the moved
 // node's tensors.
 //
-// Bits: the backward fusion rounds exactly as Add then ReluBwd do; the pool's
+// The head takes the pool's place (all it reads is ready there), which moves
+// the loss and the backward up past the nodes in between: it fuses only when
+// none of those writes what the head reads or writes, or reads the logits,
+// the feature gradient, dx or the metrics.
+//
+// Bits: the head rounds each intermediate as its op stores it and, on the
+// GPU, uses those ops' device functions (Note [small fc]): the same bits.
+// The backward fusion rounds exactly as Add then ReluBwd do; the pool's
 // statistics are BnStats's own sums (on the GPU its grid and order); the
 // BatchNorm + pool rounds y as BnReluApply stores it before the max. The
 // BatchNorm + residual one rounds the BatchNorm's output and the residual's
@@ -48,6 +62,7 @@ struct FusionCounts {
   int add_relu_bwd = 0;  // Add + ReluBwd
   int pool_stats = 0;    // MaxPoolFwd + BnStats
   int bn_pool = 0;       // BnReluApply + MaxPoolFwd
+  int head = 0;          // GlobalMaxPoolFwd + FcFwd + SoftmaxXent + FcBwdData + GlobalMaxPoolBwd
 };
 
 FusionCounts fuse_graph(ComputationGraph& cg);

@@ -8,6 +8,11 @@
 
 namespace tr {
 
+// Up to this many outputs the GPU runs FcFwd and FcBwdData on tr's own kernels
+// (Note [small fc], fc_small_cuda.h), and a classifier head may fuse
+// (classifier_head.h).
+constexpr int64_t kSmallFcMaxOutputs = 32;
+
 void fc_fwd_shapes(const ShapeCtx& c, Shape* out, int n_out);
 void fc_bwd_data_shapes(const ShapeCtx& c, Shape* out, int n_out);
 void fc_bwd_weight_shapes(const ShapeCtx& c, Shape* out, int n_out);

@@ -1,4 +1,6 @@
-// Fully connected layer on cuBLAS. Semantics: framework/ops/fc.h.
+// Fully connected layer on cuBLAS. Semantics: framework/ops/fc.h. With at most
+// kSmallFcMaxOutputs outputs the forward and the data gradient run on tr's own
+// kernels instead (Note [small fc], fc_small_cuda.h).
 //
 // Row-major tensors seen by column-major cuBLAS: a row-major [R,C] buffer is a
 // column-major [C,R] matrix, i.e. its transpose. So, with x[N,K], w[M,K], y[N,M]:
@@ -25,6 +27,7 @@
 
 #include "framework/ops/cuda_kernel_util_cuda.h"
 #include "framework/ops/fc.h"
+#include "framework/ops/fc_small_cuda.h"
 
 namespace tr {
 namespace {
@@ -161,6 +164,11 @@ void fc_fwd_cuda(const OpCall& c) {
   if (d.n == 0) return;
   dispatch_float(x.dtype, op, [&](auto tag) {
     using T = decltype(tag);
+    if (small_fc(d.m)) {
+      launch_small_fc_fwd<T>(c.env, sm_count(gh), x.as<T>(), w.as<T>(), a.has_bias ? c.in[2].as<T>() : nullptr,
+                             y.as<T>(), d.n, d.k, d.m, a.scale);
+      return;
+    }
     if (!a.has_bias) {
       gemm(gh, s, x.dtype, x.dtype, CUBLAS_OP_T, CUBLAS_OP_N, d.m, d.n, d.k, a.scale, w.data, d.k, x.data, d.k, 0.f,
            y.data, d.m);
@@ -197,7 +205,12 @@ void fc_bwd_data_cuda(const OpCall& c) {
   const GpuHandles& gh = handles_of(c, op);
   const cudaStream_t s = stream_of(c);
   if (d.n == 0) return;
-  dispatch_float(dy.dtype, op, [&](auto) {
+  dispatch_float(dy.dtype, op, [&](auto tag) {
+    using T = decltype(tag);
+    if (small_fc(d.m)) {
+      launch_small_fc_bwd_data<T>(c.env, sm_count(gh), dy.as<T>(), w.as<T>(), dx.as<T>(), d.n, d.k, d.m, a.scale);
+      return;
+    }
     gemm(gh, s, dy.dtype, dy.dtype, CUBLAS_OP_N, CUBLAS_OP_N, d.k, d.n, d.m, a.scale, w.data, d.k, dy.data, d.m, 0.f,
          dx.data, d.k);
   });

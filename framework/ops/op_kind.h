@@ -39,6 +39,8 @@ enum class OpKind : uint8_t {
   TtaMean,            // in: x T[2N,M]                                        out: y T[N,M] = (x[n] + x[N+n]) / 2
   BnReluPool,         // in: x T, sums f32[2,C], gamma T[C], beta T[C]        out: p T[N,H/2,W/2,C], argmax u8, batch f32[2,C], affine f32[2,C]
                       //   MaxPoolFwd 2x2/s2 of BnReluApply's y, y never stored (bn_relu_pool.h)
+  ClassifierHead,     // in: x T[N,H,W,C], w T[M,C], labels i32[N]           out: p T[N,C], dlogits T[N,M], metrics f32[4], dx T[N,H,W,C]
+                      //   GlobalMaxPoolFwd, FcFwd, SoftmaxXent, FcBwdData, GlobalMaxPoolBwd in one (classifier_head.h)
   Count
 };
 

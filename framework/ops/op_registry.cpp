@@ -7,6 +7,7 @@
 #include "framework/ops/avgpool.h"
 #include "framework/ops/batchnorm.h"
 #include "framework/ops/bn_relu_pool.h"
+#include "framework/ops/classifier_head.h"
 #include "framework/ops/conv.h"
 #include "framework/ops/fc.h"
 #include "framework/ops/input_prep.h"
@@ -51,6 +52,7 @@ constexpr OpDef kOps[] = {
     TR_OP(SoftmaxXent, "softmax_xent", softmax_xent),
     TR_OP(TtaMean, "tta_mean", tta_mean),
     TR_OP(BnReluPool, "bn_relu_pool", bn_relu_pool),
+    TR_OP(ClassifierHead, "classifier_head", classifier_head),
 };
 #undef TR_OP
 

@@ -4,12 +4,12 @@
 //   dlogits = loss_scale * (softmax(z) - target) / global_batch
 // loss_scale is read on the device (Note [scalars in device memory]).
 // Two kernels, both deterministic: one warp per row writes (loss, correct) to the
-// workspace; one block adds the rows in a fixed order (double) into metrics.
-// A label outside [0,M) cannot throw on the device: its loss is NaN (so the
-// NaN check skips the step) and it gets no one-hot target.
+// workspace (xent_row, softmax_xent_row_cuda.h); one block adds the rows in a
+// fixed order (double) into metrics.
 //   workspace: 8 * N bytes.
 #include "framework/ops/cuda_kernel_util_cuda.h"
 #include "framework/ops/softmax_xent.h"
+#include "framework/ops/softmax_xent_row_cuda.h"
 
 namespace tr {
 namespace {
@@ -28,48 +28,9 @@ __global__ void xent_rows_kernel(const T* __restrict__ logits, const int32_t* __
   const int lane = threadIdx.x & 31;
   const int64_t n = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   if (n >= N) return;  // whole warps exit together
-  const T* row = logits + n * M;
-  // max, first argmax, sum z (fixed lane order, then a butterfly)
-  float zmax = -INFINITY, zsum = 0.f;
-  int64_t arg = M;
-  for (int64_t j = lane; j < M; j += 32) {
-    const float z = to_f(row[j]);
-    if (arg == M || z > zmax) {  // strict: a lane keeps its first maximum
-      zmax = z;
-      arg = j;
-    }
-    zsum += z;
-  }
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-    const float m2 = __shfl_xor_sync(0xffffffffu, zmax, o);
-    const int64_t a2 = __shfl_xor_sync(0xffffffffu, arg, o);
-    if (a2 < M && (arg == M || m2 > zmax || (m2 == zmax && a2 < arg))) {
-      zmax = m2;
-      arg = a2;
-    }
-    zsum += __shfl_xor_sync(0xffffffffu, zsum, o);
-  }
-  float esum = 0.f;
-  for (int64_t j = lane; j < M; j += 32) esum += expf(to_f(row[j]) - zmax);
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) esum += __shfl_xor_sync(0xffffffffu, esum, o);
-  const float lse = zmax + logf(esum);
-  const int32_t l = labels[n];
-  const bool valid = l >= 0 && int64_t(l) < M;
-  const float off = smoothing / float(M);
-  if (lane == 0) {
-    const float loss = valid ? lse - (1.f - smoothing) * to_f(row[l]) - off * zsum : __int_as_float(0x7fc00000);
-    rows_out[n] = make_float2(loss, (valid && arg == l) ? 1.f : 0.f);
-  }
-  if (dlogits == nullptr) return;
-  const float scale = scalars->loss_scale * inv_global_batch;
-  T* drow = dlogits + n * M;
-  for (int64_t j = lane; j < M; j += 32) {
-    const float p = expf(to_f(row[j]) - lse);
-    const float target = off + (j == l ? 1.f - smoothing : 0.f);
-    drow[j] = from_f<T>(scale * (p - target));
-  }
+  const float grad_scale = dlogits == nullptr ? 0.f : scalars->loss_scale * inv_global_batch;
+  xent_row(logits + n * M, labels[n], M, smoothing, grad_scale, dlogits == nullptr ? nullptr : dlogits + n * M,
+           rows_out + n, lane);
 }
 
 // metrics = (sum loss, sum correct, N, 0); rows summed in a fixed order.
@@ -135,8 +96,16 @@ void softmax_xent_cuda(const OpCall& c) {
           logits.as<T>(), labels.as<int32_t>(), grad ? c.out[0].as<T>() : nullptr,
           c.env->scalars, rows, N, M, a.label_smoothing, inv_gb);
     }
-    launch_kernel(c.env, {1, kReduceThreads, 0}, xent_metrics_kernel, rows, N, metrics.as<float>());
+    launch_xent_metrics(c.env, rows, N, metrics.as<float>());
   });
 }
+
+namespace cuda {
+
+void launch_xent_metrics(const ExecEnv* env, const float2* rows, int64_t N, float* metrics) {
+  launch_kernel(env, {1, kReduceThreads, 0}, xent_metrics_kernel, rows, N, metrics);
+}
+
+}  // namespace cuda
 
 }  // namespace tr

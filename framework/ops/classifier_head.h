@@ -1,0 +1,26 @@
+#pragma once
+// A classifier's head, forward and backward, in one op: the fusion of
+// GlobalMaxPoolFwd, FcFwd (no bias), SoftmaxXent (with its gradient),
+// FcBwdData and GlobalMaxPoolBwd (Note [fusion] in framework/graph/fusion.h).
+// Each sample's pool, logits, loss gradient, feature gradient and routed
+// gradient depend only on that sample, so the GPU does them in one kernel per
+// sample instead of six dependent kernels; the logits and the feature
+// gradient are never stored.
+//   ClassifierHead: x T[N,H,W,C], w T[M,C], labels i32[N]
+//                -> p T[N,C], dlogits T[N,M], metrics f32[4], dx T[N,H,W,C]
+//   p = GlobalMaxPoolFwd(x); z = FcFwd(p, w) (attrs.scale); dlogits, metrics =
+//   SoftmaxXent(z, labels) (attrs.label_smoothing); dp = FcBwdData(dlogits, w);
+//   dx = GlobalMaxPoolBwd(dp, x, p). Each intermediate is rounded to T as the
+//   op that produced it stores it, so the op gives the five ops' bits (on the
+//   GPU with M <= kSmallFcMaxOutputs, where FcFwd and FcBwdData run tr's own
+//   kernels: Note [small fc]). FcBwdWeight stays apart (it reads p and dlogits).
+//   attrs: scale, label_smoothing; has_bias must be false and with_grad true.
+#include "framework/ops/op_registry.h"
+
+namespace tr {
+
+void classifier_head_shapes(const ShapeCtx& c, Shape* out, int n_out);
+void classifier_head_cpu(const OpCall& c);
+void classifier_head_cuda(const OpCall& c);
+
+}  // namespace tr

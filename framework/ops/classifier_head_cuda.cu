@@ -1,0 +1,115 @@
+// ClassifierHead on the GPU (semantics: classifier_head.h). One block per
+// sample (a grid-stride loop over samples), 8 warps:
+//   1. the global max pool, a thread per channel, positions in order -> p;
+//   2. the logits, a warp per class (small_fc_dot) -> z in shared memory;
+//   3. the loss row and its gradient, warp 0 (xent_row) -> dlogits, the row's
+//      (loss, correct) in the workspace;
+//   4. the feature gradient, a thread per channel (small_fc_dgrad), rounded to
+//      T, routed to the first position equal to p -> dx.
+// Then the metrics kernel adds the rows (launch_xent_metrics). Each step uses
+// the device functions of the unfused ops' kernels and rounds where they
+// store, so the bits are theirs (Note [small fc]).
+//   workspace: 8 * N bytes.
+#include "framework/ops/classifier_head.h"
+#include "framework/ops/cuda_kernel_util_cuda.h"
+#include "framework/ops/fc_small_cuda.h"
+#include "framework/ops/softmax_xent_row_cuda.h"
+
+namespace tr {
+namespace {
+
+using namespace tr::cuda;
+
+constexpr int kThreads = 256;
+
+// p and dlogits are written and read back by the same block (after a barrier),
+// so they are not __restrict__.
+template <typename T>
+__global__ void classifier_head_kernel(const T* __restrict__ x, const T* __restrict__ w,
+                                       const int32_t* __restrict__ labels, T* p, T* dlogits, T* __restrict__ dx,
+                                       const TrainScalars* __restrict__ scalars, float2* __restrict__ rows,
+                                       int64_t N, int64_t P, int64_t C, int64_t M, float fc_scale, float smoothing,
+                                       float inv_global_batch) {
+  grid_dependency_begin();
+  __shared__ T z[kSmallFcMaxOutputs];
+  const int lane = int(threadIdx.x) & 31, warp = int(threadIdx.x) / 32, warps = int(blockDim.x) / 32;
+  const float grad_scale = scalars->loss_scale * inv_global_batch;
+  for (int64_t n = blockIdx.x; n < N; n += gridDim.x) {
+    const T* xn = x + n * P * C;
+    T* pn = p + n * C;
+    for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
+      float m = to_f(xn[c]);
+      for (int64_t q = 1; q < P; ++q) {
+        const float v = to_f(xn[q * C + c]);
+        if (v > m) m = v;
+      }
+      pn[c] = from_f<T>(m);
+    }
+    __syncthreads();
+    for (int64_t m = warp; m < M; m += warps) {
+      const float v = small_fc_dot(pn, w + m * C, C, lane, fc_scale);
+      if (lane == 0) z[m] = from_f<T>(v);
+    }
+    __syncthreads();
+    T* dn = dlogits + n * M;
+    if (warp == 0) xent_row(z, labels[n], M, smoothing, grad_scale, dn, rows + n, lane);
+    __syncthreads();
+    for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
+      const float d = to_f(from_f<T>(small_fc_dgrad(dn, w, M, C, c, fc_scale)));
+      const float y = to_f(pn[c]);
+      bool taken = false;
+      for (int64_t q = 0; q < P; ++q) {
+        const bool hit = !taken && to_f(xn[q * C + c]) == y;
+        dx[(n * P + q) * C + c] = from_f<T>(hit ? d : 0.f);
+        taken = taken || hit;
+      }
+    }
+    __syncthreads();  // z and the block's reads of dn are done before the next sample
+  }
+}
+
+}  // namespace
+
+void classifier_head_cuda(const OpCall& c) {
+  const char* op = "ClassifierHead";
+  check_arity(c, 3, 4, op);
+  const OpAttrs& a = attrs_of(c, op);
+  TR_CHECK(!a.has_bias && a.with_grad, op, ": needs an fc without bias and the loss's gradient");
+  const TensorRef &x = c.in[0], &w = c.in[1], &labels = c.in[2];
+  const TensorRef &p = c.out[0], &dlogits = c.out[1], &metrics = c.out[2], &dx = c.out[3];
+  TR_CHECK(x.shape.rank == 4 && x.shape[1] * x.shape[2] > 0, op, ": x must be [N,H,W,C], got ", x.shape.str());
+  struct {
+    int64_t n, h, w, c;
+  } d{x.shape[0], x.shape[1], x.shape[2], x.shape[3]};
+  TR_CHECK(w.shape.rank == 2 && w.shape[1] == d.c, op, ": w ", w.shape.str(), " does not match x ", x.shape.str());
+  const int64_t M = w.shape[0];
+  TR_CHECK(small_fc(M), op, ": ", M, " classes; the fused head takes 1 to ", kSmallFcMaxOutputs);
+  check_dtype(w, x.dtype, op, "w");
+  check_dtype(labels, DType::I32, op, "labels");
+  check_numel(labels, d.n, op, "labels");
+  check_dtype(p, x.dtype, op, "p");
+  check_numel(p, d.n * d.c, op, "p");
+  check_dtype(dlogits, x.dtype, op, "dlogits");
+  check_numel(dlogits, d.n * M, op, "dlogits");
+  check_dtype(metrics, DType::F32, op, "metrics");
+  check_numel(metrics, kMetricSlots, op, "metrics");
+  check_dtype(dx, x.dtype, op, "dx");
+  TR_CHECK(dx.shape == x.shape, op, ": dx ", dx.shape.str(), " must be ", x.shape.str());
+  TR_CHECK(c.env->scalars != nullptr, op, ": needs env.scalars (loss_scale)");
+  TR_CHECK(c.variant != nullptr && c.variant->global_batch > 0, op, ": needs variant.global_batch");
+  const float inv_gb = float(1.0 / double(c.variant->global_batch));
+  const GpuHandles& gh = handles_of(c, op);
+  float2* rows = static_cast<float2*>(workspace(gh, size_t(d.n > 0 ? d.n : 1) * sizeof(float2), op));
+  dispatch_float(x.dtype, op, [&](auto tag) {
+    using T = decltype(tag);
+    if (d.n > 0) {
+      const unsigned blocks = grid_stride_blocks(d.n * kThreads, sm_count(gh), kThreads);
+      launch_kernel(c.env, {blocks, kThreads, 0}, classifier_head_kernel<T>, x.as<T>(), w.as<T>(),
+          labels.as<int32_t>(), p.as<T>(), dlogits.as<T>(), dx.as<T>(), c.env->scalars, rows, d.n, d.h * d.w, d.c,
+          M, a.scale, a.label_smoothing, inv_gb);
+    }
+    launch_xent_metrics(c.env, rows, d.n, metrics.as<float>());
+  });
+}
+
+}  // namespace tr
