@@ -45,8 +45,9 @@ TEST(FusionGpu, ChangesNoBitInF32) {
       fused.run_epoch();
       const int differing = testing::differing_tensors(ref, state_of(fused), cat(model, " fused, ", mode_name(mode)));
       const FusionCounts& n = fused.model().fusions;
-      std::printf("[ fusion gpu ] %s f32 %s: %d+%d+%d+%d pairs fused, %d of %zu state tensors differ from unfused\n",
-                  model.c_str(), mode_name(mode).c_str(), n.bn_add, n.add_relu_bwd, n.pool_stats, n.bn_pool,
+      std::printf("[ fusion gpu ] %s f32 %s: %d+%d+%d+%d pairs and %d heads fused, %d of %zu state tensors differ "
+                  "from unfused\n",
+                  model.c_str(), mode_name(mode).c_str(), n.bn_add, n.add_relu_bwd, n.pool_stats, n.bn_pool, n.head,
                   differing, ref.size());
       EXPECT_GT(n.bn_add + n.pool_stats + n.bn_pool, 0);
     }
@@ -70,8 +71,9 @@ TEST(FusionGpu, PoolFusionsChangeNoBitWithAmp) {
     fused.run_epoch();
     const FusionCounts& n = fused.model().fusions;
     const int differing = testing::differing_tensors(state_of(plain), state_of(fused), cat(model, " amp fused"));
-    std::printf("[ fusion gpu ] %s amp, full capture fused vs eager unfused: %d+%d pairs fused, %d differ\n",
-                model.c_str(), n.pool_stats, n.bn_pool, differing);
+    std::printf("[ fusion gpu ] %s amp, full capture fused vs eager unfused: %d+%d pairs and %d heads fused, %d "
+                "differ\n",
+                model.c_str(), n.pool_stats, n.bn_pool, n.head, differing);
     EXPECT_GT(n.pool_stats + n.bn_pool, 0);
   }
 }

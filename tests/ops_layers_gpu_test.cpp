@@ -238,7 +238,9 @@ TEST_F(OpsGpu, SoftmaxXentMatchesCpu) {
 // on the GPU: the same bits in all four outputs (the routed gradient included,
 // with ties for the maximum), the same bits on a second run, and within
 // tolerance of the CPU. Shapes: the cnn's head at batch 256; C not a multiple
-// of 8 with one class; C above the block's 256 threads with 32 classes.
+// of 8 with two classes; C above the block's 256 threads with 32 classes;
+// batches large enough for 4 and 8 samples per block on the H200, with a
+// last group of fewer.
 TEST_F(OpsGpu, ClassifierHeadIsTheFiveOpsInTurn) {
   Rng rng(16);
   struct HeadShape {
@@ -246,8 +248,9 @@ TEST_F(OpsGpu, ClassifierHeadIsTheFiveOpsInTurn) {
     int64_t m;
   };
   for (DType t : {F32, F16})
-    for (const HeadShape& hs : {HeadShape{{256, 3, 3, 256}, 10}, HeadShape{{7, 4, 4, 45}, 1},
-                                HeadShape{{33, 2, 5, 300}, 32}}) {
+    for (const HeadShape& hs : {HeadShape{{256, 3, 3, 256}, 10}, HeadShape{{7, 4, 4, 45}, 2},
+                                HeadShape{{33, 2, 5, 300}, 32}, HeadShape{{1101, 3, 3, 40}, 7},
+                                HeadShape{{4500, 2, 2, 64}, 10}}) {
       const int64_t N = hs.x[0], C = hs.x[3], M = hs.m, P = hs.x[1] * hs.x[2];
       Case k;
       k.name = cat(tname("ClassifierHead", t), " x", hs.x.str(), " M=", M);

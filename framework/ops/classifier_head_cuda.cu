@@ -1,11 +1,15 @@
-// ClassifierHead on the GPU (semantics: classifier_head.h). One block per
-// sample (a grid-stride loop over samples), 8 warps:
-//   1. the global max pool, a thread per channel, positions in order -> p;
-//   2. the logits, a warp per class (small_fc_dot) -> z in shared memory;
-//   3. the loss row and its gradient, warp 0 (xent_row) -> dlogits, the row's
-//      (loss, correct) in the workspace;
-//   4. the feature gradient, a thread per channel (small_fc_dgrad), rounded to
-//      T, routed to the first position equal to p -> dx.
+// ClassifierHead on the GPU (semantics: classifier_head.h). Each block takes S
+// samples at once (S = 1 to 8: more when the batch would leave the SMs several
+// blocks each, so that the chain of dependent steps below is paid once for S
+// samples), 8 warps; a grid-stride loop over groups of S samples:
+//   1. the global max pool, a thread per (sample, channel), positions in
+//      order -> p;
+//   2. the logits, a warp per (sample, class) (small_fc_dot) -> z in shared
+//      memory;
+//   3. each sample's loss row and its gradient, a warp per sample (xent_row)
+//      -> dlogits, the row's (loss, correct) in the workspace;
+//   4. the feature gradient, a thread per (sample, channel) (small_fc_dgrad),
+//      rounded to T, routed to the first position equal to p -> dx.
 // Then the metrics kernel adds the rows (launch_xent_metrics). Each step uses
 // the device functions of the unfused ops' kernels and rounds where they
 // store, so the bits are theirs (Note [small fc]).
@@ -21,6 +25,15 @@ namespace {
 using namespace tr::cuda;
 
 constexpr int kThreads = 256;
+constexpr int kMaxSamplesPerBlock = 8;
+
+// Samples per block: as many (up to 8, a power of two) as leave at least two
+// blocks per SM.
+int samples_per_block(int64_t N, int sms) {
+  int s = 1;
+  while (s < kMaxSamplesPerBlock && N / (int64_t(2) * s) >= int64_t(2) * sms) s *= 2;
+  return s;
+}
 
 // p and dlogits are written and read back by the same block (after a barrier),
 // so they are not __restrict__.
@@ -28,35 +41,41 @@ template <typename T>
 __global__ void classifier_head_kernel(const T* __restrict__ x, const T* __restrict__ w,
                                        const int32_t* __restrict__ labels, T* p, T* dlogits, T* __restrict__ dx,
                                        const TrainScalars* __restrict__ scalars, float2* __restrict__ rows,
-                                       int64_t N, int64_t P, int64_t C, int64_t M, float fc_scale, float smoothing,
-                                       float inv_global_batch) {
+                                       int64_t N, int64_t P, int64_t C, int64_t M, int S, float fc_scale,
+                                       float smoothing, float inv_global_batch) {
   grid_dependency_begin();
-  __shared__ T z[kSmallFcMaxOutputs];
+  __shared__ T z[kMaxSamplesPerBlock * kSmallFcMaxOutputs];
   const int lane = int(threadIdx.x) & 31, warp = int(threadIdx.x) / 32, warps = int(blockDim.x) / 32;
   const float grad_scale = scalars->loss_scale * inv_global_batch;
-  for (int64_t n = blockIdx.x; n < N; n += gridDim.x) {
-    const T* xn = x + n * P * C;
-    T* pn = p + n * C;
-    for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
+  for (int64_t n0 = int64_t(blockIdx.x) * S; n0 < N; n0 += int64_t(gridDim.x) * S) {
+    const int64_t ns = N - n0 < S ? N - n0 : S;  // samples in this group
+    for (int64_t i = threadIdx.x; i < ns * C; i += blockDim.x) {
+      const int64_t n = n0 + i / C, c = i % C;
+      const T* xn = x + n * P * C;
       float m = to_f(xn[c]);
       for (int64_t q = 1; q < P; ++q) {
         const float v = to_f(xn[q * C + c]);
         if (v > m) m = v;
       }
-      pn[c] = from_f<T>(m);
+      p[n * C + c] = from_f<T>(m);
     }
     __syncthreads();
-    for (int64_t m = warp; m < M; m += warps) {
-      const float v = small_fc_dot(pn, w + m * C, C, lane, fc_scale);
-      if (lane == 0) z[m] = from_f<T>(v);
+    for (int64_t i = warp; i < ns * M; i += warps) {
+      const int64_t s = i / M, m = i % M;
+      const float v = small_fc_dot(p + (n0 + s) * C, w + m * C, C, lane, fc_scale);
+      if (lane == 0) z[s * M + m] = from_f<T>(v);
     }
     __syncthreads();
-    T* dn = dlogits + n * M;
-    if (warp == 0) xent_row(z, labels[n], M, smoothing, grad_scale, dn, rows + n, lane);
+    for (int64_t s = warp; s < ns; s += warps) {
+      const int64_t n = n0 + s;
+      xent_row(z + s * M, labels[n], M, smoothing, grad_scale, dlogits + n * M, rows + n, lane);
+    }
     __syncthreads();
-    for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
-      const float d = to_f(from_f<T>(small_fc_dgrad(dn, w, M, C, c, fc_scale)));
-      const float y = to_f(pn[c]);
+    for (int64_t i = threadIdx.x; i < ns * C; i += blockDim.x) {
+      const int64_t n = n0 + i / C, c = i % C;
+      const float d = to_f(from_f<T>(small_fc_dgrad(dlogits + n * M, w, M, C, c, fc_scale)));
+      const float y = to_f(p[n * C + c]);
+      const T* xn = x + n * P * C;
       bool taken = false;
       for (int64_t q = 0; q < P; ++q) {
         const bool hit = !taken && to_f(xn[q * C + c]) == y;
@@ -64,7 +83,7 @@ __global__ void classifier_head_kernel(const T* __restrict__ x, const T* __restr
         taken = taken || hit;
       }
     }
-    __syncthreads();  // z and the block's reads of dn are done before the next sample
+    __syncthreads();  // z and the block's reads of dlogits are done before the next group
   }
 }
 
@@ -103,10 +122,11 @@ void classifier_head_cuda(const OpCall& c) {
   dispatch_float(x.dtype, op, [&](auto tag) {
     using T = decltype(tag);
     if (d.n > 0) {
-      const unsigned blocks = grid_stride_blocks(d.n * kThreads, sm_count(gh), kThreads);
+      const int S = samples_per_block(d.n, sm_count(gh));
+      const unsigned blocks = grid_stride_blocks(ceil_div(d.n, S) * kThreads, sm_count(gh), kThreads);
       launch_kernel(c.env, {blocks, kThreads, 0}, classifier_head_kernel<T>, x.as<T>(), w.as<T>(),
           labels.as<int32_t>(), p.as<T>(), dlogits.as<T>(), dx.as<T>(), c.env->scalars, rows, d.n, d.h * d.w, d.c,
-          M, a.scale, a.label_smoothing, inv_gb);
+          M, S, a.scale, a.label_smoothing, inv_gb);
     }
     launch_xent_metrics(c.env, rows, d.n, metrics.as<float>());
   });

@@ -6,6 +6,7 @@
 #include "framework/core/error.h"
 #include "framework/ops/avgpool.h"
 #include "framework/ops/batchnorm.h"
+#include "framework/ops/classifier_head.h"
 #include "framework/ops/conv.h"
 #include "framework/ops/conv_filter_tc_cuda.h"
 #include "framework/ops/fc.h"
@@ -219,6 +220,19 @@ std::vector<Spec> cnn_specs(DType t, int64_t B) {
   v.push_back(gb);
   for (const char* d : {"fwd", "bwd_data", "bwd_weight"}) v.push_back(fc_spec(pre, d, t, B, 256, 10, false, 0.125f));
   v.push_back(xent_spec(pre, t, B, 10));
+  // What the training step runs instead of the five ops above but the fc's
+  // weight gradient: the fused head (Note [fusion]).
+  Spec head;
+  head.name = cat(pre, "classifier_head/3x3x256-10/", dn(t));
+  head.fn = classifier_head_cuda;
+  head.attrs.scale = 0.125f;
+  head.attrs.label_smoothing = 0.1f;
+  head.attrs.with_grad = true;
+  head.variant = {B, B, 0, 0};
+  head.in = {{t, {B, 3, 3, 256}}, {t, {10, 256}, -0.1, 0.1}, {DType::I32, {B}, 0, 10}};
+  head.out = {{t, {B, 256}}, {t, {B, 10}}, {DType::F32, {4}}, {t, {B, 3, 3, 256}}};
+  head.flops = 2 * 2.0 * double(B) * 256 * 10;
+  v.push_back(head);
   return v;
 }
 
