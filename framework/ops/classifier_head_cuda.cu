@@ -2,14 +2,15 @@
 // samples at once (S = 1 to 8: more when the batch would leave the SMs several
 // blocks each, so that the chain of dependent steps below is paid once for S
 // samples), 8 warps; a grid-stride loop over groups of S samples:
-//   1. the global max pool, a thread per (sample, channel), positions in
-//      order -> p;
+//   1. the global max pool, a thread per (sample, channel vector), positions
+//      in order -> p;
 //   2. the logits, a warp per (sample, class) (small_fc_dot) -> z in shared
 //      memory;
 //   3. each sample's loss row and its gradient, a warp per sample (xent_row)
 //      -> dlogits, the row's (loss, correct) in the workspace;
-//   4. the feature gradient, a thread per (sample, channel) (small_fc_dgrad),
-//      rounded to T, routed to the first position equal to p -> dx.
+//   4. the feature gradient, a thread per (sample, channel vector)
+//      (small_fc_dgrad), rounded to T, routed to the first position equal to
+//      p -> dx.
 // Then the metrics kernel adds the rows (launch_xent_metrics). Each step uses
 // the device functions of the unfused ops' kernels and rounds where they
 // store, so the bits are theirs (Note [small fc]).
@@ -36,8 +37,9 @@ int samples_per_block(int64_t N, int sms) {
 }
 
 // p and dlogits are written and read back by the same block (after a barrier),
-// so they are not __restrict__.
-template <typename T>
+// so they are not __restrict__. VEC channels per thread in steps 1 and 4
+// (16-byte loads where C and the pointers allow, as the pool's own kernels).
+template <typename T, int VEC>
 __global__ void classifier_head_kernel(const T* __restrict__ x, const T* __restrict__ w,
                                        const int32_t* __restrict__ labels, T* p, T* dlogits, T* __restrict__ dx,
                                        const TrainScalars* __restrict__ scalars, float2* __restrict__ rows,
@@ -47,17 +49,22 @@ __global__ void classifier_head_kernel(const T* __restrict__ x, const T* __restr
   __shared__ T z[kMaxSamplesPerBlock * kSmallFcMaxOutputs];
   const int lane = int(threadIdx.x) & 31, warp = int(threadIdx.x) / 32, warps = int(blockDim.x) / 32;
   const float grad_scale = scalars->loss_scale * inv_global_batch;
+  const int64_t G = C / VEC;  // channel vectors per sample
   for (int64_t n0 = int64_t(blockIdx.x) * S; n0 < N; n0 += int64_t(gridDim.x) * S) {
     const int64_t ns = N - n0 < S ? N - n0 : S;  // samples in this group
-    for (int64_t i = threadIdx.x; i < ns * C; i += blockDim.x) {
-      const int64_t n = n0 + i / C, c = i % C;
-      const T* xn = x + n * P * C;
-      float m = to_f(xn[c]);
+    for (int64_t i = threadIdx.x; i < ns * G; i += blockDim.x) {
+      const int64_t n = n0 + i / G, c0 = (i % G) * VEC;
+      const T* xn = x + n * P * C + c0;
+      float m[VEC], v[VEC];
+      load_vec<T, VEC>(xn, m);
+#pragma unroll 4
       for (int64_t q = 1; q < P; ++q) {
-        const float v = to_f(xn[q * C + c]);
-        if (v > m) m = v;
+        load_vec<T, VEC>(xn + q * C, v);
+#pragma unroll
+        for (int j = 0; j < VEC; ++j)
+          if (v[j] > m[j]) m[j] = v[j];
       }
-      p[n * C + c] = from_f<T>(m);
+      store_vec<T, VEC>(p + n * C + c0, m);
     }
     __syncthreads();
     for (int64_t i = warp; i < ns * M; i += warps) {
@@ -71,16 +78,30 @@ __global__ void classifier_head_kernel(const T* __restrict__ x, const T* __restr
       xent_row(z + s * M, labels[n], M, smoothing, grad_scale, dlogits + n * M, rows + n, lane);
     }
     __syncthreads();
-    for (int64_t i = threadIdx.x; i < ns * C; i += blockDim.x) {
-      const int64_t n = n0 + i / C, c = i % C;
-      const float d = to_f(from_f<T>(small_fc_dgrad(dlogits + n * M, w, M, C, c, fc_scale)));
-      const float y = to_f(p[n * C + c]);
-      const T* xn = x + n * P * C;
-      bool taken = false;
+    for (int64_t i = threadIdx.x; i < ns * G; i += blockDim.x) {
+      const int64_t n = n0 + i / G, c0 = (i % G) * VEC;
+      float d[VEC], y[VEC];
+      small_fc_dgrad<T, VEC>(dlogits + n * M, w, M, C, c0, fc_scale, d);
+      load_vec<T, VEC>(p + n * C + c0, y);
+      bool taken[VEC];
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) {
+        d[j] = to_f(from_f<T>(d[j]));  // the feature gradient as FcBwdData stores it
+        taken[j] = false;
+      }
+      const T* xn = x + n * P * C + c0;
+      T* dxn = dx + n * P * C + c0;
+#pragma unroll 4
       for (int64_t q = 0; q < P; ++q) {
-        const bool hit = !taken && to_f(xn[q * C + c]) == y;
-        dx[(n * P + q) * C + c] = from_f<T>(hit ? d : 0.f);
-        taken = taken || hit;
+        float xx[VEC], out[VEC];
+        load_vec<T, VEC>(xn + q * C, xx);
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) {
+          const bool hit = !taken[j] && xx[j] == y[j];
+          out[j] = hit ? d[j] : 0.f;
+          taken[j] = taken[j] || hit;
+        }
+        store_vec<T, VEC>(dxn + q * C, out);
       }
     }
     __syncthreads();  // z and the block's reads of dlogits are done before the next group
@@ -124,9 +145,16 @@ void classifier_head_cuda(const OpCall& c) {
     if (d.n > 0) {
       const int S = samples_per_block(d.n, sm_count(gh));
       const unsigned blocks = grid_stride_blocks(ceil_div(d.n, S) * kThreads, sm_count(gh), kThreads);
-      launch_kernel(c.env, {blocks, kThreads, 0}, classifier_head_kernel<T>, x.as<T>(), w.as<T>(),
-          labels.as<int32_t>(), p.as<T>(), dlogits.as<T>(), dx.as<T>(), c.env->scalars, rows, d.n, d.h * d.w, d.c,
-          M, S, a.scale, a.label_smoothing, inv_gb);
+      auto run = [&](auto vt) {
+        constexpr int V = decltype(vt)::value;
+        launch_kernel(c.env, {blocks, kThreads, 0}, classifier_head_kernel<T, V>, x.as<T>(), w.as<T>(),
+            labels.as<int32_t>(), p.as<T>(), dlogits.as<T>(), dx.as<T>(), c.env->scalars, rows, d.n, d.h * d.w,
+            d.c, M, S, a.scale, a.label_smoothing, inv_gb);
+      };
+      const bool vec = d.c % kVec16<T> == 0 && aligned_to(x.data, 16) && aligned_to(w.data, 16) &&
+                       aligned_to(p.data, 16) && aligned_to(dx.data, 16);
+      if (vec) run(std::integral_constant<int, kVec16<T>>{});
+      else run(std::integral_constant<int, 1>{});
     }
     launch_xent_metrics(c.env, rows, d.n, metrics.as<float>());
   });

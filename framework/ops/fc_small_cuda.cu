@@ -28,7 +28,9 @@ __global__ void small_fc_bwd_data_kernel(const T* __restrict__ dy, const T* __re
   grid_dependency_begin();
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < N * K; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t n = i / K, k = i % K;
-    dx[i] = from_f<T>(small_fc_dgrad(dy + n * M, w, M, K, k, scale));
+    float d[1];
+    small_fc_dgrad<T, 1>(dy + n * M, w, M, K, k, scale, d);
+    dx[i] = from_f<T>(d[0]);
   }
 }
 

@@ -33,13 +33,25 @@ __device__ __forceinline__ float small_fc_dot(const T* x, const T* w, int64_t K,
   return scale * a;
 }
 
-// scale * sum_m dy[m] w[m,k] for one k, before rounding to T.
-template <typename T>
-__device__ __forceinline__ float small_fc_dgrad(const T* dy, const T* w, int64_t M, int64_t K, int64_t k,
-                                                float scale) {
-  float a = 0.f;
-  for (int64_t m = 0; m < M; ++m) a = fmaf(to_f(dy[m]), to_f(w[m * K + k]), a);
-  return scale * a;
+// out[j] = scale * sum_m dy[m] w[m,k0+j] for VEC consecutive k, before rounding
+// to T (w + k0 aligned for a VEC-wide load when VEC > 1). Each element's sum
+// runs over m in order whatever VEC is.
+template <typename T, int VEC>
+__device__ __forceinline__ void small_fc_dgrad(const T* dy, const T* w, int64_t M, int64_t K, int64_t k0,
+                                               float scale, float (&out)[VEC]) {
+  float a[VEC];
+#pragma unroll
+  for (int j = 0; j < VEC; ++j) a[j] = 0.f;
+#pragma unroll 4
+  for (int64_t m = 0; m < M; ++m) {
+    const float d = to_f(dy[m]);
+    float wv[VEC];
+    load_vec<T, VEC>(w + m * K + k0, wv);
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) a[j] = fmaf(d, wv[j], a[j]);
+  }
+#pragma unroll
+  for (int j = 0; j < VEC; ++j) out[j] = scale * a[j];
 }
 
 // y[N,M] = T(scale * x w^T (+ b)); b may be null.
