@@ -11,9 +11,11 @@
 //   4. the feature gradient, a thread per (sample, channel vector)
 //      (small_fc_dgrad), rounded to T, routed to the first position equal to
 //      p -> dx.
-// Then the metrics kernel adds the rows (launch_xent_metrics). Each step uses
-// the device functions of the unfused ops' kernels and rounds where they
-// store, so the bits are theirs (Note [small fc]).
+// Then the metrics kernel adds the rows (launch_xent_metrics). Steps 2-4 call
+// the device functions of the unfused fc and loss kernels (Note [small fc],
+// softmax_xent_row_cuda.h); steps 1 and 4 repeat the comparisons of
+// global_maxpool_{fwd,bwd}_kernel (pool_cuda.cu), which are exact. Each step
+// rounds where the unfused op stores, so the bits are theirs.
 //   workspace: 8 * N bytes.
 #include "framework/ops/classifier_head.h"
 #include "framework/ops/cuda_kernel_util_cuda.h"
