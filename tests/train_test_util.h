@@ -18,6 +18,7 @@
 #include "framework/graph/model_registry.h"
 #include "framework/train/param_init.h"
 #include "framework/train/trainer.h"
+#include "harness/lib/bench_driver.h"
 
 namespace tr::testing {
 
@@ -63,6 +64,28 @@ inline std::map<std::string, std::vector<float>> state_of(Trainer& t, int rank =
     if (is_training_state(ti.role)) out[ti.name] = read_tensor(m, p, t.context(rank), id);
   }
   return out;
+}
+
+// Fills every gradient tensor (f16 and, under AMP, the f32 masters) of rank
+// 0's arena with NaN, padding left alone: a step that read any element it had
+// not written first would train on NaN (Note [gradients are overwritten]).
+inline void poison_gradients(Trainer& t) {
+  const CompiledModel& m = t.model();
+  const MemoryPlan& p = t.plans().plan(Variant::TrainBase);
+  DeviceContext& ctx = t.context(0);
+  for (TensorId id = 0; id < m.cg.num_tensors(); ++id) {
+    const TensorInfo& ti = m.cg.tensor(id);
+    if (ti.role != Role::Grad && ti.role != Role::GradMaster) continue;
+    const size_t n = static_cast<size_t>(p.shape_of(id).numel());
+    if (ti.dtype == DType::F16) {
+      const std::vector<uint16_t> nan(n, 0x7e00);
+      ctx.upload(p.offset_of(id), nan.data(), 2 * n);
+    } else {
+      ASSERT_EQ(ti.dtype, DType::F32) << ti.name;
+      const std::vector<uint32_t> nan(n, 0x7fc00000u);
+      ctx.upload(p.offset_of(id), nan.data(), 4 * n);
+    }
+  }
 }
 
 // How many tensors of `got` differ in any bit from `ref`; each one is also a
@@ -227,6 +250,38 @@ inline void expect_modes_bit_identical(const RunOptions& base, int64_t steps_per
                   static_cast<long long>(2 * steps_per_epoch), s.size(), differing);
     }
   }
+}
+
+// Two runs of `o` from the same start, one of them with every gradient
+// poisoned (poison_gradients) after its first step and again after its
+// second; three steps each (BenchDriver, the same batch every step). Every
+// state tensor must agree bit for bit, and so must the step count, the skipped
+// steps and the loss scale (a NaN read would skip a step under AMP); at least
+// one step must have updated. Prints "[ gradients overwritten ] <model>
+// <precision> <mode>: N of M state tensors differ, K of 3 steps updated".
+inline void expect_poisoned_gradients_change_nothing(const RunOptions& o, uint64_t seed) {
+  const auto train = run_data(o, 2 * o.batch, seed);
+  Trainer clean(o, view_of(train), view_of(train));
+  Trainer poisoned(o, view_of(train), view_of(train));
+  bench::BenchDriver dc(clean.session()), dp(poisoned.session());
+  dc.prime(Variant::TrainBase);
+  dp.prime(Variant::TrainBase);
+  for (int step = 0; step < 3; ++step) {
+    dc.steps(Variant::TrainBase, 1);
+    dp.steps(Variant::TrainBase, 1);
+    if (step < 2) poison_gradients(poisoned);
+  }
+  const auto ref = state_of(clean);
+  const std::string what = cat(o.model.name, o.train.amp ? " amp " : " fp32 ", mode_name(o.mode));
+  const int differing = differing_tensors(ref, state_of(poisoned), what + ", gradients poisoned between steps");
+  const TrainScalars a = read_scalars(clean.plans(), clean.context(0));
+  const TrainScalars b = read_scalars(poisoned.plans(), poisoned.context(0));
+  EXPECT_EQ(a.step, b.step) << what;
+  EXPECT_EQ(a.skipped_steps, b.skipped_steps) << what;
+  EXPECT_EQ(a.loss_scale, b.loss_scale) << what;
+  EXPECT_GE(b.step, 1) << what;
+  std::printf("[ gradients overwritten ] %s: %d of %zu state tensors differ, %d of 3 steps updated\n", what.c_str(),
+              differing, ref.size(), static_cast<int>(b.step));
 }
 
 // A GPU setting must change no bit: `model` at a quarter width, AMP, batch 32,

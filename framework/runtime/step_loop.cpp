@@ -18,7 +18,10 @@ void launch_transfer(GraphRunner& r, Variant v, int slot) {
 
 }  // namespace
 
-void epoch_begin(GraphRunner& r, Variant v) { r.launch(GraphId::CLEAR_METRICS, v); }
+void epoch_begin(GraphRunner& r, Variant v) {
+  r.launch(GraphId::ZERO_GRAD, v);  // Note [gradients are overwritten]
+  r.launch(GraphId::CLEAR_METRICS, v);
+}
 
 void transfer(GraphRunner& r, Variant v, int slot) {
   // The buffer may still be read by an earlier first-layer graph on COMP_1.
@@ -29,8 +32,7 @@ void transfer(GraphRunner& r, Variant v, int slot) {
 void train_step(GraphRunner& r, Variant v, int cur, bool transfer_next, const StepHook* hook) {
   nvtx::Range range(nvtx::Phase::TrainStep);
   DeviceContext& c = r.ctx();
-  r.launch(GraphId::ZERO_GRAD, v);           // UPDATE, after last step's optimizer
-  c.stream_wait(S::COMP_1, S::UPDATE);       // weights updated, grads cleared
+  c.stream_wait(S::COMP_1, S::UPDATE);       // weights updated (the last step's optimizer)
   c.stream_wait(S::COMP_1, S::TRANS);        // this batch has arrived
   r.launch(first_fwd(cur), v);               // COMP_1
   if (transfer_next) {                       // next batch's H2D overlaps the deep compute
