@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "framework/core/error.h"
 #include "framework/core/half.h"
 #include "framework/ops/amp_ops.h"
 #include "framework/ops/optimizers.h"
@@ -114,6 +115,42 @@ TEST(RangeOpsRegion, LerpSkipsOnInfOnlyWhenAsked) {
   c.attrs.skip_on_inf = false;
   c.run(lerp_cpu);
   EXPECT_EQ(d, (std::vector<float>{2.f, 4.f}));
+}
+
+// Lerp with a follower (the BatchNorm statistics and their EMA in one pass,
+// Note [optimizer tail]) is the two Lerps one after the other, bit for bit,
+// and skips both on a found_inf step.
+TEST(RangeOpsRegion, LerpWithAFollowerIsTheTwoLerpsInTurn) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.f, 2.f);
+  std::vector<float> d(1001), s(1001), f(1001);
+  for (auto* v : {&d, &s, &f})
+    for (float& x : *v) x = nd(rng);
+  std::vector<float> d2 = d, f2 = f;
+  Call fused;
+  fused.set_ops({operand(d), operand(s), operand(f)});
+  fused.attrs.t = 0.1f;
+  fused.attrs.ema_t = 0.0013f;
+  fused.attrs.skip_on_inf = true;
+  fused.run(lerp_cpu);
+  Call first, second;
+  first.set_ops({operand(d2), operand(s)});
+  first.attrs.t = 0.1f;
+  first.run(lerp_cpu);
+  second.set_ops({operand(f2), operand(d2)});
+  second.attrs.t = 0.0013f;
+  second.run(lerp_cpu);
+  EXPECT_EQ(std::memcmp(d.data(), d2.data(), d.size() * 4), 0);
+  EXPECT_EQ(std::memcmp(f.data(), f2.data(), f.size() * 4), 0);
+  const std::vector<float> d_before = d, f_before = f;
+  fused.scalars.found_inf = 1;
+  fused.run(lerp_cpu);
+  EXPECT_EQ(d, d_before);
+  EXPECT_EQ(f, f_before);
+  std::vector<float> short_f(1000);
+  fused.set_ops({operand(d), operand(s), operand(short_f)});
+  fused.scalars.found_inf = 0;
+  EXPECT_THROW(fused.run(lerp_cpu), Error);
 }
 
 TEST(RangeOpsRegion, AccumulateAddsSrcIntoDst) {

@@ -63,12 +63,17 @@ void emit_recipe_graphs(ComputationGraph& cg, const TrainConfig& tc, const Recip
   if (!tail) cg.add(nan, range(RangeOp::UpdateLossScale, {}, "update_loss_scale", ls));
   cg.add(nan, range(RangeOp::AdvanceStep, {RangeRef::of(ids.lr_table)}, "advance_step"));
 
+  const float ema_t = 1.f - tc.ema_decay;
   if (has_bn) {
     RangeAttrs bnm;
     bnm.t = tc.bn_momentum;
     bnm.skip_on_inf = true;
-    cg.add(GraphId::UPDATE_STATS,
-             range(RangeOp::Lerp, {RangeRef::region(Role::BnRunning), RangeRef::region(Role::BnBatch)}, "bn_running_update", bnm));
+    std::vector<RangeRef> r = {RangeRef::region(Role::BnRunning), RangeRef::region(Role::BnBatch)};
+    if (tail) {  // the running statistics' EMA follows in the same pass (Note [optimizer tail])
+      r.push_back(RangeRef::region(Role::EmaBnRunning));
+      bnm.ema_t = ema_t;
+    }
+    cg.add(GraphId::UPDATE_STATS, range(RangeOp::Lerp, r, tail ? "bn_running_update_and_ema" : "bn_running_update", bnm));
   }
 
   RangeAttrs oa;
@@ -85,7 +90,7 @@ void emit_recipe_graphs(ComputationGraph& cg, const TrainConfig& tc, const Recip
     return r;
   };
   RangeAttrs ema;
-  ema.t = 1.f - tc.ema_decay;
+  ema.t = ema_t;
   ema.skip_on_inf = true;
   switch (tc.optimizer) {
     case OptimizerKind::Sgd:
@@ -116,7 +121,7 @@ void emit_recipe_graphs(ComputationGraph& cg, const TrainConfig& tc, const Recip
   if (!tail)
     cg.add(GraphId::EMA_UPDATE,
            range(RangeOp::Lerp, {RangeRef::region(Role::EmaParam), RangeRef::region(Role::ParamMaster)}, "ema_params", ema));
-  if (has_bn)
+  if (has_bn && !tail)
     cg.add(GraphId::EMA_UPDATE, range(RangeOp::Lerp, {RangeRef::region(Role::EmaBnRunning), RangeRef::region(Role::BnRunning)},
                                         "ema_bn_running", ema));
   if (amp) {
