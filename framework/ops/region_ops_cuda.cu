@@ -16,6 +16,17 @@ struct AccumulateOp {
 
 // ---- kernels ----
 
+// Calls f(i, count) for this thread's kVec-element piece of every tile this
+// block owns: elements [i, i + count) of n, count < kVec only at the end.
+template <class F>
+__device__ __forceinline__ void for_each_piece(int64_t n, F&& f) {
+  for (int64_t tile = blockIdx.x; tile * range::kTile < n; tile += gridDim.x) {
+    const int64_t i = tile * range::kTile + int64_t(threadIdx.x) * range::kVec;
+    const int64_t left = n - i;
+    if (left > 0) f(i, left < range::kVec ? int(left) : range::kVec);
+  }
+}
+
 // d[i] = op(d[i], s[i]) over n elements; does nothing when *skip_flag != 0.
 // d, s: f32[n], 16-byte aligned.
 template <class Op>
@@ -24,18 +35,14 @@ __global__ void __launch_bounds__(range::kThreads)
                       const int32_t* skip_flag) {
   cuda::grid_dependency_begin();
   if (skip_flag != nullptr && *skip_flag != 0) return;
-  for (int64_t tile = blockIdx.x; tile * range::kTile < n; tile += gridDim.x) {
-    const int64_t i = tile * range::kTile + int64_t(threadIdx.x) * range::kVec;
-    const int64_t left = n - i;
-    if (left <= 0) continue;
-    const int count = left < range::kVec ? int(left) : range::kVec;
+  for_each_piece(n, [&](int64_t i, int count) {
     float x[range::kVec], y[range::kVec];
     range::load_f32(d + i, count, x);
     range::load_f32(s + i, count, y);
 #pragma unroll
     for (int k = 0; k < range::kVec; ++k) x[k] = op(x[k], y[k]);
     range::store_f32(d + i, count, x);
-  }
+  });
 }
 
 // d[i] = lerp(d[i], s[i], t), then f[i] = lerp(f[i], d[i], ft): Lerp with a
@@ -45,11 +52,7 @@ __global__ void __launch_bounds__(range::kThreads)
                        float t, float ft, const int32_t* skip_flag) {
   cuda::grid_dependency_begin();
   if (skip_flag != nullptr && *skip_flag != 0) return;
-  for (int64_t tile = blockIdx.x; tile * range::kTile < n; tile += gridDim.x) {
-    const int64_t i = tile * range::kTile + int64_t(threadIdx.x) * range::kVec;
-    const int64_t left = n - i;
-    if (left <= 0) continue;
-    const int count = left < range::kVec ? int(left) : range::kVec;
+  for_each_piece(n, [&](int64_t i, int count) {
     float x[range::kVec], y[range::kVec], e[range::kVec];
     range::load_f32(d + i, count, x);
     range::load_f32(s + i, count, y);
@@ -61,7 +64,7 @@ __global__ void __launch_bounds__(range::kThreads)
     }
     range::store_f32(d + i, count, x);
     range::store_f32(f + i, count, e);
-  }
+  });
 }
 
 // ---- launchers ----

@@ -89,19 +89,24 @@ struct Probe {
 
   int origin = 0;  // the stream a capture starts on (stream 0 in kernels() means it)
 
-  void kernels(int stream, int first, int count) {
-    if (stream == 0) stream = origin;
+  // Kernels [first, first + count) of the chain, each reading the one before.
+  void launch_chain(cudaStream_t st, int first, int count) {
     cudaLaunchAttribute attr = {};
     attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr.val.programmaticStreamSerializationAllowed = 1;
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(unsigned(sms * 4));
     cfg.blockDim = dim3(256);
-    cfg.stream = s[size_t(stream)];
+    cfg.stream = st;
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
     for (int i = first; i < first + count; ++i)
       cudaLaunchKernelEx(&cfg, probe_chain_kernel, buf[i % 2], buf[(i + 1) % 2], kElems);
+  }
+
+  void kernels(int stream, int first, int count) {
+    if (stream == 0) stream = origin;
+    launch_chain(s[size_t(stream)], first, count);
   }
 
   // The chain of kernels [first, first + count) on stream 0 as one child node.
@@ -109,17 +114,7 @@ struct Probe {
     cudaStream_t c = s[3];
     cudaGraph_t g = nullptr;
     cudaStreamBeginCapture(c, cudaStreamCaptureModeThreadLocal);
-    cudaLaunchAttribute attr = {};
-    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr.val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(unsigned(sms * 4));
-    cfg.blockDim = dim3(256);
-    cfg.stream = c;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-    for (int i = first; i < first + count; ++i)
-      cudaLaunchKernelEx(&cfg, probe_chain_kernel, buf[i % 2], buf[(i + 1) % 2], kElems);
+    launch_chain(c, first, count);
     cudaStreamEndCapture(c, &g);
     cudaStreamCaptureStatus status;
     cudaGraph_t into = nullptr;
