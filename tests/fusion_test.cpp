@@ -99,8 +99,10 @@ TEST(Fusion, MergesEveryPair) {
     EXPECT_EQ(p.add - f.add, w.bn_add + w.add_relu_bwd) << "each fusion removes one Add";
     EXPECT_EQ(p.bn_stats - f.bn_stats, w.pool_stats) << "each pool fusion removes one BnStats";
     EXPECT_EQ(p.bn_apply - f.bn_apply, w.bn_pool) << "each BatchNorm + pool fusion removes one BnReluApply";
+    // One more: the metrics' Accumulate rides in AdvanceStep (Note [the
+    // step's scalars in one kernel], recipe_graphs.h).
     EXPECT_EQ(plain.cg.total_nodes() - fused.cg.total_nodes(),
-              size_t(w.bn_add + w.add_relu_bwd + w.pool_stats + w.bn_pool + 4 * w.head));
+              size_t(w.bn_add + w.add_relu_bwd + w.pool_stats + w.bn_pool + 4 * w.head + 1));
   }
 }
 

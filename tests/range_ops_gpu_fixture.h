@@ -99,6 +99,9 @@ inline void expect_scalars(const TrainScalars& got, const TrainScalars& want, co
   EXPECT_EQ(got.good_steps, want.good_steps) << what;
   EXPECT_EQ(got.skipped_steps, want.skipped_steps) << what;
   EXPECT_EQ(got.schedule_len, want.schedule_len) << what;
+  EXPECT_EQ(got.batches, want.batches) << what;
+  EXPECT_EQ(got.pending_inf, want.pending_inf) << what;
+  EXPECT_TRUE(bitwise_equal(&got.grad_unscale, &want.grad_unscale, 4)) << what;
 }
 
 // Random tensors at 128-element aligned offsets with zero padding between them;

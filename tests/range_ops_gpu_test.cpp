@@ -109,7 +109,9 @@ TEST_F(RangeOpsGpu, CastNanStaysNan) {
   for (half_t x : gh.download()) EXPECT_TRUE((x.bits & 0x7c00) == 0x7c00 && (x.bits & 0x3ff) != 0);
 }
 
-TEST_F(RangeOpsGpu, CheckFiniteMatchesCpuAndOverwritesTheFlag) {
+// Note [the check's flag]: the check only sets pending_inf; a poisoned flag
+// stays as it was on both sides when nothing is found.
+TEST_F(RangeOpsGpu, CheckFiniteMatchesCpuAndOnlySetsThePendingFlag) {
   std::mt19937 rng(13);
   const int64_t n32 = 500001, n16 = 70001;
   std::vector<float> a = half_range_floats(rng, n32);
@@ -137,13 +139,38 @@ TEST_F(RangeOpsGpu, CheckFiniteMatchesCpuAndOverwritesTheFlag) {
     DevBuf<float> ga(a2);
     DevBuf<half_t> gb(b2);
     TrainScalars s;
-    s.found_inf = 7;  // poison: must be overwritten
+    s.found_inf = 7;  // not the check's to touch
     set_scalars(s);
     run_gpu(check_finite_cuda, {operand(ga), operand(gb)});
     run_cpu(check_finite_cpu, {operand(a2), operand(b2)});
-    EXPECT_EQ(host_scalars_.found_inf, cs.op >= 0 ? 1 : 0);
+    EXPECT_EQ(host_scalars_.pending_inf, cs.op >= 0 ? 1 : 0);
+    EXPECT_EQ(host_scalars_.found_inf, 7);
     expect_scalars(gpu_scalars(), host_scalars_, "check_finite");
   }
+}
+
+// Note [the check in the casts]: the f16 -> f32 cast with the check sets the
+// flag where CheckFinite does, on the first, a middle and the last element of
+// several tiles, and its output is the plain cast's.
+TEST_F(RangeOpsGpu, CastWithTheCheckFlagsWhatCheckFiniteFlags) {
+  const int64_t n = 70001;
+  RangeAttrs check;
+  check.check_finite = true;
+  for (int64_t at : {int64_t(-1), int64_t(0), int64_t(4099), n - 1})
+    for (uint16_t bad : {uint16_t(0x7c00), uint16_t(0xfe00)}) {
+      std::vector<half_t> h(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) h[size_t(i)].bits = uint16_t(0x3c00 + i % 977);  // finite
+      if (at >= 0) h[size_t(at)].bits = bad;
+      std::vector<float> f(size_t(n), 0.f);
+      DevBuf<half_t> gh(h);
+      DevBuf<float> gf(f);
+      set_scalars(TrainScalars{});
+      run_gpu(cast_cuda, {operand(gh), operand(gf)}, check);
+      run_cpu(cast_cpu, {operand(h), operand(f)}, check);
+      EXPECT_EQ(host_scalars_.pending_inf, at >= 0 ? 1 : 0) << at;
+      expect_scalars(gpu_scalars(), host_scalars_, "cast with the check");
+      expect_bitwise(gf.download(), f, "cast with the check");
+    }
 }
 
 TEST_F(RangeOpsGpu, UnscaleGradsMatchesCpuBitwiseOverSeveralOperands) {
@@ -177,21 +204,37 @@ TEST_F(RangeOpsGpu, ScalarOpsMatchCpuStepByStep) {
   s.loss_scale = 65536.f;
   s.schedule_len = 4;
   set_scalars(s);
+  std::vector<float> epoch = {1e8f, 0.1f, 3.f, 0.f}, step = {1.f, 0.2f, 0.3f, 0.f};
+  DevBuf<float> g_epoch(epoch), g_step(step);
   RangeAttrs a;
   a.growth_interval = 2;
   const int infs[] = {0, 0, 1, 0, 1, 1, 0, 0, 0, 0, 0};
+  int k = 0;
   for (int inf : infs) {
+    // AdvanceStep then UpdateLossScale, and every other step the two in one
+    // with the metrics added (Note [the step's scalars in one kernel]).
+    a.update_scale = k++ % 2 == 1;
     TrainScalars g = gpu_scalars();
-    g.found_inf = inf;
+    g.pending_inf = inf;
     CUDA_OK(cudaMemcpy(d_scalars_, &g, sizeof(g), cudaMemcpyHostToDevice));
-    host_scalars_.found_inf = inf;
-    run_gpu(update_loss_scale_cuda, {}, a);
-    run_cpu(update_loss_scale_cpu, {}, a);
-    run_gpu(advance_step_cuda, {operand(gt)}, a);
-    run_cpu(advance_step_cpu, {operand(table)}, a);
+    host_scalars_.pending_inf = inf;
+    if (a.update_scale) {
+      run_gpu(advance_step_cuda, {operand(gt), operand(g_epoch), operand(g_step)}, a);
+      run_cpu(advance_step_cpu, {operand(table), operand(epoch), operand(step)}, a);
+      expect_bitwise(g_epoch.download(), epoch, "metrics");
+    } else {
+      run_gpu(advance_step_cuda, {operand(gt)}, a);
+      run_cpu(advance_step_cpu, {operand(table)}, a);
+    }
+    if (!a.update_scale) {
+      run_gpu(update_loss_scale_cuda, {}, a);
+      run_cpu(update_loss_scale_cpu, {}, a);
+    }
+    EXPECT_EQ(host_scalars_.found_inf, inf);
     expect_scalars(gpu_scalars(), host_scalars_, "scalars");
   }
   EXPECT_EQ(host_scalars_.step, 8);
+  EXPECT_EQ(host_scalars_.skipped_steps, 3);
   EXPECT_EQ(host_scalars_.lr, 0.4f);
   a.dynamic_scale = false;
   run_gpu(update_loss_scale_cuda, {}, a);
@@ -264,9 +307,9 @@ TEST_F(RangeOpsGpu, CapturedAmpStepReplaysLikeTheCpu) {
       {clear_cuda, clear_cpu, {operand(d_g32)}, {operand(g32)}},
       {cast_cuda, cast_cpu, {operand(d_g16), operand(d_g32)}, {operand(g16), operand(g32)}},
       {check_finite_cuda, check_finite_cpu, {operand(d_g32)}, {operand(g32)}},
+      {advance_step_cuda, advance_step_cpu, {operand(d_table)}, {operand(table)}},
       {unscale_grads_cuda, unscale_grads_cpu, {operand(d_g32)}, {operand(g32)}},
       {update_loss_scale_cuda, update_loss_scale_cpu, {}, {}},
-      {advance_step_cuda, advance_step_cpu, {operand(d_table)}, {operand(table)}},
       {adamw_cuda, adamw_cpu,
        {operand(d_p, sg), operand(d_g32, sg), operand(d_m, sg), operand(d_v, sg)},
        {operand(p, sg), operand(g32, sg), operand(m, sg), operand(v, sg)}},

@@ -4,6 +4,7 @@
 // nothing. Skips without a CUDA device.
 #include <cstdio>
 
+#include "framework/ops/range_util.h"
 #include "tests/range_ops_gpu_fixture.h"
 
 namespace tr {
@@ -125,6 +126,7 @@ TEST_F(RangeOpsGpuOptim, SgdWithItsTailMatchesTheUnfusedOpsOnTheCpu) {
       s.lr = 0.05f;
       s.step = 1;
       s.loss_scale = scale;
+      s.grad_unscale = range::unscale_factor(scale);  // as AdvanceStep records it
       set_scalars(s);
       OptState cpu;
       cpu.p = l.random(rng, -1, 1);

@@ -21,18 +21,23 @@ void emit_recipe_graphs(ComputationGraph& cg, const TrainConfig& tc, const Recip
   const bool amp = tc.amp;
   const Role grads = amp ? Role::GradMaster : Role::Grad;
   const bool tail = tc.fusion && tc.optimizer == OptimizerKind::Sgd;  // Note [optimizer tail]
+  // Note [the check in the casts]: on one rank the AMP casts read every f16
+  // gradient the check would read, before any all-reduce could mix ranks in.
+  const bool check_in_casts = amp && tc.fusion && !tc.has_collectives();
+  RangeAttrs cast_attrs;
+  cast_attrs.check_finite = check_in_casts;
   cg.add(GraphId::TRANSFER_A, range_copy_in(ids, 0));
   cg.add(GraphId::TRANSFER_B, range_copy_in(ids, 1));
   cg.add(GraphId::ZERO_GRAD, range(RangeOp::Clear, {RangeRef::region(Role::Grad)}, "zero_grad"));
   if (amp) {
     cg.add(GraphId::CAST_DEEP_GRAD_FP16_TO_FP32,
              range(RangeOp::Cast, {deep_rest(Role::Grad), deep_rest(Role::GradMaster)},
-                   "cast_deep_grad"));
+                   "cast_deep_grad", cast_attrs));
     cg.add(GraphId::CAST_FIRST_GRAD_FP16_TO_FP32,
              range(RangeOp::Cast,
                    {RangeRef::region(Role::Grad, group_bit(ParamGroup::First)),
                     RangeRef::region(Role::GradMaster, group_bit(ParamGroup::First))},
-                   "cast_first_grad"));
+                   "cast_first_grad", cast_attrs));
   }
   if (tc.has_collectives()) {
     cg.add(GraphId::DEEP_COMM, range(RangeOp::AllReduceSum, {deep_rest(grads)}, "deep_allreduce"));
@@ -48,20 +53,26 @@ void emit_recipe_graphs(ComputationGraph& cg, const TrainConfig& tc, const Recip
                range(RangeOp::AllReduceSum, {RangeRef::region(Role::BnBatch)}, "bn_batch_stats_average", avg));
     }
   }
-  cg.add(GraphId::ACCUM_METRICS,
-           range(RangeOp::Accumulate, {RangeRef::of(ids.train_metrics), RangeRef::of(ids.step_metrics)}, "accum_metrics"));
+  // With fusion, AdvanceStep adds the step's metrics (Note [the step's scalars in one kernel]).
+  const std::vector<RangeRef> metrics = {RangeRef::of(ids.train_metrics), RangeRef::of(ids.step_metrics)};
+  if (!tc.fusion) cg.add(GraphId::ACCUM_METRICS, range(RangeOp::Accumulate, metrics, "accum_metrics"));
 
-  // Note [skipped steps]: CheckFinite sets scalars.found_inf; every later
-  // state update of this step (loss scale, step, BN stats, optimizer, EMA)
-  // reads it on the device and leaves its state untouched.
+  // Note [skipped steps]: the check (CheckFinite, or the casts above) sets
+  // scalars.pending_inf; AdvanceStep, first after it, publishes it as
+  // found_inf (Note [the check's flag], train_scalars.h), and every later state
+  // update of this step (loss scale, step, BN stats, optimizer, EMA) reads that
+  // on the device and leaves its state untouched.
   RangeAttrs ls;
   ls.dynamic_scale = amp;
   ls.growth_interval = tc.loss_scale_growth_interval;
+  ls.update_scale = tail;  // the optimizer reads AdvanceStep's grad_unscale, not the scale
   const GraphId nan = GraphId::NAN_CHECK_AND_GRAD_SCALING;
-  cg.add(nan, range(RangeOp::CheckFinite, {RangeRef::region(grads)}, "check_finite"));
+  if (!check_in_casts) cg.add(nan, range(RangeOp::CheckFinite, {RangeRef::region(grads)}, "check_finite"));
+  std::vector<RangeRef> step_ops = {RangeRef::of(ids.lr_table)};
+  if (tc.fusion) step_ops.insert(step_ops.end(), metrics.begin(), metrics.end());
+  cg.add(nan, range(RangeOp::AdvanceStep, step_ops, "advance_step", ls));
   if (amp && !tail) cg.add(nan, range(RangeOp::UnscaleGrads, {RangeRef::region(grads)}, "unscale_grads"));
   if (!tail) cg.add(nan, range(RangeOp::UpdateLossScale, {}, "update_loss_scale", ls));
-  cg.add(nan, range(RangeOp::AdvanceStep, {RangeRef::of(ids.lr_table)}, "advance_step"));
 
   const float ema_t = 1.f - tc.ema_decay;
   if (has_bn) {
@@ -101,7 +112,6 @@ void emit_recipe_graphs(ComputationGraph& cg, const TrainConfig& tc, const Recip
         oa.unscale = amp;
         oa.ema_t = ema.t;
         cg.add(GraphId::OPTIMIZER, range(RangeOp::SgdNesterov, r, "sgd_tail", oa));
-        cg.add(GraphId::OPTIMIZER, range(RangeOp::UpdateLossScale, {}, "update_loss_scale", ls));
       } else {
         cg.add(GraphId::OPTIMIZER, range(RangeOp::SgdNesterov, param_ops(kAllGroups), "sgd", oa));
       }

@@ -9,6 +9,7 @@ namespace tr {
 
 void cast_cpu(const RangeCall& c) {
   range::check_n_ops(c, 2, "Cast");
+  range::cast_checks_finite(c);  // a bad attribute is an error whatever the operand sizes
   const RangeOperand& src = c.ops[0];
   const RangeOperand& dst = c.ops[1];
   TR_CHECK(src.elems == dst.elems, "Cast: operand sizes differ (", src.elems, " vs ", dst.elems, ")");
@@ -23,7 +24,12 @@ void cast_cpu(const RangeCall& c) {
   } else if (src.dtype == DType::F16 && dst.dtype == DType::F32) {
     const half_t* s = static_cast<const half_t*>(src.data);
     float* d = static_cast<float*>(dst.data);
-    for (int64_t i = 0; i < n; ++i) d[i] = half_to_float(s[i]);
+    int32_t bad = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      d[i] = half_to_float(s[i]);
+      bad |= !range::f16_bits_finite(s[i].bits);
+    }
+    if (range::cast_checks_finite(c) && bad) c.env->scalars->pending_inf = 1;
   } else {
     TR_CHECK(false, "Cast: unsupported ", dtype_name(src.dtype), " -> ", dtype_name(dst.dtype));
   }
@@ -44,7 +50,7 @@ void check_finite_cpu(const RangeCall& c) {
       TR_CHECK(false, "CheckFinite: operand ", k, " must be f32 or f16, got ", dtype_name(o.dtype));
     }
   }
-  c.env->scalars->found_inf = bad;
+  if (bad) c.env->scalars->pending_inf = 1;  // Note [the check's flag]
 }
 
 void unscale_grads_cpu(const RangeCall& c) {
@@ -68,10 +74,18 @@ void update_loss_scale_cpu(const RangeCall& c) {
 }
 
 void advance_step_cpu(const RangeCall& c) {
-  range::check_n_ops(c, 1, "AdvanceStep");
-  TR_CHECK(c.env->scalars != nullptr, "AdvanceStep: no scalars");
-  range::check_f32(c.ops[0], "AdvanceStep");
+  const bool accumulate = range::advance_step_accumulates(c);  // checks the operands first
   range::advance_step(*c.env->scalars, static_cast<const float*>(c.ops[0].data), c.ops[0].elems);
+  if (accumulate) {
+    float* d = static_cast<float*>(c.ops[1].data);
+    const float* s = static_cast<const float*>(c.ops[2].data);
+    for (int64_t i = 0; i < c.ops[1].elems; ++i) d[i] = range::accumulate_elem(d[i], s[i]);
+  }
+  if (c.attrs != nullptr && c.attrs->update_scale) {
+    const RangeAttrs& a = *c.attrs;
+    range::update_loss_scale(*c.env->scalars, a.growth_factor, a.backoff_factor, a.growth_interval,
+                             a.dynamic_scale);
+  }
 }
 
 }  // namespace tr

@@ -36,10 +36,13 @@ __global__ void __launch_bounds__(range::kThreads)
   }
 }
 
-// dst f32[n] = src f16[n] (exact)
+// dst f32[n] = src f16[n] (exact). pending_inf != null: a NaN/Inf in src sets
+// it, as CheckFinite would (Note [the check's flag]).
 __global__ void __launch_bounds__(range::kThreads)
-    cast_f16_to_f32_kernel(const uint16_t* __restrict__ src, float* __restrict__ dst, int64_t n) {
+    cast_f16_to_f32_kernel(const uint16_t* __restrict__ src, float* __restrict__ dst, int64_t n,
+                           int32_t* pending_inf) {
   cuda::grid_dependency_begin();
+  int bad = 0;
   for (int64_t tile = blockIdx.x; tile * range::kTile < n; tile += gridDim.x) {
     const int64_t i = tile * range::kTile + int64_t(threadIdx.x) * kVec;
     const int64_t left = n - i;
@@ -55,16 +58,20 @@ __global__ void __launch_bounds__(range::kThreads)
     }
     float x[kVec];
 #pragma unroll
-    for (int k = 0; k < kVec; ++k) x[k] = __half2float(__ushort_as_half(h[k]));
+    for (int k = 0; k < kVec; ++k) {
+      x[k] = __half2float(__ushort_as_half(h[k]));
+      bad |= !range::f16_bits_finite(h[k]);  // the zero fill past count is finite
+    }
     range::store_f32(dst + i, count, x);
   }
+  if (pending_inf != nullptr && __syncthreads_or(bad) && threadIdx.x == 0) *pending_inf = 1;
 }
 
-// found_inf = 1 when any element of any operand is NaN/Inf. found_inf was zeroed
-// before by a memset node; every writer stores the same 1, so the result does not
-// depend on the order of blocks.
+// pending_inf = 1 when any element of any operand is NaN/Inf. Every writer
+// stores the same 1, so the result does not depend on the order of blocks, and
+// nothing clears the flag first (Note [the check's flag]).
 __global__ void __launch_bounds__(range::kThreads)
-    check_finite_kernel(__grid_constant__ const range::OperandTable t, int32_t* found_inf) {
+    check_finite_kernel(__grid_constant__ const range::OperandTable t, int32_t* pending_inf) {
   cuda::grid_dependency_begin();
   int bad = 0;
   range::for_each_operand_piece(t, [&](int e, int64_t i, int count) {
@@ -88,7 +95,7 @@ __global__ void __launch_bounds__(range::kThreads)
       }
     }
   });
-  if (__syncthreads_or(bad) && threadIdx.x == 0) *found_inf = 1;
+  if (__syncthreads_or(bad) && threadIdx.x == 0) *pending_inf = 1;
 }
 
 // g *= 1/loss_scale over every operand (f32) unless found_inf.
@@ -113,15 +120,23 @@ __global__ void update_loss_scale_kernel(TrainScalars* s, float growth, float ba
   range::update_loss_scale(*s, growth, backoff, interval, dynamic);
 }
 
-__global__ void advance_step_kernel(TrainScalars* s, const float* table, int64_t table_elems) {
+// acc_n > 0: acc_dst[acc_n] += acc_src (Accumulate); update_scale:
+// UpdateLossScale's update follows (amp_ops.h). A handful of values: one thread.
+__global__ void advance_step_kernel(TrainScalars* s, const float* table, int64_t table_elems, float* acc_dst,
+                                    const float* acc_src, int64_t acc_n, bool update_scale, float growth,
+                                    float backoff, int interval, bool dynamic) {
   cuda::grid_dependency_begin();
   range::advance_step(*s, table, table_elems);
+  for (int64_t i = 0; i < acc_n; ++i) acc_dst[i] = range::accumulate_elem(acc_dst[i], acc_src[i]);
+  if (update_scale) range::update_loss_scale(*s, growth, backoff, interval, dynamic);
 }
 
 TrainScalars* scalars_of(const RangeCall& c, const char* op) {
   TR_CHECK(c.env != nullptr && c.env->scalars != nullptr, op, ": no scalars");
   return c.env->scalars;
 }
+
+
 
 }  // namespace
 
@@ -133,6 +148,7 @@ void cast_cuda(const RangeCall& c) {
   const RangeOperand& dst = c.ops[1];
   TR_CHECK(src.elems == dst.elems, "Cast: operand sizes differ (", src.elems, " vs ", dst.elems, ")");
   const int64_t n = src.elems;
+  range::cast_checks_finite(c);  // a bad attribute is an error whatever the operand sizes
   if (n == 0) return;
   cudaStream_t stream = range::stream_of(c);
   if (src.dtype == dst.dtype) {
@@ -151,8 +167,9 @@ void cast_cuda(const RangeCall& c) {
     cuda::launch_kernel(c.env, {dim3(grid), range::kThreads, 0}, cast_f32_to_f16_kernel,
         static_cast<const float*>(src.data), static_cast<uint16_t*>(dst.data), n);
   } else if (src.dtype == DType::F16 && dst.dtype == DType::F32) {
+    int32_t* pending = range::cast_checks_finite(c) ? &c.env->scalars->pending_inf : nullptr;
     cuda::launch_kernel(c.env, {dim3(grid), range::kThreads, 0}, cast_f16_to_f32_kernel,
-        static_cast<const uint16_t*>(src.data), static_cast<float*>(dst.data), n);
+        static_cast<const uint16_t*>(src.data), static_cast<float*>(dst.data), n, pending);
   } else {
     TR_CHECK(false, "Cast: unsupported ", dtype_name(src.dtype), " -> ", dtype_name(dst.dtype));
   }
@@ -163,15 +180,12 @@ void check_finite_cuda(const RangeCall& c) {
   for (int k = 0; k < c.n_ops; ++k)
     TR_CHECK(c.ops[k].dtype == DType::F32 || c.ops[k].dtype == DType::F16, "CheckFinite: operand ", k,
              " must be f32 or f16, got ", dtype_name(c.ops[k].dtype));
-  cudaStream_t stream = range::stream_of(c);
-  TR_GPU_CHECK(cudaMemsetAsync(&s->found_inf, 0, sizeof(s->found_inf), stream));
-  ++launch_tally().memsets;
   range::OperandTable t;
   for (int k = 0; k < c.n_ops;) {
     k += range::fill_operand_table(c.ops, k, c.n_ops, t, "CheckFinite");
     if (t.n == 0) continue;
     cuda::launch_kernel(c.env, {dim3(range::grid_for_tiles(c, t.tiles)), range::kThreads, 0}, check_finite_kernel,
-        t, &s->found_inf);
+        t, &s->pending_inf);
   }
 }
 
@@ -195,11 +209,13 @@ void update_loss_scale_cuda(const RangeCall& c) {
 }
 
 void advance_step_cuda(const RangeCall& c) {
-  TrainScalars* s = scalars_of(c, "AdvanceStep");
-  range::check_n_ops(c, 1, "AdvanceStep");
-  range::check_f32(c.ops[0], "AdvanceStep");
+  const bool accumulate = range::advance_step_accumulates(c);
+  const RangeAttrs a = c.attrs != nullptr ? *c.attrs : RangeAttrs{};
   cuda::launch_kernel(c.env, {1, 1, 0}, advance_step_kernel,
-      s, static_cast<const float*>(c.ops[0].data), c.ops[0].elems);
+      c.env->scalars, static_cast<const float*>(c.ops[0].data), c.ops[0].elems,
+      accumulate ? static_cast<float*>(c.ops[1].data) : nullptr,
+      accumulate ? static_cast<const float*>(c.ops[2].data) : nullptr, accumulate ? c.ops[1].elems : int64_t(0),
+      a.update_scale, a.growth_factor, a.backoff_factor, a.growth_interval, a.dynamic_scale);
 }
 
 }  // namespace tr

@@ -100,9 +100,11 @@ struct RangeAttrs {
   float growth_factor = 2.f, backoff_factor = 0.5f;      // UpdateLossScale
   int growth_interval = 2000;
   bool dynamic_scale = true;  // UpdateLossScale: false keeps the scale fixed
+  bool update_scale = false;  // AdvanceStep: then UpdateLossScale's update, with the attributes above
+  bool check_finite = false;  // Cast f16 -> f32: a NaN/Inf in src sets scalars.pending_inf (CheckFinite)
   // SgdNesterov with the step's tail folded in (Note [optimizer tail] in
   // framework/graph/recipe_graphs.h):
-  bool unscale = false;       // g *= 1/loss_scale before the update (AMP; UnscaleGrads' rounding)
+  bool unscale = false;       // g *= scalars.grad_unscale before the update (AMP; UnscaleGrads' rounding)
   float ema_t = 0.f;          // with an EMA operand: ema += ema_t*(p - ema) after the update
 };
 

@@ -48,11 +48,12 @@ enum class OpKind : uint8_t {
 enum class RangeOp : uint8_t {
   CopyIn,             // ops: dst (host staging slot -> arena); attrs.slot selects staging A/B
   Clear,              // ops: dst                                   dst = 0
-  Cast,               // ops: src, dst (f16<->f32, same layout)     dst = src
-  CheckFinite,        // ops: grads...                              scalars.found_inf |= any non-finite
+  Cast,               // ops: src, dst (f16<->f32, same layout)     dst = src (check_finite: as CheckFinite too)
+  CheckFinite,        // ops: grads...                              scalars.pending_inf |= any non-finite
   UnscaleGrads,       // ops: grads...                              g *= 1/loss_scale (when finite)
   UpdateLossScale,    // ops: none                                  dynamic loss scale, growth/backoff
-  AdvanceStep,        // ops: lr_table                              batches++; if finite: step++, lr = table[step-1]
+  AdvanceStep,        // ops: lr_table[, dst, src]                  found_inf = pending_inf; batches++; if finite:
+                      //   step++, lr = table[step-1]; dst += src; update_scale: the loss scale too
   Lerp,               // ops: dst, src                              dst += t*(src-dst) (skipped on inf if skip_on_inf)
   Accumulate,         // ops: dst, src                              dst += src
   AllReduceSum,       // ops: buf                                   sum over ranks (then *1/ranks if attrs.average)

@@ -4,8 +4,8 @@
 // Weight decay applies to segments with decay=true.
 //   SgdNesterov: ops = param, grad, momentum[, ema[, param_compute f16]].
 //       g' = g + wd*p;  v = mu*v + g';  p -= lr * (g' + mu*v)
-//       With attrs.unscale, g is first multiplied by 1/loss_scale as UnscaleGrads
-//       does; with an ema operand, ema += attrs.ema_t * (p - ema) on the updated p,
+//       With attrs.unscale, g is first multiplied by scalars.grad_unscale (the
+//       1/loss_scale that AdvanceStep recorded), as UnscaleGrads does; with an ema operand, ema += attrs.ema_t * (p - ema) on the updated p,
 //       as Lerp does; with param_compute, it becomes p rounded to f16, as Cast
 //       does. The same bits as those ops run one after another (Note
 //       [optimizer tail] in framework/graph/recipe_graphs.h).

@@ -33,7 +33,7 @@ void sgd_nesterov_cpu(const RangeCall& c) {
   float* v = f32(c.ops[2]);
   float* ema = n >= 4 ? f32(c.ops[3]) : nullptr;
   half_t* p16 = n == 5 ? static_cast<half_t*>(c.ops[4].data) : nullptr;
-  const float inv = range::unscale_factor(s.loss_scale);
+  const float inv = s.grad_unscale;  // AdvanceStep's 1/loss_scale (Note [the check's flag])
   for (int k = 0; k < c.ops[0].n_segs; ++k) {
     const Segment& seg = c.ops[0].segs[k];
     for (int64_t i = seg.offset; i < seg.offset + seg.elems; ++i) {

@@ -46,7 +46,7 @@ __global__ void __launch_bounds__(range::kThreads)
   cuda::grid_dependency_begin();
   if (s->found_inf) return;
   const float lr = s->lr;
-  const float inv = range::unscale_factor(s->loss_scale);
+  const float inv = s->grad_unscale;  // AdvanceStep's 1/loss_scale
   range::for_each_seg_piece(t, [&](int64_t i, int count, bool decay) {
     float P[kVec], G[kVec], V[kVec], E[kVec];
     range::load_f32(p + i, count, P);

@@ -119,7 +119,12 @@ TR_RANGE_HD void update_loss_scale(TrainScalars& s, float growth, float backoff,
 // AdvanceStep on the scalars (one thread on the GPU). table: f32[table_elems];
 // the usable length is min(schedule_len, table_elems) (table_elems when
 // schedule_len is not set), so a bad schedule_len never reads past the table.
+// It first publishes the step's check (Note [the check's flag]) and records
+// the factor that unscales this step's gradients.
 TR_RANGE_HD void advance_step(TrainScalars& s, const float* table, int64_t table_elems) {
+  s.found_inf = s.pending_inf;
+  s.pending_inf = 0;
+  s.grad_unscale = unscale_factor(s.loss_scale);
   ++s.batches;
   if (s.found_inf) return;
   ++s.step;
@@ -227,6 +232,31 @@ inline int sgd_f32_operands(const RangeCall& c) {
     check_parallel(c.ops[0], c.ops[4], "SgdNesterov");
   }
   return n < 4 ? n : 4;
+}
+// Cast with attrs.check_finite (amp_ops.h): only an f16 -> f32 cast may check
+// (its source is what CheckFinite would see, exactly), and it needs the
+// scalars. False without the attribute.
+inline bool cast_checks_finite(const RangeCall& c) {
+  if (c.attrs == nullptr || !c.attrs->check_finite) return false;
+  TR_CHECK(c.ops[0].dtype == DType::F16 && c.ops[1].dtype == DType::F32,
+           "Cast: check_finite needs an f16 -> f32 cast, got ", dtype_name(c.ops[0].dtype), " -> ",
+           dtype_name(c.ops[1].dtype));
+  TR_CHECK(c.env->scalars != nullptr, "Cast: check_finite without scalars");
+  return true;
+}
+// AdvanceStep's operands (amp_ops.h): lr_table[, dst, src]. With the pair it
+// also does Accumulate's dst += src; true then.
+inline bool advance_step_accumulates(const RangeCall& c) {
+  TR_CHECK(c.ops != nullptr && (c.n_ops == 1 || c.n_ops == 3), "AdvanceStep: needs 1 or 3 operands, got ",
+           c.n_ops);
+  TR_CHECK(c.env != nullptr && c.env->scalars != nullptr, "AdvanceStep: no scalars");
+  check_f32(c.ops[0], "AdvanceStep");
+  if (c.n_ops == 1) return false;
+  check_f32(c.ops[1], "AdvanceStep");
+  check_f32(c.ops[2], "AdvanceStep");
+  TR_CHECK(c.ops[1].elems == c.ops[2].elems, "AdvanceStep: accumulated operand sizes differ (", c.ops[1].elems,
+           " vs ", c.ops[2].elems, ")");
+  return true;
 }
 inline void check_segs(const RangeOperand& o, const char* op) {
   TR_CHECK(o.n_segs == 0 || o.segs != nullptr, op, ": segments missing");

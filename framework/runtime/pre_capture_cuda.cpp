@@ -19,9 +19,16 @@ namespace {
 // Note [warm-up leaves training state alone]: B2/B4 run graphs before training
 // starts. Only graphs whose writes are all overwritten or cleared before they are
 // read again may run: never the optimizer, loss-scale, BN-statistics or EMA
-// updates, and never collectives (the other ranks would not take part).
-bool warmup_safe(const UniqueGraph& u) {
+// updates, and never collectives (the other ranks would not take part). Nor
+// a graph with a NaN/Inf check (CheckFinite, or a Cast with the check): the
+// flag it may set is cleared only by AdvanceStep (Note [the check's flag]),
+// which the warm-up does not run, so the first step would be skipped.
+bool warmup_safe(const UniqueGraph& u, const ComputationGraph& cg) {
   if (u.collective) return false;
+  for (const Node& n : cg.nodes(u.gid))
+    if (n.kind == Node::Kind::Range &&
+        (n.range_op == RangeOp::CheckFinite || (n.range_op == RangeOp::Cast && n.range_attrs.check_finite)))
+      return false;
   switch (u.gid) {
     case GraphId::NAN_CHECK_AND_GRAD_SCALING:
     case GraphId::UPDATE_STATS:
@@ -116,7 +123,7 @@ void capture_cuda(PreCaptureResult& r, const ComputationGraph& cg, const PlanSet
     auto& ctx = static_cast<CudaContext&>(*d);
     ctx.make_current();
     for (const UniqueGraph& u : r.dedup.graphs) {
-      if (!warmup_safe(u)) continue;
+      if (!warmup_safe(u, cg)) continue;
       StreamSchedule sched(ctx, stream_for(u.gid));
       for (const PreparedNode& p : prepare_graph(u, cg, plans, ctx)) {
         sched.before(p, p.stream());
@@ -199,7 +206,7 @@ void capture_cuda(PreCaptureResult& r, const ComputationGraph& cg, const PlanSet
   auto& ctx0 = static_cast<CudaContext&>(*ranks.front());
   ctx0.make_current();
   for (auto& g : r.graphs)
-    if (g && warmup_safe(g->key())) g->launch(ctx0);
+    if (g && warmup_safe(g->key(), cg)) g->launch(ctx0);
   ctx0.synchronize();
 }
 
