@@ -111,10 +111,12 @@ TEST_F(RangeOpsGpuOptim, SgdNesterovMatchesCpuBitwise) {
   compare(Opt::Sgd, Layout(rng, 300, false), 2);  // more segments than one launch holds
 }
 
-// Note [optimizer tail]: SgdNesterov with the unscale, the EMA and the f16
-// compute copy folded in, on the GPU, gives the bits of the CPU running the
-// unfused ops one after another: UnscaleGrads, SgdNesterov, Lerp, Cast. At a
-// power-of-two loss scale and at 3 (where 1/scale rounds).
+// Note [optimizer tail]: SgdNesterov with the unscale, the EMA, the f16
+// compute copy and BatchNorm's statistics folded in, on the GPU, gives the
+// bits of the CPU running the unfused ops one after another: UnscaleGrads,
+// SgdNesterov, Lerp, Cast, and the statistics' two Lerps. At a power-of-two
+// loss scale and at 3 (where 1/scale rounds); with more segments than one
+// launch holds (the statistics ride in the first), and with no statistics.
 TEST_F(RangeOpsGpuOptim, SgdWithItsTailMatchesTheUnfusedOpsOnTheCpu) {
   std::mt19937 rng(26);
   int checked = 0;
@@ -136,11 +138,30 @@ TEST_F(RangeOpsGpuOptim, SgdWithItsTailMatchesTheUnfusedOpsOnTheCpu) {
       std::vector<half_t> cpu16(size_t(l.elems), half_t{});
       DevBuf<float> p(cpu.p), g(cpu.g), v(cpu.a), ema(cpu.b);
       DevBuf<half_t> p16(cpu16);
+      const int64_t n_bn = big ? 70001 : 3;
+      std::vector<float> run(static_cast<size_t>(n_bn)), batch(static_cast<size_t>(n_bn)),
+          run_ema(static_cast<size_t>(n_bn));
+      for (auto* x : {&run, &batch, &run_ema})
+        for (float& y : *x) y = std::uniform_real_distribution<float>(-2.f, 2.f)(rng);
+      DevBuf<float> g_run(run), g_batch(batch), g_run_ema(run_ema);
       RangeAttrs a = opt_attrs();
       a.unscale = true;
       a.ema_t = 0.01f;
-      run_gpu(sgd_nesterov_cuda, {operand(p, sg), operand(g, sg), operand(v, sg), operand(ema, sg), operand(p16, sg)},
-              a);
+      a.bn_stats = scale == 3.f;
+      a.t = 0.1f;
+      std::vector<RangeOperand> ops = {operand(p, sg), operand(g, sg), operand(v, sg), operand(ema, sg),
+                                       operand(p16, sg)};
+      if (a.bn_stats) {
+        for (DevBuf<float>* b : {&g_run, &g_batch, &g_run_ema}) ops.push_back(operand(*b));
+        RangeAttrs bn;
+        bn.t = a.t;
+        run_cpu(lerp_cpu, {operand(run), operand(batch)}, bn);
+        bn.t = a.ema_t;
+        run_cpu(lerp_cpu, {operand(run_ema), operand(run)}, bn);
+      }
+      run_gpu(sgd_nesterov_cuda, ops, a);
+      expect_bitwise(g_run.download(), run, "BatchNorm running statistics");
+      expect_bitwise(g_run_ema.download(), run_ema, "their EMA");
       RangeAttrs lerp;
       lerp.t = a.ema_t;
       lerp.skip_on_inf = true;
@@ -156,8 +177,8 @@ TEST_F(RangeOpsGpuOptim, SgdWithItsTailMatchesTheUnfusedOpsOnTheCpu) {
         for (int64_t i = seg.offset; i < seg.offset + seg.elems; ++i, ++checked)
           ASSERT_TRUE(bitwise_equal(&got16[size_t(i)], &cpu16[size_t(i)], 2)) << "f16 copy at " << i;
     }
-  std::printf("[ optimizer tail ] SgdNesterov + unscale + EMA + f16 copy on the GPU: %d parameters, the bits of "
-              "the four ops on the CPU\n", checked);
+  std::printf("[ optimizer tail ] SgdNesterov + unscale + EMA + f16 copy + BatchNorm statistics on the GPU: %d "
+              "parameters, the bits of the six ops on the CPU\n", checked);
 }
 
 TEST_F(RangeOpsGpuOptim, AdamWMatchesCpuBitwise) {

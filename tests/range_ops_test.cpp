@@ -118,40 +118,12 @@ TEST(RangeOpsRegion, LerpSkipsOnInfOnlyWhenAsked) {
   EXPECT_EQ(d, (std::vector<float>{2.f, 4.f}));
 }
 
-// Lerp with a follower (the BatchNorm statistics and their EMA in one pass,
-// Note [optimizer tail]) is the two Lerps one after the other, bit for bit,
-// and skips both on a found_inf step.
-TEST(RangeOpsRegion, LerpWithAFollowerIsTheTwoLerpsInTurn) {
-  std::mt19937 rng(5);
-  std::normal_distribution<float> nd(0.f, 2.f);
-  std::vector<float> d(1001), s(1001), f(1001);
-  for (auto* v : {&d, &s, &f})
-    for (float& x : *v) x = nd(rng);
-  std::vector<float> d2 = d, f2 = f;
-  Call fused;
-  fused.set_ops({operand(d), operand(s), operand(f)});
-  fused.attrs.t = 0.1f;
-  fused.attrs.ema_t = 0.0013f;
-  fused.attrs.skip_on_inf = true;
-  fused.run(lerp_cpu);
-  Call first, second;
-  first.set_ops({operand(d2), operand(s)});
-  first.attrs.t = 0.1f;
-  first.run(lerp_cpu);
-  second.set_ops({operand(f2), operand(d2)});
-  second.attrs.t = 0.0013f;
-  second.run(lerp_cpu);
-  EXPECT_EQ(std::memcmp(d.data(), d2.data(), d.size() * 4), 0);
-  EXPECT_EQ(std::memcmp(f.data(), f2.data(), f.size() * 4), 0);
-  const std::vector<float> d_before = d, f_before = f;
-  fused.scalars.found_inf = 1;
-  fused.run(lerp_cpu);
-  EXPECT_EQ(d, d_before);
-  EXPECT_EQ(f, f_before);
-  std::vector<float> short_f(1000);
-  fused.set_ops({operand(d), operand(s), operand(short_f)});
-  fused.scalars.found_inf = 0;
-  EXPECT_THROW(fused.run(lerp_cpu), Error);
+TEST(RangeOpsRegion, LerpTakesTwoOperands) {
+  std::vector<float> d(8), s(8), f(8);
+  Call c;
+  c.attrs.t = 0.5f;
+  c.set_ops({operand(d), operand(s), operand(f)});
+  EXPECT_THROW(c.run(lerp_cpu), Error);
 }
 
 TEST(RangeOpsRegion, AccumulateAddsSrcIntoDst) {
@@ -601,9 +573,10 @@ TEST(RangeOpsOptim, AFoundInfStepLeavesParamsAndStateBitIdentical) {
   EXPECT_TRUE(same(b, b0));
 }
 
-// Note [optimizer tail]: SgdNesterov with the unscale, the EMA and the f16
-// compute copy folded in gives the bits of UnscaleGrads, SgdNesterov, Lerp and
-// Cast run one after another, at a loss scale whose inverse rounds (3) and one
+// Note [optimizer tail]: SgdNesterov with the unscale, the EMA, the f16
+// compute copy and BatchNorm's statistics folded in gives the bits of
+// UnscaleGrads, SgdNesterov, Lerp, Cast and the statistics' two Lerps run one
+// after another, at a loss scale whose inverse rounds (3) and one
 // whose does not (1024); with a found Inf it changes nothing.
 TEST(RangeOpsOptim, SgdWithItsTailIsTheUnfusedOpsInOne) {
   Layout l;
@@ -612,7 +585,12 @@ TEST(RangeOpsOptim, SgdWithItsTailIsTheUnfusedOpsInOne) {
     std::vector<float> p = l.random(rng, -1, 1), g = l.random(rng, -scale, scale), v = l.random(rng, -0.1f, 0.1f),
                        ema = l.random(rng, -1, 1);
     std::vector<half_t> p16(size_t(l.elems), half_t{});
-    std::vector<float> p2 = p, g2 = g, v2 = v, ema2 = ema;
+    // BatchNorm's running, batch and EMA statistics (attrs.bn_stats): 1001
+    // values, not a whole number of tiles.
+    std::vector<float> run(1001), batch(1001), run_ema(1001);
+    for (auto* x : {&run, &batch, &run_ema})
+      for (float& y : *x) y = std::uniform_real_distribution<float>(-2.f, 2.f)(rng);
+    std::vector<float> p2 = p, g2 = g, v2 = v, ema2 = ema, run2 = run, run_ema2 = run_ema;
     const std::vector<float> p0 = p;
     std::vector<half_t> p16_2 = p16;
     Call fused;
@@ -622,10 +600,13 @@ TEST(RangeOpsOptim, SgdWithItsTailIsTheUnfusedOpsInOne) {
     fused.attrs.weight_decay = 0.01f;
     fused.attrs.unscale = true;
     fused.attrs.ema_t = 0.01f;
+    fused.attrs.bn_stats = true;
+    fused.attrs.t = 0.1f;
     RangeOperand h = operand(p16);
     h.segs = l.segs.data();
     h.n_segs = int(l.segs.size());
-    fused.set_ops({operand(p, &l.segs), operand(g, &l.segs), operand(v, &l.segs), operand(ema, &l.segs), h});
+    fused.set_ops({operand(p, &l.segs), operand(g, &l.segs), operand(v, &l.segs), operand(ema, &l.segs), h,
+                   operand(run), operand(batch), operand(run_ema)});
     fused.run(sgd_nesterov_cpu);
     Call apart;
     apart.scalars = fused.scalars;
@@ -640,6 +621,14 @@ TEST(RangeOpsOptim, SgdWithItsTailIsTheUnfusedOpsInOne) {
     apart.run(lerp_cpu);
     apart.set_ops({operand(p2), operand(p16_2)});
     apart.run(cast_cpu);
+    apart.attrs.t = 0.1f;  // UPDATE_STATS's Lerp, then the EMA's
+    apart.set_ops({operand(run2), operand(batch)});
+    apart.run(lerp_cpu);
+    apart.attrs.t = 0.01f;
+    apart.set_ops({operand(run_ema2), operand(run2)});
+    apart.run(lerp_cpu);
+    EXPECT_EQ(std::memcmp(run.data(), run2.data(), run.size() * 4), 0);
+    EXPECT_EQ(std::memcmp(run_ema.data(), run_ema2.data(), run.size() * 4), 0);
     for (int64_t i = 0; i < l.elems; ++i) {
       ASSERT_EQ(bits(p[i]), bits(p2[i])) << "param at " << i << ", scale " << scale;
       ASSERT_EQ(bits(v[i]), bits(v2[i])) << "momentum at " << i;
@@ -647,11 +636,16 @@ TEST(RangeOpsOptim, SgdWithItsTailIsTheUnfusedOpsInOne) {
       ASSERT_EQ(std::memcmp(&p16[size_t(i)], &p16_2[size_t(i)], 2), 0) << "f16 copy at " << i;
     }
     EXPECT_NE(std::memcmp(p.data(), p0.data(), p.size() * 4), 0);  // the update did run
-    const std::vector<float> before = p, ema_before = ema;
+    const std::vector<float> before = p, ema_before = ema, run_before = run;
     fused.scalars.found_inf = 1;
     fused.run(sgd_nesterov_cpu);
     EXPECT_EQ(std::memcmp(p.data(), before.data(), p.size() * 4), 0);
     EXPECT_EQ(std::memcmp(ema.data(), ema_before.data(), ema.size() * 4), 0);
+    EXPECT_EQ(std::memcmp(run.data(), run_before.data(), run.size() * 4), 0);
+    std::vector<float> short_ema(1000);  // statistics of different sizes
+    fused.set_ops({operand(p, &l.segs), operand(g, &l.segs), operand(v, &l.segs), operand(ema, &l.segs), h,
+                   operand(run), operand(batch), operand(short_ema)});
+    EXPECT_THROW(fused.run(sgd_nesterov_cpu), Error);
   }
 }
 

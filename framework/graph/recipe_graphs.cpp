@@ -43,7 +43,7 @@ void emit_recipe_graphs(ComputationGraph& cg, const TrainConfig& tc, const Recip
     cg.add(GraphId::DEEP_COMM, range(RangeOp::AllReduceSum, {deep_rest(grads)}, "deep_allreduce"));
     cg.add(GraphId::FIRST_COMM,
              range(RangeOp::AllReduceSum, {RangeRef::region(grads, group_bit(ParamGroup::First))}, "first_allreduce"));
-    // BnSync::Running: the shards' (mean, var) averaged before UPDATE_STATS
+    // BnSync::Running: the shards' (mean, var) averaged before UPDATE_STATS (or the optimizer)
     // reads them. Not earlier (DEEP_COMM): FIRST_LAYER_BWD still reads its
     // layer's own shard statistics, and FIRST_COMM runs after it.
     if (has_bn && tc.bn_sync == BnSync::Running) {
@@ -75,16 +75,15 @@ void emit_recipe_graphs(ComputationGraph& cg, const TrainConfig& tc, const Recip
   if (!tail) cg.add(nan, range(RangeOp::UpdateLossScale, {}, "update_loss_scale", ls));
 
   const float ema_t = 1.f - tc.ema_decay;
-  if (has_bn) {
+  // BatchNorm's running statistics; with SGD's tail, they and their EMA move
+  // inside the optimizer's kernel (Note [optimizer tail]).
+  const std::vector<RangeRef> bn_stats = {RangeRef::region(Role::BnRunning), RangeRef::region(Role::BnBatch),
+                                          RangeRef::region(Role::EmaBnRunning)};
+  if (has_bn && !tail) {
     RangeAttrs bnm;
     bnm.t = tc.bn_momentum;
     bnm.skip_on_inf = true;
-    std::vector<RangeRef> r = {RangeRef::region(Role::BnRunning), RangeRef::region(Role::BnBatch)};
-    if (tail) {  // the running statistics' EMA follows in the same pass (Note [optimizer tail])
-      r.push_back(RangeRef::region(Role::EmaBnRunning));
-      bnm.ema_t = ema_t;
-    }
-    cg.add(GraphId::UPDATE_STATS, range(RangeOp::Lerp, r, tail ? "bn_running_update_and_ema" : "bn_running_update", bnm));
+    cg.add(GraphId::UPDATE_STATS, range(RangeOp::Lerp, {bn_stats[0], bn_stats[1]}, "bn_running_update", bnm));
   }
 
   RangeAttrs oa;
@@ -109,8 +108,11 @@ void emit_recipe_graphs(ComputationGraph& cg, const TrainConfig& tc, const Recip
         std::vector<RangeRef> r = param_ops(kAllGroups);
         r.push_back(RangeRef::region(Role::EmaParam));
         if (amp) r.push_back(RangeRef::region(Role::ParamCompute));
+        if (has_bn) r.insert(r.end(), bn_stats.begin(), bn_stats.end());
         oa.unscale = amp;
         oa.ema_t = ema.t;
+        oa.bn_stats = has_bn;
+        oa.t = tc.bn_momentum;
         cg.add(GraphId::OPTIMIZER, range(RangeOp::SgdNesterov, r, "sgd_tail", oa));
       } else {
         cg.add(GraphId::OPTIMIZER, range(RangeOp::SgdNesterov, param_ops(kAllGroups), "sgd", oa));

@@ -34,12 +34,13 @@ struct RecipeTensors {
 // (param_init.cpp), since no CAST_MAIN graph is left to make them.
 // resnet18 at batch 128 on the H200: 11.2M parameters, about 180 MB a step
 // less traffic and three kernels fewer.
-// The BatchNorm running statistics' EMA likewise rides on their update in
-// UPDATE_STATS (Lerp with a follower, region_ops.h) instead of a second Lerp
-// in EMA_UPDATE after the optimizer: it reads only the statistics and the
-// step's found_inf, which nothing between the two changes, so moving it ahead
-// of the optimizer changes no bit, and EMA_UPDATE is left empty (one kernel
-// fewer at the end of every step of a model with BatchNorm).
+// The BatchNorm running statistics and their EMA likewise move in the same
+// kernel (SgdNesterov with attrs.bn_stats: Lerp with a follower, region_ops.h,
+// on blocks of their own) instead of a Lerp in UPDATE_STATS and a second one
+// in EMA_UPDATE: they read only the statistics and the step's found_inf,
+// which nothing between the three changes, so no bit changes, and
+// UPDATE_STATS and EMA_UPDATE are left empty (two kernels fewer at the end of
+// every step of a model with BatchNorm).
 //
 // Note [the check in the casts]
 // With AMP on one rank (no collectives) and fusion on, the two casts of the

@@ -1,5 +1,5 @@
 // Fully connected layer on cuBLAS. Semantics: framework/ops/fc.h. With at most
-// kSmallFcMaxOutputs outputs the forward and the data gradient run on tr's own
+// kSmallFcMaxOutputs outputs the forward and both gradients run on tr's own
 // kernels instead (Note [small fc], fc_small_cuda.h).
 //
 // Row-major tensors seen by column-major cuBLAS: a row-major [R,C] buffer is a
@@ -238,8 +238,11 @@ void fc_bwd_weight_cuda(const OpCall& c) {
   const cudaStream_t s = stream_of(c);
   dispatch_float(x.dtype, op, [&](auto tag) {
     using T = decltype(tag);
-    gemm(gh, s, x.dtype, x.dtype, CUBLAS_OP_N, CUBLAS_OP_T, d.k, d.m, d.n, a.scale, x.data, d.k, dy.data, d.m, 0.f, dw.data,
-         d.k);
+    if (small_fc(d.m))
+      launch_small_fc_bwd_weight<T>(c.env, x.as<T>(), dy.as<T>(), dw.as<T>(), d.n, d.k, d.m, a.scale);
+    else
+      gemm(gh, s, x.dtype, x.dtype, CUBLAS_OP_N, CUBLAS_OP_T, d.k, d.m, d.n, a.scale, x.data, d.k, dy.data, d.m, 0.f,
+           dw.data, d.k);
     if (a.has_bias) launch_col_sum<T>(gh, dy.as<T>(), c.out[1].as<T>(), d.n, d.m, c.env, op);
   });
 }

@@ -34,6 +34,32 @@ __global__ void small_fc_bwd_data_kernel(const T* __restrict__ dy, const T* __re
   }
 }
 
+// One block per (32 inputs k, output m); threadIdx.y = r takes rows n = r,
+// r + kWgradRows, ... (fmaf in n order), then the kWgradRows partial sums are
+// added in a fixed tree over r. dw[m,k] = T(scale * sum).
+constexpr int kWgradRows = 16;
+
+template <typename T>
+__global__ void small_fc_bwd_weight_kernel(const T* __restrict__ x, const T* __restrict__ dy, T* __restrict__ dw,
+                                           int64_t N, int64_t K, int64_t M, float scale) {
+  grid_dependency_begin();
+  __shared__ float part[kWgradRows][33];
+  const int lane = int(threadIdx.x), r = int(threadIdx.y);
+  const int64_t k = int64_t(blockIdx.x) * 32 + lane, m = blockIdx.y;
+  float a = 0.f;
+  if (k < K) {
+#pragma unroll 8
+    for (int64_t n = r; n < N; n += kWgradRows) a = fmaf(to_f(dy[n * M + m]), to_f(x[n * K + k]), a);
+  }
+  part[r][lane] = a;
+  __syncthreads();
+  for (int s = kWgradRows / 2; s > 0; s >>= 1) {
+    if (r < s) part[r][lane] += part[r + s][lane];
+    __syncthreads();
+  }
+  if (r == 0 && k < K) dw[m * K + k] = from_f<T>(scale * part[0][lane]);
+}
+
 }  // namespace
 
 template <typename T>
@@ -52,6 +78,16 @@ void launch_small_fc_bwd_data(const ExecEnv* env, int sms, const T* dy, const T*
   launch_kernel(env, {blocks, kThreads, 0}, small_fc_bwd_data_kernel<T>, dy, w, dx, N, K, M, scale);
 }
 
+template <typename T>
+void launch_small_fc_bwd_weight(const ExecEnv* env, const T* x, const T* dy, T* dw, int64_t N, int64_t K, int64_t M,
+                                float scale) {
+  if (K * M == 0) return;
+  TR_CHECK(M <= kSmallFcMaxOutputs && ceil_div(K, int64_t(32)) < (int64_t(1) << 31), "small fc: ", M,
+           " outputs, ", K, " inputs");
+  launch_kernel(env, {dim3(unsigned(ceil_div(K, int64_t(32))), unsigned(M)), dim3(32, kWgradRows), 0},
+                small_fc_bwd_weight_kernel<T>, x, dy, dw, N, K, M, scale);
+}
+
 template void launch_small_fc_fwd<float>(const ExecEnv*, int, const float*, const float*, const float*, float*,
                                          int64_t, int64_t, int64_t, float);
 template void launch_small_fc_fwd<__half>(const ExecEnv*, int, const __half*, const __half*, const __half*, __half*,
@@ -60,5 +96,9 @@ template void launch_small_fc_bwd_data<float>(const ExecEnv*, int, const float*,
                                               int64_t, int64_t, float);
 template void launch_small_fc_bwd_data<__half>(const ExecEnv*, int, const __half*, const __half*, __half*, int64_t,
                                                int64_t, int64_t, float);
+template void launch_small_fc_bwd_weight<float>(const ExecEnv*, const float*, const float*, float*, int64_t, int64_t,
+                                                int64_t, float);
+template void launch_small_fc_bwd_weight<__half>(const ExecEnv*, const __half*, const __half*, __half*, int64_t,
+                                                 int64_t, int64_t, float);
 
 }  // namespace tr::cuda

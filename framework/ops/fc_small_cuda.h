@@ -9,9 +9,13 @@
 //              x[n,k] * w[m,k] for k = l, l+32, ... (fmaf), then a butterfly
 //              (xor 16, 8, 4, 2, 1), which leaves the same float in every lane;
 //   FcBwdData: dx[n,k] = T(scale * sum_m dy[n,m] * w[m,k]), m = 0, 1, ... (fmaf).
+//   FcBwdWeight: dw[m,k] = T(scale * sum_n dy[n,m] * x[n,k]): 16 partials, row
+//              r adding n = r, r+16, ... (fmaf), then a fixed tree over r.
 // The fused classifier head (classifier_head.h) calls the same device functions,
-// so it gives these ops' bits. The weight gradient stays on cuBLAS (a sum over
-// the batch, where its GEMM kernels pay off).
+// so it gives these ops' bits. The weight gradient was on cuBLAS, which split
+// the batch sum into a GEMM and a reduction kernel (two kernels a step on the
+// cnn, where the head's sum over 256 rows of 256 x 10 is a few microseconds'
+// work).
 #include <cuda_fp16.h>
 
 #include <cstdint>
@@ -58,6 +62,12 @@ __device__ __forceinline__ void small_fc_dgrad(const T* dy, const T* w, int64_t 
 template <typename T>
 void launch_small_fc_fwd(const ExecEnv* env, int sms, const T* x, const T* w, const T* b, T* y, int64_t N,
                          int64_t K, int64_t M, float scale);
+// dw[M,K] = T(scale * dy^T x), each sum over n in order in kWgradRows = 16
+// strided partials, added in a fixed tree: one kernel where cuBLAS splits the
+// batch in two (a GEMM and its split-K reduction).
+template <typename T>
+void launch_small_fc_bwd_weight(const ExecEnv* env, const T* x, const T* dy, T* dw, int64_t N, int64_t K, int64_t M,
+                                float scale);
 // dx[N,K] = T(scale * dy w).
 template <typename T>
 void launch_small_fc_bwd_data(const ExecEnv* env, int sms, const T* dy, const T* w, T* dx, int64_t N, int64_t K,

@@ -7,8 +7,11 @@
 //       With attrs.unscale, g is first multiplied by scalars.grad_unscale (the
 //       1/loss_scale that AdvanceStep recorded), as UnscaleGrads does; with an ema operand, ema += attrs.ema_t * (p - ema) on the updated p,
 //       as Lerp does; with param_compute, it becomes p rounded to f16, as Cast
-//       does. The same bits as those ops run one after another (Note
-//       [optimizer tail] in framework/graph/recipe_graphs.h).
+//       does. With attrs.bn_stats, three more operands (BatchNorm's running,
+//       batch and EMA statistics) move as Lerp with a follower moves them
+//       (attrs.t, then attrs.ema_t; region_ops.h), in the same kernel. The
+//       same bits as those ops run one after another (Note [optimizer tail]
+//       in framework/graph/recipe_graphs.h).
 //   AdamW:       ops = param, grad, m, v.   t = scalars.step (already advanced, >= 1)
 //       p -= lr*wd*p (decay segs); m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
 //       p -= lr * (m/(1-b1^t)) / (sqrt(v/(1-b2^t)) + eps)

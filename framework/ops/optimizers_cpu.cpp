@@ -23,11 +23,20 @@ float* f32(const RangeOperand& o) { return static_cast<float*>(o.data); }
 }  // namespace
 
 void sgd_nesterov_cpu(const RangeCall& c) {
-  const int n = c.n_ops;
-  check_optimizer(c, range::sgd_f32_operands(c), "SgdNesterov");
+  const int n = range::sgd_operands(c);
+  check_optimizer(c, range::sgd_f32_operands(n), "SgdNesterov");
   const TrainScalars& s = *c.env->scalars;
   if (s.found_inf) return;
   const RangeAttrs& a = *c.attrs;
+  if (a.bn_stats) {  // the BatchNorm statistics: Lerp with a follower (region_ops.h)
+    float* run = f32(c.ops[n]);
+    const float* batch = f32(c.ops[n + 1]);
+    float* run_ema = f32(c.ops[n + 2]);
+    for (int64_t i = 0; i < c.ops[n].elems; ++i) {
+      run[i] = range::lerp_elem(run[i], batch[i], a.t);
+      run_ema[i] = range::lerp_elem(run_ema[i], run[i], a.ema_t);
+    }
+  }
   float* p = f32(c.ops[0]);
   const float* g = f32(c.ops[1]);
   float* v = f32(c.ops[2]);

@@ -36,18 +36,36 @@ constexpr int kLarsThreads = 512;
 
 // ---- kernels ----
 
+// BatchNorm's statistics riding in SgdNesterov (attrs.bn_stats): the last
+// `blocks` blocks of the grid move them as Lerp with a follower does.
+struct BnStatsJob {
+  float* run = nullptr;
+  const float* batch = nullptr;
+  float* run_ema = nullptr;
+  int64_t n = 0;
+  float t = 0.f, ema_t = 0.f;
+  int blocks = 0;
+};
+
 // p, g, v[, ema]: f32 regions with the segments of t; p16: f16, or null.
-// ema == null: no EMA; unscale: g *= 1/loss_scale first (optimizers.h).
+// ema == null: no EMA; unscale: g *= grad_unscale first (optimizers.h).
 __global__ void __launch_bounds__(range::kThreads)
     sgd_nesterov_kernel(__grid_constant__ const range::SegTable t, float* __restrict__ p,
                         const float* __restrict__ g, float* __restrict__ v, float* __restrict__ ema,
                         __half* __restrict__ p16, const TrainScalars* s, float mu, float wd, bool unscale,
-                        float ema_t) {
+                        float ema_t, BnStatsJob bn) {
   cuda::grid_dependency_begin();
   if (s->found_inf) return;
+  const int sgd_blocks = int(gridDim.x) - bn.blocks;
+  if (int(blockIdx.x) >= sgd_blocks) {
+    range::for_each_piece(bn.n, int64_t(blockIdx.x) - sgd_blocks, bn.blocks, [&](int64_t i, int count) {
+      range::lerp_follow_piece(bn.run, bn.batch, bn.run_ema, i, count, bn.t, bn.ema_t);
+    });
+    return;
+  }
   const float lr = s->lr;
   const float inv = s->grad_unscale;  // AdvanceStep's 1/loss_scale
-  range::for_each_seg_piece(t, [&](int64_t i, int count, bool decay) {
+  range::for_each_seg_piece(t, int(blockIdx.x), sgd_blocks, [&](int64_t i, int count, bool decay) {
     float P[kVec], G[kVec], V[kVec], E[kVec];
     range::load_f32(p + i, count, P);
     range::load_f32(g + i, count, G);
@@ -235,18 +253,26 @@ float* f32(const RangeOperand& o) { return static_cast<float*>(o.data); }
 }  // namespace
 
 void sgd_nesterov_cuda(const RangeCall& c) {
-  const int n = c.n_ops;
-  const TrainScalars* s = check_optimizer(c, range::sgd_f32_operands(c), "SgdNesterov");
+  const int n = range::sgd_operands(c);
+  const TrainScalars* s = check_optimizer(c, range::sgd_f32_operands(n), "SgdNesterov");
   const RangeAttrs& a = *c.attrs;
   const RangeOperand& P = c.ops[0];
   float* ema = n >= 4 ? f32(c.ops[3]) : nullptr;
   __half* p16 = n == 5 ? static_cast<__half*>(c.ops[4].data) : nullptr;
+  BnStatsJob bn;  // rides in the first launch
+  if (a.bn_stats && c.ops[n].elems > 0) {
+    for (int k = n; k < n + 3; ++k) range::check_aligned16(c.ops[k].data, "SgdNesterov");
+    bn = {f32(c.ops[n]), f32(c.ops[n + 1]), f32(c.ops[n + 2]), c.ops[n].elems, a.t, a.ema_t,
+          range::grid_for_tiles(c, range::tiles_of(c.ops[n].elems))};
+  }
   range::SegTable t;
-  for (int k = 0; k < P.n_segs;) {
+  for (int k = 0; k < P.n_segs || bn.blocks > 0;) {
     k += range::fill_seg_table(P.segs, k, P.n_segs, t, "SgdNesterov");
-    if (t.n == 0) continue;
-    cuda::launch_kernel(c.env, {dim3(range::grid_for_tiles(c, t.tiles)), range::kThreads, 0}, sgd_nesterov_kernel,
-        t, f32(P), f32(c.ops[1]), f32(c.ops[2]), ema, p16, s, a.momentum, a.weight_decay, a.unscale, a.ema_t);
+    if (t.n == 0 && bn.blocks == 0) continue;
+    const int grid = (t.n > 0 ? range::grid_for_tiles(c, t.tiles) : 0) + bn.blocks;
+    cuda::launch_kernel(c.env, {dim3(grid), range::kThreads, 0}, sgd_nesterov_kernel, t, f32(P), f32(c.ops[1]),
+        f32(c.ops[2]), ema, p16, s, a.momentum, a.weight_decay, a.unscale, a.ema_t, bn);
+    bn = BnStatsJob{};
   }
 }
 

@@ -222,17 +222,27 @@ inline void check_parallel(const RangeOperand& a, const RangeOperand& b, const c
              ": operand segments differ at ", i);
 }
 // SgdNesterov's operands (optimizers.h): param, grad, momentum[, ema[, param
-// f16]]. Checks the count and the f16 compute copy; returns how many leading
-// operands are f32 (the backend checks those with its other optimizers').
-inline int sgd_f32_operands(const RangeCall& c) {
-  const int n = c.n_ops;
-  TR_CHECK(c.ops != nullptr && n >= 3 && n <= 5, "SgdNesterov: needs 3 to 5 operands, got ", n);
+// f16]], then with attrs.bn_stats BatchNorm's running, batch and EMA
+// statistics (f32, one size). Checks the count, the f16 compute copy and the
+// statistics; returns how many operands are the optimizer's own (n).
+inline int sgd_operands(const RangeCall& c) {
+  const bool bn = c.attrs != nullptr && c.attrs->bn_stats;
+  const int n = c.n_ops - (bn ? 3 : 0);
+  TR_CHECK(c.ops != nullptr && n >= 3 && n <= 5, "SgdNesterov: needs 3 to 5 operands", bn ? " and 3 statistics" : "",
+           ", got ", c.n_ops);
   if (n == 5) {
     TR_CHECK(c.ops[4].dtype == DType::F16, "SgdNesterov: the compute copy must be f16");
     check_parallel(c.ops[0], c.ops[4], "SgdNesterov");
   }
-  return n < 4 ? n : 4;
+  for (int k = n; k < c.n_ops; ++k) {
+    check_f32(c.ops[k], "SgdNesterov");
+    TR_CHECK(c.ops[k].elems == c.ops[n].elems, "SgdNesterov: BatchNorm statistics of different sizes");
+  }
+  return n;
 }
+// How many of SgdNesterov's own operands are f32 (the backend checks those
+// with its other optimizers').
+inline int sgd_f32_operands(int n) { return n < 4 ? n : 4; }
 // Cast with attrs.check_finite (amp_ops.h): only an f16 -> f32 cast may check
 // (its source is what CheckFinite would see, exactly), and it needs the
 // scalars. False without the attribute.

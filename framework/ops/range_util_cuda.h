@@ -100,10 +100,11 @@ __device__ __forceinline__ int find_entry(const int* tile_begin, int n, int tile
 }
 
 // Calls f(first_elem, count, decay) for this thread's kVec-element piece of
-// every tile of the table owned by this block (count < kVec only at a segment's end).
+// every tile of the table owned by block `block` of `blocks` (count < kVec
+// only at a segment's end).
 template <class F>
-__device__ __forceinline__ void for_each_seg_piece(const SegTable& t, F&& f) {
-  for (int tile = blockIdx.x; tile < t.tiles; tile += gridDim.x) {
+__device__ __forceinline__ void for_each_seg_piece(const SegTable& t, int block, int blocks, F&& f) {
+  for (int tile = block; tile < t.tiles; tile += blocks) {
     const int s = find_entry(t.tile_begin, t.n, tile);
     const int64_t local = int64_t(tile - t.tile_begin[s]) * kTile + int64_t(threadIdx.x) * kVec;
     const int64_t left = t.elems[s] - local;
@@ -111,6 +112,23 @@ __device__ __forceinline__ void for_each_seg_piece(const SegTable& t, F&& f) {
     f(t.offset[s] + local, left < kVec ? int(left) : kVec, ((t.decay[s >> 5] >> (s & 31)) & 1u) != 0);
   }
 }
+template <class F>
+__device__ __forceinline__ void for_each_seg_piece(const SegTable& t, F&& f) {
+  for_each_seg_piece(t, int(blockIdx.x), int(gridDim.x), f);
+}
+
+// Calls f(i, count) for this thread's kVec-element piece of every tile of a
+// region of n elements owned by block `block` of `blocks`: elements
+// [i, i + count) of n, count < kVec only at the end.
+template <class F>
+__device__ __forceinline__ void for_each_piece(int64_t n, int64_t block, int64_t blocks, F&& f) {
+  for (int64_t tile = block; tile * kTile < n; tile += blocks) {
+    const int64_t i = tile * kTile + int64_t(threadIdx.x) * kVec;
+    const int64_t left = n - i;
+    if (left > 0) f(i, left < kVec ? int(left) : kVec);
+  }
+}
+
 
 // ---------------------------------------------------------------------------
 // An operand table passed by value: several whole regions (CheckFinite, UnscaleGrads).
@@ -174,6 +192,23 @@ __device__ __forceinline__ void store_f32(float* p, int count, const float (&x)[
   } else {
     for (int i = 0; i < count; ++i) p[i] = x[i];
   }
+}
+
+// Lerp with a follower on one piece (region_ops.h): d = lerp(d, s, t), then
+// f = lerp(f, d, ft). f32, 16-byte aligned.
+__device__ __forceinline__ void lerp_follow_piece(float* __restrict__ d, const float* __restrict__ s,
+                                                  float* __restrict__ f, int64_t i, int count, float t, float ft) {
+  float x[kVec], y[kVec], e[kVec];
+  load_f32(d + i, count, x);
+  load_f32(s + i, count, y);
+  load_f32(f + i, count, e);
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) {
+    x[k] = lerp_elem(x[k], y[k], t);
+    e[k] = lerp_elem(e[k], x[k], ft);
+  }
+  store_f32(d + i, count, x);
+  store_f32(f + i, count, e);
 }
 
 }  // namespace tr::range

@@ -4,10 +4,7 @@
 //               (host) into them (a host-to-device copy on CUDA, on env.stream).
 //   Clear:      every operand = 0.
 //   Lerp:       ops[0] += attrs.t * (ops[1] - ops[0]); f32; no-op when
-//               attrs.skip_on_inf and scalars.found_inf. With a third operand
-//               (an EMA that follows ops[0]), then ops[2] += attrs.ema_t *
-//               (ops[0] - ops[2]) on the updated ops[0]: the two Lerps in one
-//               pass, rounded as the two ops round (Note [optimizer tail]).
+//               attrs.skip_on_inf and scalars.found_inf.
 //   Accumulate: ops[0] += ops[1]; f32.
 #include "framework/ops/op_registry.h"
 

@@ -32,27 +32,18 @@ void clear_cpu(const RangeCall& c) {
 
 void lerp_cpu(const RangeCall& c) {
   range::check_n_ops(c, 2, "Lerp");
-  TR_CHECK(c.n_ops <= 3, "Lerp: at most 3 operands, got ", c.n_ops);
+  TR_CHECK(c.n_ops == 2, "Lerp: takes 2 operands, got ", c.n_ops);
   const RangeOperand& dst = c.ops[0];
   const RangeOperand& src = c.ops[1];
   range::check_f32(dst, "Lerp");
   range::check_f32(src, "Lerp");
   TR_CHECK(dst.elems == src.elems, "Lerp: operand sizes differ");
-  float* f = nullptr;  // the EMA that follows dst
-  if (c.n_ops == 3) {
-    range::check_f32(c.ops[2], "Lerp");
-    TR_CHECK(c.ops[2].elems == dst.elems, "Lerp: the follower's size differs");
-    f = static_cast<float*>(c.ops[2].data);
-  }
   TR_CHECK(c.attrs != nullptr, "Lerp: no attributes");
   if (c.attrs->skip_on_inf && c.env->scalars->found_inf) return;
   float* d = static_cast<float*>(dst.data);
   const float* s = static_cast<const float*>(src.data);
-  const float t = c.attrs->t, ft = c.attrs->ema_t;
-  for (int64_t i = 0; i < dst.elems; ++i) {
-    d[i] = range::lerp_elem(d[i], s[i], t);
-    if (f) f[i] = range::lerp_elem(f[i], d[i], ft);
-  }
+  const float t = c.attrs->t;
+  for (int64_t i = 0; i < dst.elems; ++i) d[i] = range::lerp_elem(d[i], s[i], t);
 }
 
 void accumulate_cpu(const RangeCall& c) {

@@ -16,17 +16,6 @@ struct AccumulateOp {
 
 // ---- kernels ----
 
-// Calls f(i, count) for this thread's kVec-element piece of every tile this
-// block owns: elements [i, i + count) of n, count < kVec only at the end.
-template <class F>
-__device__ __forceinline__ void for_each_piece(int64_t n, F&& f) {
-  for (int64_t tile = blockIdx.x; tile * range::kTile < n; tile += gridDim.x) {
-    const int64_t i = tile * range::kTile + int64_t(threadIdx.x) * range::kVec;
-    const int64_t left = n - i;
-    if (left > 0) f(i, left < range::kVec ? int(left) : range::kVec);
-  }
-}
-
 // d[i] = op(d[i], s[i]) over n elements; does nothing when *skip_flag != 0.
 // d, s: f32[n], 16-byte aligned.
 template <class Op>
@@ -35,35 +24,13 @@ __global__ void __launch_bounds__(range::kThreads)
                       const int32_t* skip_flag) {
   cuda::grid_dependency_begin();
   if (skip_flag != nullptr && *skip_flag != 0) return;
-  for_each_piece(n, [&](int64_t i, int count) {
+  range::for_each_piece(n, blockIdx.x, gridDim.x, [&](int64_t i, int count) {
     float x[range::kVec], y[range::kVec];
     range::load_f32(d + i, count, x);
     range::load_f32(s + i, count, y);
 #pragma unroll
     for (int k = 0; k < range::kVec; ++k) x[k] = op(x[k], y[k]);
     range::store_f32(d + i, count, x);
-  });
-}
-
-// d[i] = lerp(d[i], s[i], t), then f[i] = lerp(f[i], d[i], ft): Lerp with a
-// follower (region_ops.h); nothing when *skip_flag != 0. f32[n], 16-byte aligned.
-__global__ void __launch_bounds__(range::kThreads)
-    lerp_follow_kernel(float* __restrict__ d, const float* __restrict__ s, float* __restrict__ f, int64_t n,
-                       float t, float ft, const int32_t* skip_flag) {
-  cuda::grid_dependency_begin();
-  if (skip_flag != nullptr && *skip_flag != 0) return;
-  for_each_piece(n, [&](int64_t i, int count) {
-    float x[range::kVec], y[range::kVec], e[range::kVec];
-    range::load_f32(d + i, count, x);
-    range::load_f32(s + i, count, y);
-    range::load_f32(f + i, count, e);
-#pragma unroll
-    for (int k = 0; k < range::kVec; ++k) {
-      x[k] = range::lerp_elem(x[k], y[k], t);
-      e[k] = range::lerp_elem(e[k], x[k], ft);
-    }
-    range::store_f32(d + i, count, x);
-    range::store_f32(f + i, count, e);
   });
 }
 
@@ -119,23 +86,8 @@ void clear_cuda(const RangeCall& c) {
 void lerp_cuda(const RangeCall& c) {
   TR_CHECK(c.attrs != nullptr && c.env != nullptr, "Lerp: no attributes");
   TR_CHECK(!c.attrs->skip_on_inf || c.env->scalars != nullptr, "Lerp: skip_on_inf without scalars");
-  const int32_t* skip = c.attrs->skip_on_inf ? &c.env->scalars->found_inf : nullptr;
-  TR_CHECK(c.n_ops <= 3, "Lerp: at most 3 operands, got ", c.n_ops);
-  if (c.n_ops != 3) {
-    launch_binary(c, "Lerp", LerpOp{c.attrs->t}, skip);
-    return;
-  }
-  const RangeOperand& dst = c.ops[0];
-  const RangeOperand& src = c.ops[1];
-  const RangeOperand& fol = c.ops[2];
-  for (const RangeOperand* o : {&dst, &src, &fol}) range::check_f32(*o, "Lerp");
-  TR_CHECK(dst.elems == src.elems && dst.elems == fol.elems, "Lerp: operand sizes differ");
-  if (dst.elems == 0) return;
-  for (const RangeOperand* o : {&dst, &src, &fol}) range::check_aligned16(o->data, "Lerp");
-  const int grid = range::grid_for_tiles(c, range::tiles_of(dst.elems));
-  cuda::launch_kernel(c.env, {dim3(grid), range::kThreads, 0}, lerp_follow_kernel, static_cast<float*>(dst.data),
-                      static_cast<const float*>(src.data), static_cast<float*>(fol.data), dst.elems, c.attrs->t,
-                      c.attrs->ema_t, skip);
+  TR_CHECK(c.n_ops == 2, "Lerp: takes 2 operands, got ", c.n_ops);
+  launch_binary(c, "Lerp", LerpOp{c.attrs->t}, c.attrs->skip_on_inf ? &c.env->scalars->found_inf : nullptr);
 }
 
 void accumulate_cuda(const RangeCall& c) { launch_binary(c, "Accumulate", AccumulateOp{}, nullptr); }
