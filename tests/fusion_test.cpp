@@ -67,16 +67,17 @@ CompiledModel build(const std::string& model, bool fusion) {
 // max pool take their statistics from the pool (the training forward runs in
 // one graph). vgg16bn's five BatchNorm + ReLU + 2x2 pools become one node each
 // (the ResNet stem's pool is 3x3). The cnn's global max pool, fc and loss with
-// their backward become one ClassifierHead (five nodes into one); the zoo's
-// heads average-pool and the mlp's has a bias, so they stay. The mlp has
-// nothing to merge.
+// their backward become one ClassifierHead (five nodes into one), which also
+// takes in the BatchNorm + ReLU before it; the zoo's heads average-pool and
+// the mlp's has a bias, so they stay. The mlp has nothing to merge.
 TEST(Fusion, MergesEveryPair) {
   struct Want {
     const char* model;
-    int bn_add, add_relu_bwd, pool_stats, bn_pool, head;
+    int bn_add, add_relu_bwd, pool_stats, bn_pool, head, head_bn;
   };
-  for (const Want& w : {Want{"resnet18", 8, 7, 0, 0, 0}, Want{"resnet50", 16, 15, 0, 0, 0},
-                        Want{"vgg16bn", 0, 0, 0, 5, 0}, Want{"cnn", 0, 0, 3, 0, 1}, Want{"mlp", 0, 0, 0, 0, 0}}) {
+  for (const Want& w : {Want{"resnet18", 8, 7, 0, 0, 0, 0}, Want{"resnet50", 16, 15, 0, 0, 0, 0},
+                        Want{"vgg16bn", 0, 0, 0, 5, 0, 0}, Want{"cnn", 0, 0, 3, 0, 1, 1},
+                        Want{"mlp", 0, 0, 0, 0, 0, 0}}) {
     SCOPED_TRACE(w.model);
     const CompiledModel fused = build(w.model, true), plain = build(w.model, false);
     const FusionCounts& n = fused.fusions;
@@ -85,8 +86,9 @@ TEST(Fusion, MergesEveryPair) {
     EXPECT_EQ(n.pool_stats, w.pool_stats);
     EXPECT_EQ(n.bn_pool, w.bn_pool);
     EXPECT_EQ(n.head, w.head);
+    EXPECT_EQ(n.head_bn, w.head_bn);
     EXPECT_EQ(plain.fusions.bn_add + plain.fusions.add_relu_bwd + plain.fusions.pool_stats + plain.fusions.bn_pool +
-                  plain.fusions.head,
+                  plain.fusions.head + plain.fusions.head_bn,
               0);
     const NodeTally f = tally(fused), p = tally(plain);
     EXPECT_EQ(f.residual_apply, w.bn_add);
@@ -98,11 +100,12 @@ TEST(Fusion, MergesEveryPair) {
     EXPECT_EQ(p.fc_fwd - f.fc_fwd, w.head) << "each head fusion removes the fc's forward";
     EXPECT_EQ(p.add - f.add, w.bn_add + w.add_relu_bwd) << "each fusion removes one Add";
     EXPECT_EQ(p.bn_stats - f.bn_stats, w.pool_stats) << "each pool fusion removes one BnStats";
-    EXPECT_EQ(p.bn_apply - f.bn_apply, w.bn_pool) << "each BatchNorm + pool fusion removes one BnReluApply";
+    EXPECT_EQ(p.bn_apply - f.bn_apply, w.bn_pool + w.head_bn)
+        << "each BatchNorm + pool or BatchNorm + head fusion removes one BnReluApply";
     // One more: the metrics' Accumulate rides in AdvanceStep (Note [the
     // step's scalars in one kernel], recipe_graphs.h).
     EXPECT_EQ(plain.cg.total_nodes() - fused.cg.total_nodes(),
-              size_t(w.bn_add + w.add_relu_bwd + w.pool_stats + w.bn_pool + 4 * w.head + 1));
+              size_t(w.bn_add + w.add_relu_bwd + w.pool_stats + w.bn_pool + 4 * w.head + w.head_bn + 1));
   }
 }
 

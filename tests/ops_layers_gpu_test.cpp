@@ -307,6 +307,72 @@ TEST_F(OpsGpu, ClassifierHeadIsTheFiveOpsInTurn) {
     }
 }
 
+// Note [the head's BatchNorm]: the head with the BatchNorm + ReLU in front
+// gives the bits of BnReluApply then the plain head, on the GPU, for all six
+// outputs (y is never stored, only recomputed), with and without the ReLU; the
+// same bits on a second run; within tolerance of the CPU.
+TEST_F(OpsGpu, ClassifierHeadWithItsBatchNormIsTheBatchNormThenTheHead) {
+  Rng rng(17);
+  struct HeadShape {
+    Shape x;
+    int64_t m;
+  };
+  for (DType t : {F32, F16})
+    for (bool relu : {true, false})
+      for (const HeadShape& hs : {HeadShape{{256, 3, 3, 256}, 10}, HeadShape{{7, 4, 4, 45}, 2},
+                                  HeadShape{{1101, 3, 3, 40}, 7}}) {
+        const int64_t N = hs.x[0], C = hs.x[3], M = hs.m;
+        Case k;
+        k.name = cat(tname("ClassifierHead + BatchNorm", t), " x", hs.x.str(), " M=", M, relu ? " relu" : "");
+        SCOPED_TRACE(k.name);
+        k.attrs.scale = 0.125f;
+        k.attrs.label_smoothing = 0.1f;
+        k.attrs.with_grad = true;
+        k.attrs.relu = relu;
+        k.attrs.eps = 1e-5f;
+        k.variant = {N, N, 0, 0};
+        k.loss_scale = 256.f;
+        const HostTensor x = rnd(t, hs.x, rng, -2, 3);
+        Case st = k;
+        st.in = {x};
+        st.out = {HostTensor(F32, {2, C})};
+        const HostTensor sums = run_gpu(bn_stats_cuda, st)[0];
+        const HostTensor gamma = rnd(t, {C}, rng, 0.5, 1.5), beta = rnd(t, {C}, rng, -0.5, 0.5);
+        HostTensor labels(DType::I32, {N});
+        for (int64_t n = 0; n < N; ++n) labels.set(n, double(rng.below(uint64_t(M))));
+        const HostTensor w = rnd(t, {M, C}, rng, -0.5, 0.5);
+        const std::vector<HostTensor> head_out = {HostTensor(t, {N, C}), HostTensor(t, {N, M}),
+                                                  HostTensor(F32, {kMetricSlots}), HostTensor(t, hs.x)};
+        Case fused = k;
+        fused.in = {x, w, labels, sums, gamma, beta};
+        fused.out = head_out;
+        fused.out.emplace_back(F32, Shape{2, C});
+        fused.out.emplace_back(F32, Shape{2, C});
+        const std::vector<HostTensor> a = run_gpu(classifier_head_cuda, fused), b = run_gpu(classifier_head_cuda, fused);
+        Case bn = k;
+        bn.in = {x, sums, gamma, beta};
+        bn.out = {HostTensor(t, hs.x), HostTensor(F32, {2, C}), HostTensor(F32, {2, C})};
+        const std::vector<HostTensor> y = run_gpu(bn_relu_apply_cuda, bn);
+        Case head = k;
+        head.in = {y[0], w, labels};
+        head.out = head_out;
+        std::vector<HostTensor> want = run_gpu(classifier_head_cuda, head);
+        want.push_back(y[1]);
+        want.push_back(y[2]);
+        const std::vector<HostTensor> cpu = run_cpu(classifier_head_cpu, fused);
+        ASSERT_EQ(a.size(), 6u);
+        int64_t differ = 0;
+        for (size_t i = 0; i < a.size(); ++i) {
+          differ += differing_elements(a[i], want[i]);
+          EXPECT_EQ(differing_elements(a[i], want[i]), 0) << "output " << i;
+          EXPECT_TRUE(bitwise_equal(a[i], b[i])) << "output " << i << " differs between two runs";
+          EXPECT_LT(rel_err(a[i], cpu[i]), 20 * tol_for(t)) << "output " << i;
+        }
+        std::printf("[ head + bn ] %s: %lld elements differ from BnReluApply then the head, dx %.2e from the CPU\n",
+                    k.name.c_str(), static_cast<long long>(differ), rel_err(a[3], cpu[3]));
+      }
+}
+
 // ================================================================ capture
 
 // A forward/backward chain launched eagerly, then captured into one CUDA Graph

@@ -1,4 +1,5 @@
-// Note [fusion] (fusion.h): the four node-pair fusions and the classifier head.
+// Note [fusion] (fusion.h): the four node-pair fusions, the classifier head and
+// the BatchNorm in front of it.
 #include "framework/graph/fusion.h"
 
 #include <map>
@@ -153,6 +154,32 @@ bool fuse_head(const ComputationGraph& cg, std::vector<Node>& nodes, size_t i, c
   return true;
 }
 
+// The BatchNorm + ReLU in front of the head at nodes[i] (Note [the head's
+// BatchNorm], fusion.h): when its y has no reader but the pool and the pool's
+// backward, both now inside the head, it moves into the head, which
+// recomputes y and never stores it. Returns whether it fused; marks the
+// BatchNorm.
+bool fuse_head_bn(const ComputationGraph& cg, std::vector<Node>& nodes, size_t i, const std::vector<int>& readers,
+                  const std::map<TensorId, size_t>& producer, std::vector<bool>& drop) {
+  Node& head = nodes[i];
+  const TensorId y = head.in[0];
+  const auto it = producer.find(y);
+  if (it == producer.end() || it->second >= i || drop[it->second]) return false;
+  const Node& bn = nodes[it->second];
+  if (bn.op != OpKind::BnReluApply || !on_own_stream(bn) || bn.in.size() != 4 || bn.out.size() != 3 ||
+      bn.out[0] != y || readers[size_t(y)] != 2 || !clear_between(cg, nodes, it->second, i, bn))
+    return false;
+  head.in = {bn.in[0], head.in[1], head.in[2], bn.in[1], bn.in[2], bn.in[3]};
+  head.out.push_back(bn.out[1]);
+  head.out.push_back(bn.out[2]);
+  head.attrs.eps = bn.attrs.eps;
+  head.attrs.relu = bn.attrs.relu;
+  head.attrs.bn_rank_local = bn.attrs.bn_rank_local;
+  head.label = bn.label + "+" + head.label;
+  drop[it->second] = true;
+  return true;
+}
+
 FusionCounts fuse_one(const ComputationGraph& cg, std::vector<Node>& nodes, const std::vector<int>& readers,
                       std::map<TensorId, TensorId>& unstored) {
   FusionCounts c;
@@ -165,7 +192,9 @@ FusionCounts fuse_one(const ComputationGraph& cg, std::vector<Node>& nodes, cons
     if (!on_own_stream(b) || drop[i]) continue;
     int k = -1;
     if (b.op == OpKind::GlobalMaxPoolFwd) {
-      c.head += fuse_head(cg, nodes, i, readers, drop);
+      if (!fuse_head(cg, nodes, i, readers, drop)) continue;
+      ++c.head;
+      c.head_bn += fuse_head_bn(cg, nodes, i, readers, producer, drop);
     } else if (b.op == OpKind::Add && b.in.size() == 2) {
       const int a = producer_of(nodes, i, OpKind::BnReluApply, readers, producer, &k);
       if (a < 0 || drop[size_t(a)]) continue;
@@ -237,13 +266,15 @@ FusionCounts fuse_graph(ComputationGraph& cg) {
   for (int g = 0; g < kGraphIdCount; ++g) {
     std::vector<Node> nodes = cg.nodes(GraphId(g));
     const FusionCounts c = fuse_one(cg, nodes, readers, unstored);
-    if (c.bn_add == 0 && c.add_relu_bwd == 0 && c.pool_stats == 0 && c.bn_pool == 0 && c.head == 0) continue;
+    if (c.bn_add == 0 && c.add_relu_bwd == 0 && c.pool_stats == 0 && c.bn_pool == 0 && c.head == 0 && c.head_bn == 0)
+      continue;
     cg.set_nodes(GraphId(g), std::move(nodes));
     total.bn_add += c.bn_add;
     total.add_relu_bwd += c.add_relu_bwd;
     total.pool_stats += c.pool_stats;
     total.bn_pool += c.bn_pool;
     total.head += c.head;
+    total.head_bn += c.head_bn;
   }
   // The pools' backward took y for its shape only: the BatchNorm's input has it.
   if (!unstored.empty())

@@ -26,6 +26,15 @@
 //             in the pool's place, with at most kSmallFcMaxOutputs classes
 //             (fc.h) and z, dp read by nothing else; the fc's weight gradient
 //             stays a node of its own (it reads p and dl).
+//   head's BatchNorm (Note [the head's BatchNorm]):
+//             y, batch, affine = BnReluApply(x, sums, gamma, beta), then
+//             p, dl, metrics, dy = ClassifierHead(y, w, labels)      (the cnn)
+//          -> p, dl, metrics, dy, batch, affine =
+//                 ClassifierHead(x, w, labels, sums, gamma, beta)
+//             when the head's pool and pool backward are all that read y: the
+//             head recomputes y as it pools and as it routes the gradient, so
+//             y is never stored and its kernel is gone. The BatchNorm's
+//             backward reads x and affine, not y (batchnorm.h).
 //
 // The BatchNorm + residual, BatchNorm + pool and fan-in nodes take the place
 // of the later node: every input it reads is ready there (a residual's
@@ -43,7 +52,8 @@
 // the feature gradient, dx or the metrics.
 //
 // Bits: the head rounds each intermediate as its op stores it and, on the
-// GPU, uses those ops' device functions (Note [small fc]): the same bits.
+// GPU, uses those ops' device functions (Note [small fc]; bn_affine_cuda.h for
+// the BatchNorm in front): the same bits.
 // The backward fusion rounds exactly as Add then ReluBwd do; the pool's
 // statistics are BnStats's own sums (on the GPU its grid and order); the
 // BatchNorm + pool rounds y as BnReluApply stores it before the max. The
@@ -63,6 +73,7 @@ struct FusionCounts {
   int pool_stats = 0;    // MaxPoolFwd + BnStats
   int bn_pool = 0;       // BnReluApply + MaxPoolFwd
   int head = 0;          // GlobalMaxPoolFwd + FcFwd + SoftmaxXent + FcBwdData + GlobalMaxPoolBwd
+  int head_bn = 0;       // BnReluApply + that ClassifierHead
 };
 
 FusionCounts fuse_graph(ComputationGraph& cg);

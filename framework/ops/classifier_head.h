@@ -15,6 +15,13 @@
 //   GPU with M <= kSmallFcMaxOutputs, where FcFwd and FcBwdData run tr's own
 //   kernels: Note [small fc]). FcBwdWeight stays apart (it reads p and dlogits).
 //   attrs: scale, label_smoothing; has_bias must be false and with_grad true.
+// With the BatchNorm + ReLU in front (Note [the head's BatchNorm], fusion.h):
+//   ClassifierHead: x T[N,H,W,C], w, labels, sums f32[2,C], gamma T[C], beta T[C]
+//                -> p, dlogits, metrics, dx, batch f32[2,C], affine f32[2,C]
+//   y, batch, affine = BnReluApply(x, sums, gamma, beta) (attrs eps, relu,
+//   bn_rank_local), then the head above on y; y is never stored: the pool and
+//   the routing of its gradient recompute it, rounded to T as BnReluApply
+//   stores it, so the op gives the six ops' bits. dx is the gradient of y.
 #include "framework/ops/op_registry.h"
 
 namespace tr {

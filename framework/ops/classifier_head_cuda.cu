@@ -17,6 +17,7 @@
 // global_maxpool_{fwd,bwd}_kernel (pool_cuda.cu), which are exact. Each step
 // rounds where the unfused op stores, so the bits are theirs.
 //   workspace: 8 * N bytes.
+#include "framework/ops/bn_affine_cuda.h"
 #include "framework/ops/classifier_head.h"
 #include "framework/ops/cuda_kernel_util_cuda.h"
 #include "framework/ops/fc_small_cuda.h"
@@ -29,6 +30,7 @@ using namespace tr::cuda;
 
 constexpr int kThreads = 256;
 constexpr int kMaxSamplesPerBlock = 8;
+constexpr size_t kMaxHeadBnSmem = 32 * 1024;  // with z, under the 48 KB a kernel gets without opting in
 
 // Samples per block: as many (up to 8, a power of two) as leave at least two
 // blocks per SM.
@@ -38,17 +40,54 @@ int samples_per_block(int64_t N, int sms) {
   return s;
 }
 
+// The BatchNorm + ReLU in front of the head (classifier_head.h), or none
+// (sums == null): its inputs, and where block 0 writes batch and affine.
+template <typename T>
+struct HeadBn {
+  const float* sums = nullptr;
+  const T* gamma = nullptr;
+  const T* beta = nullptr;
+  float* batch = nullptr;
+  float* affine = nullptr;
+  double inv_count = 0.0;
+  float eps = 0.f;
+  bool relu = true;
+};
+
+// The head's input at VEC channels from c0: x itself, or with the BatchNorm
+// in front its y, rounded to T as BnReluApply stores it. aff: (scale, shift)
+// per channel in shared memory, or null.
+template <typename T, int VEC>
+__device__ __forceinline__ void load_head_input(const T* xq, const float* aff, int64_t C, int64_t c0, bool relu,
+                                                float (&v)[VEC]) {
+  load_vec<T, VEC>(xq, v);
+  if (aff == nullptr) return;
+#pragma unroll
+  for (int j = 0; j < VEC; ++j) v[j] = to_f(from_f<T>(bn_relu_value(aff[c0 + j], aff[C + c0 + j], v[j], relu)));
+}
+
 // p and dlogits are written and read back by the same block (after a barrier),
 // so they are not __restrict__. VEC channels per thread in steps 1 and 4
 // (16-byte loads where C and the pointers allow, as the pool's own kernels).
+// With the BatchNorm in front, every block first forms the (scale, shift) of
+// every channel in shared memory (2*C floats of dynamic shared memory).
 template <typename T, int VEC>
 __global__ void classifier_head_kernel(const T* __restrict__ x, const T* __restrict__ w,
                                        const int32_t* __restrict__ labels, T* p, T* dlogits, T* __restrict__ dx,
                                        const TrainScalars* __restrict__ scalars, float2* __restrict__ rows,
                                        int64_t N, int64_t P, int64_t C, int64_t M, int S, float fc_scale,
-                                       float smoothing, float inv_global_batch) {
+                                       float smoothing, float inv_global_batch, HeadBn<T> bn) {
   grid_dependency_begin();
   __shared__ T z[kMaxSamplesPerBlock * kSmallFcMaxOutputs];
+  extern __shared__ float aff_smem[];  // [2][C]: scale, shift
+  const float* aff = nullptr;
+  if (bn.sums != nullptr) {
+    for (int64_t ch = threadIdx.x; ch < C; ch += blockDim.x)
+      bn_train_affine(bn.sums, bn.gamma, bn.beta, C, ch, bn.inv_count, bn.eps, aff_smem[ch], aff_smem[C + ch],
+                      blockIdx.x == 0 ? bn.batch : nullptr, bn.affine);
+    __syncthreads();
+    aff = aff_smem;
+  }
   const int lane = int(threadIdx.x) & 31, warp = int(threadIdx.x) / 32, warps = int(blockDim.x) / 32;
   const float grad_scale = scalars->loss_scale * inv_global_batch;
   const int64_t G = C / VEC;  // channel vectors per sample
@@ -58,10 +97,10 @@ __global__ void classifier_head_kernel(const T* __restrict__ x, const T* __restr
       const int64_t n = n0 + i / G, c0 = (i % G) * VEC;
       const T* xn = x + n * P * C + c0;
       float m[VEC], v[VEC];
-      load_vec<T, VEC>(xn, m);
+      load_head_input<T, VEC>(xn, aff, C, c0, bn.relu, m);
 #pragma unroll 4
       for (int64_t q = 1; q < P; ++q) {
-        load_vec<T, VEC>(xn + q * C, v);
+        load_head_input<T, VEC>(xn + q * C, aff, C, c0, bn.relu, v);
 #pragma unroll
         for (int j = 0; j < VEC; ++j)
           if (v[j] > m[j]) m[j] = v[j];
@@ -96,7 +135,7 @@ __global__ void classifier_head_kernel(const T* __restrict__ x, const T* __restr
 #pragma unroll 4
       for (int64_t q = 0; q < P; ++q) {
         float xx[VEC], out[VEC];
-        load_vec<T, VEC>(xn + q * C, xx);
+        load_head_input<T, VEC>(xn + q * C, aff, C, c0, bn.relu, xx);
 #pragma unroll
         for (int j = 0; j < VEC; ++j) {
           const bool hit = !taken[j] && xx[j] == y[j];
@@ -114,7 +153,9 @@ __global__ void classifier_head_kernel(const T* __restrict__ x, const T* __restr
 
 void classifier_head_cuda(const OpCall& c) {
   const char* op = "ClassifierHead";
-  check_arity(c, 3, 4, op);
+  const bool with_bn = c.n_in == 6;
+  if (with_bn) check_arity(c, 6, 6, op);
+  else check_arity(c, 3, 4, op);
   const OpAttrs& a = attrs_of(c, op);
   TR_CHECK(!a.has_bias && a.with_grad, op, ": needs an fc without bias and the loss's gradient");
   const TensorRef &x = c.in[0], &w = c.in[1], &labels = c.in[2];
@@ -140,6 +181,21 @@ void classifier_head_cuda(const OpCall& c) {
   TR_CHECK(c.env->scalars != nullptr, op, ": needs env.scalars (loss_scale)");
   TR_CHECK(c.variant != nullptr && c.variant->global_batch > 0, op, ": needs variant.global_batch");
   const float inv_gb = float(1.0 / double(c.variant->global_batch));
+  if (with_bn) {
+    const TensorRef &sums = c.in[3], &gamma = c.in[4], &beta = c.in[5], &batch = c.out[4], &affine = c.out[5];
+    check_dtype(sums, DType::F32, op, "sums");
+    check_numel(sums, 2 * d.c, op, "sums");
+    check_dtype(gamma, x.dtype, op, "gamma");
+    check_numel(gamma, d.c, op, "gamma");
+    check_dtype(beta, x.dtype, op, "beta");
+    check_numel(beta, d.c, op, "beta");
+    check_dtype(batch, DType::F32, op, "batch");
+    check_numel(batch, 2 * d.c, op, "batch");
+    check_dtype(affine, DType::F32, op, "affine");
+    check_numel(affine, 2 * d.c, op, "affine");
+    TR_CHECK(size_t(2 * d.c) * sizeof(float) <= kMaxHeadBnSmem, op, ": ", d.c,
+             " channels are more than the BatchNorm in front keeps in shared memory");
+  }
   const GpuHandles& gh = handles_of(c, op);
   float2* rows = static_cast<float2*>(workspace(gh, size_t(d.n > 0 ? d.n : 1) * sizeof(float2), op));
   dispatch_float(x.dtype, op, [&](auto tag) {
@@ -147,11 +203,18 @@ void classifier_head_cuda(const OpCall& c) {
     if (d.n > 0) {
       const int S = samples_per_block(d.n, sm_count(gh));
       const unsigned blocks = grid_stride_blocks(ceil_div(d.n, S) * kThreads, sm_count(gh), kThreads);
+      HeadBn<T> bn;
+      size_t smem = 0;
+      if (with_bn) {
+        bn = {c.in[3].as<float>(), c.in[4].as<T>(), c.in[5].as<T>(), c.out[4].as<float>(), c.out[5].as<float>(),
+              bn_inv_count(c, x, d.n * d.h * d.w, op), a.eps, a.relu};
+        smem = size_t(2 * d.c) * sizeof(float);
+      }
       auto run = [&](auto vt) {
         constexpr int V = decltype(vt)::value;
-        launch_kernel(c.env, {blocks, kThreads, 0}, classifier_head_kernel<T, V>, x.as<T>(), w.as<T>(),
+        launch_kernel(c.env, {blocks, kThreads, smem}, classifier_head_kernel<T, V>, x.as<T>(), w.as<T>(),
             labels.as<int32_t>(), p.as<T>(), dlogits.as<T>(), dx.as<T>(), c.env->scalars, rows, d.n, d.h * d.w,
-            d.c, M, S, a.scale, a.label_smoothing, inv_gb);
+            d.c, M, S, a.scale, a.label_smoothing, inv_gb, bn);
       };
       const bool vec = d.c % kVec16<T> == 0 && aligned_to(x.data, 16) && aligned_to(w.data, 16) &&
                        aligned_to(p.data, 16) && aligned_to(dx.data, 16);
