@@ -234,6 +234,21 @@ TEST_F(OpsGpu, SoftmaxXentMatchesCpu) {
 
 // ================================================================ classifier head
 
+// A fused op's GPU outputs a (and b, a second run) against the ops apart on
+// the GPU (want: the same bits) and the CPU (cpu: within 20x the dtype's
+// tolerance); returns how many elements differ from want.
+int64_t expect_the_ops_apart(const std::vector<HostTensor>& a, const std::vector<HostTensor>& b,
+                             const std::vector<HostTensor>& want, const std::vector<HostTensor>& cpu, DType t) {
+  int64_t differ = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    differ += differing_elements(a[i], want[i]);
+    EXPECT_EQ(differing_elements(a[i], want[i]), 0) << "output " << i;
+    EXPECT_TRUE(bitwise_equal(a[i], b[i])) << "output " << i << " differs between two runs";
+    EXPECT_LT(rel_err(a[i], cpu[i]), 20 * tol_for(t)) << "output " << i;
+  }
+  return differ;
+}
+
 // ClassifierHead (classifier_head.h) against the five ops it fuses, run apart
 // on the GPU: the same bits in all four outputs (the routed gradient included,
 // with ties for the maximum), the same bits on a second run, and within
@@ -291,13 +306,7 @@ TEST_F(OpsGpu, ClassifierHeadIsTheFiveOpsInTurn) {
       const HostTensor dx = run_gpu(global_maxpool_bwd_cuda, route)[0];
       const std::vector<HostTensor> want = {p, loss[0], loss[1], dx};
       const std::vector<HostTensor> cpu = run_cpu(classifier_head_cpu, k);
-      int64_t differ = 0;
-      for (size_t i = 0; i < a.size(); ++i) {
-        differ += differing_elements(a[i], want[i]);
-        EXPECT_EQ(differing_elements(a[i], want[i]), 0) << "output " << i;
-        EXPECT_TRUE(bitwise_equal(a[i], b[i])) << "output " << i << " differs between two runs";
-        EXPECT_LT(rel_err(a[i], cpu[i]), 20 * tol_for(t)) << "output " << i;
-      }
+      const int64_t differ = expect_the_ops_apart(a, b, want, cpu, t);
       int64_t routed = 0;  // dx entries that got a gradient: one per (sample, channel)
       for (int64_t i = 0; i < a[3].numel(); ++i) routed += a[3].get(i) != 0.0;
       EXPECT_LE(routed, N * C);
@@ -361,13 +370,7 @@ TEST_F(OpsGpu, ClassifierHeadWithItsBatchNormIsTheBatchNormThenTheHead) {
         want.push_back(y[2]);
         const std::vector<HostTensor> cpu = run_cpu(classifier_head_cpu, fused);
         ASSERT_EQ(a.size(), 6u);
-        int64_t differ = 0;
-        for (size_t i = 0; i < a.size(); ++i) {
-          differ += differing_elements(a[i], want[i]);
-          EXPECT_EQ(differing_elements(a[i], want[i]), 0) << "output " << i;
-          EXPECT_TRUE(bitwise_equal(a[i], b[i])) << "output " << i << " differs between two runs";
-          EXPECT_LT(rel_err(a[i], cpu[i]), 20 * tol_for(t)) << "output " << i;
-        }
+        const int64_t differ = expect_the_ops_apart(a, b, want, cpu, t);
         std::printf("[ head + bn ] %s: %lld elements differ from BnReluApply then the head, dx %.2e from the CPU\n",
                     k.name.c_str(), static_cast<long long>(differ), rel_err(a[3], cpu[3]));
       }

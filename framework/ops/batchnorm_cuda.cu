@@ -295,17 +295,8 @@ void bn_relu_apply_cuda(const OpCall& c) {
   const TensorRef& batch = c.out[1];
   const TensorRef& affine = c.out[2];
   const RowsC rc = rows_c(x, op);
-  check_dtype(sums, DType::F32, op, "sums");
-  check_numel(sums, 2 * rc.c, op, "sums");
-  check_dtype(gamma, x.dtype, op, "gamma");
-  check_dtype(beta, x.dtype, op, "beta");
-  check_numel(gamma, rc.c, op, "gamma");
-  check_numel(beta, rc.c, op, "beta");
+  check_bn_train_operands(sums, gamma, beta, batch, affine, x.dtype, rc.c, op);
   check_activation(y, x, op, "y");
-  check_dtype(batch, DType::F32, op, "batch");
-  check_numel(batch, 2 * rc.c, op, "batch");
-  check_dtype(affine, DType::F32, op, "affine");
-  check_numel(affine, 2 * rc.c, op, "affine");
   const double inv_count = bn_inv_count(c, x, rc.rows, op);
   const GpuHandles& gh = handles_of(c, op);
   dispatch_float(x.dtype, op, [&](auto tag) {

@@ -53,6 +53,24 @@ __device__ __forceinline__ float bn_relu_value(float sc, float sh, float x, bool
   return relu ? fmaxf(o, 0.f) : o;
 }
 
+// The training BatchNorm's per-channel operands, as BnReluApply takes and
+// gives them (batchnorm.h): sums f32[2,C], gamma and beta T[C] (T = dtype),
+// batch and affine f32[2,C]. Shared by every op that applies it.
+inline void check_bn_train_operands(const TensorRef& sums, const TensorRef& gamma, const TensorRef& beta,
+                                    const TensorRef& batch, const TensorRef& affine, DType dtype, int64_t C,
+                                    const char* op) {
+  check_dtype(sums, DType::F32, op, "sums");
+  check_numel(sums, 2 * C, op, "sums");
+  check_dtype(gamma, dtype, op, "gamma");
+  check_numel(gamma, C, op, "gamma");
+  check_dtype(beta, dtype, op, "beta");
+  check_numel(beta, C, op, "beta");
+  check_dtype(batch, DType::F32, op, "batch");
+  check_numel(batch, 2 * C, op, "batch");
+  check_dtype(affine, DType::F32, op, "affine");
+  check_numel(affine, 2 * C, op, "affine");
+}
+
 // 1 / count of a BatchNorm's statistics: count = global_batch * (H*W), every
 // rank's pixels; rank-local BN (attrs.bn_rank_local): rows = batch * H*W, this
 // rank's pixels only.

@@ -66,22 +66,13 @@ void bn_relu_pool_cuda(const OpCall& c) {
            ": the pool must be 2x2 with stride 2 and no padding");
   const int64_t N = x.shape[0], H = x.shape[1], W = x.shape[2], C = x.shape[3];
   const Shape pooled{N, H / 2, W / 2, C};
-  check_dtype(c.in[1], DType::F32, op, "sums");
-  check_numel(c.in[1], 2 * C, op, "sums");
-  for (int i : {2, 3}) {
-    check_dtype(c.in[i], x.dtype, op, i == 2 ? "gamma" : "beta");
-    check_numel(c.in[i], C, op, i == 2 ? "gamma" : "beta");
-  }
+  check_bn_train_operands(c.in[1], c.in[2], c.in[3], c.out[2], c.out[3], x.dtype, C, op);
   const TensorRef& p = c.out[0];
   const TensorRef& argmax = c.out[1];
   TR_CHECK(p.dtype == x.dtype && p.shape == pooled, op, ": p is ", dtype_name(p.dtype), p.shape.str(), ", expected ",
            dtype_name(x.dtype), pooled.str());
   TR_CHECK(argmax.dtype == DType::U8 && argmax.shape == pooled, op, ": argmax is ", dtype_name(argmax.dtype),
            argmax.shape.str(), ", expected u8", pooled.str());
-  for (int i : {2, 3}) {
-    check_dtype(c.out[i], DType::F32, op, i == 2 ? "batch" : "affine");
-    check_numel(c.out[i], 2 * C, op, i == 2 ? "batch" : "affine");
-  }
   const int64_t rows = pooled.numel() / C;
   if (rows == 0) return;
   const double inv_count = bn_inv_count(c, x, N * H * W, op);

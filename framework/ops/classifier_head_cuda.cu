@@ -182,17 +182,7 @@ void classifier_head_cuda(const OpCall& c) {
   TR_CHECK(c.variant != nullptr && c.variant->global_batch > 0, op, ": needs variant.global_batch");
   const float inv_gb = float(1.0 / double(c.variant->global_batch));
   if (with_bn) {
-    const TensorRef &sums = c.in[3], &gamma = c.in[4], &beta = c.in[5], &batch = c.out[4], &affine = c.out[5];
-    check_dtype(sums, DType::F32, op, "sums");
-    check_numel(sums, 2 * d.c, op, "sums");
-    check_dtype(gamma, x.dtype, op, "gamma");
-    check_numel(gamma, d.c, op, "gamma");
-    check_dtype(beta, x.dtype, op, "beta");
-    check_numel(beta, d.c, op, "beta");
-    check_dtype(batch, DType::F32, op, "batch");
-    check_numel(batch, 2 * d.c, op, "batch");
-    check_dtype(affine, DType::F32, op, "affine");
-    check_numel(affine, 2 * d.c, op, "affine");
+    check_bn_train_operands(c.in[3], c.in[4], c.in[5], c.out[4], c.out[5], x.dtype, d.c, op);
     TR_CHECK(size_t(2 * d.c) * sizeof(float) <= kMaxHeadBnSmem, op, ": ", d.c,
              " channels are more than the BatchNorm in front keeps in shared memory");
   }
