@@ -7,6 +7,7 @@
 
 #include "framework/graph/memory_plan.h"
 #include "framework/graph/model_builder.h"
+#include "framework/graph/recipe_graphs.h"
 #include "framework/ops/add.h"
 #include "framework/ops/batchnorm.h"
 #include "framework/ops/bn_relu_pool.h"
@@ -118,6 +119,45 @@ TEST(Fusion, ClassifierHeadNeedsFewClasses) {
   const CompiledModel many = build_model(model_config("cnn", 0.125, 32, 3, int(kSmallFcMaxOutputs) + 1), t, 4);
   EXPECT_EQ(many.fusions.head, 0);
   EXPECT_EQ(tally(many).head, 0);
+}
+
+// Note [the check in the casts] and Note [the check's flag]: with AMP on one
+// rank and fusion on, the two gradient casts carry the NaN check and no
+// CheckFinite is left; without fusion, or with collectives, CheckFinite stays
+// and the casts do not check. AdvanceStep comes right after the check, before
+// every reader of found_inf, and only the casts' and the check's graphs hold
+// a node that sets the flag (those graphs stay out of the warm-up).
+TEST(Fusion, TheNanCheckRidesInTheCastsOnOneRankWithAmp) {
+  for (bool fusion : {true, false})
+    for (bool collectives : {false, true}) {
+      SCOPED_TRACE(cat("fusion ", fusion, ", collectives ", collectives));
+      TrainConfig t;
+      t.fusion = fusion;
+      t.amp = true;
+      t.force_collectives = collectives;
+      const CompiledModel m = build_model(model_config("cnn", 0.125, 32, 3, 10), t, 4);
+      const bool in_casts = fusion && !collectives;
+      int checking_casts = 0, check_nodes = 0;
+      for (int g = 0; g < kGraphIdCount; ++g)
+        for (const Node& n : m.cg.nodes(GraphId(g))) {
+          if (!sets_the_check_flag(n)) continue;
+          if (n.range_op == RangeOp::Cast) {
+            ++checking_casts;
+            EXPECT_TRUE(GraphId(g) == GraphId::CAST_DEEP_GRAD_FP16_TO_FP32 ||
+                        GraphId(g) == GraphId::CAST_FIRST_GRAD_FP16_TO_FP32)
+                << graph_name(GraphId(g));
+          } else {
+            ++check_nodes;
+            EXPECT_EQ(GraphId(g), GraphId::NAN_CHECK_AND_GRAD_SCALING);
+          }
+        }
+      EXPECT_EQ(checking_casts, in_casts ? 2 : 0);
+      EXPECT_EQ(check_nodes, in_casts ? 0 : 1);
+      const std::vector<Node>& nan = m.cg.nodes(GraphId::NAN_CHECK_AND_GRAD_SCALING);
+      const size_t first = in_casts ? 0 : 1;
+      ASSERT_GT(nan.size(), first);
+      EXPECT_EQ(nan[first].range_op, RangeOp::AdvanceStep);
+    }
 }
 
 // The BatchNorm + pool leaves y unstored: no node of any graph reads or

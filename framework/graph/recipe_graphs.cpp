@@ -149,4 +149,9 @@ void emit_recipe_graphs(ComputationGraph& cg, const TrainConfig& tc, const Recip
                  "clear_metrics"));
 }
 
+bool sets_the_check_flag(const Node& n) {
+  return n.kind == Node::Kind::Range &&
+         (n.range_op == RangeOp::CheckFinite || (n.range_op == RangeOp::Cast && n.range_attrs.check_finite));
+}
+
 }  // namespace tr

@@ -66,4 +66,10 @@ struct RecipeTensors {
 void emit_recipe_graphs(ComputationGraph& cg, const TrainConfig& t, const RecipeTensors& ids, bool has_bn,
                         int32_t deep_comm_slot_hi = INT32_MAX);
 
+// Whether a node may set scalars.pending_inf (CheckFinite, or a Cast with the
+// check): a graph holding one must not run outside a step (the warm-up before
+// capture), since only the step's AdvanceStep clears the flag (Note [the
+// check's flag]).
+bool sets_the_check_flag(const Node& n);
+
 }  // namespace tr

@@ -6,6 +6,7 @@
 #include "framework/core/error.h"
 #include "framework/core/log.h"
 #include "framework/comm/communicator.h"
+#include "framework/graph/recipe_graphs.h"
 #include "framework/runtime/capture_guard_cuda.h"
 #include "framework/runtime/cuda_context_cuda.h"
 #include "framework/runtime/graph_nodes_cuda.h"
@@ -26,9 +27,7 @@ namespace {
 bool warmup_safe(const UniqueGraph& u, const ComputationGraph& cg) {
   if (u.collective) return false;
   for (const Node& n : cg.nodes(u.gid))
-    if (n.kind == Node::Kind::Range &&
-        (n.range_op == RangeOp::CheckFinite || (n.range_op == RangeOp::Cast && n.range_attrs.check_finite)))
-      return false;
+    if (sets_the_check_flag(n)) return false;
   switch (u.gid) {
     case GraphId::NAN_CHECK_AND_GRAD_SCALING:
     case GraphId::UPDATE_STATS:
