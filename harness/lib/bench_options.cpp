@@ -64,7 +64,10 @@ and writes a Google-Benchmark-compatible JSON report.
   --no-fusion           keep apart the node pairs that fusion merges (BatchNorm + residual
                         add + ReLU; gradient fan-in + ReLU backward; 2x2 max pool + the
                         BatchNorm statistics after it; BatchNorm + ReLU + the 2x2 max pool
-                        after it), to measure the gain
+                        after it; the classifier head and the BatchNorm before it) and the
+                        step's tail apart (SGD's unscale, EMA, f16 copy and BatchNorm
+                        statistics; the NaN check in the AMP casts; metrics and loss scale
+                        in AdvanceStep), to measure the gain
   --nondeterministic    let cuDNN pick non-deterministic algorithms too (atomics in weight
                         gradients): runs and modes are no longer bit-identical; CUDA only,
                         the report records it and the gate refuses mixing

@@ -55,7 +55,10 @@ const char* const kTrainFlagsUsage = R"(  --model NAME             a registered 
   --no-fusion              keep apart the node pairs that fusion merges (BatchNorm + residual
                            add + ReLU; gradient fan-in + ReLU backward; 2x2 max pool + the
                            BatchNorm statistics after it; BatchNorm + ReLU + the 2x2 max pool
-                           after it)
+                           after it; the classifier head and the BatchNorm before it) and the
+                           step's tail apart (SGD's unscale, EMA, f16 copy and BatchNorm
+                           statistics; the NaN check in the AMP casts; metrics and loss scale
+                           in AdvanceStep)
   --nondeterministic       let cuDNN pick non-deterministic algorithms too (CUDA only): runs
                            and modes are then no longer bit-identical
   --no-pdl                 launch our kernels without programmatic dependent launch (CUDA only)
