@@ -136,8 +136,6 @@ TrainScalars* scalars_of(const RangeCall& c, const char* op) {
   return c.env->scalars;
 }
 
-
-
 }  // namespace
 
 // ---- launchers ----

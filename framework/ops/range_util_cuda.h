@@ -129,7 +129,6 @@ __device__ __forceinline__ void for_each_piece(int64_t n, int64_t block, int64_t
   }
 }
 
-
 // ---------------------------------------------------------------------------
 // An operand table passed by value: several whole regions (CheckFinite, UnscaleGrads).
 constexpr int kMaxOpsPerLaunch = 16;
