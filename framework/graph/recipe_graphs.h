@@ -35,8 +35,8 @@ struct RecipeTensors {
 // resnet18 at batch 128 on the H200: 11.2M parameters, about 180 MB a step
 // less traffic and three kernels fewer.
 // The BatchNorm running statistics and their EMA likewise move in the same
-// kernel (SgdNesterov with attrs.bn_stats: Lerp with a follower, region_ops.h,
-// on blocks of their own) instead of a Lerp in UPDATE_STATS and a second one
+// kernel (SgdNesterov with attrs.bn_stats: the two Lerps' arithmetic, on
+// blocks of their own) instead of a Lerp in UPDATE_STATS and a second one
 // in EMA_UPDATE: they read only the statistics and the step's found_inf,
 // which nothing between the three changes, so no bit changes, and
 // UPDATE_STATS and EMA_UPDATE are left empty (two kernels fewer at the end of

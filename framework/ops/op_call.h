@@ -107,7 +107,7 @@ struct RangeAttrs {
   bool unscale = false;       // g *= scalars.grad_unscale before the update (AMP; UnscaleGrads' rounding)
   float ema_t = 0.f;          // with an EMA operand: ema += ema_t*(p - ema) after the update
   // Three more operands: BatchNorm's running, batch and EMA statistics, moved
-  // as UPDATE_STATS's Lerp with a follower moves them (factor t, then ema_t).
+  // as UPDATE_STATS's Lerp and then the EMA's would (factor t, then ema_t).
   bool bn_stats = false;
 };
 

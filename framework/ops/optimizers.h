@@ -8,8 +8,8 @@
 //       1/loss_scale that AdvanceStep recorded), as UnscaleGrads does; with an ema operand, ema += attrs.ema_t * (p - ema) on the updated p,
 //       as Lerp does; with param_compute, it becomes p rounded to f16, as Cast
 //       does. With attrs.bn_stats, three more operands (BatchNorm's running,
-//       batch and EMA statistics) move as Lerp with a follower moves them
-//       (attrs.t, then attrs.ema_t; region_ops.h), in the same kernel. The
+//       batch and EMA statistics) move as two Lerps would move them
+//       (running by attrs.t, then the EMA by attrs.ema_t), in the same kernel. The
 //       same bits as those ops run one after another (Note [optimizer tail]
 //       in framework/graph/recipe_graphs.h).
 //   AdamW:       ops = param, grad, m, v.   t = scalars.step (already advanced, >= 1)

@@ -28,7 +28,7 @@ void sgd_nesterov_cpu(const RangeCall& c) {
   const TrainScalars& s = *c.env->scalars;
   if (s.found_inf) return;
   const RangeAttrs& a = *c.attrs;
-  if (a.bn_stats) {  // the BatchNorm statistics: Lerp with a follower (region_ops.h)
+  if (a.bn_stats) {  // the BatchNorm statistics: running by t, then their EMA by ema_t
     float* run = f32(c.ops[n]);
     const float* batch = f32(c.ops[n + 1]);
     float* run_ema = f32(c.ops[n + 2]);

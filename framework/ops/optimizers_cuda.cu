@@ -36,8 +36,25 @@ constexpr int kLarsThreads = 512;
 
 // ---- kernels ----
 
+// BatchNorm's statistics on one piece: d = lerp(d, s, t), then f = lerp(f, d,
+// ft), as UPDATE_STATS's Lerp and then the EMA's would. f32, 16-byte aligned.
+__device__ __forceinline__ void bn_stats_piece(float* __restrict__ d, const float* __restrict__ s,
+                                                  float* __restrict__ f, int64_t i, int count, float t, float ft) {
+  float x[kVec], y[kVec], e[kVec];
+  range::load_f32(d + i, count, x);
+  range::load_f32(s + i, count, y);
+  range::load_f32(f + i, count, e);
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) {
+    x[k] = range::lerp_elem(x[k], y[k], t);
+    e[k] = range::lerp_elem(e[k], x[k], ft);
+  }
+  range::store_f32(d + i, count, x);
+  range::store_f32(f + i, count, e);
+}
+
 // BatchNorm's statistics riding in SgdNesterov (attrs.bn_stats): the last
-// `blocks` blocks of the grid move them as Lerp with a follower does.
+// `blocks` blocks of the grid move them (bn_stats_piece).
 struct BnStatsJob {
   float* run = nullptr;
   const float* batch = nullptr;
@@ -59,7 +76,7 @@ __global__ void __launch_bounds__(range::kThreads)
   const int sgd_blocks = int(gridDim.x) - bn.blocks;
   if (int(blockIdx.x) >= sgd_blocks) {
     range::for_each_piece(bn.n, int64_t(blockIdx.x) - sgd_blocks, bn.blocks, [&](int64_t i, int count) {
-      range::lerp_follow_piece(bn.run, bn.batch, bn.run_ema, i, count, bn.t, bn.ema_t);
+      bn_stats_piece(bn.run, bn.batch, bn.run_ema, i, count, bn.t, bn.ema_t);
     });
     return;
   }

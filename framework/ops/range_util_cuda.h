@@ -193,21 +193,4 @@ __device__ __forceinline__ void store_f32(float* p, int count, const float (&x)[
   }
 }
 
-// Lerp with a follower on one piece (region_ops.h): d = lerp(d, s, t), then
-// f = lerp(f, d, ft). f32, 16-byte aligned.
-__device__ __forceinline__ void lerp_follow_piece(float* __restrict__ d, const float* __restrict__ s,
-                                                  float* __restrict__ f, int64_t i, int count, float t, float ft) {
-  float x[kVec], y[kVec], e[kVec];
-  load_f32(d + i, count, x);
-  load_f32(s + i, count, y);
-  load_f32(f + i, count, e);
-#pragma unroll
-  for (int k = 0; k < kVec; ++k) {
-    x[k] = lerp_elem(x[k], y[k], t);
-    e[k] = lerp_elem(e[k], x[k], ft);
-  }
-  store_f32(d + i, count, x);
-  store_f32(f + i, count, e);
-}
-
 }  // namespace tr::range
