@@ -34,16 +34,25 @@ struct NodeTally {
   int add = 0;             // Add nodes left in the training graphs
   int bn_stats = 0;        // BnStats nodes left in the training graphs
   int bn_apply = 0;        // BnReluApply nodes left in the training graphs
+  int stats_apply = 0;     // BnReluApply with its statistics inside
+  int pool_bn = 0;         // MaxPoolFwd with its BatchNorm inside
+  int bwd_phases = 0;      // BnReluBwdApply with its reduce inside
+  int bwd_reduce = 0;      // BnReluBwdReduce nodes left in the training graphs
 };
 
 NodeTally tally(const CompiledModel& m) {
   NodeTally t;
-  for (GraphId g : {GraphId::FIRST_LAYER_FWD_A, GraphId::FIRST_LAYER_BWD, GraphId::DEEP_FWD_BWD})
+  for (GraphId g : {GraphId::FIRST_LAYER_FWD_A, GraphId::FIRST_LAYER_FWD_B, GraphId::FIRST_LAYER_BWD,
+                    GraphId::DEEP_FWD_BWD})
     for (const Node& n : m.cg.nodes(g)) {
       if (n.kind != Node::Kind::Compute) continue;
       t.residual_apply += n.op == OpKind::BnReluApply && n.in.size() == 5;
       t.two_grad_relu += n.op == OpKind::ReluBwd && n.in.size() == 3;
-      t.pool_stats += n.op == OpKind::MaxPoolFwd && n.out.size() == 3;
+      t.pool_stats += n.op == OpKind::MaxPoolFwd && n.out.size() >= 3;
+      t.pool_bn += n.op == OpKind::MaxPoolFwd && n.out.size() == 6;
+      t.stats_apply += n.op == OpKind::BnReluApply && n.in.size() == 3;
+      t.bwd_phases += n.op == OpKind::BnReluBwdApply && n.in.size() == 5;
+      t.bwd_reduce += n.op == OpKind::BnReluBwdReduce;
       t.bn_pool += n.op == OpKind::BnReluPool;
       t.head += n.op == OpKind::ClassifierHead;
       t.fc_fwd += n.op == OpKind::FcFwd;
@@ -71,14 +80,21 @@ CompiledModel build(const std::string& model, bool fusion) {
 // their backward become one ClassifierHead (five nodes into one), which also
 // takes in the BatchNorm + ReLU before it; the zoo's heads average-pool and
 // the mlp's has a bias, so they stay. The mlp has nothing to merge.
+// Then every BatchNorm's phases merge (Note [one kernel per BatchNorm]): the
+// statistics into each BnReluApply that is left with four inputs (those that
+// took a residual or a pool keep their statistics apart), the pool with its
+// statistics into the BnReluApply after it (the cnn's three), and every
+// backward's reduce into its apply (resnet18 20, resnet50 53, vgg16bn 13, cnn 7).
+// The first layer's forward is in the A and B graphs: its statistics + apply
+// merge twice.
 TEST(Fusion, MergesEveryPair) {
   struct Want {
     const char* model;
-    int bn_add, add_relu_bwd, pool_stats, bn_pool, head, head_bn;
+    int bn_add, add_relu_bwd, pool_stats, bn_pool, head, head_bn, stats_apply, pool_bn, bwd_phases;
   };
-  for (const Want& w : {Want{"resnet18", 8, 7, 0, 0, 0, 0}, Want{"resnet50", 16, 15, 0, 0, 0, 0},
-                        Want{"vgg16bn", 0, 0, 0, 5, 0, 0}, Want{"cnn", 0, 0, 3, 0, 1, 1},
-                        Want{"mlp", 0, 0, 0, 0, 0, 0}}) {
+  for (const Want& w : {Want{"resnet18", 8, 7, 0, 0, 0, 0, 13, 0, 20}, Want{"resnet50", 16, 15, 0, 0, 0, 0, 38, 0, 53},
+                        Want{"vgg16bn", 0, 0, 0, 5, 0, 0, 9, 0, 13}, Want{"cnn", 0, 0, 3, 0, 1, 1, 4, 3, 7},
+                        Want{"mlp", 0, 0, 0, 0, 0, 0, 0, 0, 0}}) {
     SCOPED_TRACE(w.model);
     const CompiledModel fused = build(w.model, true), plain = build(w.model, false);
     const FusionCounts& n = fused.fusions;
@@ -88,25 +104,34 @@ TEST(Fusion, MergesEveryPair) {
     EXPECT_EQ(n.bn_pool, w.bn_pool);
     EXPECT_EQ(n.head, w.head);
     EXPECT_EQ(n.head_bn, w.head_bn);
-    EXPECT_EQ(plain.fusions.bn_add + plain.fusions.add_relu_bwd + plain.fusions.pool_stats + plain.fusions.bn_pool +
-                  plain.fusions.head + plain.fusions.head_bn,
-              0);
+    EXPECT_EQ(n.stats_apply, w.stats_apply);
+    EXPECT_EQ(n.pool_bn, w.pool_bn);
+    EXPECT_EQ(n.bwd_phases, w.bwd_phases);
+    EXPECT_EQ(plain.fusions.total(), 0);
     const NodeTally f = tally(fused), p = tally(plain);
     EXPECT_EQ(f.residual_apply, w.bn_add);
     EXPECT_EQ(f.two_grad_relu, w.add_relu_bwd);
     EXPECT_EQ(f.pool_stats, w.pool_stats);
     EXPECT_EQ(f.bn_pool, w.bn_pool);
     EXPECT_EQ(f.head, w.head);
-    EXPECT_EQ(p.residual_apply + p.two_grad_relu + p.pool_stats + p.bn_pool + p.head, 0);
+    EXPECT_EQ(f.stats_apply, w.stats_apply);
+    EXPECT_EQ(f.pool_bn, w.pool_bn);
+    EXPECT_EQ(f.bwd_phases, w.bwd_phases);
+    EXPECT_EQ(p.residual_apply + p.two_grad_relu + p.pool_stats + p.bn_pool + p.head + p.stats_apply + p.pool_bn +
+                  p.bwd_phases,
+              0);
     EXPECT_EQ(p.fc_fwd - f.fc_fwd, w.head) << "each head fusion removes the fc's forward";
     EXPECT_EQ(p.add - f.add, w.bn_add + w.add_relu_bwd) << "each fusion removes one Add";
-    EXPECT_EQ(p.bn_stats - f.bn_stats, w.pool_stats) << "each pool fusion removes one BnStats";
-    EXPECT_EQ(p.bn_apply - f.bn_apply, w.bn_pool + w.head_bn)
-        << "each BatchNorm + pool or BatchNorm + head fusion removes one BnReluApply";
+    EXPECT_EQ(p.bn_stats - f.bn_stats, w.pool_stats + w.stats_apply)
+        << "each pool fusion and each statistics + apply fusion removes one BnStats";
+    EXPECT_EQ(p.bn_apply - f.bn_apply, w.bn_pool + w.head_bn + w.pool_bn)
+        << "each BatchNorm + pool, BatchNorm + head or pool + BatchNorm fusion removes one BnReluApply";
+    EXPECT_EQ(p.bwd_reduce - f.bwd_reduce, w.bwd_phases) << "each backward fusion removes one BnReluBwdReduce";
     // One more: the metrics' Accumulate rides in AdvanceStep (Note [the
     // step's scalars in one kernel], recipe_graphs.h).
     EXPECT_EQ(plain.cg.total_nodes() - fused.cg.total_nodes(),
-              size_t(w.bn_add + w.add_relu_bwd + w.pool_stats + w.bn_pool + 4 * w.head + w.head_bn + 1));
+              size_t(w.bn_add + w.add_relu_bwd + w.pool_stats + w.bn_pool + 4 * w.head + w.head_bn + w.stats_apply +
+                     w.pool_bn + w.bwd_phases + 1));
   }
 }
 
@@ -275,6 +300,75 @@ TEST(Fusion, BatchNormPoolIsApplyThenPool) {
         int64_t winners_off_corner = 0;
         for (int64_t i = 0; i < got_arg.numel(); ++i) winners_off_corner += got_arg.get(i) != 0;
         EXPECT_GT(winners_off_corner, 0);
+      }
+}
+
+// A BatchNorm's phases in one node (Note [one kernel per BatchNorm]) against
+// the nodes apart, bit for bit: BnReluApply(x, gamma, beta) is BnStats then
+// BnReluApply; BnReluBwdApply(dy, affine, x, batch, gamma) is BnReluBwdReduce
+// then BnReluBwdApply; MaxPoolFwd(x, gamma, beta) is the pool with its
+// statistics, then BnReluApply of its y. Shape inference gives each merged
+// node the outputs of the nodes apart and refuses any other arity.
+TEST(Fusion, BatchNormPhasesInOneNodeAreThePhasesApart) {
+  Rng rng(66);
+  for (DType t : {DType::F32, DType::F16, DType::F64})
+    for (const Shape& xs : {Shape{2, 6, 4, 8}, Shape{3, 5, 7, 3}})
+      for (bool relu : {true, false}) {
+        SCOPED_TRACE(cat(dtype_name(t), " ", xs.str(), relu ? " relu" : ""));
+        test::BnChain bn(t, xs, rng, relu, 2);
+        bn.forward();
+        const HostTensor dy = test::random_tensor(t, xs, rng, -1, 1);
+        bn.backward(dy);
+        const DType st = bn.sums.dtype();
+        const int64_t C = xs[3];
+        HostTensor y(t, xs), batch(st, {2, C}), affine(st, {2, C}), sums(st, {2, C});
+        bn.run.run(bn_relu_apply_cpu, {&bn.x, &bn.gamma, &bn.beta}, {&y, &batch, &affine, &sums});
+        EXPECT_TRUE(test::bitwise_equal(y, bn.y));
+        EXPECT_TRUE(test::bitwise_equal(batch, bn.batch));
+        EXPECT_TRUE(test::bitwise_equal(affine, bn.affine));
+        EXPECT_TRUE(test::bitwise_equal(sums, bn.sums));
+
+        HostTensor dx(t, xs), dgamma(t, {C}), dbeta(t, {C}), dsums(st, {2, C});
+        bn.run.run(bn_relu_bwd_apply_cpu, {&dy, &bn.affine, &bn.x, &bn.batch, &bn.gamma},
+                   {&dx, &dgamma, &dbeta, &dsums});
+        EXPECT_TRUE(test::bitwise_equal(dx, bn.dx));
+        EXPECT_TRUE(test::bitwise_equal(dgamma, bn.dgamma));
+        EXPECT_TRUE(test::bitwise_equal(dbeta, bn.dbeta));
+        EXPECT_TRUE(test::bitwise_equal(dsums, bn.dsums));
+
+        // The pool in front: x is pooled 2x2 first, then normalised.
+        const Shape ps{xs[0], xs[1] / 2, xs[2] / 2, C};
+        OpRunner run = bn.run;
+        run.attrs.kernel = 2;
+        run.attrs.stride = 2;
+        HostTensor p(t, ps), arg(DType::U8, ps), psums(st, {2, C}), py(t, ps), pbatch(st, {2, C}), paff(st, {2, C});
+        run.run(maxpool_fwd_cpu, {&bn.x}, {&p, &arg, &psums});
+        run.run(bn_relu_apply_cpu, {&p, &psums, &bn.gamma, &bn.beta}, {&py, &pbatch, &paff});
+        std::vector<HostTensor> got;
+        for (const HostTensor* h : {&p, &arg, &psums, &py, &pbatch, &paff}) got.emplace_back(h->dtype(), h->shape());
+        run.run(maxpool_fwd_cpu, {&bn.x, &bn.gamma, &bn.beta}, {&got[0], &got[1], &got[2], &got[3], &got[4], &got[5]});
+        const HostTensor* want[6] = {&p, &arg, &psums, &py, &pbatch, &paff};
+        for (size_t i = 0; i < 6; ++i) EXPECT_TRUE(test::bitwise_equal(got[i], *want[i])) << "output " << i;
+
+        // Shapes: the merged nodes' outputs are those of the nodes apart.
+        const Shape gs{C};
+        Shape out[6];
+        const Shape fwd_in[3] = {xs, gs, gs};
+        bn_relu_apply_shapes(ShapeCtx{fwd_in, 3, &bn.run.attrs, &bn.run.variant}, out, 4);
+        EXPECT_EQ(out[0], xs);
+        EXPECT_EQ(out[3], (Shape{2, C}));
+        EXPECT_THROW(bn_relu_apply_shapes(ShapeCtx{fwd_in, 3, &bn.run.attrs, &bn.run.variant}, out, 3), Error);
+        const Shape bwd_in[5] = {xs, Shape{2, C}, xs, Shape{2, C}, gs};
+        bn_relu_bwd_apply_shapes(ShapeCtx{bwd_in, 5, &bn.run.attrs, &bn.run.variant}, out, 4);
+        EXPECT_EQ(out[0], xs);
+        EXPECT_EQ(out[1], gs);
+        EXPECT_EQ(out[3], (Shape{2, C}));
+        EXPECT_THROW(bn_relu_bwd_apply_shapes(ShapeCtx{bwd_in, 5, &bn.run.attrs, &bn.run.variant}, out, 1), Error);
+        maxpool_fwd_shapes(ShapeCtx{fwd_in, 3, &run.attrs, &run.variant}, out, 6);
+        EXPECT_EQ(out[0], ps);
+        EXPECT_EQ(out[3], ps);
+        EXPECT_EQ(out[5], (Shape{2, C}));
+        EXPECT_THROW(maxpool_fwd_shapes(ShapeCtx{fwd_in, 3, &run.attrs, &run.variant}, out, 3), Error);
       }
 }
 

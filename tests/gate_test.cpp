@@ -202,6 +202,9 @@ TEST(Gate, RefusesIncomparableReports) {
   b.context.memset_kernels = !a.context.memset_kernels;
   expect_refusal(a, b, "memset nodes differs");
   b = a;
+  b.context.grid_sync = !a.context.grid_sync;
+  expect_refusal(a, b, "grid sync differs");
+  b = a;
   b.context.side_streams = a.context.side_streams == "on" ? "off" : "on";
   expect_refusal(a, b, "side streams differs");
   b = a;

@@ -1,7 +1,8 @@
 // Note [fusion] (fusion.h): the four node-pair fusions, the classifier head and
-// the BatchNorm in front of it.
+// the BatchNorm in front of it, then the BatchNorms' phases.
 #include "framework/graph/fusion.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -180,6 +181,72 @@ bool fuse_head_bn(const ComputationGraph& cg, std::vector<Node>& nodes, size_t i
   return true;
 }
 
+// Whether every node that reads t, in every graph, is `a` or a copy of it: the
+// first layer's forward is emitted into the A and B graphs alike, and each
+// copy fuses the same way (a copy fused already no longer reads t).
+bool read_only_by(const ComputationGraph& cg, TensorId t, const Node& a) {
+  for (int g = 0; g < kGraphIdCount; ++g)
+    for (const Node& n : cg.nodes(GraphId(g))) {
+      bool reads = std::find(n.in.begin(), n.in.end(), t) != n.in.end();
+      for (const RangeRef& r : n.operands) reads |= r.is_tensor && r.tensor == t;
+      if (reads && !(n.kind == a.kind && n.op == a.op && n.in == a.in && n.out == a.out)) return false;
+    }
+  return true;
+}
+
+// A BatchNorm's phases at the apply nodes[i] (fusion.h; Note [one kernel per
+// BatchNorm]): the node that made its sums (BnStats, the pool with its
+// statistics, BnReluBwdReduce) moves into it when the sums have no other reader.
+// Returns which count it adds to, or null; marks the producer.
+int* fuse_bn_phases(const ComputationGraph& cg, std::vector<Node>& nodes, size_t i,
+                    const std::map<TensorId, size_t>& producer, std::vector<bool>& drop, FusionCounts& c) {
+  Node& a = nodes[i];
+  const bool fwd = a.op == OpKind::BnReluApply && a.in.size() == 4 && a.out.size() == 3;
+  const bool bwd = a.op == OpKind::BnReluBwdApply && a.in.size() == 6 && a.out.size() == 1;
+  if (!on_own_stream(a) || !(fwd || bwd)) return nullptr;
+  const TensorId sums = fwd ? a.in[1] : a.in[5];
+  const auto it = producer.find(sums);
+  if (it == producer.end() || it->second >= i || drop[it->second] || !read_only_by(cg, sums, a)) return nullptr;
+  const Node& p = nodes[it->second];
+  if (!on_own_stream(p) || !clear_between(cg, nodes, it->second, i, p)) return nullptr;
+  if (fwd && p.op == OpKind::BnStats && p.in.size() == 1 && p.out.size() == 1 && p.in[0] == a.in[0]) {
+    a.in = {a.in[0], a.in[2], a.in[3]};
+    a.out.push_back(sums);
+    a.label = p.label + "+" + a.label;
+    drop[it->second] = true;
+    return &c.stats_apply;
+  }
+  if (fwd && is_pool2(p) && p.in.size() == 1 && p.out.size() == 3 && p.out[2] == sums && p.out[0] == a.in[0]) {
+    Node f = p;
+    f.in = {p.in[0], a.in[2], a.in[3]};
+    f.out = {p.out[0], p.out[1], sums, a.out[0], a.out[1], a.out[2]};
+    f.attrs.eps = a.attrs.eps;
+    f.attrs.relu = a.attrs.relu;
+    f.attrs.bn_rank_local = a.attrs.bn_rank_local;
+    f.label = p.label + "+" + a.label;
+    a = f;
+    drop[it->second] = true;
+    return &c.pool_bn;
+  }
+  if (bwd && p.op == OpKind::BnReluBwdReduce && p.in.size() == 4 && p.out.size() == 3 && p.out[2] == sums &&
+      std::equal(p.in.begin(), p.in.end(), a.in.begin())) {
+    a.in.pop_back();
+    a.out = {a.out[0], p.out[0], p.out[1], sums};
+    a.label = p.label + "+" + a.label;
+    drop[it->second] = true;
+    return &c.bwd_phases;
+  }
+  return nullptr;
+}
+
+// Drops the nodes marked in `drop`.
+void remove_dropped(std::vector<Node>& nodes, const std::vector<bool>& drop) {
+  std::vector<Node> kept;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (!drop[i]) kept.push_back(std::move(nodes[i]));
+  nodes = std::move(kept);
+}
+
 FusionCounts fuse_one(const ComputationGraph& cg, std::vector<Node>& nodes, const std::vector<int>& readers,
                       std::map<TensorId, TensorId>& unstored) {
   FusionCounts c;
@@ -250,10 +317,15 @@ FusionCounts fuse_one(const ComputationGraph& cg, std::vector<Node>& nodes, cons
       ++c.pool_stats;
     }
   }
-  std::vector<Node> kept;
+  remove_dropped(nodes, drop);
+  // The BatchNorms' phases, on the pairs made above.
+  producer.clear();
   for (size_t i = 0; i < nodes.size(); ++i)
-    if (!drop[i]) kept.push_back(std::move(nodes[i]));
-  nodes = std::move(kept);
+    for (TensorId t : nodes[i].out) producer[t] = i;
+  drop.assign(nodes.size(), false);
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (int* n = fuse_bn_phases(cg, nodes, i, producer, drop, c)) ++*n;
+  remove_dropped(nodes, drop);
   return c;
 }
 
@@ -266,15 +338,9 @@ FusionCounts fuse_graph(ComputationGraph& cg) {
   for (int g = 0; g < kGraphIdCount; ++g) {
     std::vector<Node> nodes = cg.nodes(GraphId(g));
     const FusionCounts c = fuse_one(cg, nodes, readers, unstored);
-    if (c.bn_add == 0 && c.add_relu_bwd == 0 && c.pool_stats == 0 && c.bn_pool == 0 && c.head == 0 && c.head_bn == 0)
-      continue;
+    if (c.total() == 0) continue;
     cg.set_nodes(GraphId(g), std::move(nodes));
-    total.bn_add += c.bn_add;
-    total.add_relu_bwd += c.add_relu_bwd;
-    total.pool_stats += c.pool_stats;
-    total.bn_pool += c.bn_pool;
-    total.head += c.head;
-    total.head_bn += c.head_bn;
+    total += c;
   }
   // The pools' backward took y for its shape only: the BatchNorm's input has it.
   if (!unstored.empty())

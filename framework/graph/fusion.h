@@ -35,6 +35,18 @@
 //             head recomputes y as it pools and as it routes the gradient, so
 //             y is never stored and its kernel is gone. The BatchNorm's
 //             backward reads x and affine, not y (batchnorm.h).
+//   a BatchNorm's phases, once the pairs above are made (Note [one kernel per
+//   BatchNorm], framework/ops/bn_train_cuda.h: one cooperative kernel each):
+//   forward:  sums = BnStats(x), then y, batch, affine = BnReluApply(x, sums, gamma, beta)
+//          -> y, batch, affine, sums = BnReluApply(x, gamma, beta)
+//   forward:  p, argmax, sums = MaxPoolFwd(x) (the pool with its statistics), then
+//             y, batch, affine = BnReluApply(p, sums, gamma, beta)
+//          -> p, argmax, sums, y, batch, affine = MaxPoolFwd(x, gamma, beta)
+//   backward: dgamma, dbeta, dsums = BnReluBwdReduce(dy, affine, x, batch), then
+//             dx = BnReluBwdApply(dy, affine, x, batch, gamma, dsums)
+//          -> dx, dgamma, dbeta, dsums = BnReluBwdApply(dy, affine, x, batch, gamma)
+//             each when the sums have no other reader (synchronised BN
+//             all-reduces them in between: no fusion) and in the apply's place.
 //
 // The BatchNorm + residual, BatchNorm + pool and fan-in nodes take the place
 // of the later node: every input it reads is ready there (a residual's
@@ -74,6 +86,25 @@ struct FusionCounts {
   int bn_pool = 0;       // BnReluApply + MaxPoolFwd
   int head = 0;          // GlobalMaxPoolFwd + FcFwd + SoftmaxXent + FcBwdData + GlobalMaxPoolBwd
   int head_bn = 0;       // BnReluApply + that ClassifierHead
+  int stats_apply = 0;   // BnStats + BnReluApply (the statistics inside the apply)
+  int pool_bn = 0;       // MaxPoolFwd with the statistics + BnReluApply of its y
+  int bwd_phases = 0;    // BnReluBwdReduce + BnReluBwdApply
+
+  int total() const {
+    return bn_add + add_relu_bwd + pool_stats + bn_pool + head + head_bn + stats_apply + pool_bn + bwd_phases;
+  }
+  FusionCounts& operator+=(const FusionCounts& o) {
+    bn_add += o.bn_add;
+    add_relu_bwd += o.add_relu_bwd;
+    pool_stats += o.pool_stats;
+    bn_pool += o.bn_pool;
+    head += o.head;
+    head_bn += o.head_bn;
+    stats_apply += o.stats_apply;
+    pool_bn += o.pool_bn;
+    bwd_phases += o.bwd_phases;
+    return *this;
+  }
 };
 
 FusionCounts fuse_graph(ComputationGraph& cg);

@@ -258,6 +258,13 @@ void bn_stats_shapes(const ShapeCtx& c, Shape* out, int n_out) {
 
 void bn_relu_apply_shapes(const ShapeCtx& c, Shape* out, int n_out) {
   const char* op = "bn_relu_apply";
+  if (c.n_in == 3) {  // the statistics inside: x, gamma, beta -> y, batch, affine, sums
+    TR_CHECK(n_out == 4, op, ": arity");
+    const Shape in[4] = {c.in[0], Shape{2, check_act(c.in[0], op, "x")}, c.in[1], c.in[2]};
+    bn_relu_apply_shapes(ShapeCtx{in, 4, c.attrs, c.variant}, out, 3);
+    out[3] = in[1];
+    return;
+  }
   TR_CHECK((c.n_in == 4 || c.n_in == 5) && n_out == 3, op, ": arity");
   const int64_t C = check_act(c.in[0], op, "x");
   if (c.n_in == 5) check_same(c.in[4], c.in[0], op, "residual");
@@ -284,6 +291,13 @@ void bn_relu_bwd_reduce_shapes(const ShapeCtx& c, Shape* out, int n_out) {
 
 void bn_relu_bwd_apply_shapes(const ShapeCtx& c, Shape* out, int n_out) {
   const char* op = "bn_relu_bwd_apply";
+  if (c.n_in == 5) {  // the reduce inside: dy, affine, x, batch, gamma -> dx, dgamma, dbeta, dsums
+    TR_CHECK(n_out == 4, op, ": arity");
+    bn_relu_bwd_reduce_shapes(ShapeCtx{c.in, 4, c.attrs, c.variant}, out + 1, 3);
+    const Shape in[6] = {c.in[0], c.in[1], c.in[2], c.in[3], c.in[4], out[3]};
+    bn_relu_bwd_apply_shapes(ShapeCtx{in, 6, c.attrs, c.variant}, out, 1);
+    return;
+  }
   TR_CHECK(c.n_in == 6 && n_out == 1, op, ": arity");
   const Shape& x = c.in[2];
   const int64_t C = check_act(x, op, "x");
@@ -324,6 +338,14 @@ void bn_stats_cpu(const OpCall& c) {
 
 void bn_relu_apply_cpu(const OpCall& c) {
   const char* op = "bn_relu_apply";
+  if (c.n_in == 3) {  // the statistics inside (Note [one kernel per BatchNorm]): BnStats, then the apply
+    cpu::check_arity(c, op, 3, 3, 4, 4);
+    const OpCall stats{c.in, 1, &c.out[3], 1, c.attrs, c.variant, c.env};
+    bn_stats_cpu(stats);
+    const TensorRef in[4] = {c.in[0], c.out[3], c.in[1], c.in[2]};
+    bn_relu_apply_cpu(OpCall{in, 4, c.out, 3, c.attrs, c.variant, c.env});
+    return;
+  }
   cpu::check_arity(c, op, 4, 5, 3, 3);
   const BnDims d = bn_dims(c, c.in[0], op);
   check_same_dtype(c, op, {&c.in[2], &c.in[3], &c.out[0]});
@@ -350,6 +372,13 @@ void bn_relu_bwd_reduce_cpu(const OpCall& c) {
 
 void bn_relu_bwd_apply_cpu(const OpCall& c) {
   const char* op = "bn_relu_bwd_apply";
+  if (c.n_in == 5) {  // the reduce inside (Note [one kernel per BatchNorm]): the reduce, then the apply
+    cpu::check_arity(c, op, 5, 5, 4, 4);
+    bn_relu_bwd_reduce_cpu(OpCall{c.in, 4, c.out + 1, 3, c.attrs, c.variant, c.env});
+    const TensorRef in[6] = {c.in[0], c.in[1], c.in[2], c.in[3], c.in[4], c.out[3]};
+    bn_relu_bwd_apply_cpu(OpCall{in, 6, c.out, 1, c.attrs, c.variant, c.env});
+    return;
+  }
   cpu::check_arity(c, op, 6, 6, 1, 1);
   const BnDims d = bn_dims(c, c.in[2], op);
   check_same_dtype(c, op, {&c.in[2], &c.in[4], &c.out[0]});

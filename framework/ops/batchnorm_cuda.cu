@@ -1,12 +1,11 @@
 // BatchNorm (+ReLU) CUDA kernels. Semantics: framework/ops/batchnorm.h.
 // Reductions follow Note [deterministic kernels] (cuda_kernel_util_cuda.h):
 // per-thread sums over a fixed row set, a fixed shared-memory tree, per-block
-// partials in the workspace, then finalize_sums in block order.
+// partials in the workspace, then added in block order (channel_sums_cuda.h).
 //   workspace: channel_grid(...).grid.x * 2 * C * 4 bytes for BnStats and
 //   BnReluBwdReduce (<= 4 * SMs * 2 * C * 4), nothing for the others.
 #include "framework/ops/batchnorm.h"
-#include "framework/ops/bn_affine_cuda.h"
-#include "framework/ops/channel_stats_cuda.h"
+#include "framework/ops/bn_train_cuda.h"
 
 namespace tr {
 namespace {
@@ -15,142 +14,20 @@ using namespace tr::cuda;
 
 // BnReluBwdReduce's grid: that of the forward statistics (channel_stats_cuda.h).
 constexpr int kReduceBlocksPerSm = kStatsBlocksPerSm;
-constexpr int kApplyBlocksPerSm = 8;
 constexpr int64_t kMinRowsPerThread = kStatsMinRowsPerThread;
-// The elementwise apply kernels give each thread at least 8 rows: on the H200
-// that was 1 % faster per step than 4 (resnet18 b128 2.316 vs 2.341 ms, cnn
-// b256 0.737 vs 0.747; reports/h200/schedule/final); 16 blocks per SM or 4
-// instead of 8 changed nothing.
-constexpr int64_t kApplyMinRowsPerThread = 8;
-constexpr int kRowUnroll = 4;  // rows in flight per thread (Note [BN vector width])
-
-// VEC elements as loaded (8 bytes), converted to f32 where used, so the rows
-// in flight hold half the registers for f16.
-template <typename T, int VEC>
-__device__ __forceinline__ Vec<T, VEC> load_raw(const T* p) {
-  return *reinterpret_cast<const Vec<T, VEC>*>(p);
-}
-
-// Walks this thread's rows r, r + stride, ... below `rows`: f(N, r) handles the
-// N rows r + u * stride, u < N, loading all of them before using any; N is
-// kRowUnroll, then 1 for the remainder. The rows and their order per thread are
-// those of a plain loop, so sums keep their order.
-template <typename F>
-__device__ __forceinline__ void for_rows(int64_t r, int64_t stride, int64_t rows, F&& f) {
-  for (; r + (kRowUnroll - 1) * stride < rows; r += kRowUnroll * stride)
-    f(std::integral_constant<int, kRowUnroll>{}, r);
-  for (; r < rows; r += stride) f(std::integral_constant<int, 1>{}, r);
-}
-
-// Per-channel mean and rstd from the batch statistics (mean, biased var); once per
-// thread, in double like the CPU reference.
-struct ChanStat {
-  float mean, rstd;
-};
-__device__ __forceinline__ ChanStat stat_from_batch(const float* batch, int64_t C, int64_t ch, float eps) {
-  return {batch[ch], float(1.0 / sqrt(double(batch[C + ch]) + double(eps)))};
-}
-
+constexpr int kApplyBlocksPerSm = kBnApplyBlocksPerSm;
+constexpr int64_t kApplyMinRowsPerThread = kBnApplyMinRowsPerThread;
 // ---------------------------------------------------------------- kernels
+// (bn_relu_apply_kernel and the phases: bn_rows_cuda.h)
 
-// y = relu(scale * x + shift), scale = gamma * rstd, shift = beta - mean * scale
-// (bn_affine_cuda.h); block row 0 also writes batch = (mean, var) and
-// affine = (scale, shift).
-template <typename T, int VEC>
-__global__ void bn_relu_apply_kernel(const T* __restrict__ x, const float* __restrict__ sums,
-                                     const T* __restrict__ gamma, const T* __restrict__ beta,
-                                     const T* __restrict__ residual, T* __restrict__ y,
-                                     float* __restrict__ batch, float* __restrict__ affine, int64_t rows, int64_t C,
-                                     double inv_count, float eps, bool relu) {
-  grid_dependency_begin();
-  const int64_t g = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;
-  const int64_t c0 = g * VEC;
-  if (c0 >= C) return;
-  float sc[VEC], sh[VEC];
-  bn_thread_affine<T, VEC>(sums, gamma, beta, C, c0, inv_count, eps, batch, affine, sc, sh);
-  const int64_t stride = int64_t(gridDim.x) * blockDim.y;
-  for_rows(int64_t(blockIdx.x) * blockDim.y + threadIdx.y, stride, rows, [&](auto n, int64_t r) {
-    constexpr int N = decltype(n)::value;
-    Vec<T, VEC> xv[N], rv[N];
-#pragma unroll
-    for (int u = 0; u < N; ++u) {
-      xv[u] = load_raw<T, VEC>(x + (r + u * stride) * C + c0);
-      if (residual != nullptr) rv[u] = load_raw<T, VEC>(residual + (r + u * stride) * C + c0);
-    }
-#pragma unroll
-    for (int u = 0; u < N; ++u) {
-      float v[VEC];
-#pragma unroll
-      for (int i = 0; i < VEC; ++i) {
-        float o = bn_pre_relu(sc[i], sh[i], to_f(xv[u].v[i]));
-        if (residual != nullptr) o += to_f(rv[u].v[i]);
-        v[i] = relu ? fmaxf(o, 0.f) : o;
-      }
-      store_vec<T, VEC>(y + (r + u * stride) * C + c0, v);
-    }
-  });
-}
-
-// Per-thread (scale, shift) of its VEC channels from the forward's affine.
-template <int VEC>
-__device__ __forceinline__ void load_affine(const float* affine, int64_t C, int64_t c0, float (&sc)[VEC],
-                                            float (&sh)[VEC]) {
-#pragma unroll
-  for (int i = 0; i < VEC; ++i) {
-    sc[i] = affine[c0 + i];
-    sh[i] = affine[C + c0 + i];
-  }
-}
-
-// g = dy * (scale * x + shift > 0); sums (g, g * xhat)
 template <typename T, int VEC>
 __global__ void bn_relu_bwd_reduce_kernel(const T* __restrict__ dy, const float* __restrict__ affine,
                                           const T* __restrict__ x, const float* __restrict__ batch, int64_t rows,
                                           int64_t C, float eps, bool relu, SumOut<T, 2> out) {
   grid_dependency_begin();
-  const int64_t gi = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;
-  const int64_t c0 = gi * VEC;
-  const bool active = c0 < C;
-  float acc[2][VEC];
-  float mean[VEC], rstd[VEC], sc[VEC], sh[VEC];
-#pragma unroll
-  for (int i = 0; i < VEC; ++i) {
-    acc[0][i] = acc[1][i] = 0.f;
-    mean[i] = rstd[i] = sc[i] = sh[i] = 0.f;
-  }
-  if (active) {
-#pragma unroll
-    for (int i = 0; i < VEC; ++i) {
-      const ChanStat s = stat_from_batch(batch, C, c0 + i, eps);
-      mean[i] = s.mean;
-      rstd[i] = s.rstd;
-    }
-    load_affine<VEC>(affine, C, c0, sc, sh);
-    const int64_t stride = int64_t(gridDim.x) * blockDim.y;
-    for_rows(int64_t(blockIdx.x) * blockDim.y + threadIdx.y, stride, rows, [&](auto n, int64_t r) {
-      constexpr int N = decltype(n)::value;
-      Vec<T, VEC> dv[N], xv[N];
-#pragma unroll
-      for (int u = 0; u < N; ++u) {
-        const int64_t off = (r + u * stride) * C + c0;
-        dv[u] = load_raw<T, VEC>(dy + off);
-        xv[u] = load_raw<T, VEC>(x + off);
-      }
-#pragma unroll
-      for (int u = 0; u < N; ++u)
-#pragma unroll
-        for (int i = 0; i < VEC; ++i) {
-          const float xx = to_f(xv[u].v[i]);
-          const float gr = (!relu || bn_pre_relu(sc[i], sh[i], xx) > 0.f) ? to_f(dv[u].v[i]) : 0.f;
-          acc[0][i] += gr;
-          acc[1][i] = fmaf(gr, (xx - mean[i]) * rstd[i], acc[1][i]);
-        }
-    });
-  }
-  block_sum_store<T, 2, VEC>(acc, c0, active, C, out);
+  bn_bwd_reduce_rows<T, VEC>(dy, affine, x, batch, rows, C, eps, relu, out);
 }
 
-// dx = gamma * rstd * (g - dsums0/count - xhat * dsums1/count)
 template <typename T, int VEC>
 __global__ void __launch_bounds__(kChannelBlockThreads, 4)
     bn_relu_bwd_apply_kernel(const T* __restrict__ dy, const float* __restrict__ affine, const T* __restrict__ x,
@@ -158,45 +35,25 @@ __global__ void __launch_bounds__(kChannelBlockThreads, 4)
                              const float* __restrict__ dsums, T* __restrict__ dx, int64_t rows, int64_t C,
                              double inv_count, float eps, bool relu) {
   grid_dependency_begin();
-  const int64_t gi = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;
-  const int64_t c0 = gi * VEC;
-  if (c0 >= C) return;
-  float mean[VEC], rstd[VEC], k[VEC], a[VEC], b[VEC], sc[VEC], sh[VEC];
-  load_affine<VEC>(affine, C, c0, sc, sh);
-#pragma unroll
-  for (int i = 0; i < VEC; ++i) {
-    const int64_t ch = c0 + i;
-    const ChanStat s = stat_from_batch(batch, C, ch, eps);
-    mean[i] = s.mean;
-    rstd[i] = s.rstd;
-    k[i] = to_f(gamma[ch]) * s.rstd;
-    a[i] = float(double(dsums[ch]) * inv_count);
-    b[i] = float(double(dsums[C + ch]) * inv_count);
-  }
-  const int64_t stride = int64_t(gridDim.x) * blockDim.y;
-  for_rows(int64_t(blockIdx.x) * blockDim.y + threadIdx.y, stride, rows, [&](auto n, int64_t r) {
-    constexpr int N = decltype(n)::value;
-    Vec<T, VEC> dv[N], xv[N];
-#pragma unroll
-    for (int u = 0; u < N; ++u) {
-      const int64_t off = (r + u * stride) * C + c0;
-      dv[u] = load_raw<T, VEC>(dy + off);
-      xv[u] = load_raw<T, VEC>(x + off);
-    }
-#pragma unroll
-    for (int u = 0; u < N; ++u) {
-      float d[VEC];
-#pragma unroll
-      for (int i = 0; i < VEC; ++i) {
-        const float xx = to_f(xv[u].v[i]);
-        const float gr = (!relu || bn_pre_relu(sc[i], sh[i], xx) > 0.f) ? to_f(dv[u].v[i]) : 0.f;
-        const float xhat = (xx - mean[i]) * rstd[i];
-        d[i] = k[i] * (gr - a[i] - xhat * b[i]);
-      }
-      store_vec<T, VEC>(dx + (r + u * stride) * C + c0, d);
-    }
-  });
+  bn_bwd_apply_rows<T, VEC>(dy, affine, x, batch, gamma, dsums, dx, rows, C, inv_count, eps, relu);
 }
+
+// The reduce, its partials added (block_sum_store with out.grid_sync), then the
+// apply from the sums: one cooperative kernel (Note [one kernel per BatchNorm]).
+template <typename T, int VEC>
+__global__ void __launch_bounds__(kChannelBlockThreads, kReduceBlocksPerSm)
+    bn_relu_bwd_kernel(const T* __restrict__ dy, const float* __restrict__ affine, const T* __restrict__ x,
+                       const float* __restrict__ batch, const T* __restrict__ gamma, T* __restrict__ dx, int64_t rows,
+                       int64_t C, double inv_count, float eps, bool relu, SumOut<T, 2> out) {
+  grid_dependency_begin();
+  bn_bwd_reduce_rows<T, VEC>(dy, affine, x, batch, rows, C, eps, relu, out);
+  cooperative_groups::this_grid().sync();
+  bn_bwd_apply_rows<T, VEC>(dy, affine, x, batch, gamma, out.f32, dx, rows, C, inv_count, eps, relu);
+}
+
+
+
+
 
 // y = relu(scale * x + shift)
 template <typename T, int VEC>
@@ -283,7 +140,40 @@ void bn_stats_cuda(const OpCall& c) {
 
 void bn_relu_apply_cuda(const OpCall& c) {
   const char* op = "BnReluApply";
-  TR_CHECK(c.n_in == 4 || c.n_in == 5, op, ": expected 4 or 5 inputs, got ", c.n_in);
+  if (c.n_in == 3) {  // the statistics inside: x, gamma, beta -> y, batch, affine, sums
+    check_arity(c, 3, 4, op);
+    const TensorRef &x = c.in[0], &gamma = c.in[1], &beta = c.in[2];
+    const TensorRef &y = c.out[0], &batch = c.out[1], &affine = c.out[2], &sums = c.out[3];
+    const RowsC rc = rows_c(x, op);
+    check_bn_train_operands(sums, gamma, beta, batch, affine, x.dtype, rc.c, op);
+    check_activation(y, x, op, "y");
+    const double inv_count = bn_inv_count(c, x, rc.rows, op);
+    const GpuHandles& gh = handles_of(c, op);
+    const float eps = attrs_of(c, op).eps;
+    const bool relu = attrs_of(c, op).relu;
+    dispatch_float(x.dtype, op, [&](auto tag) {
+      using T = decltype(tag);
+      // BnStats's vector width (the sums' grid), which y must allow too.
+      const bool wide = stats_vec<T>(rc.c, {x.data}) == kVec16<T> && aligned_to(y.data, 16);
+      auto launch = [&](auto vtag) {
+        constexpr int V = decltype(vtag)::value;
+        launch_bn_relu_train<V>(c.env, gh, RowSource<T>{x.as<T>(), rc.c}, x.as<T>(), rc.rows, rc.c,
+                                sums.as<float>(), gamma.as<T>(), beta.as<T>(), y.as<T>(), batch.as<float>(),
+                                affine.as<float>(), inv_count, eps, relu, op);
+      };
+      if (wide) launch(std::integral_constant<int, kVec16<T>>{});
+      else if (stats_vec<T>(rc.c, {x.data}) == 1) launch(std::integral_constant<int, 1>{});
+      else {  // y's alignment would change the statistics' grid: the two ops apart
+        const OpCall stats{&x, 1, &sums, 1, c.attrs, c.variant, c.env};
+        const TensorRef apply_in[4] = {x, sums, gamma, beta};
+        const OpCall apply{apply_in, 4, c.out, 3, c.attrs, c.variant, c.env};
+        bn_stats_cuda(stats);
+        bn_relu_apply_cuda(apply);
+      }
+    });
+    return;
+  }
+  TR_CHECK(c.n_in == 4 || c.n_in == 5, op, ": expected 3, 4 or 5 inputs, got ", c.n_in);
   check_arity(c, c.n_in, 3, op);
   const TensorRef& x = c.in[0];
   const TensorRef& sums = c.in[1];
@@ -314,9 +204,92 @@ void bn_relu_apply_cuda(const OpCall& c) {
   });
 }
 
+namespace {
+
+// BnReluBwdReduce's operands (dy, affine, x, batch -> dgamma, dbeta, dsums), checked.
+RowsC check_bwd_reduce(const OpCall& c, const char* op) {
+  check_arity(c, 4, 3, op);
+  const TensorRef& x = c.in[2];
+  const RowsC rc = rows_c(x, op);
+  check_activation(c.in[0], x, op, "dy");
+  check_dtype(c.in[1], DType::F32, op, "affine");
+  check_numel(c.in[1], 2 * rc.c, op, "affine");
+  check_dtype(c.in[3], DType::F32, op, "batch");
+  check_numel(c.in[3], 2 * rc.c, op, "batch");
+  check_dtype(c.out[0], x.dtype, op, "dgamma");
+  check_dtype(c.out[1], x.dtype, op, "dbeta");
+  check_numel(c.out[0], rc.c, op, "dgamma");
+  check_numel(c.out[1], rc.c, op, "dbeta");
+  check_dtype(c.out[2], DType::F32, op, "dsums");
+  check_numel(c.out[2], 2 * rc.c, op, "dsums");
+  return rc;
+}
+
+// BnReluBwdApply's operands (dy, affine, x, batch, gamma, dsums -> dx), checked.
+RowsC check_bwd_apply(const OpCall& c, const char* op) {
+  check_arity(c, 6, 1, op);
+  const TensorRef& x = c.in[2];
+  const RowsC rc = rows_c(x, op);
+  check_activation(c.in[0], x, op, "dy");
+  check_dtype(c.in[1], DType::F32, op, "affine");
+  check_numel(c.in[1], 2 * rc.c, op, "affine");
+  check_activation(c.out[0], x, op, "dx");
+  check_dtype(c.in[3], DType::F32, op, "batch");
+  check_numel(c.in[3], 2 * rc.c, op, "batch");
+  check_dtype(c.in[4], x.dtype, op, "gamma");
+  check_numel(c.in[4], rc.c, op, "gamma");
+  check_dtype(c.in[5], DType::F32, op, "dsums");
+  check_numel(c.in[5], 2 * rc.c, op, "dsums");
+  return rc;
+}
+
+// The backward's reduce and apply as one cooperative kernel (Note [one kernel
+// per BatchNorm]); false when it does not fit or is off, or when the apply's
+// vector width would change the reduce's grid (the sums' bits).
+bool bwd_in_one_kernel(const OpCall& reduce, const OpCall& apply, const char* op) {
+  const RowsC rc = check_bwd_reduce(reduce, op);
+  check_bwd_apply(apply, op);
+  const GpuHandles& gh = handles_of(apply, op);
+  if (!gh.grid_sync_sums) return false;
+  const TensorRef &dy = apply.in[0], &affine = apply.in[1], &x = apply.in[2], &batch = apply.in[3];
+  const TensorRef &gamma = apply.in[4], &dx = apply.out[0];
+  const TensorRef &dgamma = reduce.out[0], &dbeta = reduce.out[1], &dsums = reduce.out[2];
+  const double inv_count = bn_inv_count(apply, x, rc.rows, op);
+  const float eps = attrs_of(apply, op).eps;
+  const bool relu = attrs_of(apply, op).relu;
+  bool launched = false;
+  dispatch_float(x.dtype, op, [&](auto tag) {
+    using T = decltype(tag);
+    const int vec = pick_vec<T>(rc.c, {dy.data, x.data});
+    if (vec != pick_vec<T>(rc.c, {dy.data, x.data, dx.data})) return;
+    const ChannelGrid g = channel_grid(rc.rows, rc.c, vec, sm_count(gh), kReduceBlocksPerSm, kMinRowsPerThread);
+    SumOut<T, 2> out;
+    out.partial = static_cast<float*>(workspace(gh, sum_partial_bytes<2>(g, rc.c), op));
+    out.f32 = dsums.as<float>();
+    out.t[0] = dbeta.as<T>();
+    out.t[1] = dgamma.as<T>();
+    out.grid_sync = g.grid.x > 1;
+    auto launch = [&](auto vtag) {
+      constexpr int V = decltype(vtag)::value;
+      auto* kernel = bn_relu_bwd_kernel<T, V>;
+      LaunchShape shape{g.grid, g.block, sum_smem_bytes<2, V>()};
+      shape.cooperative = true;
+      if (!fits_at_once(kernel, shape, sm_count(gh))) return;
+      launch_kernel(apply.env, shape, kernel, dy.as<T>(), affine.as<float>(), x.as<T>(), batch.as<float>(),
+                    gamma.as<T>(), dx.as<T>(), rc.rows, rc.c, inv_count, eps, relu, out);
+      launched = true;
+    };
+    if (vec == kBnVec<T>) launch(std::integral_constant<int, kBnVec<T>>{});
+    else launch(std::integral_constant<int, 1>{});
+  });
+  return launched;
+}
+
+}  // namespace
+
 void bn_relu_bwd_reduce_cuda(const OpCall& c) {
   const char* op = "BnReluBwdReduce";
-  check_arity(c, 4, 3, op);
+  const RowsC rc = check_bwd_reduce(c, op);
   const TensorRef& dy = c.in[0];
   const TensorRef& affine = c.in[1];
   const TensorRef& x = c.in[2];
@@ -324,18 +297,6 @@ void bn_relu_bwd_reduce_cuda(const OpCall& c) {
   const TensorRef& dgamma = c.out[0];
   const TensorRef& dbeta = c.out[1];
   const TensorRef& dsums = c.out[2];
-  const RowsC rc = rows_c(x, op);
-  check_activation(dy, x, op, "dy");
-  check_dtype(affine, DType::F32, op, "affine");
-  check_numel(affine, 2 * rc.c, op, "affine");
-  check_dtype(batch, DType::F32, op, "batch");
-  check_numel(batch, 2 * rc.c, op, "batch");
-  check_dtype(dgamma, x.dtype, op, "dgamma");
-  check_dtype(dbeta, x.dtype, op, "dbeta");
-  check_numel(dgamma, rc.c, op, "dgamma");
-  check_numel(dbeta, rc.c, op, "dbeta");
-  check_dtype(dsums, DType::F32, op, "dsums");
-  check_numel(dsums, 2 * rc.c, op, "dsums");
   const GpuHandles& gh = handles_of(c, op);
   const bool relu = attrs_of(c, op).relu;
   dispatch_float(x.dtype, op, [&](auto tag) {
@@ -350,18 +311,29 @@ void bn_relu_bwd_reduce_cuda(const OpCall& c) {
     out.t[1] = dgamma.as<T>();  // dgamma = sum g * xhat
     auto launch = [&](auto vtag) {
       constexpr int V = decltype(vtag)::value;
-      launch_kernel(c.env, {g.grid, g.block, sum_smem_bytes<2, V>()}, bn_relu_bwd_reduce_kernel<T, V>,
-          dy.as<T>(), affine.as<float>(), x.as<T>(), batch.as<float>(), rc.rows, rc.c, attrs_of(c, op).eps, relu, out);
+      launch_sums(c.env, gh, g, sum_smem_bytes<2, V>(), rc.c, out, bn_relu_bwd_reduce_kernel<T, V>, dy.as<T>(),
+                  affine.as<float>(), x.as<T>(), batch.as<float>(), rc.rows, rc.c, attrs_of(c, op).eps, relu);
     };
     if (vec == kBnVec<T>) launch(std::integral_constant<int, kBnVec<T>>{});
     else launch(std::integral_constant<int, 1>{});
-    launch_finalize<T, 2>(g, rc.c, out, c.env);
   });
 }
 
 void bn_relu_bwd_apply_cuda(const OpCall& c) {
   const char* op = "BnReluBwdApply";
-  check_arity(c, 6, 1, op);
+  if (c.n_in == 5) {  // the reduce inside: dy, affine, x, batch, gamma -> dx, dgamma, dbeta, dsums
+    check_arity(c, 5, 4, op);
+    const TensorRef reduce_in[4] = {c.in[0], c.in[1], c.in[2], c.in[3]};
+    const TensorRef reduce_out[3] = {c.out[1], c.out[2], c.out[3]};
+    const TensorRef apply_in[6] = {c.in[0], c.in[1], c.in[2], c.in[3], c.in[4], c.out[3]};
+    const OpCall reduce{reduce_in, 4, reduce_out, 3, c.attrs, c.variant, c.env};
+    const OpCall apply{apply_in, 6, c.out, 1, c.attrs, c.variant, c.env};
+    if (bwd_in_one_kernel(reduce, apply, op)) return;
+    bn_relu_bwd_reduce_cuda(reduce);
+    bn_relu_bwd_apply_cuda(apply);
+    return;
+  }
+  const RowsC rc = check_bwd_apply(c, op);
   const TensorRef& dy = c.in[0];
   const TensorRef& affine = c.in[1];
   const TensorRef& x = c.in[2];
@@ -369,17 +341,6 @@ void bn_relu_bwd_apply_cuda(const OpCall& c) {
   const TensorRef& gamma = c.in[4];
   const TensorRef& dsums = c.in[5];
   const TensorRef& dx = c.out[0];
-  const RowsC rc = rows_c(x, op);
-  check_activation(dy, x, op, "dy");
-  check_dtype(affine, DType::F32, op, "affine");
-  check_numel(affine, 2 * rc.c, op, "affine");
-  check_activation(dx, x, op, "dx");
-  check_dtype(batch, DType::F32, op, "batch");
-  check_numel(batch, 2 * rc.c, op, "batch");
-  check_dtype(gamma, x.dtype, op, "gamma");
-  check_numel(gamma, rc.c, op, "gamma");
-  check_dtype(dsums, DType::F32, op, "dsums");
-  check_numel(dsums, 2 * rc.c, op, "dsums");
   const double inv_count = bn_inv_count(c, x, rc.rows, op);
   const GpuHandles& gh = handles_of(c, op);
   dispatch_float(x.dtype, op, [&](auto tag) {

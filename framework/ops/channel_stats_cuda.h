@@ -10,18 +10,19 @@
 // thread's rows and the order it adds them do not depend on the source, so the
 // sums are the same bits whichever source produced the values
 // (Note [deterministic kernels]). Only included from .cu files.
-#include "framework/ops/cuda_kernel_util_cuda.h"
+#include "framework/ops/channel_sums_cuda.h"
 
 namespace tr::cuda {
 
 constexpr int kStatsBlocksPerSm = 4;
 constexpr int64_t kStatsMinRowsPerThread = 4;
 
-// rows x C values -> per-block partials (or the sums, with one row block);
-// finalize_sums adds the partials (launch_channel_stats launches both).
+// rows x C values -> per-block partials (or the sums, with one row block),
+// added as launch_sums arranges: the body of channel_stats_kernel, and the
+// first phase of the kernels that apply the BatchNorm too (bn_train_cuda.h).
 template <int VEC, typename Src>
-__global__ void channel_stats_kernel(Src src, int64_t rows, int64_t C, SumOut<float, 2> out) {
-  grid_dependency_begin();
+__device__ __forceinline__ void channel_stats_rows(const Src& src, int64_t rows, int64_t C,
+                                                   const SumOut<float, 2>& out) {
   const int64_t g = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;
   const int64_t c0 = g * VEC;
   const bool active = c0 < C;
@@ -57,6 +58,12 @@ __global__ void channel_stats_kernel(Src src, int64_t rows, int64_t C, SumOut<fl
   block_sum_store<float, 2, VEC>(acc, c0, active, C, out);
 }
 
+template <int VEC, typename Src>
+__global__ void channel_stats_kernel(Src src, int64_t rows, int64_t C, SumOut<float, 2> out) {
+  grid_dependency_begin();
+  channel_stats_rows<VEC>(src, rows, C, out);
+}
+
 // Row r of x[rows, C], as BnStats reads it.
 template <typename T>
 struct RowSource {
@@ -81,7 +88,8 @@ int stats_vec(int64_t C, std::initializer_list<const void*> ptrs) {
 }
 
 // Launches the statistics of `rows` rows of C channels into sums f32[2, C]
-// (the kernel, then finalize_sums when there are several row blocks); VEC as
+// (the kernel, which adds its blocks' partials behind a grid barrier or has
+// finalize_sums add them: launch_sums); VEC as
 // stats_vec chose it. The partials take the op's workspace.
 template <int VEC, typename Src>
 void launch_channel_stats(const ExecEnv* env, const GpuHandles& gh, const Src& src, int64_t rows, int64_t C,
@@ -90,8 +98,7 @@ void launch_channel_stats(const ExecEnv* env, const GpuHandles& gh, const Src& s
   SumOut<float, 2> out;
   out.partial = static_cast<float*>(workspace(gh, sum_partial_bytes<2>(g, C), op));
   out.f32 = sums;
-  launch_kernel(env, {g.grid, g.block, sum_smem_bytes<2, VEC>()}, channel_stats_kernel<VEC, Src>, src, rows, C, out);
-  launch_finalize<float, 2>(g, C, out, env);
+  launch_sums(env, gh, g, sum_smem_bytes<2, VEC>(), C, out, channel_stats_kernel<VEC, Src>, src, rows, C);
 }
 
 }  // namespace tr::cuda

@@ -19,7 +19,7 @@
 #include "framework/ops/conv_filter_tc_cuda.h"
 #include "framework/ops/conv_plan_cache_cuda.h"
 #include "framework/ops/conv_small_tc_cuda.h"
-#include "framework/ops/cuda_kernel_util_cuda.h"
+#include "framework/ops/channel_sums_cuda.h"
 
 namespace tr {
 namespace {

@@ -33,7 +33,7 @@
 
 #include <algorithm>
 
-#include "framework/ops/cuda_kernel_util_cuda.h"
+#include "framework/ops/channel_sums_cuda.h"
 #include "framework/ops/mma_sync_cuda.h"
 
 namespace tr {

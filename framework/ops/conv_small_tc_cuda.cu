@@ -28,7 +28,7 @@
 
 #include <cuda_fp16.h>
 
-#include "framework/ops/cuda_kernel_util_cuda.h"
+#include "framework/ops/channel_sums_cuda.h"
 #include "framework/ops/mma_sync_cuda.h"
 
 namespace tr {

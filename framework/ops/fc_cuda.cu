@@ -25,7 +25,7 @@
 //   (<= 4 * SMs * M * 4), used after the GEMM on the same stream.
 #include <climits>
 
-#include "framework/ops/cuda_kernel_util_cuda.h"
+#include "framework/ops/channel_sums_cuda.h"
 #include "framework/ops/fc.h"
 #include "framework/ops/fc_small_cuda.h"
 
@@ -129,11 +129,10 @@ void launch_col_sum(const GpuHandles& gh, const T* dy, T* db, int64_t N, int64_t
   out.t[0] = db;
   auto run = [&](auto vt) {
     constexpr int V = decltype(vt)::value;
-    launch_kernel(env, {g.grid, g.block, sum_smem_bytes<1, V>()}, col_sum_kernel<T, V>, dy, N, M, out);
+    launch_sums(env, gh, g, sum_smem_bytes<1, V>(), M, out, col_sum_kernel<T, V>, dy, N, M);
   };
   if (vec == kVec16<T>) run(std::integral_constant<int, kVec16<T>>{});
   else run(std::integral_constant<int, 1>{});
-  launch_finalize<T, 1>(g, M, out, env);
 }
 
 struct FcDims {

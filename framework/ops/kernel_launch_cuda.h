@@ -27,6 +27,9 @@
 // launch available, so its gain is measured in the same run.
 #include <cuda_runtime.h>
 
+#include <map>
+#include <mutex>
+#include <tuple>
 #include <utility>
 
 #include "framework/core/gpu_check_cuda.h"
@@ -51,7 +54,31 @@ struct LaunchShape {
   dim3 block;
   size_t smem = 0;         // dynamic shared memory, bytes
   unsigned cluster_x = 0;  // > 0: thread-block clusters of this many blocks along x
+  bool cooperative = false;  // every block resident at once: grid barriers allowed (fits_at_once first)
 };
+
+// Whether a cooperative launch of kernel in `shape` fits: every block resident
+// on the device's SMs at once, by the occupancy the driver reports for the
+// kernel's registers and shared memory (asked once per kernel, block and
+// shared-memory size).
+template <typename... Params>
+bool fits_at_once(void (*kernel)(Params...), const LaunchShape& shape, int sms) {
+  static std::mutex mu;
+  static std::map<std::tuple<const void*, unsigned, size_t>, int> per_sm;  // (kernel, threads, smem) -> blocks per SM
+  const unsigned threads = shape.block.x * shape.block.y * shape.block.z;
+  int blocks = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    const auto key = std::make_tuple(reinterpret_cast<const void*>(kernel), threads, shape.smem);
+    auto it = per_sm.find(key);
+    if (it == per_sm.end()) {
+      TR_GPU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, int(threads), shape.smem));
+      it = per_sm.emplace(key, blocks).first;
+    }
+    blocks = it->second;
+  }
+  return uint64_t(shape.grid.x) * shape.grid.y * shape.grid.z <= uint64_t(blocks) * uint64_t(sms);
+}
 
 // Whether the rank launches its kernels with programmatic dependencies.
 inline bool programmatic_launch(const ExecEnv* env) {
@@ -68,7 +95,7 @@ void launch_kernel(const ExecEnv* env, const LaunchShape& shape, void (*kernel)(
   cfg.blockDim = shape.block;
   cfg.dynamicSmemBytes = shape.smem;
   cfg.stream = static_cast<cudaStream_t>(env->stream);
-  cudaLaunchAttribute attrs[2] = {};
+  cudaLaunchAttribute attrs[3] = {};
   unsigned n = 0;
   if (programmatic_launch(env)) {
     attrs[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -77,6 +104,10 @@ void launch_kernel(const ExecEnv* env, const LaunchShape& shape, void (*kernel)(
   if (shape.cluster_x > 0) {
     attrs[n].id = cudaLaunchAttributeClusterDimension;
     attrs[n++].val.clusterDim = {shape.cluster_x, 1, 1};
+  }
+  if (shape.cooperative) {
+    attrs[n].id = cudaLaunchAttributeCooperative;
+    attrs[n++].val.cooperative = 1;
   }
   cfg.attrs = n > 0 ? attrs : nullptr;
   cfg.numAttrs = n;

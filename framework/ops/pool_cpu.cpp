@@ -233,6 +233,13 @@ void check_fwd_call(const OpCall& c, const char* op) {
 
 void maxpool_fwd_shapes(const ShapeCtx& c, Shape* out, int n_out) {
   const char* op = "maxpool_fwd";
+  if (c.n_in == 3) {  // its BatchNorm inside: x, gamma, beta -> p, argmax, sums, y, batch, affine
+    TR_CHECK(n_out == 6, op, ": arity");
+    maxpool_fwd_shapes(ShapeCtx{c.in, 1, c.attrs, c.variant}, out, 3);
+    const Shape in[4] = {out[0], out[2], c.in[1], c.in[2]};
+    bn_relu_apply_shapes(ShapeCtx{in, 4, c.attrs, c.variant}, out + 3, 3);
+    return;
+  }
   TR_CHECK(c.n_in == 1 && n_out >= 1 && n_out <= 3, op, ": arity");
   const PoolWindow pw = checked_pool_window(attrs_of(c.attrs, op), c.in[0], op, true);
   if (n_out >= 2) TR_USER_CHECK(pw.k <= 16, op, ": a recorded winner needs a window of at most 16x16, got ", pw.k);
@@ -273,6 +280,13 @@ void global_maxpool_bwd_shapes(const ShapeCtx& c, Shape* out, int n_out) {
 
 void maxpool_fwd_cpu(const OpCall& c) {
   const char* op = "maxpool_fwd";
+  if (c.n_in == 3) {  // its BatchNorm inside (Note [one kernel per BatchNorm]): the pool, then the apply of p
+    cpu::check_arity(c, op, 3, 3, 6, 6);
+    maxpool_fwd_cpu(OpCall{c.in, 1, c.out, 3, c.attrs, c.variant, c.env});
+    const TensorRef in[4] = {c.out[0], c.out[2], c.in[1], c.in[2]};
+    bn_relu_apply_cpu(OpCall{in, 4, c.out + 3, 3, c.attrs, c.variant, c.env});
+    return;
+  }
   cpu::check_arity(c, op, 1, 1, 1, 3);
   TR_CHECK(c.in[0].shape.rank == 4, op, ": x ", c.in[0].shape.str());
   cpu::check_dtype(c.out[0], c.in[0].dtype, op, "y");

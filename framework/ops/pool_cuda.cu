@@ -20,6 +20,8 @@
 //     winners) has unrolled kernels of its own: maxpool_3x3s2_cuda.h.
 #include <algorithm>
 
+#include "framework/ops/batchnorm.h"
+#include "framework/ops/bn_train_cuda.h"
 #include "framework/ops/channel_stats_cuda.h"
 #include "framework/ops/cuda_kernel_util_cuda.h"
 #include "framework/ops/maxpool_3x3s2_cuda.h"
@@ -465,10 +467,61 @@ void maxpool_stats_2x2(const OpCall& c, const Nhwc& d, const PoolWindow& pw, uin
   });
 }
 
+// The fused MaxPoolFwd with the BatchNorm + ReLU after it (Note [one kernel
+// per BatchNorm], bn_train_cuda.h): x, gamma, beta -> p, argmax, sums as
+// maxpool_stats_2x2 gives them, then y, batch, affine as BnReluApply of p.
+void maxpool_bn_2x2(const OpCall& c) {
+  const char* op = "MaxPoolFwd";
+  check_arity(c, 3, 6, op);
+  const TensorRef &x = c.in[0], &gamma = c.in[1], &beta = c.in[2];
+  const TensorRef &p = c.out[0], &argmax = c.out[1], &sums = c.out[2];
+  const TensorRef &y = c.out[3], &batch = c.out[4], &affine = c.out[5];
+  const Nhwc d = nhwc(x, op, "x");
+  const PoolWindow pw = checked_pool_window(attrs_of(c, op), x.shape, op, true);
+  TR_CHECK(pw.is_2x2(), op, ": the BatchNorm after the pool needs 2x2 windows of stride 2 without padding, got ",
+           pw.k, "x", pw.k, " stride ", pw.stride, " pad ", pw.pad);
+  TR_CHECK(p.dtype == x.dtype && p.shape == pooled_shape(x.shape, pw), op, ": p is ", p.shape.str());
+  TR_CHECK(argmax.dtype == DType::U8 && argmax.shape == p.shape, op, ": argmax is ", dtype_name(argmax.dtype),
+           argmax.shape.str());
+  TR_CHECK(y.dtype == p.dtype && y.shape == p.shape, op, ": y is ", dtype_name(y.dtype), y.shape.str());
+  check_bn_train_operands(sums, gamma, beta, batch, affine, x.dtype, d.c, op);
+  const int64_t rows = d.n * (d.h / 2) * (d.w / 2);
+  const double inv_count = bn_inv_count(c, p, rows, op);
+  const GpuHandles& gh = handles_of(c, op);
+  const float eps = attrs_of(c, op).eps;
+  const bool relu = attrs_of(c, op).relu;
+  auto* am = static_cast<uint8_t*>(argmax.data);
+  dispatch_float(x.dtype, op, [&](auto tag) {
+    using T = decltype(tag);
+    const Pool2x2Source<T> src{x.as<T>(), p.as<T>(), am, d.h, d.w, d.c};
+    // maxpool_stats_2x2's vector width (the sums' grid), which y must allow too.
+    const bool vec = stats_vec<T>(d.c, {x.data, p.data}) == kVec16<T> && aligned_to(am, kVec16<T>);
+    auto launch = [&](auto vtag) {
+      constexpr int V = decltype(vtag)::value;
+      launch_bn_relu_train<V>(c.env, gh, src, p.as<T>(), rows, d.c, sums.as<float>(), gamma.as<T>(),
+                              beta.as<T>(), y.as<T>(), batch.as<float>(), affine.as<float>(), inv_count, eps, relu,
+                              op);
+    };
+    if (vec && aligned_to(y.data, 16)) launch(std::integral_constant<int, kVec16<T>>{});
+    else if (!vec) launch(std::integral_constant<int, 1>{});
+    else {  // y's alignment would change the statistics' grid: the two ops apart
+      const OpCall pool{&x, 1, c.out, 3, c.attrs, c.variant, c.env};
+      const TensorRef apply_in[4] = {p, sums, gamma, beta};
+      const OpCall apply{apply_in, 4, c.out + 3, 3, c.attrs, c.variant, c.env};
+      maxpool_fwd_cuda(pool);
+      bn_relu_apply_cuda(apply);
+    }
+  });
+}
+
 }  // namespace
 
 void maxpool_fwd_cuda(const OpCall& c) {
   const char* op = "MaxPoolFwd";
+  if (c.n_in == 3) {
+    maxpool_bn_2x2(c);
+    return;
+  }
   TR_CHECK(c.n_out >= 1 && c.n_out <= 3, op, ": expected 1 to 3 outputs, got ", c.n_out);
   check_arity(c, 1, c.n_out, op);
   const TensorRef& x = c.in[0];

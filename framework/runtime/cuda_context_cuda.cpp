@@ -66,6 +66,7 @@ CudaContext::CudaContext(int rank, int ranks, int device, AlgoChoice algos, Comm
     h.conv_plans = &conv_plans_;
     h.deterministic = deterministic;
     h.programmatic_launch = algos.programmatic_launch;
+    h.grid_sync_sums = algos.grid_sync;
     h.sm_count = query_sm_count(device);
   }
 }

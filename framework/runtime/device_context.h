@@ -33,6 +33,10 @@ struct AlgoChoice {
   // A captured graph's memset nodes run as kernel nodes (Note [memset nodes],
   // framework/runtime/memset_nodes_cuda.h); false: --keep-memset-nodes.
   bool memset_kernels = true;
+  // Per-channel sums finished behind a grid barrier, and a BatchNorm's phases
+  // in one cooperative kernel, where the grid fits (Note [one kernel per
+  // BatchNorm], framework/ops/bn_train_cuda.h); false: --no-grid-sync.
+  bool grid_sync = true;
 };
 
 struct ContextSpec {

@@ -80,6 +80,10 @@ and writes a Google-Benchmark-compatible JSON report.
                         clears, tr's gradient clears) as they are instead of running them
                         as kernel nodes, to measure the gain; CUDA only, the report
                         records it and the gate refuses mixing
+  --no-grid-sync        add per-channel partial sums in a kernel of their own, and run a
+                        BatchNorm's statistics, sum and apply as separate kernels, instead
+                        of one cooperative kernel with grid barriers; the same bits, to
+                        measure the gain; CUDA only, the report records it
   --help                this text
 
 Examples:
@@ -158,7 +162,7 @@ BenchOptions parse_bench_options(int argc, char** argv, World* world) {
                                      "--optimizer", "--cnn-optimizer", "--batch-per-gpu", "--bn-sync",
                                      "--image-size", "--bucket-mb", "--top-kernels", "--kernel-trace"};
   for (const std::string& p : process_value_flags()) values.push_back(p);
-  CliArgs a(argc, argv, values, {"--no-cupti", "--side-streams", "--no-side-streams", "--split-steps", "--cudnn-benchmark", "--no-fusion", "--nondeterministic", "--no-pdl", "--cudnn-filter-grad", "--keep-memset-nodes", "--help"});
+  CliArgs a(argc, argv, values, {"--no-cupti", "--side-streams", "--no-side-streams", "--split-steps", "--cudnn-benchmark", "--no-fusion", "--nondeterministic", "--no-pdl", "--cudnn-filter-grad", "--keep-memset-nodes", "--no-grid-sync", "--help"});
   BenchOptions o;
   for (int i = 0; i < argc; ++i) {
     if (i) o.command_line += ' ';
@@ -249,6 +253,7 @@ BenchOptions parse_bench_options(int argc, char** argv, World* world) {
   o.programmatic_launch = algo.programmatic_launch;
   o.tc_filter = algo.tc_filter;
   o.memset_kernels = algo.memset_kernels;
+  o.grid_sync = algo.grid_sync;
   o.progress = isatty(2) != 0;
   return o;
 }

@@ -68,6 +68,7 @@ BenchReport run_bench(const BenchOptions& o, World* world) {
   report.context.programmatic_launch = o.backend == Backend::Cuda && o.programmatic_launch;
   report.context.tc_filter_grad = o.backend == Backend::Cuda && o.tc_filter;
   report.context.memset_kernels = o.backend == Backend::Cuda && o.memset_kernels;
+  report.context.grid_sync = o.backend == Backend::Cuda && o.grid_sync;
   // On the CPU, auto always means off: say what ran.
   report.context.side_streams = o.backend == Backend::Cpu && o.side_streams == SideStreams::Auto
                                     ? "off"
@@ -109,6 +110,7 @@ BenchReport run_bench(const BenchOptions& o, World* world) {
           ro.programmatic_launch = o.programmatic_launch;
           ro.tc_filter = o.tc_filter;
           ro.memset_kernels = o.memset_kernels;
+          ro.grid_sync = o.grid_sync;
           ro.train.bn_sync = o.bn_sync;
           ro.train.bucket_bytes = int64_t(o.bucket_mb * 1048576.0);
           ro.cudnn_benchmark = o.cudnn_benchmark;

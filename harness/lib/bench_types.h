@@ -39,6 +39,10 @@ struct BenchContext {
   // Captured graphs' memset nodes run as kernel nodes (Note [memset nodes]);
   // false on the CPU, with --keep-memset-nodes, and in reports older than it.
   bool memset_kernels = false;
+  // Per-channel sums and BatchNorm phases behind grid barriers (Note [one
+  // kernel per BatchNorm]); false on the CPU, with --no-grid-sync, and in
+  // reports older than it.
+  bool grid_sync = false;
   // Weight gradients on a second stream: "auto" (each case's choice is its
   // counter side_streams), "on" (--side-streams) or "off" (--no-side-streams);
   // "off" in reports older than it.

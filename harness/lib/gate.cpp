@@ -166,6 +166,7 @@ void check_comparable(const BenchReport& baseline, const BenchReport& current, b
   same(b.programmatic_launch ? "on" : "off", c.programmatic_launch ? "on" : "off", "programmatic launch");
   same(b.tc_filter_grad ? "tr" : "cuDNN", c.tc_filter_grad ? "tr" : "cuDNN", "3x3 filter gradient");
   same(b.memset_kernels ? "kernels" : "kept", c.memset_kernels ? "kernels" : "kept", "memset nodes");
+  same(b.grid_sync ? "on" : "off", c.grid_sync ? "on" : "off", "grid sync");
   same(b.side_streams, c.side_streams, "side streams");
   if (!allow_launch_mismatch && b.launch != c.launch)
     problems.push_back(cat("launch differs (baseline '", b.launch, "', current '", c.launch,

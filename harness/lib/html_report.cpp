@@ -336,6 +336,7 @@ std::string context_table(const std::vector<LabeledReport>& reports) {
       {"programmatic launch", [](const BenchContext& x) { return std::string(x.programmatic_launch ? "on" : "off"); }},
       {"3x3 filter gradient", [](const BenchContext& x) { return std::string(x.tc_filter_grad ? "tr tensor-core kernel" : "cuDNN"); }},
       {"memset nodes", [](const BenchContext& x) { return std::string(x.memset_kernels ? "run as kernels" : "kept"); }},
+      {"grid sync", [](const BenchContext& x) { return std::string(x.grid_sync ? "on" : "off"); }},
       {"side streams", [](const BenchContext& x) { return x.side_streams; }},
       {"launch", [](const BenchContext& x) { return x.processes > 1 ? cat(x.launch, " (", x.processes, ")") : x.launch; }},
       {"host", [](const BenchContext& x) { return cat(x.host_name, " (", x.num_cpus, " CPUs, ", x.mhz_per_cpu, " MHz)"); }},

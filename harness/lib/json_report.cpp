@@ -94,6 +94,7 @@ ojson context_to_json(const BenchContext& x) {
   ctx["programmatic_launch"] = x.programmatic_launch;
   ctx["tc_filter_grad"] = x.tc_filter_grad;
   ctx["memset_kernels"] = x.memset_kernels;
+  ctx["grid_sync"] = x.grid_sync;
   ctx["side_streams"] = x.side_streams;
   ctx["launch"] = x.launch;
   ctx["processes"] = x.processes;
@@ -285,6 +286,7 @@ BenchReport report_from_json(const json& j, const std::string& path) {
                           ctx["programmatic_launch"].get<bool>();
   x.tc_filter_grad = ctx.contains("tc_filter_grad") && ctx["tc_filter_grad"].is_boolean() && ctx["tc_filter_grad"].get<bool>();
   x.memset_kernels = ctx.contains("memset_kernels") && ctx["memset_kernels"].is_boolean() && ctx["memset_kernels"].get<bool>();
+  x.grid_sync = ctx.contains("grid_sync") && ctx["grid_sync"].is_boolean() && ctx["grid_sync"].get<bool>();
   x.side_streams = ctx.contains("side_streams") && ctx["side_streams"].is_string() ? ctx["side_streams"].get<std::string>() : "off";
   // Reports from before the MPI launch ran every rank as a thread of one process.
   auto text = [&](const char* k, const char* dflt) {

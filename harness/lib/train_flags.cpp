@@ -66,6 +66,9 @@ const char* const kTrainFlagsUsage = R"(  --model NAME             a registered 
                            through cuDNN instead (CUDA only)
   --keep-memset-nodes      leave the memset nodes of captured graphs as they are instead of
                            running them as kernel nodes (CUDA only)
+  --no-grid-sync           add per-channel partial sums in kernels of their own and run a
+                           BatchNorm's phases as separate kernels, not behind grid barriers
+                           in one (CUDA only; the same bits)
   --lowres-epochs N        train the first N epochs at --lowres-size (models without a
                            spatial fully connected layer)
   --lowres-size S          low resolution side (default 5/7 of the input side: 20 for 28)
@@ -96,7 +99,7 @@ std::vector<std::string> train_value_flags() {
 
 std::vector<std::string> train_bool_flags() {
   return {"--synthetic", "--amp", "--no-amp", "--no-shuffle", "--side-streams", "--no-side-streams", "--split-steps",
-          "--cudnn-benchmark", "--flip", "--no-augment", "--force-collectives", "--no-fusion", "--nondeterministic", "--no-pdl", "--cudnn-filter-grad", "--keep-memset-nodes"};
+          "--cudnn-benchmark", "--flip", "--no-augment", "--force-collectives", "--no-fusion", "--nondeterministic", "--no-pdl", "--cudnn-filter-grad", "--keep-memset-nodes", "--no-grid-sync"};
 }
 
 namespace {
@@ -191,6 +194,7 @@ TrainSetup parse_train_setup(const CliArgs& a, bool recipe_defaults, World* worl
   o.programmatic_launch = algo.programmatic_launch;
   o.tc_filter = algo.tc_filter;
   o.memset_kernels = algo.memset_kernels;
+  o.grid_sync = algo.grid_sync;
   if (o.train.amp) o.train.init_loss_scale = 65536.f;
   o.lowres_epochs = static_cast<int>(a.integer("--lowres-epochs", 0, 0, o.epochs));
   o.lowres_size = static_cast<int>(a.integer("--lowres-size", image_size * 5 / 7, 1, 4096));

@@ -1,0 +1,67 @@
+#pragma once
+// Note [one kernel per BatchNorm]
+// A training BatchNorm + ReLU is three dependent passes: per-channel sums over
+// the batch, the sum of their per-block partials, and the apply (the forward:
+// statistics, then y; the backward: the gradient's two sums, then dx). Apart
+// they are three kernels. When the grid fits on the GPU at once (fits_at_once),
+// one cooperative kernel runs the three with grid barriers between them:
+//   1. the sums on their own kernel's grid, in its order (channel_stats_rows,
+//      bn_bwd_reduce_rows), into per-block partials;
+//   2. behind a barrier, add_partials in finalize_sums' order
+//      (Note [sums finished behind a grid barrier]);
+//   3. behind a barrier, the apply's arithmetic (bn_apply_rows,
+//      bn_bwd_apply_rows) on the same grid.
+// Every value is the one the kernels apart compute, so the bits are theirs
+// (OpsGpuGridSync.*). The fusion pass (Note [fusion]) makes the nodes that run
+// them: BnStats + BnReluApply, the 2x2 max pool with its statistics +
+// BnReluApply, and BnReluBwdReduce + BnReluBwdApply. When the grid does not
+// fit, or with --no-grid-sync, such a node launches the kernels apart.
+// Phase 3 reads what other blocks wrote in phase 1 or 2 (the pooled x, the
+// sums): nothing reads those addresses before the barrier, so no SM holds a
+// stale copy, and the barrier orders the writes before the reads.
+#include "framework/ops/bn_rows_cuda.h"
+#include "framework/ops/channel_stats_cuda.h"
+
+namespace tr::cuda {
+
+// Statistics of src's rows (phase 1; with the pool's source it also stores the
+// pooled x), then y = BatchNorm + ReLU of x. Grid: channel_grid with the
+// statistics' blocks per SM, so at most 4 blocks of 256 threads per SM.
+template <typename T, int VEC, typename Src>
+__global__ void __launch_bounds__(kChannelBlockThreads, kStatsBlocksPerSm)
+    bn_relu_train_kernel(Src src, const T* x, const T* gamma, const T* beta, T* y, float* batch, float* affine,
+                         int64_t rows, int64_t C, double inv_count, float eps, bool relu, SumOut<float, 2> out) {
+  grid_dependency_begin();
+  channel_stats_rows<VEC>(src, rows, C, out);
+  cooperative_groups::this_grid().sync();
+  bn_apply_rows<T, VEC>(x, out.f32, gamma, beta, nullptr, y, batch, affine, rows, C, inv_count, eps, relu);
+}
+
+// BnStats (through src) then BnReluApply of x into y, batch, affine, with the
+// sums in `sums` f32[2, C]: one cooperative kernel where it fits, else the
+// statistics (launch_channel_stats) and bn_relu_apply_kernel. VEC: stats_vec's
+// choice for every pointer src and the apply touch.
+template <int VEC, typename T, typename Src>
+void launch_bn_relu_train(const ExecEnv* env, const GpuHandles& gh, const Src& src, const T* x, int64_t rows,
+                          int64_t C, float* sums, const T* gamma, const T* beta, T* y, float* batch, float* affine,
+                          double inv_count, float eps, bool relu, const char* op) {
+  const int sms = sm_count(gh);
+  const ChannelGrid g = channel_grid(rows, C, VEC, sms, kStatsBlocksPerSm, kStatsMinRowsPerThread);
+  SumOut<float, 2> out;
+  out.partial = static_cast<float*>(workspace(gh, sum_partial_bytes<2>(g, C), op));
+  out.f32 = sums;
+  out.grid_sync = g.grid.x > 1;
+  LaunchShape shape{g.grid, g.block, sum_smem_bytes<2, VEC>()};
+  shape.cooperative = true;
+  auto* kernel = bn_relu_train_kernel<T, VEC, Src>;
+  if (gh.grid_sync_sums && fits_at_once(kernel, shape, sms)) {
+    launch_kernel(env, shape, kernel, src, x, gamma, beta, y, batch, affine, rows, C, inv_count, eps, relu, out);
+    return;
+  }
+  launch_channel_stats<VEC>(env, gh, src, rows, C, sums, op);
+  const ChannelGrid ga = channel_grid(rows, C, VEC, sms, kBnApplyBlocksPerSm, kBnApplyMinRowsPerThread);
+  launch_kernel(env, {ga.grid, ga.block, 0}, bn_relu_apply_kernel<T, VEC>, x, static_cast<const float*>(sums),
+                gamma, beta, static_cast<const T*>(nullptr), y, batch, affine, rows, C, inv_count, eps, relu);
+}
+
+}  // namespace tr::cuda
