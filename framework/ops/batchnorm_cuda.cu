@@ -157,7 +157,7 @@ void bn_relu_apply_cuda(const OpCall& c) {
       const bool wide = stats_vec<T>(rc.c, {x.data}) == kVec16<T> && aligned_to(y.data, 16);
       auto launch = [&](auto vtag) {
         constexpr int V = decltype(vtag)::value;
-        launch_bn_relu_train<V>(c.env, gh, RowSource<T>{x.as<T>(), rc.c}, x.as<T>(), rc.rows, rc.c,
+        launch_bn_relu_train<V, 4>(c.env, gh, RowSource<T>{x.as<T>(), rc.c}, x.as<T>(), rc.rows, rc.c,
                                 sums.as<float>(), gamma.as<T>(), beta.as<T>(), y.as<T>(), batch.as<float>(),
                                 affine.as<float>(), inv_count, eps, relu, op);
       };

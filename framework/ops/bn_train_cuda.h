@@ -26,13 +26,15 @@ namespace tr::cuda {
 
 // Statistics of src's rows (phase 1; with the pool's source it also stores the
 // pooled x), then y = BatchNorm + ReLU of x. Grid: channel_grid with the
-// statistics' blocks per SM, so at most 4 blocks of 256 threads per SM.
-template <typename T, int VEC, typename Src>
+// statistics' blocks per SM, so at most 4 blocks of 256 threads per SM, which
+// caps registers at 64: UNROLL rows in flight in phase 1 (2 for the pool's
+// source, whose four loads per row spilled at 4).
+template <typename T, int VEC, int UNROLL, typename Src>
 __global__ void __launch_bounds__(kChannelBlockThreads, kStatsBlocksPerSm)
     bn_relu_train_kernel(Src src, const T* x, const T* gamma, const T* beta, T* y, float* batch, float* affine,
                          int64_t rows, int64_t C, double inv_count, float eps, bool relu, SumOut<float, 2> out) {
   grid_dependency_begin();
-  channel_stats_rows<VEC>(src, rows, C, out);
+  channel_stats_rows<VEC, UNROLL>(src, rows, C, out);
   cooperative_groups::this_grid().sync();
   bn_apply_rows<T, VEC>(x, out.f32, gamma, beta, nullptr, y, batch, affine, rows, C, inv_count, eps, relu);
 }
@@ -41,7 +43,7 @@ __global__ void __launch_bounds__(kChannelBlockThreads, kStatsBlocksPerSm)
 // sums in `sums` f32[2, C]: one cooperative kernel where it fits, else the
 // statistics (launch_channel_stats) and bn_relu_apply_kernel. VEC: stats_vec's
 // choice for every pointer src and the apply touch.
-template <int VEC, typename T, typename Src>
+template <int VEC, int UNROLL, typename T, typename Src>
 void launch_bn_relu_train(const ExecEnv* env, const GpuHandles& gh, const Src& src, const T* x, int64_t rows,
                           int64_t C, float* sums, const T* gamma, const T* beta, T* y, float* batch, float* affine,
                           double inv_count, float eps, bool relu, const char* op) {
@@ -53,7 +55,7 @@ void launch_bn_relu_train(const ExecEnv* env, const GpuHandles& gh, const Src& s
   out.grid_sync = g.grid.x > 1;
   LaunchShape shape{g.grid, g.block, sum_smem_bytes<2, VEC>()};
   shape.cooperative = true;
-  auto* kernel = bn_relu_train_kernel<T, VEC, Src>;
+  auto* kernel = bn_relu_train_kernel<T, VEC, UNROLL, Src>;
   if (gh.grid_sync_sums && fits_at_once(kernel, shape, sms)) {
     launch_kernel(env, shape, kernel, src, x, gamma, beta, y, batch, affine, rows, C, inv_count, eps, relu, out);
     return;

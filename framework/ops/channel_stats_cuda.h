@@ -20,7 +20,9 @@ constexpr int64_t kStatsMinRowsPerThread = 4;
 // rows x C values -> per-block partials (or the sums, with one row block),
 // added as launch_sums arranges: the body of channel_stats_kernel, and the
 // first phase of the kernels that apply the BatchNorm too (bn_train_cuda.h).
-template <int VEC, typename Src>
+// UNROLL rows in flight per thread; the sums' order is a plain loop's
+// whatever UNROLL is, so it changes registers, not bits.
+template <int VEC, int UNROLL = 4, typename Src>
 __device__ __forceinline__ void channel_stats_rows(const Src& src, int64_t rows, int64_t C,
                                                    const SumOut<float, 2>& out) {
   const int64_t g = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;
@@ -32,13 +34,13 @@ __device__ __forceinline__ void channel_stats_rows(const Src& src, int64_t rows,
   if (active) {
     const int64_t stride = int64_t(gridDim.x) * blockDim.y;
     int64_t r = int64_t(blockIdx.x) * blockDim.y + threadIdx.y;
-    // Four rows in flight, added in row order: the order of a plain loop.
-    for (; r + 3 * stride < rows; r += 4 * stride) {
-      float v[4][VEC];
+    // UNROLL rows in flight, added in row order: the order of a plain loop.
+    for (; r + (UNROLL - 1) * stride < rows; r += UNROLL * stride) {
+      float v[UNROLL][VEC];
 #pragma unroll
-      for (int u = 0; u < 4; ++u) src(r + u * stride, c0, v[u]);
+      for (int u = 0; u < UNROLL; ++u) src(r + u * stride, c0, v[u]);
 #pragma unroll
-      for (int u = 0; u < 4; ++u)
+      for (int u = 0; u < UNROLL; ++u)
 #pragma unroll
         for (int i = 0; i < VEC; ++i) {
           acc[0][i] += v[u][i];

@@ -498,7 +498,7 @@ void maxpool_bn_2x2(const OpCall& c) {
     const bool vec = stats_vec<T>(d.c, {x.data, p.data}) == kVec16<T> && aligned_to(am, kVec16<T>);
     auto launch = [&](auto vtag) {
       constexpr int V = decltype(vtag)::value;
-      launch_bn_relu_train<V>(c.env, gh, src, p.as<T>(), rows, d.c, sums.as<float>(), gamma.as<T>(),
+      launch_bn_relu_train<V, 2>(c.env, gh, src, p.as<T>(), rows, d.c, sums.as<float>(), gamma.as<T>(),
                               beta.as<T>(), y.as<T>(), batch.as<float>(), affine.as<float>(), inv_count, eps, relu,
                               op);
     };
