@@ -86,8 +86,8 @@ TEST(TrTrainCli, BadFlagsAndValues) {
   expect_user_error("tr-train --device cpu --nondeterministic", "--nondeterministic is for --device cuda");
   expect_user_error("tr-bench --device cpu --cudnn-filter-grad", "--cudnn-filter-grad is for --device cuda");
   expect_user_error("tr-train --device cpu --cudnn-filter-grad", "--cudnn-filter-grad is for --device cuda");
-  expect_user_error("tr-bench --device cpu --no-grid-sync", "--no-grid-sync is for --device cuda");
-  expect_user_error("tr-train --device cpu --no-grid-sync", "--no-grid-sync is for --device cuda");
+  expect_user_error("tr-bench --device cpu --grid-sync", "--grid-sync is for --device cuda");
+  expect_user_error("tr-train --device cpu --grid-sync", "--grid-sync is for --device cuda");
   // The zoo: a width that rounds a layer to nothing, an image the pools cannot take.
   expect_user_error("tr-train --model resnet18 --synthetic --width 0.005", "leaves a 64-channel layer with 0 channels");
   expect_user_error("tr-train --model vgg16bn --synthetic --image-size 16 --train-subset 8 --val-subset 8",

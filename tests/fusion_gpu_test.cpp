@@ -55,8 +55,11 @@ TEST(FusionGpu, ChangesNoBitInF32) {
 }
 
 // The pool fusions round nothing differently (the statistics are BnStats's
-// own sums, y is rounded to f16 before the max as when stored), so with AMP
-// too the cnn and vgg16bn train to the same bits with fusion on and off.
+// own sums, y is rounded to f16 before the max as when stored), and a
+// BatchNorm's phases in one node run the kernels apart or, with --grid-sync,
+// one cooperative kernel of the same arithmetic (Note [one kernel per
+// BatchNorm]): so with AMP too the cnn and vgg16bn train to the same bits with
+// fusion on and off, with and without grid sync.
 TEST(FusionGpu, PoolFusionsChangeNoBitWithAmp) {
   SKIP_WITHOUT_GPU();
   for (const std::string& model : {std::string("cnn"), std::string("vgg16bn")}) {
@@ -65,16 +68,21 @@ TEST(FusionGpu, PoolFusionsChangeNoBitWithAmp) {
     o.train.fusion = false;
     Trainer plain(o, view_of(train), view_of(train));
     plain.run_epoch();
-    o.mode = ExecMode::FullCapture;
-    o.train.fusion = true;
-    Trainer fused(o, view_of(train), view_of(train));
-    fused.run_epoch();
-    const FusionCounts& n = fused.model().fusions;
-    const int differing = testing::differing_tensors(state_of(plain), state_of(fused), cat(model, " amp fused"));
-    std::printf("[ fusion gpu ] %s amp, full capture fused vs eager unfused: %d+%d pairs and %d heads fused, %d "
-                "differ\n",
-                model.c_str(), n.pool_stats, n.bn_pool, n.head, differing);
-    EXPECT_GT(n.pool_stats + n.bn_pool, 0);
+    for (bool grid_sync : {false, true}) {
+      o.mode = ExecMode::FullCapture;
+      o.train.fusion = true;
+      o.grid_sync = grid_sync;
+      Trainer fused(o, view_of(train), view_of(train));
+      fused.run_epoch();
+      const FusionCounts& n = fused.model().fusions;
+      const int differing = testing::differing_tensors(state_of(plain), state_of(fused), cat(model, " amp fused"));
+      std::printf("[ fusion gpu ] %s amp, full capture fused%s vs eager unfused: %d+%d pairs, %d heads, %d+%d+%d "
+                  "BatchNorm phases fused, %d differ\n",
+                  model.c_str(), grid_sync ? " with grid sync" : "", n.pool_stats, n.bn_pool, n.head, n.stats_apply,
+                  n.pool_bn, n.bwd_phases, differing);
+      EXPECT_GT(n.pool_stats + n.bn_pool, 0);
+      EXPECT_GT(n.stats_apply + n.bwd_phases, 0);
+    }
   }
 }
 

@@ -3,7 +3,7 @@
 // finalize_sums: the same bits, one kernel instead of two wherever the grid has
 // several row blocks. Then a BatchNorm's phases in one cooperative kernel
 // (Note [one kernel per BatchNorm], bn_train_cuda.h) against the ops apart,
-// and against the same node with --no-grid-sync (its kernels apart). Each case
+// and against the same node without --grid-sync (its kernels apart). Each case
 // prints what it compared:
 //   [ grid sync ] BnStats/f16 x[256,28,28,32]: 1 kernel(s) (2 apart), 0 of 64 differ
 //   [ one kernel ] BnReluApply(x, gamma, beta)/f16 x[256,28,28,32] relu: 1 kernel(s) (3 apart, 3 unsynced), 0 of ... differ
@@ -33,7 +33,7 @@ class OpsGpuGridSync : public OpsGpu {
     Run r;
     r.out = run_gpu(fn, k);
     r.kernels = launch_tally().kernels - before;
-    gh_.grid_sync_sums = true;
+    gh_.grid_sync_sums = GpuHandles{}.grid_sync_sums;
     return r;
   }
 
@@ -107,7 +107,10 @@ TEST_F(OpsGpuGridSync, PoolStatisticsAndBiasGradientAreFinalizeSumsBitsInOneKern
     p.in = {rnd(t, x, rng, 0.5, 2.0)};
     const Shape y{256, 14, 14, 64};
     p.out = {HostTensor(t, y), HostTensor(DType::U8, y), HostTensor(F32, {2, 64})};
-    expect_same_bits(maxpool_fwd_cuda, p, true);
+    // Its statistics kernel takes 90 registers at four rows in flight: two
+    // blocks per SM, so its grid (four per SM) does not fit at once, and
+    // finalize_sums adds its partials either way.
+    expect_same_bits(maxpool_fwd_cuda, p, false);
 
     Case g;
     g.name = cat(tname("FcBwdWeight+bias", t), " x[4097,70] M=40");

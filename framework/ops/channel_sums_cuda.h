@@ -11,14 +11,15 @@
 // Note [sums finished behind a grid barrier]
 // Per-block partials need a second pass once every block has stored its own.
 // finalize_sums is that pass as a kernel of its own: one more kernel per sum.
-// When the whole grid fits on the GPU at once, the kernel is launched
-// cooperatively instead (SumOut::grid_sync, launch_sums): its blocks wait at a
+// With --grid-sync (GpuHandles::grid_sync_sums), when the whole grid fits on
+// the GPU at once, the kernel is launched cooperatively instead
+// (SumOut::grid_sync, launch_sums): its blocks wait at a
 // grid barrier after storing their partials, then add them in add_partials,
 // which finalize_sums runs too. The order per channel is fixed (lane l of 32
 // takes blocks l, l + 32, ... in order, then a fixed tree over the lanes), so
-// both give the same bits, one with a kernel fewer. On the H200 a grid
-// barrier costs about what a kernel boundary costs under programmatic launch
-// (README, "One cooperative kernel per BatchNorm"). The partials are read
+// both give the same bits, one with a kernel fewer. It is not the default: on
+// the H200 the barrier costs more than the kernel boundary it removes
+// (Note [one kernel per BatchNorm], bn_train_cuda.h). The partials are read
 // through L2 (ld.cg): other blocks wrote them in this kernel.
 #include <cooperative_groups.h>
 

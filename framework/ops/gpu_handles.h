@@ -21,9 +21,10 @@ struct GpuHandles {
   // dependent launch], kernel_launch_cuda.h); false: --no-pdl.
   bool programmatic_launch = true;
   // Kernels whose grid fits on the GPU at once add their per-channel partials
-  // behind a grid barrier, not in a second kernel (Note [sums finished behind
-  // a grid barrier], channel_sums_cuda.h); false: --no-grid-sync.
-  bool grid_sync_sums = true;
+  // behind a grid barrier, not in a second kernel, and a BatchNorm's phases
+  // run as one kernel (Note [sums finished behind a grid barrier],
+  // channel_sums_cuda.h); true: --grid-sync.
+  bool grid_sync_sums = false;
   int sm_count = 0;             // streaming multiprocessors of `device`, read once when the handles are made
 };
 

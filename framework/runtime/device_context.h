@@ -35,8 +35,9 @@ struct AlgoChoice {
   bool memset_kernels = true;
   // Per-channel sums finished behind a grid barrier, and a BatchNorm's phases
   // in one cooperative kernel, where the grid fits (Note [one kernel per
-  // BatchNorm], framework/ops/bn_train_cuda.h); false: --no-grid-sync.
-  bool grid_sync = true;
+  // BatchNorm], framework/ops/bn_train_cuda.h): fewer kernels, the same bits,
+  // but slower on the H200; true: --grid-sync.
+  bool grid_sync = false;
 };
 
 struct ContextSpec {

@@ -40,7 +40,7 @@ struct RunOptions {
   bool programmatic_launch = true;  // CUDA: AlgoChoice::programmatic_launch (--no-pdl: false)
   bool tc_filter = true;        // CUDA: AlgoChoice::tc_filter (--cudnn-filter-grad: false)
   bool memset_kernels = true;   // CUDA: AlgoChoice::memset_kernels (--keep-memset-nodes: false)
-  bool grid_sync = true;        // CUDA: AlgoChoice::grid_sync (--no-grid-sync: false)
+  bool grid_sync = false;       // CUDA: AlgoChoice::grid_sync (--grid-sync: true)
   int first_device = 0;         // CUDA: ranks use devices first_device .. + ranks-1
   int watchdog_ms = 120000;     // a rank waiting this long in a collective is an error
   bool step_graphs = true;      // full capture: a training step is one graph (step_graphs.h)

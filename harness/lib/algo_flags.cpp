@@ -19,9 +19,9 @@ AlgoChoice algo_flags(const CliArgs& a, Backend backend) {
   c.memset_kernels = !a.flag("--keep-memset-nodes");
   TR_USER_CHECK(c.memset_kernels || backend == Backend::Cuda,
                 "--keep-memset-nodes is for --device cuda (the CPU captures no CUDA graphs)");
-  c.grid_sync = !a.flag("--no-grid-sync");
-  TR_USER_CHECK(c.grid_sync || backend == Backend::Cuda,
-                "--no-grid-sync is for --device cuda (the CPU launches no kernels)");
+  c.grid_sync = a.flag("--grid-sync");
+  TR_USER_CHECK(!c.grid_sync || backend == Backend::Cuda,
+                "--grid-sync is for --device cuda (the CPU launches no kernels)");
   return c;
 }
 

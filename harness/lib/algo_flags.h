@@ -1,7 +1,7 @@
 #pragma once
 // The GPU algorithm flags that tr-train and tr-bench share: --cudnn-benchmark,
 // --nondeterministic, --no-pdl, --cudnn-filter-grad, --keep-memset-nodes,
-// --no-grid-sync. The last five are refused off CUDA (the CPU's kernels are deterministic, it
+// --grid-sync. The last five are refused off CUDA (the CPU's kernels are deterministic, it
 // launches none, has no cuDNN and captures no CUDA graphs), with one line
 // naming the flag.
 #include "framework/core/backend.h"

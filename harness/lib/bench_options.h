@@ -39,7 +39,7 @@ struct BenchOptions {
   bool programmatic_launch = true;     // false: --no-pdl (RunOptions::programmatic_launch)
   bool tc_filter = true;               // false: --cudnn-filter-grad (RunOptions::tc_filter)
   bool memset_kernels = true;          // false: --keep-memset-nodes (RunOptions::memset_kernels)
-  bool grid_sync = true;               // false: --no-grid-sync (RunOptions::grid_sync)
+  bool grid_sync = false;              // true: --grid-sync (RunOptions::grid_sync)
   std::string json_path;               // empty: no file
   bool progress = false;               // stderr progress (a terminal only)
   bool cupti = true;

@@ -40,8 +40,7 @@ struct BenchContext {
   // false on the CPU, with --keep-memset-nodes, and in reports older than it.
   bool memset_kernels = false;
   // Per-channel sums and BatchNorm phases behind grid barriers (Note [one
-  // kernel per BatchNorm]); false on the CPU, with --no-grid-sync, and in
-  // reports older than it.
+  // kernel per BatchNorm]): true with --grid-sync on CUDA.
   bool grid_sync = false;
   // Weight gradients on a second stream: "auto" (each case's choice is its
   // counter side_streams), "on" (--side-streams) or "off" (--no-side-streams);
