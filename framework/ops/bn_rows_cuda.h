@@ -11,14 +11,6 @@
 
 namespace tr::cuda {
 
-// The grid of a kernel that only applies (channel_grid): 8 blocks per SM, and
-// at least 8 rows per thread: on the H200 that was 1 % faster per step than 4
-// (resnet18 b128 2.316 vs 2.341 ms, cnn b256 0.737 vs 0.747;
-// reports/h200/schedule/final); 16 blocks per SM or 4 instead of 8 changed
-// nothing.
-constexpr int kBnApplyBlocksPerSm = 8;
-constexpr int64_t kBnApplyMinRowsPerThread = 8;
-
 constexpr int kRowUnroll = 4;  // rows in flight per thread (Note [BN vector width])
 
 // VEC elements as loaded (8 bytes), converted to f32 where used, so the rows
@@ -187,16 +179,6 @@ __device__ __forceinline__ void bn_bwd_apply_rows(const T* __restrict__ dy, cons
       store_vec<T, VEC>(dx + (r + u * stride) * C + c0, d);
     }
   });
-}
-
-template <typename T, int VEC>
-__global__ void bn_relu_apply_kernel(const T* __restrict__ x, const float* __restrict__ sums,
-                                     const T* __restrict__ gamma, const T* __restrict__ beta,
-                                     const T* __restrict__ residual, T* __restrict__ y,
-                                     float* __restrict__ batch, float* __restrict__ affine, int64_t rows, int64_t C,
-                                     double inv_count, float eps, bool relu) {
-  grid_dependency_begin();
-  bn_apply_rows<T, VEC>(x, sums, gamma, beta, residual, y, batch, affine, rows, C, inv_count, eps, relu);
 }
 
 }  // namespace tr::cuda

@@ -46,13 +46,15 @@ __global__ void __launch_bounds__(kChannelBlockThreads, kStatsBlocksPerSm)
 }
 
 // BnStats (through src) then BnReluApply of x into y, batch, affine, with the
-// sums in `sums` f32[2, C]: one cooperative kernel where it fits, else the
-// statistics (launch_channel_stats) and bn_relu_apply_kernel. VEC: stats_vec's
-// choice for every pointer src and the apply touch.
+// sums in `sums` f32[2, C], as one cooperative kernel. Launches nothing and
+// returns false without --grid-sync or when the grid does not fit: the caller
+// then runs the ops apart. VEC: stats_vec's choice for every pointer src and
+// the apply touch.
 template <int VEC, int UNROLL, typename T, typename Src>
-void launch_bn_relu_train(const ExecEnv* env, const GpuHandles& gh, const Src& src, const T* x, int64_t rows,
+bool launch_bn_relu_train(const ExecEnv* env, const GpuHandles& gh, const Src& src, const T* x, int64_t rows,
                           int64_t C, float* sums, const T* gamma, const T* beta, T* y, float* batch, float* affine,
                           double inv_count, float eps, bool relu, const char* op) {
+  if (!gh.grid_sync_sums) return false;
   const int sms = sm_count(gh);
   const ChannelGrid g = channel_grid(rows, C, VEC, sms, kStatsBlocksPerSm, kStatsMinRowsPerThread);
   SumOut<float, 2> out;
@@ -62,14 +64,9 @@ void launch_bn_relu_train(const ExecEnv* env, const GpuHandles& gh, const Src& s
   LaunchShape shape{g.grid, g.block, sum_smem_bytes<2, VEC>()};
   shape.cooperative = true;
   auto* kernel = bn_relu_train_kernel<T, VEC, UNROLL, Src>;
-  if (gh.grid_sync_sums && fits_at_once(kernel, shape, sms)) {
-    launch_kernel(env, shape, kernel, src, x, gamma, beta, y, batch, affine, rows, C, inv_count, eps, relu, out);
-    return;
-  }
-  launch_channel_stats<VEC>(env, gh, src, rows, C, sums, op);
-  const ChannelGrid ga = channel_grid(rows, C, VEC, sms, kBnApplyBlocksPerSm, kBnApplyMinRowsPerThread);
-  launch_kernel(env, {ga.grid, ga.block, 0}, bn_relu_apply_kernel<T, VEC>, x, static_cast<const float*>(sums),
-                gamma, beta, static_cast<const T*>(nullptr), y, batch, affine, rows, C, inv_count, eps, relu);
+  if (!fits_at_once(kernel, shape, sms)) return false;
+  launch_kernel(env, shape, kernel, src, x, gamma, beta, y, batch, affine, rows, C, inv_count, eps, relu, out);
+  return true;
 }
 
 }  // namespace tr::cuda

@@ -491,27 +491,26 @@ void maxpool_bn_2x2(const OpCall& c) {
   const float eps = attrs_of(c, op).eps;
   const bool relu = attrs_of(c, op).relu;
   auto* am = static_cast<uint8_t*>(argmax.data);
+  bool one_kernel = false;
   dispatch_float(x.dtype, op, [&](auto tag) {
     using T = decltype(tag);
     const Pool2x2Source<T> src{x.as<T>(), p.as<T>(), am, d.h, d.w, d.c};
-    // maxpool_stats_2x2's vector width (the sums' grid), which y must allow too.
-    const bool vec = stats_vec<T>(d.c, {x.data, p.data}) == kVec16<T> && aligned_to(am, kVec16<T>);
     auto launch = [&](auto vtag) {
       constexpr int V = decltype(vtag)::value;
-      launch_bn_relu_train<V, 2>(c.env, gh, src, p.as<T>(), rows, d.c, sums.as<float>(), gamma.as<T>(),
-                              beta.as<T>(), y.as<T>(), batch.as<float>(), affine.as<float>(), inv_count, eps, relu,
-                              op);
+      return launch_bn_relu_train<V, 2>(c.env, gh, src, p.as<T>(), rows, d.c, sums.as<float>(), gamma.as<T>(),
+                                        beta.as<T>(), y.as<T>(), batch.as<float>(), affine.as<float>(), inv_count,
+                                        eps, relu, op);
     };
-    if (vec && aligned_to(y.data, 16)) launch(std::integral_constant<int, kVec16<T>>{});
-    else if (!vec) launch(std::integral_constant<int, 1>{});
-    else {  // y's alignment would change the statistics' grid: the two ops apart
-      const OpCall pool{&x, 1, c.out, 3, c.attrs, c.variant, c.env};
-      const TensorRef apply_in[4] = {p, sums, gamma, beta};
-      const OpCall apply{apply_in, 4, c.out + 3, 3, c.attrs, c.variant, c.env};
-      maxpool_fwd_cuda(pool);
-      bn_relu_apply_cuda(apply);
-    }
+    // maxpool_stats_2x2's vector width (the sums' grid), which y must allow too.
+    const bool vec = stats_vec<T>(d.c, {x.data, p.data}) == kVec16<T> && aligned_to(am, kVec16<T>);
+    if (vec && aligned_to(y.data, 16)) one_kernel = launch(std::integral_constant<int, kVec16<T>>{});
+    else if (!vec) one_kernel = launch(std::integral_constant<int, 1>{});
   });
+  if (one_kernel) return;
+  // The two ops apart: their own kernels, grids and vector widths.
+  const TensorRef apply_in[4] = {p, sums, gamma, beta};
+  maxpool_fwd_cuda(OpCall{&x, 1, c.out, 3, c.attrs, c.variant, c.env});
+  bn_relu_apply_cuda(OpCall{apply_in, 4, c.out + 3, 3, c.attrs, c.variant, c.env});
 }
 
 }  // namespace
