@@ -45,10 +45,10 @@ __device__ __forceinline__ ChanStat stat_from_batch(const float* batch, int64_t 
 // affine = (scale, shift).
 template <typename T, int VEC>
 __device__ __forceinline__ void bn_apply_rows(const T* __restrict__ x, const float* __restrict__ sums,
-                                     const T* __restrict__ gamma, const T* __restrict__ beta,
-                                     const T* __restrict__ residual, T* __restrict__ y,
-                                     float* __restrict__ batch, float* __restrict__ affine, int64_t rows, int64_t C,
-                                     double inv_count, float eps, bool relu) {
+                                              const T* __restrict__ gamma, const T* __restrict__ beta,
+                                              const T* __restrict__ residual, T* __restrict__ y,
+                                              float* __restrict__ batch, float* __restrict__ affine, int64_t rows,
+                                              int64_t C, double inv_count, float eps, bool relu) {
   const int64_t g = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;
   const int64_t c0 = g * VEC;
   if (c0 >= C) return;
@@ -91,8 +91,9 @@ __device__ __forceinline__ void load_affine(const float* affine, int64_t C, int6
 // g = dy * (scale * x + shift > 0); sums (g, g * xhat)
 template <typename T, int VEC>
 __device__ __forceinline__ void bn_bwd_reduce_rows(const T* __restrict__ dy, const float* __restrict__ affine,
-                                          const T* __restrict__ x, const float* __restrict__ batch, int64_t rows,
-                                          int64_t C, float eps, bool relu, const SumOut<T, 2>& out) {
+                                                   const T* __restrict__ x, const float* __restrict__ batch,
+                                                   int64_t rows, int64_t C, float eps, bool relu,
+                                                   const SumOut<T, 2>& out) {
   const int64_t gi = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;
   const int64_t c0 = gi * VEC;
   const bool active = c0 < C;
@@ -137,10 +138,11 @@ __device__ __forceinline__ void bn_bwd_reduce_rows(const T* __restrict__ dy, con
 
 // dx = gamma * rstd * (g - dsums0/count - xhat * dsums1/count)
 template <typename T, int VEC>
-__device__ __forceinline__ void bn_bwd_apply_rows(const T* __restrict__ dy, const float* __restrict__ affine, const T* __restrict__ x,
-                             const float* __restrict__ batch, const T* __restrict__ gamma,
-                             const float* __restrict__ dsums, T* __restrict__ dx, int64_t rows, int64_t C,
-                             double inv_count, float eps, bool relu) {
+__device__ __forceinline__ void bn_bwd_apply_rows(const T* __restrict__ dy, const float* __restrict__ affine,
+                                                  const T* __restrict__ x, const float* __restrict__ batch,
+                                                  const T* __restrict__ gamma, const float* __restrict__ dsums,
+                                                  T* __restrict__ dx, int64_t rows, int64_t C, double inv_count,
+                                                  float eps, bool relu) {
   const int64_t gi = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;
   const int64_t c0 = gi * VEC;
   if (c0 >= C) return;

@@ -58,9 +58,10 @@ struct LaunchShape {
 };
 
 // Whether a cooperative launch of kernel in `shape` fits: every block resident
-// on the device's SMs at once, by the occupancy the driver reports for the
-// kernel's registers and shared memory (asked once per kernel, block and
-// shared-memory size).
+// on the device's `sms` SMs at once, by the occupancy the driver reports for
+// the kernel's registers and shared memory (asked once per kernel, block and
+// shared-memory size: blocks per SM depend on the SM's kind, which is the same
+// on every GPU of one host here, not on how many SMs a device has).
 template <typename... Params>
 bool fits_at_once(void (*kernel)(Params...), const LaunchShape& shape, int sms) {
   static std::mutex mu;
