@@ -35,12 +35,12 @@ __global__ void bn_relu_apply_kernel(const T* __restrict__ x, const float* __res
   bn_apply_rows<T, VEC>(x, sums, gamma, beta, residual, y, batch, affine, rows, C, inv_count, eps, relu);
 }
 
-template <typename T, int VEC>
+template <typename T, int VEC, bool SYNC = false>
 __global__ void bn_relu_bwd_reduce_kernel(const T* __restrict__ dy, const float* __restrict__ affine,
                                           const T* __restrict__ x, const float* __restrict__ batch, int64_t rows,
                                           int64_t C, float eps, bool relu, SumOut<T, 2> out) {
   grid_dependency_begin();
-  bn_bwd_reduce_rows<T, VEC>(dy, affine, x, batch, rows, C, eps, relu, out);
+  bn_bwd_reduce_rows<T, VEC, SYNC>(dy, affine, x, batch, rows, C, eps, relu, out);
 }
 
 template <typename T, int VEC>
@@ -61,7 +61,7 @@ __global__ void __launch_bounds__(kChannelBlockThreads, kReduceBlocksPerSm)
                        const float* __restrict__ batch, const T* __restrict__ gamma, T* __restrict__ dx, int64_t rows,
                        int64_t C, double inv_count, float eps, bool relu, SumOut<T, 2> out) {
   grid_dependency_begin();
-  bn_bwd_reduce_rows<T, VEC>(dy, affine, x, batch, rows, C, eps, relu, out);
+  bn_bwd_reduce_rows<T, VEC, true>(dy, affine, x, batch, rows, C, eps, relu, out);
   cooperative_groups::this_grid().sync();
   bn_bwd_apply_rows<T, VEC>(dy, affine, x, batch, gamma, out.f32, dx, rows, C, inv_count, eps, relu);
 }
@@ -326,7 +326,8 @@ void bn_relu_bwd_reduce_cuda(const OpCall& c) {
     out.t[1] = dgamma.as<T>();  // dgamma = sum g * xhat
     auto launch = [&](auto vtag) {
       constexpr int V = decltype(vtag)::value;
-      launch_sums(c.env, gh, g, sum_smem_bytes<2, V>(), rc.c, out, bn_relu_bwd_reduce_kernel<T, V>, dy.as<T>(),
+      launch_sums(c.env, gh, g, sum_smem_bytes<2, V>(), rc.c, out, bn_relu_bwd_reduce_kernel<T, V>,
+                  bn_relu_bwd_reduce_kernel<T, V, true>, dy.as<T>(),
                   affine.as<float>(), x.as<T>(), batch.as<float>(), rc.rows, rc.c, attrs_of(c, op).eps, relu);
     };
     if (vec == kBnVec<T>) launch(std::integral_constant<int, kBnVec<T>>{});

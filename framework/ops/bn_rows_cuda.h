@@ -89,7 +89,7 @@ __device__ __forceinline__ void load_affine(const float* affine, int64_t C, int6
 }
 
 // g = dy * (scale * x + shift > 0); sums (g, g * xhat)
-template <typename T, int VEC>
+template <typename T, int VEC, bool SYNC = false>
 __device__ __forceinline__ void bn_bwd_reduce_rows(const T* __restrict__ dy, const float* __restrict__ affine,
                                                    const T* __restrict__ x, const float* __restrict__ batch,
                                                    int64_t rows, int64_t C, float eps, bool relu,
@@ -133,7 +133,7 @@ __device__ __forceinline__ void bn_bwd_reduce_rows(const T* __restrict__ dy, con
         }
     });
   }
-  block_sum_store<T, 2, VEC>(acc, c0, active, C, out);
+  block_sum_store<T, 2, VEC, 2 * VEC, SYNC>(acc, c0, active, C, out);
 }
 
 // dx = gamma * rstd * (g - dsums0/count - xhat * dsums1/count)

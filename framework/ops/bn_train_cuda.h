@@ -40,7 +40,7 @@ __global__ void __launch_bounds__(kChannelBlockThreads, kStatsBlocksPerSm)
     bn_relu_train_kernel(Src src, const T* x, const T* gamma, const T* beta, T* y, float* batch, float* affine,
                          int64_t rows, int64_t C, double inv_count, float eps, bool relu, SumOut<float, 2> out) {
   grid_dependency_begin();
-  channel_stats_rows<VEC, UNROLL>(src, rows, C, out);
+  channel_stats_rows<VEC, UNROLL, true>(src, rows, C, out);
   cooperative_groups::this_grid().sync();
   bn_apply_rows<T, VEC>(x, out.f32, gamma, beta, nullptr, y, batch, affine, rows, C, inv_count, eps, relu);
 }

@@ -22,7 +22,7 @@ constexpr int64_t kStatsMinRowsPerThread = 4;
 // first phase of the kernels that apply the BatchNorm too (bn_train_cuda.h).
 // UNROLL rows in flight per thread; the sums' order is a plain loop's
 // whatever UNROLL is, so it changes registers, not bits.
-template <int VEC, int UNROLL = 4, typename Src>
+template <int VEC, int UNROLL = 4, bool SYNC = false, typename Src>
 __device__ __forceinline__ void channel_stats_rows(const Src& src, int64_t rows, int64_t C,
                                                    const SumOut<float, 2>& out) {
   const int64_t g = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;
@@ -57,13 +57,13 @@ __device__ __forceinline__ void channel_stats_rows(const Src& src, int64_t rows,
       }
     }
   }
-  block_sum_store<float, 2, VEC>(acc, c0, active, C, out);
+  block_sum_store<float, 2, VEC, 2 * VEC, SYNC>(acc, c0, active, C, out);
 }
 
-template <int VEC, typename Src>
+template <int VEC, typename Src, bool SYNC = false>
 __global__ void channel_stats_kernel(Src src, int64_t rows, int64_t C, SumOut<float, 2> out) {
   grid_dependency_begin();
-  channel_stats_rows<VEC>(src, rows, C, out);
+  channel_stats_rows<VEC, 4, SYNC>(src, rows, C, out);
 }
 
 // Row r of x[rows, C], as BnStats reads it.
@@ -100,7 +100,8 @@ void launch_channel_stats(const ExecEnv* env, const GpuHandles& gh, const Src& s
   SumOut<float, 2> out;
   out.partial = static_cast<float*>(workspace(gh, sum_partial_bytes<2>(g, C), op));
   out.f32 = sums;
-  launch_sums(env, gh, g, sum_smem_bytes<2, VEC>(), C, out, channel_stats_kernel<VEC, Src>, src, rows, C);
+  launch_sums(env, gh, g, sum_smem_bytes<2, VEC>(), C, out, channel_stats_kernel<VEC, Src>,
+              channel_stats_kernel<VEC, Src, true>, src, rows, C);
 }
 
 }  // namespace tr::cuda

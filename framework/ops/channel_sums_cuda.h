@@ -4,23 +4,23 @@
 // thread holds NACC accumulators for its VEC channels; block_sum_store() adds
 // them over threadIdx.y in a fixed tree, then either stores per-block partials
 // (gridDim.x > 1) or, with a single row block, the final sums directly. The
-// partials are added in block order by add_partials, in the same kernel behind
-// a grid barrier (Note [sums finished behind a grid barrier]) or in
-// finalize_sums after it. Only included from .cu files.
+// partials are added in block order, in finalize_sums after the kernel or, in
+// a kernel compiled with SYNC, behind a grid barrier by add_partials (Note
+// [sums finished behind a grid barrier]). Only included from .cu files.
 //
 // Note [sums finished behind a grid barrier]
 // Per-block partials need a second pass once every block has stored its own.
 // finalize_sums is that pass as a kernel of its own: one more kernel per sum.
 // With --grid-sync (GpuHandles::grid_sync_sums), when the whole grid fits on
-// the GPU at once, the kernel is launched cooperatively instead
-// (SumOut::grid_sync, launch_sums): its blocks wait at a
-// grid barrier after storing their partials, then add them in add_partials,
-// which finalize_sums runs too. The order per channel is fixed (lane l of 32
-// takes blocks l, l + 32, ... in order, then a fixed tree over the lanes), so
-// both give the same bits, one with a kernel fewer. It is not the default: on
-// the H200 the barrier costs more than the kernel boundary it removes
-// (Note [one kernel per BatchNorm], bn_train_cuda.h). The partials are read
-// through L2 (ld.cg): other blocks wrote them in this kernel.
+// the GPU at once, the kernel compiled with SYNC is launched cooperatively
+// instead (SumOut::grid_sync, launch_sums): its blocks wait at a grid barrier
+// after storing their partials, then add them in add_partials. Both passes
+// add in the same order per channel (lane l of 32 takes blocks l, l + 32, ...
+// in order, then a fixed tree over the lanes), so they give the same bits
+// (OpsGpuGridSync.*), one with a kernel fewer. It is not the default: on the
+// H200 the barrier costs more than the kernel boundary it removes (Note [one
+// kernel per BatchNorm], bn_train_cuda.h). The partials are read through L2
+// (ld.cg): other blocks wrote them in this kernel.
 #include <cooperative_groups.h>
 
 #include "framework/ops/cuda_kernel_util_cuda.h"
@@ -86,7 +86,11 @@ constexpr size_t sum_smem_bytes() {
   return size_t(CHUNK < NACC * VEC ? CHUNK : NACC * VEC) * kChannelBlockThreads * sizeof(float);
 }
 
-template <typename T, int NACC, int VEC, int CHUNK = NACC * VEC>
+// SYNC: the kernel may be launched cooperatively (launch_sums' `synced`
+// kernel), and then adds the partials itself when out.grid_sync is set; the
+// kernels launched apart are compiled without that code (its shared memory
+// and registers cost the default path 1 % at cnn batch 256 on the H200).
+template <typename T, int NACC, int VEC, int CHUNK = NACC * VEC, bool SYNC = false>
 __device__ __forceinline__ void block_sum_store(const float (&acc)[NACC][VEC], int64_t c0, bool active,
                                                 int64_t C, const SumOut<T, NACC>& out) {
   extern __shared__ float smem[];  // [CHUNK][by][bx]
@@ -121,19 +125,47 @@ __device__ __forceinline__ void block_sum_store(const float (&acc)[NACC][VEC], i
       else store_sum(out, k, C, ch, v);
     }
   }
-  if (gridDim.x > 1 && out.grid_sync) {
-    cooperative_groups::this_grid().sync();
-    add_partials<T, NACC, kChannelBlockThreads / kSumLanes>(out.partial, int(gridDim.x), C, out,
-                                                          int64_t(blockIdx.y) * gridDim.x + blockIdx.x,
-                                                          int64_t(gridDim.x) * gridDim.y);
+  if constexpr (SYNC) {
+    if (gridDim.x > 1 && out.grid_sync) {
+      cooperative_groups::this_grid().sync();
+      add_partials<T, NACC, kChannelBlockThreads / kSumLanes>(out.partial, int(gridDim.x), C, out,
+                                                            int64_t(blockIdx.y) * gridDim.x + blockIdx.x,
+                                                            int64_t(gridDim.x) * gridDim.y);
+    }
   }
 }
 
-// The second pass as a kernel of its own. Block (32, 32), grid ceil(C/32).
+// The second pass as a kernel of its own: add_partials' order with W = 32
+// (per-lane strided subsets of the blocks, then a fixed 32-lane tree), written
+// out for the default path's registers. Block (32, 32), grid ceil(C/32).
 template <typename T, int NACC>
 __global__ void finalize_sums(const float* __restrict__ partial, int nb, int64_t C, SumOut<T, NACC> out) {
   grid_dependency_begin();
-  add_partials<T, NACC, kSumLanes>(partial, nb, C, out, blockIdx.x, gridDim.x);
+  __shared__ float sm[NACC][32][33];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int64_t ch = int64_t(blockIdx.x) * 32 + tx;
+  float a[NACC];
+#pragma unroll
+  for (int k = 0; k < NACC; ++k) a[k] = 0.f;
+  if (ch < C) {
+    for (int b = ty; b < nb; b += 32) {
+#pragma unroll
+      for (int k = 0; k < NACC; ++k) a[k] += partial[(int64_t(b) * NACC + k) * C + ch];
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < NACC; ++k) sm[k][ty][tx] = a[k];
+  __syncthreads();
+  for (int s = 16; s > 0; s >>= 1) {
+    if (ty < s) {
+#pragma unroll
+      for (int k = 0; k < NACC; ++k) sm[k][ty][tx] += sm[k][ty + s][tx];
+    }
+    __syncthreads();
+  }
+  if (ty != 0 || ch >= C) return;
+#pragma unroll
+  for (int k = 0; k < NACC; ++k) store_sum(out, k, C, ch, sm[k][0][tx]);
 }
 
 // Scratch bytes a per-channel sum over grid g needs (0 with one row block).
@@ -150,17 +182,18 @@ inline void launch_finalize(const ChannelGrid& g, int64_t C, const SumOut<T, NAC
       out.partial, int(g.grid.x), C, out);
 }
 
-// Launches kernel over grid g, which stores per-channel sums through `out` (its
-// last argument), and adds the partials: behind a grid barrier in the same
-// kernel when the grid fits on the GPU at once (Note [sums finished behind a
-// grid barrier]), else with finalize_sums after it.
+// Launches a kernel over grid g that stores per-channel sums through `out`
+// (its last argument), and adds the partials: with --grid-sync, when the grid
+// fits on the GPU at once, `synced` (the kernel compiled with SYNC) adds them
+// behind a grid barrier (Note [sums finished behind a grid barrier]); else
+// `apart` runs, then finalize_sums.
 template <typename T, int NACC, typename... Params, typename... Args>
 void launch_sums(const ExecEnv* env, const GpuHandles& gh, const ChannelGrid& g, size_t smem, int64_t C,
-                 SumOut<T, NACC> out, void (*kernel)(Params...), Args&&... args) {
+                 SumOut<T, NACC> out, void (*apart)(Params...), void (*synced)(Params...), Args&&... args) {
   LaunchShape shape{g.grid, g.block, smem};
-  out.grid_sync = g.grid.x > 1 && gh.grid_sync_sums && fits_at_once(kernel, shape, sm_count(gh));
+  out.grid_sync = g.grid.x > 1 && gh.grid_sync_sums && fits_at_once(synced, shape, sm_count(gh));
   shape.cooperative = out.grid_sync;
-  launch_kernel(env, shape, kernel, std::forward<Args>(args)..., out);
+  launch_kernel(env, shape, out.grid_sync ? synced : apart, std::forward<Args>(args)..., out);
   launch_finalize<T, NACC>(g, C, out, env);
 }
 

@@ -78,7 +78,7 @@ __global__ void bias_add_kernel(const S* src, const T* __restrict__ b, T* y, int
 }
 
 // db[M] = sum_n dy[n, :] (per-channel sum over rows, Note [deterministic kernels])
-template <typename T, int VEC>
+template <typename T, int VEC, bool SYNC = false>
 __global__ void col_sum_kernel(const T* __restrict__ dy, int64_t rows, int64_t M, SumOut<T, 1> out) {
   grid_dependency_begin();
   const int64_t g = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;
@@ -96,7 +96,7 @@ __global__ void col_sum_kernel(const T* __restrict__ dy, int64_t rows, int64_t M
       for (int i = 0; i < VEC; ++i) acc[0][i] += v[i];
     }
   }
-  block_sum_store<T, 1, VEC>(acc, c0, active, M, out);
+  block_sum_store<T, 1, VEC, VEC, SYNC>(acc, c0, active, M, out);
 }
 
 template <typename T>
@@ -129,7 +129,8 @@ void launch_col_sum(const GpuHandles& gh, const T* dy, T* db, int64_t N, int64_t
   out.t[0] = db;
   auto run = [&](auto vt) {
     constexpr int V = decltype(vt)::value;
-    launch_sums(env, gh, g, sum_smem_bytes<1, V>(), M, out, col_sum_kernel<T, V>, dy, N, M);
+    launch_sums(env, gh, g, sum_smem_bytes<1, V>(), M, out, col_sum_kernel<T, V>, col_sum_kernel<T, V, true>, dy,
+                N, M);
   };
   if (vec == kVec16<T>) run(std::integral_constant<int, kVec16<T>>{});
   else run(std::integral_constant<int, 1>{});
