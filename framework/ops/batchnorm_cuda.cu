@@ -221,9 +221,9 @@ void bn_relu_apply_cuda(const OpCall& c) {
 
 namespace {
 
-// BnReluBwdReduce's operands (dy, affine, x, batch -> dgamma, dbeta, dsums), checked.
-RowsC check_bwd_reduce(const OpCall& c, const char* op) {
-  check_arity(c, 4, 3, op);
+// The backward's inputs that reduce and apply share, checked: dy, affine and
+// x at in[0..2], batch at in[3]; x's rows and channels.
+RowsC check_bwd_inputs(const OpCall& c, const char* op) {
   const TensorRef& x = c.in[2];
   const RowsC rc = rows_c(x, op);
   check_activation(c.in[0], x, op, "dy");
@@ -231,8 +231,16 @@ RowsC check_bwd_reduce(const OpCall& c, const char* op) {
   check_numel(c.in[1], 2 * rc.c, op, "affine");
   check_dtype(c.in[3], DType::F32, op, "batch");
   check_numel(c.in[3], 2 * rc.c, op, "batch");
-  check_dtype(c.out[0], x.dtype, op, "dgamma");
-  check_dtype(c.out[1], x.dtype, op, "dbeta");
+  return rc;
+}
+
+// BnReluBwdReduce's operands (dy, affine, x, batch -> dgamma, dbeta, dsums), checked.
+RowsC check_bwd_reduce(const OpCall& c, const char* op) {
+  check_arity(c, 4, 3, op);
+  const RowsC rc = check_bwd_inputs(c, op);
+  const DType dt = c.in[2].dtype;
+  check_dtype(c.out[0], dt, op, "dgamma");
+  check_dtype(c.out[1], dt, op, "dbeta");
   check_numel(c.out[0], rc.c, op, "dgamma");
   check_numel(c.out[1], rc.c, op, "dbeta");
   check_dtype(c.out[2], DType::F32, op, "dsums");
@@ -243,14 +251,9 @@ RowsC check_bwd_reduce(const OpCall& c, const char* op) {
 // BnReluBwdApply's operands (dy, affine, x, batch, gamma, dsums -> dx), checked.
 RowsC check_bwd_apply(const OpCall& c, const char* op) {
   check_arity(c, 6, 1, op);
+  const RowsC rc = check_bwd_inputs(c, op);
   const TensorRef& x = c.in[2];
-  const RowsC rc = rows_c(x, op);
-  check_activation(c.in[0], x, op, "dy");
-  check_dtype(c.in[1], DType::F32, op, "affine");
-  check_numel(c.in[1], 2 * rc.c, op, "affine");
   check_activation(c.out[0], x, op, "dx");
-  check_dtype(c.in[3], DType::F32, op, "batch");
-  check_numel(c.in[3], 2 * rc.c, op, "batch");
   check_dtype(c.in[4], x.dtype, op, "gamma");
   check_numel(c.in[4], rc.c, op, "gamma");
   check_dtype(c.in[5], DType::F32, op, "dsums");

@@ -88,6 +88,32 @@ __device__ __forceinline__ void load_affine(const float* affine, int64_t C, int6
   }
 }
 
+// The gradient through the ReLU on the BatchNorm's output: dy where
+// scale * x + shift > 0 (the forward's y recomputed from x), else 0.
+template <typename T>
+__device__ __forceinline__ float relu_grad(T dy, float sc, float sh, float x, bool relu) {
+  return (!relu || bn_pre_relu(sc, sh, x) > 0.f) ? to_f(dy) : 0.f;
+}
+
+// for_rows over the backward's two inputs: loads the N rows of dy and of x
+// ([rows, C], this thread's VEC channels from c0) before f(N, r, dv, xv) uses them.
+template <typename T, int VEC, typename F>
+__device__ __forceinline__ void for_grad_rows(const T* __restrict__ dy, const T* __restrict__ x, int64_t rows,
+                                              int64_t C, int64_t c0, F&& f) {
+  const int64_t stride = int64_t(gridDim.x) * blockDim.y;
+  for_rows(int64_t(blockIdx.x) * blockDim.y + threadIdx.y, stride, rows, [&](auto n, int64_t r) {
+    constexpr int N = decltype(n)::value;
+    Vec<T, VEC> dv[N], xv[N];
+#pragma unroll
+    for (int u = 0; u < N; ++u) {
+      const int64_t off = (r + u * stride) * C + c0;
+      dv[u] = load_raw<T, VEC>(dy + off);
+      xv[u] = load_raw<T, VEC>(x + off);
+    }
+    f(n, r, dv, xv);
+  });
+}
+
 // g = dy * (scale * x + shift > 0); sums (g, g * xhat)
 template <typename T, int VEC, bool SYNC = false>
 __device__ __forceinline__ void bn_bwd_reduce_rows(const T* __restrict__ dy, const float* __restrict__ affine,
@@ -112,22 +138,13 @@ __device__ __forceinline__ void bn_bwd_reduce_rows(const T* __restrict__ dy, con
       rstd[i] = s.rstd;
     }
     load_affine<VEC>(affine, C, c0, sc, sh);
-    const int64_t stride = int64_t(gridDim.x) * blockDim.y;
-    for_rows(int64_t(blockIdx.x) * blockDim.y + threadIdx.y, stride, rows, [&](auto n, int64_t r) {
-      constexpr int N = decltype(n)::value;
-      Vec<T, VEC> dv[N], xv[N];
+    for_grad_rows<T, VEC>(dy, x, rows, C, c0, [&](auto n, int64_t, const auto& dv, const auto& xv) {
 #pragma unroll
-      for (int u = 0; u < N; ++u) {
-        const int64_t off = (r + u * stride) * C + c0;
-        dv[u] = load_raw<T, VEC>(dy + off);
-        xv[u] = load_raw<T, VEC>(x + off);
-      }
-#pragma unroll
-      for (int u = 0; u < N; ++u)
+      for (int u = 0; u < decltype(n)::value; ++u)
 #pragma unroll
         for (int i = 0; i < VEC; ++i) {
           const float xx = to_f(xv[u].v[i]);
-          const float gr = (!relu || bn_pre_relu(sc[i], sh[i], xx) > 0.f) ? to_f(dv[u].v[i]) : 0.f;
+          const float gr = relu_grad(dv[u].v[i], sc[i], sh[i], xx, relu);
           acc[0][i] += gr;
           acc[1][i] = fmaf(gr, (xx - mean[i]) * rstd[i], acc[1][i]);
         }
@@ -159,22 +176,14 @@ __device__ __forceinline__ void bn_bwd_apply_rows(const T* __restrict__ dy, cons
     b[i] = float(double(dsums[C + ch]) * inv_count);
   }
   const int64_t stride = int64_t(gridDim.x) * blockDim.y;
-  for_rows(int64_t(blockIdx.x) * blockDim.y + threadIdx.y, stride, rows, [&](auto n, int64_t r) {
-    constexpr int N = decltype(n)::value;
-    Vec<T, VEC> dv[N], xv[N];
+  for_grad_rows<T, VEC>(dy, x, rows, C, c0, [&](auto n, int64_t r, const auto& dv, const auto& xv) {
 #pragma unroll
-    for (int u = 0; u < N; ++u) {
-      const int64_t off = (r + u * stride) * C + c0;
-      dv[u] = load_raw<T, VEC>(dy + off);
-      xv[u] = load_raw<T, VEC>(x + off);
-    }
-#pragma unroll
-    for (int u = 0; u < N; ++u) {
+    for (int u = 0; u < decltype(n)::value; ++u) {
       float d[VEC];
 #pragma unroll
       for (int i = 0; i < VEC; ++i) {
         const float xx = to_f(xv[u].v[i]);
-        const float gr = (!relu || bn_pre_relu(sc[i], sh[i], xx) > 0.f) ? to_f(dv[u].v[i]) : 0.f;
+        const float gr = relu_grad(dv[u].v[i], sc[i], sh[i], xx, relu);
         const float xhat = (xx - mean[i]) * rstd[i];
         d[i] = k[i] * (gr - a[i] - xhat * b[i]);
       }
