@@ -59,18 +59,21 @@ struct LaunchShape {
 
 // Whether a cooperative launch of kernel in `shape` fits: every block resident
 // on the device's `sms` SMs at once, by the occupancy the driver reports for
-// the kernel's registers and shared memory (asked once per kernel, block and
-// shared-memory size: blocks per SM depend on the SM's kind, which is the same
-// on every GPU of one host here, not on how many SMs a device has).
+// the kernel's registers and shared memory on the current device (asked once
+// per device, kernel, block and shared-memory size: a host may hold GPUs of
+// different kinds, and blocks per SM depend on the SM's kind).
 template <typename... Params>
 bool fits_at_once(void (*kernel)(Params...), const LaunchShape& shape, int sms) {
   static std::mutex mu;
-  static std::map<std::tuple<const void*, unsigned, size_t>, int> per_sm;  // (kernel, threads, smem) -> blocks per SM
+  // (device, kernel, threads, smem) -> blocks per SM
+  static std::map<std::tuple<int, const void*, unsigned, size_t>, int> per_sm;
   const unsigned threads = shape.block.x * shape.block.y * shape.block.z;
+  int device = 0;
+  TR_GPU_CHECK(cudaGetDevice(&device));
   int blocks = 0;
   {
     std::lock_guard<std::mutex> lock(mu);
-    const auto key = std::make_tuple(reinterpret_cast<const void*>(kernel), threads, shape.smem);
+    const auto key = std::make_tuple(device, reinterpret_cast<const void*>(kernel), threads, shape.smem);
     auto it = per_sm.find(key);
     if (it == per_sm.end()) {
       TR_GPU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, int(threads), shape.smem));
