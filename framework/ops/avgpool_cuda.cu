@@ -7,6 +7,7 @@
 // No workspace, no atomics.
 #include "framework/ops/avgpool.h"
 #include "framework/ops/cuda_kernel_util_cuda.h"
+#include "framework/ops/pool_vec_cuda.h"
 #include "framework/ops/pool_window.h"
 
 namespace tr {
@@ -138,21 +139,6 @@ __global__ void global_avgpool_bwd_kernel(const T* __restrict__ dy, T* __restric
     for (int j = 0; j < VEC; ++j) d[j] = d[j] / count;
     store_vec<T, VEC>(dx + i * VEC, d);
   }
-}
-
-template <typename T>
-bool can_vec(int64_t C, std::initializer_list<const void*> ptrs) {
-  if (C % kVec16<T> != 0) return false;
-  for (const void* p : ptrs)
-    if (!aligned_to(p, 16)) return false;
-  return true;
-}
-
-// Calls f(std::integral_constant<int, VEC>) with the widest usable vector.
-template <typename T, typename F>
-void with_vec(bool vec, F&& f) {
-  if (vec) f(std::integral_constant<int, kVec16<T>>{});
-  else f(std::integral_constant<int, 1>{});
 }
 
 void check_t(const TensorRef& t, const TensorRef& like, const Shape& want, const char* op, const char* what) {

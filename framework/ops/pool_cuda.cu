@@ -26,6 +26,7 @@
 #include "framework/ops/cuda_kernel_util_cuda.h"
 #include "framework/ops/maxpool_3x3s2_cuda.h"
 #include "framework/ops/pool.h"
+#include "framework/ops/pool_vec_cuda.h"
 #include "framework/ops/pool_window.h"
 
 namespace tr {
@@ -327,89 +328,6 @@ __global__ void maxpool_bwd_general_kernel(const T* __restrict__ dy, const T* __
   }
 }
 
-// ---- global ----
-
-// x[N,P,C] -> y[N,C] (P = H*W); item = (n, channel vector)
-template <typename T, int VEC>
-__global__ void global_maxpool_fwd_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t N, int64_t P,
-                                          int64_t C) {
-  grid_dependency_begin();
-  const int64_t G = C / VEC, total = N * G;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t g = i % G, n = i / G;
-    const T* base = x + n * P * C + g * VEC;
-    float m[VEC], v[VEC];
-    load_vec<T, VEC>(base, m);
-    for (int64_t p = 1; p < P; ++p) {
-      load_vec<T, VEC>(base + p * C, v);
-#pragma unroll
-      for (int j = 0; j < VEC; ++j)
-        if (v[j] > m[j]) m[j] = v[j];
-    }
-    store_vec<T, VEC>(y + n * C + g * VEC, m);
-  }
-}
-
-// dy[N,C], x, y -> dx[N,P,C]: dy goes to the first position equal to y.
-template <typename T, int VEC>
-__global__ void global_maxpool_bwd_kernel(const T* __restrict__ dy, const T* __restrict__ x, const T* __restrict__ y,
-                                          T* __restrict__ dx, int64_t N, int64_t P, int64_t C) {
-  grid_dependency_begin();
-  const int64_t G = C / VEC, total = N * G;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t g = i % G, n = i / G;
-    const int64_t o = n * C + g * VEC;
-    float yy[VEC], d[VEC];
-    load_vec<T, VEC>(y + o, yy);
-    load_vec<T, VEC>(dy + o, d);
-    bool taken[VEC];
-#pragma unroll
-    for (int j = 0; j < VEC; ++j) taken[j] = false;
-    for (int64_t p = 0; p < P; ++p) {
-      const int64_t off = (n * P + p) * C + g * VEC;
-      float xx[VEC], out[VEC];
-      load_vec<T, VEC>(x + off, xx);
-#pragma unroll
-      for (int j = 0; j < VEC; ++j) {
-        const bool hit = !taken[j] && xx[j] == yy[j];
-        out[j] = hit ? d[j] : 0.f;
-        taken[j] = taken[j] || hit;
-      }
-      store_vec<T, VEC>(dx + off, out);
-    }
-  }
-}
-
-template <typename T>
-bool can_vec(int64_t C, std::initializer_list<const void*> ptrs) {
-  if (C % kVec16<T> != 0) return false;
-  for (const void* p : ptrs)
-    if (!aligned_to(p, 16)) return false;
-  return true;
-}
-
-// Calls f(std::integral_constant<int, VEC>) with the widest usable vector.
-template <typename T, typename F>
-void with_vec(bool vec, F&& f) {
-  if (vec) f(std::integral_constant<int, kVec16<T>>{});
-  else f(std::integral_constant<int, 1>{});
-}
-
-struct Nhwc {
-  int64_t n, h, w, c;
-};
-Nhwc nhwc(const TensorRef& t, const char* op, const char* what) {
-  TR_CHECK(t.shape.rank == 4, op, ": ", what, " must be [N,H,W,C], got ", t.shape.str());
-  return {t.shape[0], t.shape[1], t.shape[2], t.shape[3]};
-}
-
-// The cnn's window, which the fast-path kernels handle.
-
-void check_same(const TensorRef& a, const TensorRef& b, const char* op, const char* what) {
-  TR_CHECK(a.dtype == b.dtype && a.shape == b.shape, op, ": ", what, " is ", dtype_name(a.dtype), a.shape.str(),
-           ", expected ", dtype_name(b.dtype), b.shape.str());
-}
-
 void maxpool_bwd_from_argmax(const OpCall& c, const Nhwc& d, const PoolWindow& pw) {
   const char* op = "MaxPoolBwd";
   const TensorRef& dy = c.in[0];
@@ -595,51 +513,6 @@ void maxpool_bwd_cuda(const OpCall& c) {
         launch_kernel(c.env, {grid_for(work, sm_count(gh)), kThreads, 0}, maxpool_bwd_general_kernel<T, V>,
             dy.as<T>(), x.as<T>(), y.as<T>(), dx.as<T>(), d.n, d.h, d.w, d.c, pw);
       }
-    });
-  });
-}
-
-void global_maxpool_fwd_cuda(const OpCall& c) {
-  const char* op = "GlobalMaxPoolFwd";
-  check_arity(c, 1, 1, op);
-  const TensorRef& x = c.in[0];
-  const TensorRef& y = c.out[0];
-  const Nhwc d = nhwc(x, op, "x");
-  TR_CHECK(d.h * d.w > 0, op, ": empty spatial extent ", x.shape.str());
-  TR_CHECK(y.dtype == x.dtype && y.shape == Shape({d.n, d.c}), op, ": y is ", y.shape.str());
-  const GpuHandles& gh = handles_of(c, op);
-  dispatch_float(x.dtype, op, [&](auto tag) {
-    using T = decltype(tag);
-    with_vec<T>(can_vec<T>(d.c, {x.data, y.data}), [&](auto vt) {
-      constexpr int V = decltype(vt)::value;
-      const int64_t work = d.n * (d.c / V);
-      if (work == 0) return;
-      launch_kernel(c.env, {grid_for(work, sm_count(gh)), kThreads, 0}, global_maxpool_fwd_kernel<T, V>,
-          x.as<T>(), y.as<T>(), d.n, d.h * d.w, d.c);
-    });
-  });
-}
-
-void global_maxpool_bwd_cuda(const OpCall& c) {
-  const char* op = "GlobalMaxPoolBwd";
-  check_arity(c, 3, 1, op);
-  const TensorRef& dy = c.in[0];
-  const TensorRef& x = c.in[1];
-  const TensorRef& y = c.in[2];
-  const TensorRef& dx = c.out[0];
-  const Nhwc d = nhwc(x, op, "x");
-  TR_CHECK(y.dtype == x.dtype && y.shape == Shape({d.n, d.c}), op, ": y is ", y.shape.str());
-  check_same(dy, y, op, "dy");
-  check_same(dx, x, op, "dx");
-  const GpuHandles& gh = handles_of(c, op);
-  dispatch_float(x.dtype, op, [&](auto tag) {
-    using T = decltype(tag);
-    with_vec<T>(can_vec<T>(d.c, {dy.data, x.data, y.data, dx.data}), [&](auto vt) {
-      constexpr int V = decltype(vt)::value;
-      const int64_t work = d.n * (d.c / V);
-      if (work == 0) return;
-      launch_kernel(c.env, {grid_for(work, sm_count(gh)), kThreads, 0}, global_maxpool_bwd_kernel<T, V>,
-          dy.as<T>(), x.as<T>(), y.as<T>(), dx.as<T>(), d.n, d.h * d.w, d.c);
     });
   });
 }
