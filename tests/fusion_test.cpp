@@ -26,7 +26,9 @@ using test::OpRunner;
 
 struct NodeTally {
   int residual_apply = 0;  // BnReluApply with a residual input
-  int two_grad_relu = 0;   // ReluBwd with a second gradient
+  int two_grad_relu = 0;   // ReluBwd with a second gradient, alone or in front of a reduce
+  int relu_bwd = 0;        // ReluBwd nodes left in the training graphs
+  int relu_grad_reduce = 0;  // BnReluBwdReduce with the ReLU's gradient in front
   int pool_stats = 0;      // MaxPoolFwd with the BatchNorm statistics
   int bn_pool = 0;         // BnReluPool
   int head = 0;            // ClassifierHead
@@ -47,7 +49,10 @@ NodeTally tally(const CompiledModel& m) {
     for (const Node& n : m.cg.nodes(g)) {
       if (n.kind != Node::Kind::Compute) continue;
       t.residual_apply += n.op == OpKind::BnReluApply && n.in.size() == 5;
-      t.two_grad_relu += n.op == OpKind::ReluBwd && n.in.size() == 3;
+      t.two_grad_relu += (n.op == OpKind::ReluBwd && n.in.size() == 3) ||
+                         (n.op == OpKind::BnReluBwdReduce && n.in.size() == 6);
+      t.relu_bwd += n.op == OpKind::ReluBwd;
+      t.relu_grad_reduce += n.op == OpKind::BnReluBwdReduce && n.in.size() >= 5;
       t.pool_stats += n.op == OpKind::MaxPoolFwd && n.out.size() >= 3;
       t.pool_bn += n.op == OpKind::MaxPoolFwd && n.out.size() == 6;
       t.stats_apply += n.op == OpKind::BnReluApply && n.in.size() == 3;
@@ -84,17 +89,21 @@ CompiledModel build(const std::string& model, bool fusion) {
 // statistics into each BnReluApply that is left with four inputs (those that
 // took a residual or a pool keep their statistics apart), the pool with its
 // statistics into the BnReluApply after it (the cnn's three), and every
-// backward's reduce into its apply (resnet18 20, resnet50 53, vgg16bn 13, cnn 7).
-// The first layer's forward is in the A and B graphs: its statistics + apply
-// merge twice.
+// backward's reduce into its apply (vgg16bn 13, cnn 7) but where the reduce has
+// taken the ReLU's gradient in front (Note [the ReLU's gradient in the
+// reduce]): each residual block's ReluBwd (8 in resnet18, 16 in resnet50)
+// takes in the reduce of the block's last BatchNorm, so resnet18 merges 20 - 8
+// phases and resnet50 53 - 16. The first layer's forward is in the A and B
+// graphs: its statistics + apply merge twice.
 TEST(Fusion, MergesEveryPair) {
   struct Want {
     const char* model;
-    int bn_add, add_relu_bwd, pool_stats, bn_pool, head, head_bn, stats_apply, pool_bn, bwd_phases;
+    int bn_add, add_relu_bwd, pool_stats, bn_pool, head, head_bn, stats_apply, pool_bn, bwd_phases, relu_grad_reduce;
   };
-  for (const Want& w : {Want{"resnet18", 8, 7, 0, 0, 0, 0, 13, 0, 20}, Want{"resnet50", 16, 15, 0, 0, 0, 0, 38, 0, 53},
-                        Want{"vgg16bn", 0, 0, 0, 5, 0, 0, 9, 0, 13}, Want{"cnn", 0, 0, 3, 0, 1, 1, 4, 3, 7},
-                        Want{"mlp", 0, 0, 0, 0, 0, 0, 0, 0, 0}}) {
+  for (const Want& w :
+       {Want{"resnet18", 8, 7, 0, 0, 0, 0, 13, 0, 12, 8}, Want{"resnet50", 16, 15, 0, 0, 0, 0, 38, 0, 37, 16},
+        Want{"vgg16bn", 0, 0, 0, 5, 0, 0, 9, 0, 13, 0}, Want{"cnn", 0, 0, 3, 0, 1, 1, 4, 3, 7, 0},
+        Want{"mlp", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}}) {
     SCOPED_TRACE(w.model);
     const CompiledModel fused = build(w.model, true), plain = build(w.model, false);
     const FusionCounts& n = fused.fusions;
@@ -107,6 +116,7 @@ TEST(Fusion, MergesEveryPair) {
     EXPECT_EQ(n.stats_apply, w.stats_apply);
     EXPECT_EQ(n.pool_bn, w.pool_bn);
     EXPECT_EQ(n.bwd_phases, w.bwd_phases);
+    EXPECT_EQ(n.relu_grad_reduce, w.relu_grad_reduce);
     EXPECT_EQ(plain.fusions.total(), 0);
     const NodeTally f = tally(fused), p = tally(plain);
     EXPECT_EQ(f.residual_apply, w.bn_add);
@@ -117,9 +127,11 @@ TEST(Fusion, MergesEveryPair) {
     EXPECT_EQ(f.stats_apply, w.stats_apply);
     EXPECT_EQ(f.pool_bn, w.pool_bn);
     EXPECT_EQ(f.bwd_phases, w.bwd_phases);
+    EXPECT_EQ(f.relu_grad_reduce, w.relu_grad_reduce);
     EXPECT_EQ(p.residual_apply + p.two_grad_relu + p.pool_stats + p.bn_pool + p.head + p.stats_apply + p.pool_bn +
-                  p.bwd_phases,
+                  p.bwd_phases + p.relu_grad_reduce,
               0);
+    EXPECT_EQ(p.relu_bwd - f.relu_bwd, w.relu_grad_reduce) << "each ReLU gradient fusion removes one ReluBwd";
     EXPECT_EQ(p.fc_fwd - f.fc_fwd, w.head) << "each head fusion removes the fc's forward";
     EXPECT_EQ(p.add - f.add, w.bn_add + w.add_relu_bwd) << "each fusion removes one Add";
     EXPECT_EQ(p.bn_stats - f.bn_stats, w.pool_stats + w.stats_apply)
@@ -131,7 +143,7 @@ TEST(Fusion, MergesEveryPair) {
     // step's scalars in one kernel], recipe_graphs.h).
     EXPECT_EQ(plain.cg.total_nodes() - fused.cg.total_nodes(),
               size_t(w.bn_add + w.add_relu_bwd + w.pool_stats + w.bn_pool + 4 * w.head + w.head_bn + w.stats_apply +
-                     w.pool_bn + w.bwd_phases + 1));
+                     w.pool_bn + w.bwd_phases + w.relu_grad_reduce + 1));
   }
 }
 
@@ -241,6 +253,51 @@ TEST(Fusion, TwoGradientReluBackwardIsAddThenReluBackward) {
     EXPECT_GT(masked, 0);
     EXPECT_TRUE(test::bitwise_equal(want, got));
   }
+}
+
+// BnReluBwdReduce with the ReLU's gradient in front (Note [the ReLU's gradient
+// in the reduce]) against ReluBwd then BnReluBwdReduce, bit for bit, with one
+// gradient and with two; its shapes are those of the two ops, and any other
+// arity is refused.
+TEST(Fusion, ReluGradientInTheReduceIsReluBwdThenReduce) {
+  Rng rng(67);
+  for (DType t : {DType::F32, DType::F16, DType::F64})
+    for (const Shape& xs : {Shape{2, 6, 4, 8}, Shape{3, 5, 7, 3}})
+      for (bool relu : {true, false})
+        for (bool two : {false, true}) {
+          SCOPED_TRACE(cat(dtype_name(t), " ", xs.str(), relu ? " relu" : "", two ? " two gradients" : ""));
+          test::BnChain bn(t, xs, rng, relu, 2);
+          bn.forward();
+          const HostTensor a = test::random_tensor(t, xs, rng, -1, 1), b = test::random_tensor(t, xs, rng, -1, 1);
+          const HostTensor y = test::random_tensor(t, xs, rng, -1, 1);
+          std::vector<const HostTensor*> relu_in = {&a, &y};
+          if (two) relu_in.push_back(&b);
+          HostTensor g(t, xs);
+          bn.run.run(relu_bwd_cpu, relu_in, {&g});
+          bn.backward(g);
+          const int64_t C = xs[3];
+          HostTensor got_g(t, xs), dgamma(t, {C}), dbeta(t, {C}), dsums(bn.dsums.dtype(), {2, C});
+          std::vector<const HostTensor*> in = {&a, &bn.affine, &bn.x, &bn.batch, &y};
+          if (two) in.push_back(&b);
+          bn.run.run(bn_relu_bwd_reduce_cpu, in, {&dgamma, &dbeta, &dsums, &got_g});
+          EXPECT_TRUE(test::bitwise_equal(got_g, g));
+          EXPECT_TRUE(test::bitwise_equal(dgamma, bn.dgamma));
+          EXPECT_TRUE(test::bitwise_equal(dbeta, bn.dbeta));
+          EXPECT_TRUE(test::bitwise_equal(dsums, bn.dsums));
+          EXPECT_NE(bn.dsums.get(0), 0.0);
+
+          const Shape ps{2, C}, in_shapes[6] = {xs, ps, xs, ps, xs, xs};
+          Shape out[4];
+          bn_relu_bwd_reduce_shapes(ShapeCtx{in_shapes, two ? 6 : 5, &bn.run.attrs, &bn.run.variant}, out, 4);
+          EXPECT_EQ(out[0], (Shape{C}));
+          EXPECT_EQ(out[2], ps);
+          EXPECT_EQ(out[3], xs);
+          EXPECT_THROW(bn_relu_bwd_reduce_shapes(ShapeCtx{in_shapes, 5, &bn.run.attrs, &bn.run.variant}, out, 3),
+                       Error);
+          const Shape bad_y[5] = {xs, ps, xs, ps, Shape{xs[0], xs[1], xs[2], C + 1}};
+          EXPECT_THROW(bn_relu_bwd_reduce_shapes(ShapeCtx{bad_y, 5, &bn.run.attrs, &bn.run.variant}, out, 4),
+                       UserError);
+        }
 }
 
 // MaxPoolFwd with the statistics output against MaxPoolFwd then BnStats, bit

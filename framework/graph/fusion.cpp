@@ -181,6 +181,53 @@ bool fuse_head_bn(const ComputationGraph& cg, std::vector<Node>& nodes, size_t i
   return true;
 }
 
+// The gradient fan-in Add in front of the ReluBwd at nodes[i] moves into it
+// (fusion.h). Returns whether it fused; marks the Add.
+bool fuse_add_relu_bwd(const ComputationGraph& cg, std::vector<Node>& nodes, size_t i,
+                       const std::vector<int>& readers, const std::map<TensorId, size_t>& producer,
+                       std::vector<bool>& drop) {
+  int k = -1;
+  if (nodes[i].in.size() != 2) return false;
+  const int a = producer_of(nodes, i, OpKind::Add, readers, producer, &k);
+  if (a < 0 || k != 0 || drop[size_t(a)]) return false;  // the sum must be the gradient, not y
+  const Node& add = nodes[size_t(a)];
+  if (add.attrs.relu || add.in.size() != 2 || !clear_between(cg, nodes, size_t(a), i, add)) return false;
+  Node& b = nodes[i];
+  b.in = {add.in[0], b.in[1], add.in[1]};
+  b.label = add.label + "+" + b.label;
+  drop[size_t(a)] = true;
+  return true;
+}
+
+// The first BatchNorm backward reduce that reads g = ReluBwd(...) at nodes[i]
+// moves up into it (Note [the ReLU's gradient in the reduce], batchnorm.h):
+// nodes[i] becomes the reduce with the ReLU's gradient in front, which still
+// writes g there for its other readers. The nodes in between may read g, but
+// none may write what the reduce reads, or touch what it writes. Returns
+// whether it fused; marks the reduce.
+bool fuse_relu_grad_reduce(const ComputationGraph& cg, std::vector<Node>& nodes, size_t i, std::vector<bool>& drop) {
+  const Node& relu = nodes[i];
+  if (relu.op != OpKind::ReluBwd || !on_own_stream(relu) || relu.in.size() < 2 || relu.in.size() > 3 ||
+      relu.out.size() != 1)
+    return false;
+  const TensorId g = relu.out[0];
+  const size_t r = reader_after(nodes, i, OpKind::BnReluBwdReduce, 0, g);
+  if (r == nodes.size() || drop[r] || nodes[r].in.size() != 4 || nodes[r].out.size() != 3) return false;
+  const Node& reduce = nodes[r];
+  const std::set<TensorId> read(reduce.in.begin(), reduce.in.end());
+  const std::set<TensorId> written(reduce.out.begin(), reduce.out.end());
+  for (size_t k = i + 1; k < r; ++k)
+    if (writes(cg, nodes[k], read) || touches(cg, nodes[k], written)) return false;
+  Node f = reduce;
+  f.in = {relu.in[0], reduce.in[1], reduce.in[2], reduce.in[3], relu.in[1]};
+  if (relu.in.size() == 3) f.in.push_back(relu.in[2]);
+  f.out.push_back(g);
+  f.label = relu.label + "+" + reduce.label;
+  nodes[i] = f;
+  drop[r] = true;
+  return true;
+}
+
 // Whether every node that reads t, in every graph, is `a` or a copy of it: the
 // first layer's forward is emitted into the A and B graphs alike, and each
 // copy fuses the same way (a copy fused already no longer reads t).
@@ -275,15 +322,9 @@ FusionCounts fuse_one(const ComputationGraph& cg, std::vector<Node>& nodes, cons
       b = f;
       drop[size_t(a)] = true;
       ++c.bn_add;
-    } else if (b.op == OpKind::ReluBwd && b.in.size() == 2) {
-      const int a = producer_of(nodes, i, OpKind::Add, readers, producer, &k);
-      if (a < 0 || k != 0 || drop[size_t(a)]) continue;  // the sum must be the gradient, not y
-      const Node& add = nodes[size_t(a)];
-      if (add.attrs.relu || add.in.size() != 2 || !clear_between(cg, nodes, size_t(a), i, add)) continue;
-      b.in = {add.in[0], b.in[1], add.in[1]};
-      b.label = add.label + "+" + b.label;
-      drop[size_t(a)] = true;
-      ++c.add_relu_bwd;
+    } else if (b.op == OpKind::ReluBwd) {
+      c.add_relu_bwd += fuse_add_relu_bwd(cg, nodes, i, readers, producer, drop);
+      c.relu_grad_reduce += fuse_relu_grad_reduce(cg, nodes, i, drop);
     } else if (is_pool2(b) && b.in.size() == 1 && b.out.size() == 2) {
       // BnReluApply's y pooled and never stored: the fused node reads x.
       const auto it = producer.find(b.in[0]);

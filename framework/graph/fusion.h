@@ -19,6 +19,12 @@
 //   backward: s = Add(a, b), the gradient fan-in of a tensor, then
 //             g = ReluBwd(s, y)                     (the ReLU that produced it)
 //          -> g = ReluBwd(a, y, b)
+//   backward: g = ReluBwd(a, y[, b]), then
+//             dgamma, dbeta, dsums = BnReluBwdReduce(g, affine, x, batch)
+//                                                   (a residual block's last BatchNorm)
+//          -> dgamma, dbeta, dsums, g = BnReluBwdReduce(a, affine, x, batch, y[, b])
+//             in the ReluBwd's place, g still stored for its other readers
+//             (Note [the ReLU's gradient in the reduce], batchnorm.h)
 //   head:     p = GlobalMaxPoolFwd(x), z = FcFwd(p, w) without bias,
 //             dl, metrics = SoftmaxXent(z, labels), then in the backward
 //             dp = FcBwdData(dl, w), dx = GlobalMaxPoolBwd(dp, x, p)   (the cnn)
@@ -46,7 +52,8 @@
 //             dx = BnReluBwdApply(dy, affine, x, batch, gamma, dsums)
 //          -> dx, dgamma, dbeta, dsums = BnReluBwdApply(dy, affine, x, batch, gamma)
 //             each when the sums have no other reader (synchronised BN
-//             all-reduces them in between: no fusion) and in the apply's place.
+//             all-reduces them in between: no fusion), and the reduce has no
+//             ReLU gradient in front, in the apply's place.
 //
 // The BatchNorm + residual, BatchNorm + pool and fan-in nodes take the place
 // of the later node: every input it reads is ready there (a residual's
@@ -89,9 +96,11 @@ struct FusionCounts {
   int stats_apply = 0;   // BnStats + BnReluApply (the statistics inside the apply)
   int pool_bn = 0;       // MaxPoolFwd with the statistics + BnReluApply of its y
   int bwd_phases = 0;    // BnReluBwdReduce + BnReluBwdApply
+  int relu_grad_reduce = 0;  // ReluBwd + BnReluBwdReduce
 
   int total() const {
-    return bn_add + add_relu_bwd + pool_stats + bn_pool + head + head_bn + stats_apply + pool_bn + bwd_phases;
+    return bn_add + add_relu_bwd + pool_stats + bn_pool + head + head_bn + stats_apply + pool_bn + bwd_phases +
+           relu_grad_reduce;
   }
   FusionCounts& operator+=(const FusionCounts& o) {
     bn_add += o.bn_add;
@@ -103,6 +112,7 @@ struct FusionCounts {
     stats_apply += o.stats_apply;
     pool_bn += o.pool_bn;
     bwd_phases += o.bwd_phases;
+    relu_grad_reduce += o.relu_grad_reduce;
     return *this;
   }
 };

@@ -10,6 +10,10 @@
 //                    y = relu(scale * x + shift), scale = gamma * rsqrt(var + eps), shift = beta - mean * scale
 //   BnReluBwdReduce: dy, affine, x, batch                -> dgamma[C], dbeta[C], dsums[2,C]
 //                    g = dy * (scale * x + shift > 0); dsums = (sum g, sum g*xhat); dgamma = dsums[1], dbeta = dsums[0]
+//   BnReluBwdReduce may take the ReLU's gradient in front (Note [the ReLU's
+//   gradient in the reduce]): a, affine, x, batch, y[, b] -> dgamma, dbeta, dsums, g
+//                    g = ReluBwd(a, y[, b]) = (a [+ b]) * (y > 0), rounded to T as
+//                    ReluBwd stores it; then the reduce with dy = g
 //   BnReluBwdApply:  dy, affine, x, batch, gamma, dsums  -> dx
 //                    dx = gamma*rstd*(g - dsums[0]/count - xhat*dsums[1]/count)
 //   BnReluApply may take a fifth input, residual (x's shape):
@@ -24,6 +28,20 @@
 //   BnFold:          gamma f32[C], beta f32[C], running[2,C] = (mean, var) -> affine[2,C]
 //                    scale = gamma*rsqrt(var+eps), shift = beta - mean*scale
 // (relu=false in attrs drops the ReLU everywhere.)
+//
+// Note [the ReLU's gradient in the reduce]
+// A residual block's output is relu(BN(x) + shortcut). Its gradient g is
+// ReluBwd of the gradients that reach the output (two where the next block
+// also takes it as its shortcut: Note [fusion]), and the block's last
+// BatchNorm reduces g right after. Apart, ReluBwd writes g and the reduce
+// reads it back; with the ReLU's gradient in front the reduce makes g from
+// (a, y[, b]) as it walks the rows and stores it for g's other readers (the
+// BatchNorm's apply, a projection's BatchNorm, the shortcut's gradient): one
+// kernel and one pass over g fewer per block. g is ReluBwd's own value (the
+// sum in f32, rounded once to T), and the reduce runs on it with the grid and
+// order it has apart, so the bits are those of the two ops: on the CPU the
+// node runs them apart, on the GPU the kernel is launched only where the
+// ReLU's tensors allow the reduce's vector width (else the two kernels run).
 #include "framework/ops/op_registry.h"
 
 namespace tr {

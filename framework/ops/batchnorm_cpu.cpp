@@ -10,6 +10,7 @@
 #include <initializer_list>
 
 #include "framework/ops/cpu_kernel_util.h"
+#include "framework/ops/relu.h"
 
 namespace tr {
 namespace {
@@ -278,6 +279,14 @@ void bn_relu_apply_shapes(const ShapeCtx& c, Shape* out, int n_out) {
 
 void bn_relu_bwd_reduce_shapes(const ShapeCtx& c, Shape* out, int n_out) {
   const char* op = "bn_relu_bwd_reduce";
+  if (c.n_in == 5 || c.n_in == 6) {  // the ReLU's gradient in front: a, affine, x, batch, y[, b] -> ..., g
+    TR_CHECK(n_out == 4, op, ": arity");
+    const Shape relu_in[3] = {c.in[0], c.in[4], c.n_in == 6 ? c.in[5] : Shape{}};
+    relu_bwd_shapes(ShapeCtx{relu_in, c.n_in - 3, c.attrs, c.variant}, out + 3, 1);
+    const Shape in[4] = {out[3], c.in[1], c.in[2], c.in[3]};
+    bn_relu_bwd_reduce_shapes(ShapeCtx{in, 4, c.attrs, c.variant}, out, 3);
+    return;
+  }
   TR_CHECK(c.n_in == 4 && n_out == 3, op, ": arity");
   const Shape& x = c.in[2];
   const int64_t C = check_act(x, op, "x");
@@ -361,6 +370,14 @@ void bn_relu_apply_cpu(const OpCall& c) {
 
 void bn_relu_bwd_reduce_cpu(const OpCall& c) {
   const char* op = "bn_relu_bwd_reduce";
+  if (c.n_in == 5 || c.n_in == 6) {  // the ReLU's gradient in front: ReluBwd, then the reduce of its g
+    cpu::check_arity(c, op, 5, 6, 4, 4);
+    const TensorRef relu_in[3] = {c.in[0], c.in[4], c.n_in == 6 ? c.in[5] : TensorRef{}};
+    relu_bwd_cpu(OpCall{relu_in, c.n_in - 3, &c.out[3], 1, c.attrs, c.variant, c.env});
+    const TensorRef in[4] = {c.out[3], c.in[1], c.in[2], c.in[3]};
+    bn_relu_bwd_reduce_cpu(OpCall{in, 4, c.out, 3, c.attrs, c.variant, c.env});
+    return;
+  }
   cpu::check_arity(c, op, 4, 4, 3, 3);
   const BnDims d = bn_dims(c, c.in[2], op);
   check_same_dtype(c, op, {&c.in[2], &c.out[0], &c.out[1]});

@@ -6,6 +6,7 @@
 //   BnReluBwdReduce (<= 4 * SMs * 2 * C * 4), nothing for the others.
 #include "framework/ops/batchnorm.h"
 #include "framework/ops/bn_train_cuda.h"
+#include "framework/ops/relu.h"
 
 namespace tr {
 namespace {
@@ -35,12 +36,14 @@ __global__ void bn_relu_apply_kernel(const T* __restrict__ x, const float* __res
   bn_apply_rows<T, VEC>(x, sums, gamma, beta, residual, y, batch, affine, rows, C, inv_count, eps, relu);
 }
 
-template <typename T, int VEC, bool SYNC = false>
+// RELU_GRAD: dy is made from (dy, in.y, in.b) and stored to in.g on the way
+// (Note [the ReLU's gradient in the reduce], batchnorm.h).
+template <typename T, int VEC, bool SYNC = false, bool RELU_GRAD = false>
 __global__ void bn_relu_bwd_reduce_kernel(const T* __restrict__ dy, const float* __restrict__ affine,
                                           const T* __restrict__ x, const float* __restrict__ batch, int64_t rows,
-                                          int64_t C, float eps, bool relu, SumOut<T, 2> out) {
+                                          int64_t C, float eps, bool relu, ReluGradIn<T> in, SumOut<T, 2> out) {
   grid_dependency_begin();
-  bn_bwd_reduce_rows<T, VEC, SYNC>(dy, affine, x, batch, rows, C, eps, relu, out);
+  bn_bwd_reduce_rows<T, VEC, SYNC, RELU_GRAD>(dy, affine, x, batch, rows, C, eps, relu, out, in);
 }
 
 template <typename T, int VEC>
@@ -65,10 +68,6 @@ __global__ void __launch_bounds__(kChannelBlockThreads, kReduceBlocksPerSm)
   cooperative_groups::this_grid().sync();
   bn_bwd_apply_rows<T, VEC>(dy, affine, x, batch, gamma, out.f32, dx, rows, C, inv_count, eps, relu);
 }
-
-
-
-
 
 // y = relu(scale * x + shift)
 template <typename T, int VEC>
@@ -234,10 +233,14 @@ RowsC check_bwd_inputs(const OpCall& c, const char* op) {
   return rc;
 }
 
-// BnReluBwdReduce's operands (dy, affine, x, batch -> dgamma, dbeta, dsums), checked.
+// BnReluBwdReduce's operands (dy, affine, x, batch -> dgamma, dbeta, dsums), checked;
+// with the ReLU's gradient in front also y[, b] -> g, all of x's dtype and shape.
 RowsC check_bwd_reduce(const OpCall& c, const char* op) {
-  check_arity(c, 4, 3, op);
+  TR_CHECK(c.n_in >= 4 && c.n_in <= 6, op, ": expected 4, 5 or 6 inputs, got ", c.n_in);
+  check_arity(c, c.n_in, c.n_in == 4 ? 3 : 4, op);
   const RowsC rc = check_bwd_inputs(c, op);
+  for (int i = 4; i < c.n_in; ++i) check_activation(c.in[i], c.in[2], op, i == 4 ? "y" : "b");
+  if (c.n_in > 4) check_activation(c.out[3], c.in[2], op, "g");
   const DType dt = c.in[2].dtype;
   check_dtype(c.out[0], dt, op, "dgamma");
   check_dtype(c.out[1], dt, op, "dbeta");
@@ -308,6 +311,7 @@ bool bwd_in_one_kernel(const OpCall& reduce, const OpCall& apply, const char* op
 void bn_relu_bwd_reduce_cuda(const OpCall& c) {
   const char* op = "BnReluBwdReduce";
   const RowsC rc = check_bwd_reduce(c, op);
+  const bool relu_grad_in = c.n_in > 4;
   const TensorRef& dy = c.in[0];
   const TensorRef& affine = c.in[1];
   const TensorRef& x = c.in[2];
@@ -315,11 +319,18 @@ void bn_relu_bwd_reduce_cuda(const OpCall& c) {
   const TensorRef& dgamma = c.out[0];
   const TensorRef& dbeta = c.out[1];
   const TensorRef& dsums = c.out[2];
+  const void* y = relu_grad_in ? c.in[4].data : nullptr;
+  const void* b = c.n_in == 6 ? c.in[5].data : nullptr;
+  void* g_out = relu_grad_in ? c.out[3].data : nullptr;
   const GpuHandles& gh = handles_of(c, op);
   const bool relu = attrs_of(c, op).relu;
+  bool launched = false;
   dispatch_float(x.dtype, op, [&](auto tag) {
     using T = decltype(tag);
-    const int vec = pick_vec<T>(rc.c, {dy.data, x.data});
+    // The reduce of g, as the ops apart run it: its vector width, so its grid
+    // and the order of its sums; the ReLU's tensors must allow that width too.
+    const int vec = pick_vec<T>(rc.c, {relu_grad_in ? g_out : dy.data, x.data});
+    if (relu_grad_in && vec != pick_vec<T>(rc.c, {dy.data, x.data, y, b, g_out})) return;
     const ChannelGrid g =
         channel_grid(rc.rows, rc.c, vec, sm_count(gh), kReduceBlocksPerSm, kMinRowsPerThread);
     SumOut<T, 2> out;
@@ -327,15 +338,31 @@ void bn_relu_bwd_reduce_cuda(const OpCall& c) {
     out.f32 = dsums.as<float>();
     out.t[0] = dbeta.as<T>();   // dbeta  = sum g
     out.t[1] = dgamma.as<T>();  // dgamma = sum g * xhat
-    auto launch = [&](auto vtag) {
+    ReluGradIn<T> in;
+    in.y = static_cast<const T*>(y);
+    in.b = static_cast<const T*>(b);
+    in.g = static_cast<T*>(g_out);
+    auto launch = [&](auto vtag, auto rtag) {
       constexpr int V = decltype(vtag)::value;
-      launch_sums(c.env, gh, g, sum_smem_bytes<2, V>(), rc.c, out, bn_relu_bwd_reduce_kernel<T, V>,
-                  bn_relu_bwd_reduce_kernel<T, V, true>, dy.as<T>(),
-                  affine.as<float>(), x.as<T>(), batch.as<float>(), rc.rows, rc.c, attrs_of(c, op).eps, relu);
+      constexpr bool R = decltype(rtag)::value;
+      launch_sums(c.env, gh, g, sum_smem_bytes<2, V>(), rc.c, out, bn_relu_bwd_reduce_kernel<T, V, false, R>,
+                  bn_relu_bwd_reduce_kernel<T, V, true, R>, dy.as<T>(), affine.as<float>(), x.as<T>(),
+                  batch.as<float>(), rc.rows, rc.c, attrs_of(c, op).eps, relu, in);
     };
-    if (vec == kBnVec<T>) launch(std::integral_constant<int, kBnVec<T>>{});
-    else launch(std::integral_constant<int, 1>{});
+    auto with_vec = [&](auto rtag) {
+      if (vec == kBnVec<T>) launch(std::integral_constant<int, kBnVec<T>>{}, rtag);
+      else launch(std::integral_constant<int, 1>{}, rtag);
+    };
+    if (relu_grad_in) with_vec(std::true_type{});
+    else with_vec(std::false_type{});
+    launched = true;
   });
+  if (launched) return;
+  // A width the ReLU's tensors do not allow: ReluBwd, then the reduce of g.
+  const TensorRef relu_in[3] = {c.in[0], c.in[4], c.n_in == 6 ? c.in[5] : TensorRef{}};
+  relu_bwd_cuda(OpCall{relu_in, c.n_in - 3, &c.out[3], 1, c.attrs, c.variant, c.env});
+  const TensorRef reduce_in[4] = {c.out[3], c.in[1], c.in[2], c.in[3]};
+  bn_relu_bwd_reduce_cuda(OpCall{reduce_in, 4, c.out, 3, c.attrs, c.variant, c.env});
 }
 
 void bn_relu_bwd_apply_cuda(const OpCall& c) {

@@ -22,12 +22,12 @@ __device__ __forceinline__ Vec<T, VEC> load_raw(const T* p) {
 
 // Walks this thread's rows r, r + stride, ... below `rows`: f(N, r) handles the
 // N rows r + u * stride, u < N, loading all of them before using any; N is
-// kRowUnroll, then 1 for the remainder. The rows and their order per thread are
-// those of a plain loop, so sums keep their order.
-template <typename F>
+// UNROLL, then 1 for the remainder. The rows and their order per thread are
+// those of a plain loop, so sums keep their order whatever UNROLL is.
+template <int UNROLL = kRowUnroll, typename F>
 __device__ __forceinline__ void for_rows(int64_t r, int64_t stride, int64_t rows, F&& f) {
-  for (; r + (kRowUnroll - 1) * stride < rows; r += kRowUnroll * stride)
-    f(std::integral_constant<int, kRowUnroll>{}, r);
+  for (; r + (UNROLL - 1) * stride < rows; r += UNROLL * stride)
+    f(std::integral_constant<int, UNROLL>{}, r);
   for (; r < rows; r += stride) f(std::integral_constant<int, 1>{}, r);
 }
 
@@ -114,12 +114,58 @@ __device__ __forceinline__ void for_grad_rows(const T* __restrict__ dy, const T*
   });
 }
 
-// g = dy * (scale * x + shift > 0); sums (g, g * xhat)
-template <typename T, int VEC, bool SYNC = false>
+// The ReLU's gradient in front of a BatchNorm's backward reduce (Note [the
+// ReLU's gradient in the reduce], batchnorm.h): dy = (a [+ b]) * (y > 0) as
+// ReluBwd computes and rounds it, stored to g for its other readers.
+template <typename T>
+struct ReluGradIn {
+  const T* y = nullptr;   // the ReLU's output
+  const T* b = nullptr;   // a second gradient (the fan-in), or null
+  T* g = nullptr;         // where dy is stored
+};
+
+// for_grad_rows with dy made from (a, y[, b]) on the way: loads the N rows of
+// a, y, b and x, then stores each row's dy to in.g before f(N, r, dv, xv)
+// uses it. Every (row, channel) of the grid is one thread's, so g is written
+// once, whole (the inactive channel groups never get here). Two rows in
+// flight instead of four: twice the tensors, the same bytes in flight per
+// thread, and registers for four blocks per SM (kStatsBlocksPerSm).
+template <typename T, int VEC, typename F>
+__device__ __forceinline__ void for_relu_grad_rows(const T* __restrict__ a, const ReluGradIn<T>& in,
+                                                   const T* __restrict__ x, int64_t rows, int64_t C, int64_t c0,
+                                                   F&& f) {
+  const int64_t stride = int64_t(gridDim.x) * blockDim.y;
+  for_rows<kRowUnroll / 2>(int64_t(blockIdx.x) * blockDim.y + threadIdx.y, stride, rows, [&](auto n, int64_t r) {
+    constexpr int N = decltype(n)::value;
+    Vec<T, VEC> dv[N], yv[N], bv[N], xv[N];
+#pragma unroll
+    for (int u = 0; u < N; ++u) {
+      const int64_t off = (r + u * stride) * C + c0;
+      dv[u] = load_raw<T, VEC>(a + off);
+      yv[u] = load_raw<T, VEC>(in.y + off);
+      if (in.b != nullptr) bv[u] = load_raw<T, VEC>(in.b + off);
+      xv[u] = load_raw<T, VEC>(x + off);
+    }
+#pragma unroll
+    for (int u = 0; u < N; ++u) {
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) {
+        const float d = in.b != nullptr ? to_f(dv[u].v[i]) + to_f(bv[u].v[i]) : to_f(dv[u].v[i]);
+        dv[u].v[i] = from_f<T>(to_f(yv[u].v[i]) > 0.f ? d : 0.f);
+      }
+      *reinterpret_cast<Vec<T, VEC>*>(in.g + (r + u * stride) * C + c0) = dv[u];
+    }
+    f(n, r, dv, xv);
+  });
+}
+
+// g = dy * (scale * x + shift > 0); sums (g, g * xhat). RELU_GRAD: dy is made
+// from (dy, in.y, in.b) first and stored to in.g (for_relu_grad_rows).
+template <typename T, int VEC, bool SYNC = false, bool RELU_GRAD = false>
 __device__ __forceinline__ void bn_bwd_reduce_rows(const T* __restrict__ dy, const float* __restrict__ affine,
                                                    const T* __restrict__ x, const float* __restrict__ batch,
                                                    int64_t rows, int64_t C, float eps, bool relu,
-                                                   const SumOut<T, 2>& out) {
+                                                   const SumOut<T, 2>& out, const ReluGradIn<T>& in = {}) {
   const int64_t gi = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;
   const int64_t c0 = gi * VEC;
   const bool active = c0 < C;
@@ -138,7 +184,7 @@ __device__ __forceinline__ void bn_bwd_reduce_rows(const T* __restrict__ dy, con
       rstd[i] = s.rstd;
     }
     load_affine<VEC>(affine, C, c0, sc, sh);
-    for_grad_rows<T, VEC>(dy, x, rows, C, c0, [&](auto n, int64_t, const auto& dv, const auto& xv) {
+    auto add_rows = [&](auto n, int64_t, const auto& dv, const auto& xv) {
 #pragma unroll
       for (int u = 0; u < decltype(n)::value; ++u)
 #pragma unroll
@@ -148,7 +194,9 @@ __device__ __forceinline__ void bn_bwd_reduce_rows(const T* __restrict__ dy, con
           acc[0][i] += gr;
           acc[1][i] = fmaf(gr, (xx - mean[i]) * rstd[i], acc[1][i]);
         }
-    });
+    };
+    if constexpr (RELU_GRAD) for_relu_grad_rows<T, VEC>(dy, in, x, rows, C, c0, add_rows);
+    else for_grad_rows<T, VEC>(dy, x, rows, C, c0, add_rows);
   }
   block_sum_store<T, 2, VEC, 2 * VEC, SYNC>(acc, c0, active, C, out);
 }

@@ -18,6 +18,7 @@ enum class OpKind : uint8_t {
   BnStats,            // in: x T[N,H,W,C]                                     out: sums f32[2,C] (sum x, sum x^2)
   BnReluApply,        // in: x T, sums f32[2,C], gamma T[C], beta T[C][, residual T]  out: y T, batch f32[2,C] (mean, biased var), affine f32[2,C]
   BnReluBwdReduce,    // in: dy T, affine f32[2,C], x T, batch f32[2,C]       out: dgamma T[C], dbeta T[C], dsums f32[2,C]
+                      //   or in: a, affine, x, batch, y[, b]   out: ..., g = ReluBwd(a, y[, b]) reduced as dy (batchnorm.h)
   BnReluBwdApply,     // in: dy T, affine f32[2,C], x T, batch f32[2,C], gamma T[C], dsums f32[2,C]   out: dx T
   BnReluInfer,        // in: x T, affine f32[2,C] (scale, shift)              out: y T
   BnFold,             // in: gamma f32[C], beta f32[C], running f32[2,C]      out: affine f32[2,C]

@@ -336,6 +336,24 @@ std::vector<Spec> zoo_specs() {
     add(conv_specs(pre, h, 256, 56, 64, 64, false));
     add(conv_specs(pre, h, 256, 56, 64, 256, false, 1, 1, 0));
     add(bn_specs(pre, h, 256, 56, 256));
+    // The block's end in the backward: ReluBwd of the two gradients that reach
+    // it, then its last BatchNorm's reduce (no ReLU of its own); and the reduce
+    // with the ReLU's gradient in front, which the training step runs instead
+    // (Note [the ReLU's gradient in the reduce]).
+    const Shape x{256, 56, 56, 256}, p2{2, 256};
+    const DType f = DType::F32;
+    Spec relu = relu_spec(pre, false, h, x);
+    relu.name = cat(pre, "relu_bwd_two_grads/56x56x256/", dn(h));
+    relu.in.push_back({h, x});
+    Spec fused;
+    fused.name = cat(pre, "bn_bwd_reduce_relu_grad/56x56x256/", dn(h));
+    fused.fn = bn_relu_bwd_reduce_cuda;
+    fused.attrs.relu = false;
+    fused.variant = {256, 256, 56, 56};
+    fused.in = {{h, x}, {f, p2}, {h, x}, {f, p2, 0.5, 1.5}, {h, x}, {h, x}};
+    fused.out = {{h, {256}}, {h, {256}}, {f, p2}, {h, x}};
+    v.push_back(relu);
+    v.push_back(fused);
   }
   {  // vgg16bn at 224x224: the first and the last convolution widths, b128
     const std::string pre = "vgg16bn/b128/";

@@ -1,0 +1,121 @@
+// BnReluBwdReduce with the ReLU's gradient in front (Note [the ReLU's gradient
+// in the reduce], framework/ops/batchnorm.h) against ReluBwd then
+// BnReluBwdReduce on the GPU: the same bits in all four outputs, one kernel
+// fewer, with and without grid sync, and g equal to the CPU's ReluBwd bit for
+// bit. Each case prints what it compared:
+//   [ relu grad ] BnReluBwdReduce(a, affine, x, batch, y, b)/f16 x[64,14,14,256] relu: 2 kernel(s) (3 apart), 0 of ... differ
+// Skips without a CUDA device.
+#include "framework/core/launch_tally.h"
+#include "framework/ops/batchnorm.h"
+#include "framework/ops/relu.h"
+#include "tests/ops_gpu_bitwise.h"
+
+namespace tr {
+namespace {
+
+using namespace gpu_test;
+
+class OpsGpuReluGrad : public OpsGpu {
+ protected:
+  struct Run {
+    std::vector<HostTensor> out;
+    int64_t kernels = 0;
+  };
+  Run run_counted(OpFn fn, Case& k) {
+    const int64_t before = launch_tally().kernels;
+    Run r;
+    r.out = run_gpu(fn, k);
+    r.kernels = launch_tally().kernels - before;
+    return r;
+  }
+};
+
+TEST_F(OpsGpuReluGrad, ReluGradientInTheReduceIsReluBwdThenReduce) {
+  Rng rng(45);
+  // Residual blocks' shapes (resnet50 at 56x56 and 7x7, resnet18), several
+  // row blocks and one; odd C takes the one-element path.
+  const Shape shapes[] = {{64, 14, 14, 256}, {32, 28, 28, 64}, {16, 7, 7, 2048}, {4, 6, 5, 16}, {3, 5, 5, 7}};
+  for (DType t : {F16, F32})
+    for (const Shape& xs : shapes)
+      for (bool relu : {false, true})
+        for (bool two : {true, false}) {
+          const int64_t C = xs[3];
+          Case base;
+          base.variant = {xs[0], xs[0], 0, 0};
+          base.attrs.relu = relu;
+          base.attrs.eps = 1e-5f;
+          const HostTensor x = rnd(t, xs, rng, -1.5, 2.5), gamma = rnd(t, {C}, rng, 0.5, 1.5),
+                           beta = rnd(t, {C}, rng, -0.5, 0.5);
+          const HostTensor a = rnd(t, xs, rng), b = rnd(t, xs, rng), y = rnd(t, xs, rng, -1, 1);
+          // The forward's batch statistics and affine.
+          Case st = base;
+          st.in = {x};
+          st.out = {HostTensor(F32, {2, C})};
+          Case ap = base;
+          ap.in = {x, run_gpu(bn_stats_cuda, st)[0], gamma, beta};
+          ap.out = {HostTensor(t, xs), HostTensor(F32, {2, C}), HostTensor(F32, {2, C})};
+          const std::vector<HostTensor> fwd = run_gpu(bn_relu_apply_cuda, ap);
+          const HostTensor &batch = fwd[1], &affine = fwd[2];
+
+          Case rb = base;
+          rb.in = two ? std::vector<HostTensor>{a, y, b} : std::vector<HostTensor>{a, y};
+          rb.out = {HostTensor(t, xs)};
+          Case fused = base;
+          fused.name = cat(tname(two ? "BnReluBwdReduce(a, affine, x, batch, y, b)" : "BnReluBwdReduce(a, affine, x, batch, y)", t),
+                           " x", xs.str(), relu ? " relu" : "");
+          fused.in = {a, affine, x, batch, y};
+          if (two) fused.in.push_back(b);
+          fused.out = {HostTensor(t, {C}), HostTensor(t, {C}), HostTensor(F32, {2, C}), HostTensor(t, xs)};
+          SCOPED_TRACE(fused.name);
+
+          for (bool grid_sync : {false, true}) {
+            gh_.grid_sync_sums = grid_sync;
+            const Run relu_run = run_counted(relu_bwd_cuda, rb);
+            const HostTensor& g = relu_run.out[0];
+            Case br = base;
+            br.in = {g, affine, x, batch};
+            br.out = {HostTensor(t, {C}), HostTensor(t, {C}), HostTensor(F32, {2, C})};
+            const Run reduce_run = run_counted(bn_relu_bwd_reduce_cuda, br);
+            const Run got = run_counted(bn_relu_bwd_reduce_cuda, fused);
+            gh_.grid_sync_sums = GpuHandles{}.grid_sync_sums;
+
+            std::vector<HostTensor> want = reduce_run.out;
+            want.push_back(g);
+            int64_t differ = 0, total = 0;
+            for (size_t i = 0; i < want.size(); ++i) {
+              const int64_t d = differing_elements(got.out[i], want[i]);
+              EXPECT_EQ(d, 0) << "output " << i;
+              EXPECT_LT(got.out[i].first_non_finite(), 0) << "output " << i;
+              differ += d;
+              total += want[i].numel();
+            }
+            const int64_t apart = relu_run.kernels + reduce_run.kernels;
+            std::printf("[ relu grad ] %s%s: %lld kernel(s) (%lld apart), %lld of %lld differ\n", fused.name.c_str(),
+                        grid_sync ? " grid sync" : "", static_cast<long long>(got.kernels),
+                        static_cast<long long>(apart), static_cast<long long>(differ),
+                        static_cast<long long>(total));
+            EXPECT_EQ(got.kernels + 1, apart);
+          }
+          // g is ReluBwd's: the CPU's bits.
+          EXPECT_EQ(differing_elements(run_gpu(bn_relu_bwd_reduce_cuda, fused)[3], run_cpu(relu_bwd_cpu, rb)[0]), 0);
+        }
+}
+
+// Bad operands get a clear error: a y of another shape, a g of another dtype.
+TEST_F(OpsGpuReluGrad, RefusesOperandsThatDoNotMatch) {
+  Rng rng(46);
+  const Shape xs{4, 6, 5, 16};
+  const int64_t C = 16;
+  Case k;
+  k.variant = {4, 4, 0, 0};
+  k.in = {rnd(F16, xs, rng), HostTensor(F32, {2, C}), rnd(F16, xs, rng), HostTensor(F32, {2, C}),
+          rnd(F16, {4, 6, 5, 8}, rng)};
+  k.out = {HostTensor(F16, {C}), HostTensor(F16, {C}), HostTensor(F32, {2, C}), HostTensor(F16, xs)};
+  EXPECT_THROW(run_gpu(bn_relu_bwd_reduce_cuda, k), Error);
+  k.in[4] = rnd(F16, xs, rng);
+  k.out[3] = HostTensor(F32, xs);
+  EXPECT_THROW(run_gpu(bn_relu_bwd_reduce_cuda, k), Error);
+}
+
+}  // namespace
+}  // namespace tr
