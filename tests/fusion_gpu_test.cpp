@@ -1,5 +1,7 @@
 // Note [fusion] (framework/graph/fusion.h) on the GPU: the ResNets and vgg16bn
-// at reduced width, and the cnn, train to the same bits with fusion on and off in f32, in
+// at reduced width, and the cnn, train to the same bits with fusion on and off in f32
+// (printed: BatchNorm + residual, fan-in + ReluBwd, ReluBwd + reduce, pool +
+// statistics, BatchNorm + pool pairs), in
 // eager and full-capture mode, over an epoch with an incomplete last batch. With AMP the
 // fused BatchNorm + residual rounds once instead of twice, so one step's update
 // differs by rounding, and is no further from the f32 update than the unfused
@@ -45,10 +47,10 @@ TEST(FusionGpu, ChangesNoBitInF32) {
       fused.run_epoch();
       const int differing = testing::differing_tensors(ref, state_of(fused), cat(model, " fused, ", mode_name(mode)));
       const FusionCounts& n = fused.model().fusions;
-      std::printf("[ fusion gpu ] %s f32 %s: %d+%d+%d+%d pairs and %d heads fused, %d of %zu state tensors differ "
-                  "from unfused\n",
-                  model.c_str(), mode_name(mode).c_str(), n.bn_add, n.add_relu_bwd, n.pool_stats, n.bn_pool, n.head,
-                  differing, ref.size());
+      std::printf("[ fusion gpu ] %s f32 %s: %d+%d+%d+%d+%d pairs and %d heads fused, %d of %zu state tensors "
+                  "differ from unfused\n",
+                  model.c_str(), mode_name(mode).c_str(), n.bn_add, n.add_relu_bwd, n.relu_grad_reduce, n.pool_stats,
+                  n.bn_pool, n.head, differing, ref.size());
       EXPECT_GT(n.bn_add + n.pool_stats + n.bn_pool, 0);
     }
   }

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "framework/core/error.h"
+#include "framework/core/launch_tally.h"
 #include "framework/ops/batchnorm.h"
 #include "framework/ops/conv.h"
 #include "framework/ops/conv_plan_cache_cuda.h"
@@ -207,6 +208,19 @@ class OpsGpu : public ::testing::Test {
     env.stream = stream_;
     env.gpu = &gh_;
     call_op(fn, in, out, attrs, variant, env);
+  }
+
+  // run_gpu's outputs with the kernels the call launched (Note [launch accounting]).
+  struct CountedRun {
+    std::vector<HostTensor> out;
+    int64_t kernels = 0;
+  };
+  CountedRun run_counted(OpFn fn, Case& k) {
+    const int64_t before = launch_tally().kernels;
+    CountedRun r;
+    r.out = run_gpu(fn, k);
+    r.kernels = launch_tally().kernels - before;
+    return r;
   }
 
   // GPU vs CPU within tolerance, and two GPU runs bitwise equal.

@@ -10,7 +10,6 @@
 // Skips without a CUDA device.
 #include <algorithm>
 
-#include "framework/core/launch_tally.h"
 #include "framework/ops/batchnorm.h"
 #include "framework/ops/fc.h"
 #include "framework/ops/pool.h"
@@ -23,16 +22,10 @@ using namespace gpu_test;
 
 class OpsGpuGridSync : public OpsGpu {
  protected:
-  struct Run {
-    std::vector<HostTensor> out;
-    int64_t kernels = 0;
-  };
+  using Run = CountedRun;
   Run run_with(OpFn fn, Case& k, bool grid_sync) {
     gh_.grid_sync_sums = grid_sync;
-    const int64_t before = launch_tally().kernels;
-    Run r;
-    r.out = run_gpu(fn, k);
-    r.kernels = launch_tally().kernels - before;
+    Run r = run_counted(fn, k);
     gh_.grid_sync_sums = GpuHandles{}.grid_sync_sums;
     return r;
   }

@@ -5,7 +5,6 @@
 // bit. Each case prints what it compared:
 //   [ relu grad ] BnReluBwdReduce(a, affine, x, batch, y, b)/f16 x[64,14,14,256] relu: 2 kernel(s) (3 apart), 0 of ... differ
 // Skips without a CUDA device.
-#include "framework/core/launch_tally.h"
 #include "framework/ops/batchnorm.h"
 #include "framework/ops/relu.h"
 #include "tests/ops_gpu_bitwise.h"
@@ -15,20 +14,7 @@ namespace {
 
 using namespace gpu_test;
 
-class OpsGpuReluGrad : public OpsGpu {
- protected:
-  struct Run {
-    std::vector<HostTensor> out;
-    int64_t kernels = 0;
-  };
-  Run run_counted(OpFn fn, Case& k) {
-    const int64_t before = launch_tally().kernels;
-    Run r;
-    r.out = run_gpu(fn, k);
-    r.kernels = launch_tally().kernels - before;
-    return r;
-  }
-};
+class OpsGpuReluGrad : public OpsGpu {};
 
 TEST_F(OpsGpuReluGrad, ReluGradientInTheReduceIsReluBwdThenReduce) {
   Rng rng(45);
@@ -70,13 +56,13 @@ TEST_F(OpsGpuReluGrad, ReluGradientInTheReduceIsReluBwdThenReduce) {
 
           for (bool grid_sync : {false, true}) {
             gh_.grid_sync_sums = grid_sync;
-            const Run relu_run = run_counted(relu_bwd_cuda, rb);
+            const CountedRun relu_run = run_counted(relu_bwd_cuda, rb);
             const HostTensor& g = relu_run.out[0];
             Case br = base;
             br.in = {g, affine, x, batch};
             br.out = {HostTensor(t, {C}), HostTensor(t, {C}), HostTensor(F32, {2, C})};
-            const Run reduce_run = run_counted(bn_relu_bwd_reduce_cuda, br);
-            const Run got = run_counted(bn_relu_bwd_reduce_cuda, fused);
+            const CountedRun reduce_run = run_counted(bn_relu_bwd_reduce_cuda, br);
+            const CountedRun got = run_counted(bn_relu_bwd_reduce_cuda, fused);
             gh_.grid_sync_sums = GpuHandles{}.grid_sync_sums;
 
             std::vector<HostTensor> want = reduce_run.out;

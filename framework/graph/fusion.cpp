@@ -1,4 +1,4 @@
-// Note [fusion] (fusion.h): the four node-pair fusions, the classifier head and
+// Note [fusion] (fusion.h): the node-pair fusions, the classifier head and
 // the BatchNorm in front of it, then the BatchNorms' phases.
 #include "framework/graph/fusion.h"
 
