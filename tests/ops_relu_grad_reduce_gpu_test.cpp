@@ -2,9 +2,11 @@
 // in the reduce], framework/ops/batchnorm.h) against ReluBwd then
 // BnReluBwdReduce on the GPU: the same bits in all four outputs, one kernel
 // fewer, with and without grid sync, and g equal to the CPU's ReluBwd bit for
-// bit. Each case prints what it compared:
+// bit; where y does not allow the reduce's vector width, the two ops apart.
+// Each case prints what it compared:
 //   [ relu grad ] BnReluBwdReduce(a, affine, x, batch, y, b)/f16 x[64,14,14,256] relu: 2 kernel(s) (3 apart), 0 of ... differ
 // Skips without a CUDA device.
+#include "framework/core/launch_tally.h"
 #include "framework/ops/batchnorm.h"
 #include "framework/ops/relu.h"
 #include "tests/ops_gpu_bitwise.h"
@@ -85,6 +87,59 @@ TEST_F(OpsGpuReluGrad, ReluGradientInTheReduceIsReluBwdThenReduce) {
           // g is ReluBwd's: the CPU's bits.
           EXPECT_EQ(differing_elements(run_gpu(bn_relu_bwd_reduce_cuda, fused)[3], run_cpu(relu_bwd_cpu, rb)[0]), 0);
         }
+}
+
+// A y the reduce's vector width does not allow (2 bytes past a 16-byte
+// boundary): the node runs ReluBwd, then the reduce of g, with the bits and the
+// kernels of the two ops apart.
+TEST_F(OpsGpuReluGrad, MisalignedReluOutputRunsTheOpsApart) {
+  Rng rng(47);
+  const Shape xs{8, 6, 5, 16};
+  const int64_t C = 16, n = xs.numel();
+  Case base;
+  base.variant = {8, 8, 0, 0};
+  base.attrs.relu = false;
+  const HostTensor x = rnd(F16, xs, rng, -1.5, 2.5), a = rnd(F16, xs, rng), y = rnd(F16, xs, rng);
+  Case st = base;
+  st.in = {x};
+  st.out = {HostTensor(F32, {2, C})};
+  Case ap = base;
+  ap.in = {x, run_gpu(bn_stats_cuda, st)[0], rnd(F16, {C}, rng, 0.5, 1.5), rnd(F16, {C}, rng, -0.5, 0.5)};
+  ap.out = {HostTensor(F16, xs), HostTensor(F32, {2, C}), HostTensor(F32, {2, C})};
+  const std::vector<HostTensor> fwd = run_gpu(bn_relu_apply_cuda, ap);
+  HostTensor y_shifted(F16, {n + 8});
+  for (int64_t i = 0; i < n; ++i) y_shifted.set(i + 1, y.get(i));
+  const DevTensor da(a), dx(x), dbatch(fwd[1]), daffine(fwd[2]), dy_shifted(y_shifted);
+  const TensorRef y_ref{static_cast<char*>(dy_shifted.ref().data) + sizeof(uint16_t), F16, xs};
+  auto outputs = [&] {
+    std::vector<std::unique_ptr<DevTensor>> o;
+    for (const HostTensor& h : {HostTensor(F16, {C}), HostTensor(F16, {C}), HostTensor(F32, {2, C}), HostTensor(F16, xs)}) {
+      o.push_back(std::make_unique<DevTensor>(h));
+      o.back()->poison();
+    }
+    return o;
+  };
+  const auto fused = outputs(), apart = outputs();
+  const int64_t k0 = launch_tally().kernels;
+  call(bn_relu_bwd_reduce_cuda, {da.ref(), daffine.ref(), dx.ref(), dbatch.ref(), y_ref},
+       {fused[0]->ref(), fused[1]->ref(), fused[2]->ref(), fused[3]->ref()}, base.attrs, base.variant);
+  const int64_t k1 = launch_tally().kernels;
+  call(relu_bwd_cuda, {da.ref(), y_ref}, {apart[3]->ref()}, base.attrs, base.variant);
+  call(bn_relu_bwd_reduce_cuda, {apart[3]->ref(), daffine.ref(), dx.ref(), dbatch.ref()},
+       {apart[0]->ref(), apart[1]->ref(), apart[2]->ref()}, base.attrs, base.variant);
+  const int64_t k2 = launch_tally().kernels;
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  int64_t differ = 0;
+  for (size_t i = 0; i < 4; ++i) differ += differing_elements(fused[i]->download(), apart[i]->download());
+  std::printf("[ relu grad ] misaligned y x%s: %lld kernel(s) (%lld apart), %lld differ\n", xs.str().c_str(),
+              static_cast<long long>(k1 - k0), static_cast<long long>(k2 - k1), static_cast<long long>(differ));
+  EXPECT_EQ(differ, 0);
+  EXPECT_EQ(k1 - k0, k2 - k1);
+  EXPECT_LT(fused[3]->download().first_non_finite(), 0);
+  Case rb = base;  // g is ReluBwd's: the CPU's bits
+  rb.in = {a, y};
+  rb.out = {HostTensor(F16, xs)};
+  EXPECT_EQ(differing_elements(fused[3]->download(), run_cpu(relu_bwd_cpu, rb)[0]), 0);
 }
 
 // Bad operands get a clear error: a y of another shape, a g of another dtype.
