@@ -11,7 +11,8 @@
 // is per launch. Counters (Note [roofline], harness/lib/roofline.h): bytes (of
 // every input and output the op reads or writes, once per launch), flop (GEMMs
 // and convolutions), GB/s, TFLOP/s, intensity, and the fractions of the H200's
-// peaks and of its roofline at the op's intensity.
+// peaks and of its roofline at the op's intensity. Inputs are filled on the
+// GPU (device_fill.cu), uniform in each spec's range.
 //   zoo: resnet18 (CIFAR, b512), resnet50 bottleneck (b256) and vgg16bn (b128)
 //   convolutions and BatchNorm at their own shapes, f16.
 //   ./tr_bench_ops --benchmark_filter=cnn/b1024 --benchmark_format=json
@@ -32,11 +33,11 @@
 #include <vector>
 
 #include "framework/core/error.h"
-#include "framework/core/half.h"
 #include "framework/core/rng.h"
 #include "framework/ops/conv_plan_cache_cuda.h"
 #include "framework/ops/gpu_handles.h"
 #include "harness/lib/roofline.h"
+#include "tests/bench/device_fill.h"
 #include "tests/bench/op_bench_spec.h"
 
 namespace tr {
@@ -122,22 +123,6 @@ struct DevBuf {
   DevBuf& operator=(const DevBuf&) = delete;
 };
 
-void fill(void* dev, const TSpec& t, Rng& rng) {
-  const int64_t n = t.s.numel();
-  std::vector<unsigned char> h(size_t(n) * dtype_size(t.dt));
-  for (int64_t i = 0; i < n; ++i) {
-    const double u = t.lo + (t.hi - t.lo) * rng.uniform();
-    switch (t.dt) {
-      case DType::F32: reinterpret_cast<float*>(h.data())[i] = float(u); break;
-      case DType::F16: reinterpret_cast<half_t*>(h.data())[i] = float_to_half(float(u)); break;
-      case DType::U8: h[size_t(i)] = uint8_t(rng.below(256)); break;
-      case DType::I32: reinterpret_cast<int32_t*>(h.data())[i] = int32_t(rng.below(uint64_t(t.hi))); break;
-      default: break;
-    }
-  }
-  cudaMemcpy(dev, h.data(), h.size(), cudaMemcpyHostToDevice);
-}
-
 void run_spec(benchmark::State& state, const Spec& sp) {
   BenchGpu* g = BenchGpu::get();
   if (g == nullptr) {
@@ -151,7 +136,10 @@ void run_spec(benchmark::State& state, const Spec& sp) {
   for (const TSpec& t : sp.in) {
     const size_t b = size_t(t.s.numel()) * dtype_size(t.dt);
     bufs.push_back(std::make_unique<DevBuf>(t.shape_only ? 0 : b));
-    if (!t.shape_only) fill(bufs.back()->p, t, rng);
+    if (!t.shape_only && !bench::device_fill(bufs.back()->p, t.dt, t.s.numel(), t.lo, t.hi, rng.next_u64())) {
+      state.SkipWithError(cat("could not fill a ", dtype_name(t.dt), t.s.str(), " input").c_str());
+      return;
+    }
     in.push_back(TensorRef{bufs.back()->p, t.dt, t.s});
     if (!t.shape_only && !t.unread) bytes += double(b);
   }
