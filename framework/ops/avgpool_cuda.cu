@@ -15,11 +15,6 @@ namespace {
 
 using namespace tr::cuda;
 
-constexpr int kThreads = 256;
-constexpr int kBlocksPerSm = 8;
-
-unsigned grid_for(int64_t work, int sms) { return grid_stride_blocks(work, sms, kThreads, kBlocksPerSm); }
-
 // x[N,H,W,C] -> y[N,Ho,Wo,C]; item = (n, oh, ow, channel vector)
 template <typename T, int VEC>
 __global__ void avgpool_fwd_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t N, int64_t H, int64_t W,
@@ -162,7 +157,7 @@ void avgpool_fwd_cuda(const OpCall& c) {
     with_vec<T>(can_vec<T>(s[3], {x.data, y.data}), [&](auto vt) {
       constexpr int V = decltype(vt)::value;
       const int64_t work = y.shape.numel() / V;
-      launch_kernel(c.env, {grid_for(work, sm_count(gh)), kThreads, 0}, avgpool_fwd_kernel<T, V>,
+      launch_kernel(c.env, {pool_grid(work, sm_count(gh)), kPoolThreads, 0}, avgpool_fwd_kernel<T, V>,
           x.as<T>(), y.as<T>(), s[0], s[1], s[2], s[3], pw);
     });
   });
@@ -184,7 +179,7 @@ void avgpool_bwd_cuda(const OpCall& c) {
     with_vec<T>(can_vec<T>(s[3], {dy.data, dx.data}), [&](auto vt) {
       constexpr int V = decltype(vt)::value;
       const int64_t work = s.numel() / V;
-      launch_kernel(c.env, {grid_for(work, sm_count(gh)), kThreads, 0}, avgpool_bwd_kernel<T, V>,
+      launch_kernel(c.env, {pool_grid(work, sm_count(gh)), kPoolThreads, 0}, avgpool_bwd_kernel<T, V>,
           dy.as<T>(), dx.as<T>(), s[0], s[1], s[2], s[3], pw);
     });
   });
@@ -204,7 +199,7 @@ void global_avgpool_fwd_cuda(const OpCall& c) {
     with_vec<T>(can_vec<T>(s[3], {x.data, y.data}), [&](auto vt) {
       constexpr int V = decltype(vt)::value;
       const int64_t work = s[0] * (s[3] / V);
-      launch_kernel(c.env, {grid_for(work, sm_count(gh)), kThreads, 0}, global_avgpool_fwd_kernel<T, V>,
+      launch_kernel(c.env, {pool_grid(work, sm_count(gh)), kPoolThreads, 0}, global_avgpool_fwd_kernel<T, V>,
           x.as<T>(), y.as<T>(), s[0], s[1] * s[2], s[3]);
     });
   });
@@ -226,7 +221,7 @@ void global_avgpool_bwd_cuda(const OpCall& c) {
     with_vec<T>(can_vec<T>(s[3], {dy.data, dx.data}), [&](auto vt) {
       constexpr int V = decltype(vt)::value;
       const int64_t work = s.numel() / V;
-      launch_kernel(c.env, {grid_for(work, sm_count(gh)), kThreads, 0}, global_avgpool_bwd_kernel<T, V>,
+      launch_kernel(c.env, {pool_grid(work, sm_count(gh)), kPoolThreads, 0}, global_avgpool_bwd_kernel<T, V>,
           dy.as<T>(), dx.as<T>(), s[0], s[1] * s[2], s[3]);
     });
   });

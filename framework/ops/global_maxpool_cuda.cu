@@ -13,11 +13,6 @@ namespace {
 
 using namespace tr::cuda;
 
-constexpr int kThreads = 256;
-constexpr int kBlocksPerSm = 8;
-
-unsigned grid_for(int64_t work, int sms) { return grid_stride_blocks(work, sms, kThreads, kBlocksPerSm); }
-
 // x[N,P,C] -> y[N,C] (P = H*W); item = (n, channel vector)
 template <typename T, int VEC>
 __global__ void global_maxpool_fwd_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t N, int64_t P,
@@ -86,7 +81,7 @@ void global_maxpool_fwd_cuda(const OpCall& c) {
       constexpr int V = decltype(vt)::value;
       const int64_t work = d.n * (d.c / V);
       if (work == 0) return;
-      launch_kernel(c.env, {grid_for(work, sm_count(gh)), kThreads, 0}, global_maxpool_fwd_kernel<T, V>,
+      launch_kernel(c.env, {pool_grid(work, sm_count(gh)), kPoolThreads, 0}, global_maxpool_fwd_kernel<T, V>,
           x.as<T>(), y.as<T>(), d.n, d.h * d.w, d.c);
     });
   });
@@ -110,7 +105,7 @@ void global_maxpool_bwd_cuda(const OpCall& c) {
       constexpr int V = decltype(vt)::value;
       const int64_t work = d.n * (d.c / V);
       if (work == 0) return;
-      launch_kernel(c.env, {grid_for(work, sm_count(gh)), kThreads, 0}, global_maxpool_bwd_kernel<T, V>,
+      launch_kernel(c.env, {pool_grid(work, sm_count(gh)), kPoolThreads, 0}, global_maxpool_bwd_kernel<T, V>,
           dy.as<T>(), x.as<T>(), y.as<T>(), dx.as<T>(), d.n, d.h * d.w, d.c);
     });
   });

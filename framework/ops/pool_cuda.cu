@@ -34,11 +34,6 @@ namespace {
 
 using namespace tr::cuda;
 
-constexpr int kThreads = 256;
-constexpr int kBlocksPerSm = 8;
-
-unsigned grid_for(int64_t work, int sms) { return grid_stride_blocks(work, sms, kThreads, kBlocksPerSm); }
-
 // ---- 2x2 stride 2 pad 0: the fast path ----
 
 // Output row r = (n * Ho + oh) * Wo + ow of x[N,H,W,C]'s 2x2 windows, channels
@@ -349,13 +344,13 @@ void maxpool_bwd_from_argmax(const OpCall& c, const Nhwc& d, const PoolWindow& p
       if (pw.is_2x2()) {  // one item per (possibly partial) window: the search's kernel, given the winners
         const int64_t work = d.n * ((d.h + 1) / 2) * ((d.w + 1) / 2) * (d.c / V);
         if (work == 0) return;
-        launch_kernel(c.env, {grid_for(work, sm_count(gh)), kThreads, 0}, maxpool_bwd_2x2_kernel<T, V>,
+        launch_kernel(c.env, {pool_grid(work, sm_count(gh)), kPoolThreads, 0}, maxpool_bwd_2x2_kernel<T, V>,
             dy.as<T>(), nullptr, nullptr, static_cast<const uint8_t*>(argmax.data), dx.as<T>(), d.n, d.h, d.w, d.c);
         return;
       }
       const int64_t per_image = d.h * d.w * (d.c / V);
       if (per_image == 0 || d.n == 0) return;
-      launch_kernel(c.env, {image_grid(per_image, d.n, sm_count(gh), kThreads, kBlocksPerSm), kThreads, 0},
+      launch_kernel(c.env, {image_grid(per_image, d.n, sm_count(gh), kPoolThreads, kPoolBlocksPerSm), kPoolThreads, 0},
           maxpool_bwd_argmax_kernel<T, V>,
           dy.as<T>(), static_cast<const uint8_t*>(argmax.data), dx.as<T>(), d.n, int(d.h), int(d.w), int(d.c), pw);
     });
@@ -469,12 +464,12 @@ void maxpool_fwd_cuda(const OpCall& c) {
       constexpr int V = decltype(vt)::value;
       const int64_t work = y.shape.numel() / V;
       if (work == 0) return;
-      const unsigned grid = grid_for(work, sm_count(gh));
+      const unsigned grid = pool_grid(work, sm_count(gh));
       if (fast)
-        launch_kernel(c.env, {dim3(grid), kThreads, 0}, maxpool_fwd_kernel<T, V>,
+        launch_kernel(c.env, {dim3(grid), kPoolThreads, 0}, maxpool_fwd_kernel<T, V>,
             Pool2x2Source<T>{x.as<T>(), y.as<T>(), argmax, d.h, d.w, d.c}, work);
       else
-        launch_kernel(c.env, {dim3(grid), kThreads, 0}, maxpool_fwd_general_kernel<T, V>,
+        launch_kernel(c.env, {dim3(grid), kPoolThreads, 0}, maxpool_fwd_general_kernel<T, V>,
             x.as<T>(), y.as<T>(), argmax, d.n, d.h, d.w, d.c, pw);
     });
   });
@@ -505,12 +500,12 @@ void maxpool_bwd_cuda(const OpCall& c) {
       if (fast) {  // one item per (possibly partial) 2x2 window
         const int64_t work = d.n * ((d.h + 1) / 2) * ((d.w + 1) / 2) * (d.c / V);
         if (work == 0) return;
-        launch_kernel(c.env, {grid_for(work, sm_count(gh)), kThreads, 0}, maxpool_bwd_2x2_kernel<T, V>,
+        launch_kernel(c.env, {pool_grid(work, sm_count(gh)), kPoolThreads, 0}, maxpool_bwd_2x2_kernel<T, V>,
             dy.as<T>(), x.as<T>(), y.as<T>(), nullptr, dx.as<T>(), d.n, d.h, d.w, d.c);
       } else {  // one item per input position of whole tiles
         const int64_t work = d.n * ceil_div(d.h, kTileH) * kTileH * ceil_div(d.w, kTileW) * kTileW * (d.c / V);
         if (work == 0) return;
-        launch_kernel(c.env, {grid_for(work, sm_count(gh)), kThreads, 0}, maxpool_bwd_general_kernel<T, V>,
+        launch_kernel(c.env, {pool_grid(work, sm_count(gh)), kPoolThreads, 0}, maxpool_bwd_general_kernel<T, V>,
             dy.as<T>(), x.as<T>(), y.as<T>(), dx.as<T>(), d.n, d.h, d.w, d.c, pw);
       }
     });

@@ -1,14 +1,22 @@
 #pragma once
 // What the pool kernels' launchers share (max, average and global pooling):
-// every thread owns VEC channels of one NHWC position, 16-byte vectors where C
-// and every pointer allow it, else one channel at a time. Only included from
-// .cu files.
+// their block and grid, and their vectors: every thread owns VEC channels of
+// one NHWC position, 16-byte vectors where C and every pointer allow it, else
+// one channel at a time. Only included from .cu files.
 #include <initializer_list>
 #include <type_traits>
 
 #include "framework/ops/cuda_kernel_util_cuda.h"
 
 namespace tr::cuda {
+
+// The pool kernels' launch: 256 threads a block, a grid-stride loop over at
+// most 8 blocks per SM.
+constexpr int kPoolThreads = 256;
+constexpr int kPoolBlocksPerSm = 8;
+inline unsigned pool_grid(int64_t work, int sms) {
+  return grid_stride_blocks(work, sms, kPoolThreads, kPoolBlocksPerSm);
+}
 
 // Whether 16-byte vectors fit: C a whole number of them and every pointer aligned.
 template <typename T>
