@@ -55,7 +55,7 @@ run_check 1 "$all"
 expect_summary 1 "scaling skipped: 1 GPU visible (needs 2 or more)"
 expect_summary 1 "scaling-zoo skipped: 1 GPU visible (needs 2 or more)"
 expect_call 1 "^tr_mpi_tests --gtest_filter=GpuProcesses\*"
-expect_call 1 "^tr_bench_ops .*--benchmark_filter=-cudnn_fusion|BM_BnChain "
+expect_call 1 "^tr_bench_ops .*--benchmark_filter=-cudnn_fusion|cudnn_engine|BM_BnChain "
 expect_call 1 "^tr_bench_ops .*--benchmark_filter=cudnn_fusion\|BM_BnChain\|cnn/b\(256\|1024\)/"
 
 run_check 2 "mpi scaling scaling-zoo"

@@ -6,11 +6,15 @@ fi
 # cuDNN's runtime fusion of the BN + ReLU before the cnn's convolutions (and
 # of the BN statistics after them) against the unfused ops of the same shapes
 # (tests/bench/cudnn_fusion_probe.cu), and one cooperative kernel per BatchNorm
-# forward against the three kernels (tests/bench/bn_grid_sync_probe.cu), in one run.
+# forward against the three kernels (tests/bench/bn_grid_sync_probe.cu), in one
+# run (about 350 s). TR_PROBE_FILTER=cudnn_engine runs the engine probe instead
+# (tests/bench/cudnn_engine_probe.cu: every deterministic cuDNN engine for the
+# cnn's, resnet50's and vgg16bn's convolutions against the legacy plan tr
+# ships, about 250 s); its one line per case goes to the summary.
 timeout ${TR_T_PROBE:-400} "$BIN/tr_bench_ops" --benchmark_format=console \
   --benchmark_filter="${TR_PROBE_FILTER:-cudnn_fusion|BM_BnChain|cnn/b(256|1024)/(conv_fwd|conv_bwd_filter|bn_relu_apply|bn_stats)/.*/f16}" \
   --benchmark_out="$OUT/fusion_probe.json" --benchmark_out_format=json > "$OUT/fusion_probe.log" 2>&1
 rc=$?
 [ $rc -ne 0 ] && status=1
 note "cuDNN runtime fusion probe (exit $rc): $OUT/fusion_probe.json"
-grep -E '^\[ cudnn fusion \].*(configs|graph with)|^\[ bn grid sync \]|^BM_BnChain.*median|^cnn/b' "$OUT/fusion_probe.log" | tee -a "$OUT/summary.txt"
+grep -E '^\[ cudnn fusion \].*(configs|graph with)|^\[ bn grid sync \]|^\[ cudnn engine \].*legacy .* in |^BM_BnChain.*median|^cnn/b' "$OUT/fusion_probe.log" | tee -a "$OUT/summary.txt"

@@ -65,8 +65,8 @@ Desc pointwise_op(const Desc& mode, const Desc& x, const Desc* b, const Desc& y)
   return d;
 }
 
-Desc convolution(int64_t pad) {
-  const int64_t two = 2, ones[2] = {1, 1}, pads[2] = {pad, pad};
+Desc convolution(int64_t pad, int64_t stride) {
+  const int64_t two = 2, ones[2] = {1, 1}, pads[2] = {pad, pad}, strides[2] = {stride, stride};
   const cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
   const cudnnConvolutionMode_t cross = CUDNN_CROSS_CORRELATION;
   Desc d(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
@@ -74,7 +74,7 @@ Desc convolution(int64_t pad) {
       .set(CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &cross)
       .set(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &two)
       .set(CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, ones)
-      .set(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, ones)
+      .set(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, strides)
       .set(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, pads)
       .set(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, pads)
       .finalize();

@@ -36,8 +36,8 @@ Desc tensor(int64_t uid, int64_t n, int64_t c, int64_t h, int64_t w, cudnnDataTy
 Desc pointwise_mode(cudnnPointwiseMode_t mode);  // f32 math
 // The operation y = mode(x[, b]).
 Desc pointwise_op(const Desc& mode, const Desc& x, const Desc* b, const Desc& y);
-// A 2-d cross-correlation, f32 accumulation, stride 1, padding `pad`.
-Desc convolution(int64_t pad);
+// A 2-d cross-correlation, f32 accumulation, padding `pad`, stride `stride`.
+Desc convolution(int64_t pad, int64_t stride = 1);
 
 // The first `most` engine configs heuristic `mode` offers for `graph` (none
 // where the heuristic refuses the graph).
