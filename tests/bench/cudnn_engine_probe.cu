@@ -37,16 +37,15 @@
 #include "framework/ops/conv_plan_cache_cuda.h"
 #include "framework/ops/gpu_handles.h"
 #include "tests/bench/cudnn_graph.h"
+#include "tests/bench/cudnn_probe_env.h"
 #include "tests/bench/device_fill.h"
 
 namespace tr {
 namespace {
 
+using cudnn_graph::check_cuda;
 using cudnn_graph::Desc;
-
-void check_cuda(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw Error(cat(what, ": ", cudaGetErrorString(e)));
-}
+using cudnn_graph::DeviceBuf;
 
 constexpr int64_t kMaxConfigs = 24;            // per heuristic mode
 constexpr int kMaxExecsPerGraph = 20;
@@ -65,17 +64,6 @@ const char* dir_name(ConvDir d) {
   return d == ConvDir::Fwd ? "fwd" : d == ConvDir::BwdData ? "bwd_data" : "bwd_filter";
 }
 
-template <class T>
-struct DeviceBuf {
-  T* p = nullptr;
-  explicit DeviceBuf(size_t n) {
-    if (n) check_cuda(cudaMalloc(&p, n * sizeof(T)), "cudaMalloc");
-  }
-  ~DeviceBuf() { cudaFree(p); }
-  DeviceBuf(const DeviceBuf&) = delete;
-  DeviceBuf& operator=(const DeviceBuf&) = delete;
-};
-
 enum Uid : int64_t { kX = 1, kW, kY };
 
 // The operation graph of one plain convolution, all tensors f16, f32 math.
@@ -92,31 +80,31 @@ struct ConvGraph {
     auto& y = keep.emplace_back(tensor(kY, c.batch, c.k, c.out_side(), c.out_side(), f16, false));
     auto& conv = keep.emplace_back(convolution(c.pad, c.stride));
     const float alpha = 1.f, beta = 0.f;
-    Desc op(c.dir == ConvDir::Fwd       ? CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR
-            : c.dir == ConvDir::BwdData ? CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR
-                                        : CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR);
-    if (c.dir == ConvDir::Fwd) {
-      op.desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, x)
-          .desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, w)
-          .desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, y)
-          .desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, conv)
-          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha)
-          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
-    } else if (c.dir == ConvDir::BwdData) {
-      op.desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, x)
-          .desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, w)
-          .desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, y)
-          .desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, conv)
-          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha)
-          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
-    } else {
-      op.desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, x)
-          .desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, w)
-          .desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, y)
-          .desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, conv)
-          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha)
-          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
-    }
+    // The operation's descriptor type and attribute names in c.dir: x (dx),
+    // w (dw), y (dy), the convolution, alpha, beta.
+    struct Attrs {
+      cudnnBackendDescriptorType_t type;
+      cudnnBackendAttributeName_t x, w, y, conv, alpha, beta;
+    };
+    const Attrs a =
+        c.dir == ConvDir::Fwd
+            ? Attrs{CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
+                    CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
+                    CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+                    CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA}
+        : c.dir == ConvDir::BwdData
+            ? Attrs{CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,
+                    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
+                    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
+                    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA}
+            : Attrs{CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR,
+                    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW,
+                    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY,
+                    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC,
+                    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA};
+    Desc op(a.type);
+    op.desc(a.x, x).desc(a.w, w).desc(a.y, y).desc(a.conv, conv);
+    op.set(a.alpha, CUDNN_TYPE_FLOAT, 1, &alpha).set(a.beta, CUDNN_TYPE_FLOAT, 1, &beta);
     op.finalize();
     const cudnnBackendDescriptor_t ops[1] = {keep.emplace_back(std::move(op)).get()};
     graph.set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, ops)
@@ -221,26 +209,10 @@ void probe(benchmark::State& state, const std::string& name, const Case& c) {
     return;
   }
   try {
-    cudnnHandle_t h;
-    cudnn_graph::check(cudnnCreate(&h), "cudnnCreate");
-    cudaStream_t s;
-    check_cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
-    cudaEvent_t e0, e1;
-    check_cuda(cudaEventCreate(&e0), "event");
-    check_cuda(cudaEventCreate(&e1), "event");
-    struct Release {
-      cudnnHandle_t h;
-      cudaStream_t s;
-      cudaEvent_t e0, e1;
-      ~Release() {
-        cudaStreamSynchronize(s);
-        cudaEventDestroy(e0);
-        cudaEventDestroy(e1);
-        cudnnDestroy(h);
-        cudaStreamDestroy(s);
-      }
-    } release{h, s, e0, e1};
-    cudnn_graph::check(cudnnSetStream(h, s), "cudnnSetStream");
+    const cudnn_graph::ProbeEnv env;  // released on every way out, after the buffers and descriptors below
+    cudnnHandle_t h = env.h;
+    cudaStream_t s = env.stream;
+    cudaEvent_t e0 = env.e0, e1 = env.e1;
 
     const size_t nx = size_t(c.batch * c.side * c.side * c.c),
                  ny = size_t(c.batch * c.out_side() * c.out_side() * c.k), nw = size_t(c.k * c.r * c.r * c.c);

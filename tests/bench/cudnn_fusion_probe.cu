@@ -39,15 +39,14 @@
 #include "framework/core/error.h"
 #include "framework/core/rng.h"
 #include "tests/bench/cudnn_graph.h"
+#include "tests/bench/cudnn_probe_env.h"
 
 namespace tr {
 namespace {
 
+using cudnn_graph::check_cuda;
 using cudnn_graph::Desc;
-
-void check_cuda(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw Error(cat(what, ": ", cudaGetErrorString(e)));
-}
+using cudnn_graph::DeviceBuf;
 
 constexpr int64_t kMaxConfigs = 4;  // per heuristic: a runtime-compiled engine takes a compilation each
 
@@ -166,15 +165,6 @@ __global__ void float_to_half_kernel(const float* in, __half* out, int n) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) out[i] = __float2half_rn(in[i]);
 }
-
-template <class T>
-struct DeviceBuf {
-  T* p = nullptr;
-  explicit DeviceBuf(size_t n) { check_cuda(cudaMalloc(&p, std::max<size_t>(n, 1) * sizeof(T)), "cudaMalloc"); }
-  ~DeviceBuf() { cudaFree(p); }
-  DeviceBuf(const DeviceBuf&) = delete;
-  DeviceBuf& operator=(const DeviceBuf&) = delete;
-};
 
 template <class T>
 std::vector<T> to_host(const T* p, size_t n) {
@@ -367,26 +357,10 @@ void probe(benchmark::State& state, const std::string& name, const Case& c) {
     return;
   }
   try {
-    cudnnHandle_t h;
-    cudnn_graph::check(cudnnCreate(&h), "cudnnCreate");
-    cudaStream_t stream;
-    check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
-    cudaEvent_t e0, e1;
-    check_cuda(cudaEventCreate(&e0), "event");
-    check_cuda(cudaEventCreate(&e1), "event");
-    struct Release {  // on every way out, after the buffers and descriptors below
-      cudnnHandle_t h;
-      cudaStream_t s;
-      cudaEvent_t e0, e1;
-      ~Release() {
-        cudaStreamSynchronize(s);
-        cudaEventDestroy(e0);
-        cudaEventDestroy(e1);
-        cudnnDestroy(h);
-        cudaStreamDestroy(s);
-      }
-    } release{h, stream, e0, e1};
-    cudnn_graph::check(cudnnSetStream(h, stream), "cudnnSetStream");
+    const cudnn_graph::ProbeEnv env;  // released on every way out, after the buffers and descriptors below
+    cudnnHandle_t h = env.h;
+    cudaStream_t stream = env.stream;
+    cudaEvent_t e0 = env.e0, e1 = env.e1;
     CaseData d(c);
 
     std::vector<std::unique_ptr<FusedGraph>> graphs;  // outlive the plans built from them
