@@ -2,6 +2,7 @@
 // tensor-core filter gradient; 1x1 to 7x7 windows, strides 1 to 3, the ResNet
 // shapes) against the CPU reference; the conv plan cache and its keys. The OpsGpu tests skip without a CUDA device; the
 // OpsConvKey ones need none.
+#include "framework/ops/conv_engine_cuda.h"
 #include "framework/ops/conv_filter_tc_cuda.h"
 #include "tests/ops_gpu_fixture.h"
 
@@ -266,22 +267,99 @@ TEST_F(OpsGpu, ConvPlanCacheLookupNeedsPrepare) {
   EXPECT_THROW(call(conv_fwd_cuda, {x16.ref(), w16.ref()}, {y2.ref()}, a2, k.variant), Error);
 }
 
+// One convolution of shape s in direction `kind`, dtype t, with random inputs.
+Case conv_case(OpKind kind, DType t, const ConvShape& s, Rng& rng) {
+  Case k;
+  k.attrs = s.attrs();
+  k.tol = {conv_tol(t)};
+  const Shape x{s.n, s.h, s.w, s.c}, w{s.k, s.r, s.r, s.c}, y{s.n, s.ho(), s.wo(), s.k};
+  if (kind == OpKind::ConvFwd) {
+    k.name = conv_name("ConvFwd", t, s);
+    k.in = {rnd(t, x, rng), rnd(t, w, rng, -0.3, 0.3)};
+    k.out = {HostTensor(t, y)};
+  } else if (kind == OpKind::ConvBwdData) {
+    k.name = conv_name("ConvBwdData", t, s);
+    HostTensor shape_only(t, x);
+    shape_only.poison();
+    k.in = {rnd(t, y, rng), rnd(t, w, rng, -0.3, 0.3), shape_only};
+    k.out = {HostTensor(t, x)};
+  } else {
+    k.name = conv_name("ConvBwdFilter", t, s);
+    k.in = {rnd(t, x, rng), rnd(t, y, rng, -0.3, 0.3)};
+    k.out = {HostTensor(t, w)};
+  }
+  return k;
+}
+
+struct ConvFns {
+  OpKind kind;
+  OpFn cpu, gpu;
+};
+const ConvFns kConvDirs[] = {{OpKind::ConvFwd, conv_fwd_cpu, conv_fwd_cuda},
+                             {OpKind::ConvBwdData, conv_bwd_data_cpu, conv_bwd_data_cuda},
+                             {OpKind::ConvBwdFilter, conv_bwd_filter_cpu, conv_bwd_filter_cuda}};
+
+// Benchmark mode (Note [timed convolution plans]): whichever plan the timing
+// keeps, heuristic or engine config, matches the CPU and repeats to the bit.
 TEST_F(OpsGpu, ConvPlanCacheBenchmarkModeAlsoMatches) {
   ConvPlanCache::Options o;
   o.benchmark = true;
   plans_ = std::make_unique<ConvPlanCache>(o);
   gh_.conv_plans = plans_.get();
   Rng rng(6);
-  for (DType t : {F32, F16}) {
-    Case k;
-    k.name = tname("ConvFwd(find)", t);
-    k.attrs = ConvShape{8, 14, 14, 32, 64}.attrs();
-    k.in = {rnd(t, {8, 14, 14, 32}, rng), rnd(t, {64, 3, 3, 32}, rng, -0.3, 0.3)};
-    k.out = {HostTensor(t, {8, 14, 14, 64})};
-    k.tol = {conv_tol(t)};
-    prepare_conv(OpKind::ConvFwd, k);
-    check(conv_fwd_cpu, conv_fwd_cuda, k);
+  const ConvShape shapes[] = {{8, 14, 14, 32, 48}, {4, 16, 16, 64, 128, 1, 2, 0}};  // every key on cuDNN
+  for (DType t : {F32, F16})
+    for (const ConvShape& s : shapes)
+      for (const ConvFns& f : kConvDirs) {
+        Case k = conv_case(f.kind, t, s, rng);
+        k.name += " (benchmark)";
+        prepare_conv(f.kind, k);
+        std::vector<Shape> in;
+        for (const HostTensor& x : k.in) in.push_back(x.shape());
+        const ConvPlan& p = plans_->lookup(conv_key(f.kind, in.data(), int(in.size()), k.attrs, t));
+        EXPECT_GE(p.time_ms, 0) << p.describe();
+        EXPECT_GE(p.legacy_ms, p.time_ms) << p.describe();
+        std::printf("[ timed plans ] %s\n", p.describe().c_str());
+        check(f.cpu, f.gpu, k);
+      }
+}
+
+// Each of the first three engine candidates (Note [engine plans for
+// convolutions]) in all three directions, f16 and f32, through the op
+// launchers: within the CPU's tolerance, and the same bits twice.
+// Every key here runs on cuDNN (none is small-C, none the 32 -> 64 3x3 filter
+// gradient of tr's own kernel); the stem's C = 3 may have no engine at all.
+TEST_F(OpsGpu, ConvEngineCandidatesMatchCpu) {
+  const ConvShape shapes[] = {{8, 14, 14, 32, 48}, {4, 16, 16, 64, 128, 1, 2, 0}, {2, 32, 32, 3, 64, 7, 2, 3},
+                              {4, 7, 8, 16, 8, 3, 2, 1}};
+  auto aligned = [](const ConvShape& s) { return s.c % 8 == 0 && s.k % 8 == 0; };
+  Rng rng(9);
+  int engine_cases = 0, f16_keys = 0, f16_with_engine = 0;
+  for (int cand = 0; cand < 3; ++cand) {
+    ConvPlanCache::Options o;
+    o.engine_candidate = cand;
+    plans_ = std::make_unique<ConvPlanCache>(o);
+    gh_.conv_plans = plans_.get();
+    for (DType t : {F32, F16})
+      for (const ConvShape& s : shapes)
+        for (const ConvFns& f : kConvDirs) {
+          Case k = conv_case(f.kind, t, s, rng);
+          prepare_conv(f.kind, k);
+          std::vector<Shape> in;
+          for (const HostTensor& x : k.in) in.push_back(x.shape());
+          const ConvPlan& p = plans_->lookup(conv_key(f.kind, in.data(), int(in.size()), k.attrs, t));
+          if (p.impl != ConvImpl::CudnnEngine) continue;  // no candidate of this rank: the heuristic's plan
+          k.name += cat(" (engine candidate ", cand, ": engine ", p.engine->engine, ")");
+          check(f.cpu, f.gpu, k);
+          ++engine_cases;
+          if (cand == 0 && t == F16 && aligned(s)) ++f16_with_engine;
+        }
   }
+  for (const ConvShape& s : shapes) f16_keys += aligned(s) ? 3 : 0;
+  std::printf("[ conv engines ] %d cases on engine candidates 0-2 matched the CPU and repeated; candidate 0 exists "
+              "for %d of the %d f16 keys with C and K multiples of 8\n",
+              engine_cases, f16_with_engine, f16_keys);
+  EXPECT_EQ(f16_with_engine, f16_keys) << "every f16 key with C and K multiples of 8 should have an engine candidate";
 }
 
 // ================================================================ keys (no GPU needed)

@@ -310,32 +310,21 @@ ConvLaunch begin(const OpCall& c, OpKind kind, const char* op) {
 void conv_fwd_cuda(const OpCall& c) {
   const ConvLaunch l = begin(c, OpKind::ConvFwd, "ConvFwd");
   if (l.done) return;
-  const float alpha = 1.f, beta = 0.f;
-  TR_LIBRARY_LAUNCH(cudnnConvolutionForward(l.h, &alpha, l.plan->x.get(), c.in[0].data, l.plan->w.get(), c.in[1].data,
-                                       l.plan->conv.get(), cudnnConvolutionFwdAlgo_t(l.plan->algo), l.ws,
-                                       l.plan->workspace_bytes, &beta, l.plan->y.get(), c.out[0].data));
+  TR_LIBRARY_LAUNCH(run_cudnn_plan(l.h, *l.plan, c.in[0].data, c.in[1].data, c.out[0].data, l.ws));
 }
 
 // dy[N,Ho,Wo,K], w[K,R,R,C], x[N,H,W,C] (shape only) -> dx[N,H,W,C]
 void conv_bwd_data_cuda(const OpCall& c) {
   const ConvLaunch l = begin(c, OpKind::ConvBwdData, "ConvBwdData");
   if (l.done) return;
-  const float alpha = 1.f, beta = 0.f;
-  TR_LIBRARY_LAUNCH(cudnnConvolutionBackwardData(l.h, &alpha, l.plan->w.get(), c.in[1].data, l.plan->y.get(),
-                                            c.in[0].data, l.plan->conv.get(),
-                                            cudnnConvolutionBwdDataAlgo_t(l.plan->algo), l.ws,
-                                            l.plan->workspace_bytes, &beta, l.plan->x.get(), c.out[0].data));
+  TR_LIBRARY_LAUNCH(run_cudnn_plan(l.h, *l.plan, c.out[0].data, c.in[1].data, c.in[0].data, l.ws));
 }
 
 // x[N,H,W,C], dy[N,Ho,Wo,K] -> dw[K,R,R,C]
 void conv_bwd_filter_cuda(const OpCall& c) {
   const ConvLaunch l = begin(c, OpKind::ConvBwdFilter, "ConvBwdFilter");
   if (l.done) return;
-  const float alpha = 1.f, beta = 0.f;
-  TR_LIBRARY_LAUNCH(cudnnConvolutionBackwardFilter(l.h, &alpha, l.plan->x.get(), c.in[0].data, l.plan->y.get(),
-                                              c.in[1].data, l.plan->conv.get(),
-                                              cudnnConvolutionBwdFilterAlgo_t(l.plan->algo), l.ws,
-                                              l.plan->workspace_bytes, &beta, l.plan->w.get(), c.out[0].data));
+  TR_LIBRARY_LAUNCH(run_cudnn_plan(l.h, *l.plan, c.in[0].data, c.out[0].data, c.in[1].data, l.ws));
 }
 
 size_t small_c_conv_workspace_bytes(const ConvKey& key, int sms) {

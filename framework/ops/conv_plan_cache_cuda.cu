@@ -1,12 +1,16 @@
 // ConvPlanCache: see Note [conv plans before capture] in conv_plan_cache_cuda.h.
 #include "framework/ops/conv_plan_cache_cuda.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <vector>
 
+#include "framework/ops/conv_engine_cuda.h"
 #include "framework/ops/conv_filter_tc_cuda.h"
 #include "framework/ops/cuda_kernel_util_cuda.h"
 #include "framework/core/gpu_check_cuda.h"
+#include "framework/core/log.h"
 #include "framework/ops/gpu_handles.h"
 
 namespace tr {
@@ -117,8 +121,31 @@ std::string ConvPlan::describe() const {
   if (impl == ConvImpl::SmallC) return cat(key.str(), ": direct small-C kernel, workspace ", workspace_bytes, " B");
   if (impl == ConvImpl::FilterTc)
     return cat(key.str(), ": direct tensor-core filter-gradient kernel, workspace ", workspace_bytes, " B");
-  return cat(key.str(), ": algo ", algo, ", workspace ", workspace_bytes, " B, math ", int(math),
-             time_ms >= 0 ? cat(", ", time_ms, " ms") : std::string());
+  const std::string timed = time_ms >= 0 ? cat(", ", time_ms, " ms (legacy plan ", legacy_ms, " ms)") : "";
+  if (impl == ConvImpl::CudnnEngine)
+    return cat(key.str(), ": cuDNN engine ", engine ? engine->engine : -1, ", workspace ", workspace_bytes, " B",
+               timed);
+  return cat(key.str(), ": algo ", algo, ", workspace ", workspace_bytes, " B, math ", int(math), timed);
+}
+
+cudnnStatus_t run_cudnn_plan(cudnnHandle_t h, const ConvPlan& p, void* x, void* w, void* y, void* ws) {
+  if (p.impl == ConvImpl::CudnnEngine) return run_conv_engine(h, *p.engine, x, w, y, ws);
+  TR_CHECK(p.impl == ConvImpl::Cudnn, "run_cudnn_plan: ", p.describe(), " is not a cuDNN plan");
+  const float alpha = 1.f, beta = 0.f;
+  switch (p.key.dir) {
+    case ConvDir::Fwd:
+      return cudnnConvolutionForward(h, &alpha, p.x.get(), x, p.w.get(), w, p.conv.get(),
+                                     cudnnConvolutionFwdAlgo_t(p.algo), ws, p.workspace_bytes, &beta, p.y.get(), y);
+    case ConvDir::BwdData:
+      return cudnnConvolutionBackwardData(h, &alpha, p.w.get(), w, p.y.get(), y, p.conv.get(),
+                                          cudnnConvolutionBwdDataAlgo_t(p.algo), ws, p.workspace_bytes, &beta,
+                                          p.x.get(), x);
+    case ConvDir::BwdFilter:
+      break;
+  }
+  return cudnnConvolutionBackwardFilter(h, &alpha, p.x.get(), x, p.y.get(), y, p.conv.get(),
+                                        cudnnConvolutionBwdFilterAlgo_t(p.algo), ws, p.workspace_bytes, &beta,
+                                        p.w.get(), w);
 }
 
 // ---------------------------------------------------------------- selection
@@ -149,7 +176,7 @@ std::string candidates(const auto* perf, int n) {
 }
 
 template <typename Perf>
-void apply_pick(ConvPlan& p, const Perf* perf, int n, bool deterministic, size_t limit, bool benchmark) {
+void apply_pick(ConvPlan& p, const Perf* perf, int n, bool deterministic, size_t limit) {
   const bool f32 = p.key.dtype == DType::F32;
   const Perf* best = pick(perf, n, deterministic, limit, f32);
   if (best == nullptr) {
@@ -164,8 +191,114 @@ void apply_pick(ConvPlan& p, const Perf* perf, int n, bool deterministic, size_t
   p.algo = int(best->algo);
   p.workspace_bytes = best->memory;
   if (!f32) p.math = best->mathType;  // f32 keeps CUDNN_FMA_MATH
-  p.time_ms = benchmark ? best->time : -1.f;
   TR_GPU_CHECK(cudnnSetConvolutionMathType(p.conv.get(), p.math));
+}
+
+// Scratch tensors of a key's shapes and a workspace, to time plans on
+// (Note [timed convolution plans]); filled with a finite value. Works on a
+// stream of its own, which it lends the handle until it goes.
+class PlanTimer {
+ public:
+  PlanTimer(cudnnHandle_t h, const ConvKey& key, size_t workspace_bytes) : h_(h) {
+    TR_GPU_CHECK(cudnnGetStream(h, &lent_from_));
+    TR_GPU_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    TR_GPU_CHECK(cudnnSetStream(h, stream_));
+    const size_t es = dtype_size(key.dtype);
+    const size_t bytes[4] = {size_t(key.n * key.h * key.w * key.c) * es, size_t(key.k * key.r * key.r * key.c) * es,
+                             size_t(key.n * key.ho() * key.wo() * key.k) * es, std::max<size_t>(workspace_bytes, 1)};
+    for (int i = 0; i < 4; ++i) {
+      TR_GPU_CHECK(cudaMalloc(&buf_[i], bytes[i]));
+      TR_GPU_CHECK(cudaMemsetAsync(buf_[i], 0x3C, bytes[i], stream_));  // f16 1.06, f32 0.0115
+    }
+    TR_GPU_CHECK(cudaEventCreate(&e0_));
+    TR_GPU_CHECK(cudaEventCreate(&e1_));
+  }
+  ~PlanTimer() {
+    TR_GPU_WARN(cudaStreamSynchronize(stream_));
+    TR_GPU_WARN(cudnnSetStream(h_, lent_from_));
+    for (void* b : buf_) TR_GPU_WARN(cudaFree(b));
+    if (e0_) TR_GPU_WARN(cudaEventDestroy(e0_));
+    if (e1_) TR_GPU_WARN(cudaEventDestroy(e1_));
+    TR_GPU_WARN(cudaStreamDestroy(stream_));
+  }
+  PlanTimer(const PlanTimer&) = delete;
+  PlanTimer& operator=(const PlanTimer&) = delete;
+
+  // ms per execution of p on the GPU: one execution outside capture (which
+  // also shows whether cuDNN runs it at all), then kTimedRuns executions
+  // captured in a graph, replayed once to warm up and three times timed; the
+  // median. A graph, because the legacy API's host work per call (tens of
+  // microseconds) would otherwise be timed in place of small kernels, and a
+  // step replays graphs. Negative where cuDNN refuses p.
+  float time(const ConvPlan& p) {
+    auto run = [&] { return run_cudnn_plan(h_, p, buf_[0], buf_[1], buf_[2], buf_[3]) == CUDNN_STATUS_SUCCESS; };
+    if (!run() || cudaStreamSynchronize(stream_) != cudaSuccess) return -1.f;
+    cudaGraph_t graph = nullptr;
+    TR_GPU_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    bool ok = true;
+    for (int i = 0; i < kTimedRuns && ok; ++i) ok = run();
+    const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
+    cudaGraphExec_t exec = nullptr;
+    if (ok && ended == cudaSuccess) ok = cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess;
+    if (graph) TR_GPU_WARN(cudaGraphDestroy(graph));
+    if (!ok || ended != cudaSuccess) {
+      (void)cudaGetLastError();  // a refused capture is this candidate's failure, not the process's
+      return -1.f;
+    }
+    std::vector<float> ms;
+    TR_GPU_CHECK(cudaGraphLaunch(exec, stream_));
+    for (int r = 0; r < 3; ++r) {
+      TR_GPU_CHECK(cudaEventRecord(e0_, stream_));
+      TR_GPU_CHECK(cudaGraphLaunch(exec, stream_));
+      TR_GPU_CHECK(cudaEventRecord(e1_, stream_));
+      TR_GPU_CHECK(cudaEventSynchronize(e1_));
+      float t = 0;
+      TR_GPU_CHECK(cudaEventElapsedTime(&t, e0_, e1_));
+      ms.push_back(t / kTimedRuns);
+    }
+    TR_GPU_CHECK(cudaGraphExecDestroy(exec));
+    std::sort(ms.begin(), ms.end());
+    return ms[1];
+  }
+
+ private:
+  cudnnHandle_t h_;
+  cudaStream_t lent_from_ = nullptr;  // the handle's stream before
+  cudaStream_t stream_ = nullptr;
+  void* buf_[4] = {nullptr, nullptr, nullptr, nullptr};  // x, w, y, workspace
+  cudaEvent_t e0_ = nullptr, e1_ = nullptr;
+};
+
+// Note [timed convolution plans]: p holds the heuristic's legacy plan; an
+// engine config that beats it by more than kEngineMargin takes its place.
+void time_against_engines(cudnnHandle_t h, ConvPlan& p, bool deterministic, size_t limit) {
+  std::vector<std::shared_ptr<const ConvEnginePlan>> engines =
+      conv_engine_plans(h, p.key, deterministic, limit, kEngineCandidates);
+  size_t ws = p.workspace_bytes;
+  for (const auto& e : engines) ws = std::max(ws, e->workspace_bytes);
+  PlanTimer timer(h, p.key, ws);
+  p.legacy_ms = p.time_ms = timer.time(p);
+  TR_CHECK(p.legacy_ms >= 0, "ConvPlanCache: the heuristic's plan does not run: ", p.describe());
+  ConvPlan trial;  // an engine config as a plan, to time it
+  trial.key = p.key;
+  trial.impl = ConvImpl::CudnnEngine;
+  std::shared_ptr<const ConvEnginePlan> best;
+  float best_ms = -1.f;
+  for (const auto& e : engines) {
+    trial.engine = e;
+    trial.workspace_bytes = e->workspace_bytes;
+    const float ms = timer.time(trial);
+    if (ms >= 0 && (best_ms < 0 || ms < best_ms)) {
+      best_ms = ms;
+      best = e;
+    }
+  }
+  if (best && best_ms < p.legacy_ms * float(1 - kEngineMargin)) {
+    p.impl = ConvImpl::CudnnEngine;
+    p.engine = best;
+    p.workspace_bytes = best->workspace_bytes;
+    p.time_ms = best_ms;
+  }
 }
 
 }  // namespace
@@ -228,18 +361,13 @@ const ConvPlan& ConvPlanCache::prepare(const GpuHandles& g, const ConvKey& key) 
 
   const bool det = g.deterministic;
   const size_t limit = opt_.workspace_limit;
-  const bool bench = opt_.benchmark;
   int got = 0;
   switch (key.dir) {
     case ConvDir::Fwd: {
       cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-      if (bench)
-        TR_GPU_CHECK(cudnnFindConvolutionForwardAlgorithm(h, p->x.get(), p->w.get(), p->conv.get(), p->y.get(),
+      TR_GPU_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, p->x.get(), p->w.get(), p->conv.get(), p->y.get(),
                                                           CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf));
-      else
-        TR_GPU_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, p->x.get(), p->w.get(), p->conv.get(), p->y.get(),
-                                                            CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf));
-      apply_pick(*p, perf, got, det, limit, bench);
+      apply_pick(*p, perf, got, det, limit);
       size_t ws = 0;
       TR_GPU_CHECK(cudnnGetConvolutionForwardWorkspaceSize(h, p->x.get(), p->w.get(), p->conv.get(), p->y.get(),
                                                            cudnnConvolutionFwdAlgo_t(p->algo), &ws));
@@ -248,14 +376,9 @@ const ConvPlan& ConvPlanCache::prepare(const GpuHandles& g, const ConvKey& key) 
     }
     case ConvDir::BwdData: {
       cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-      if (bench)
-        TR_GPU_CHECK(cudnnFindConvolutionBackwardDataAlgorithm(h, p->w.get(), p->y.get(), p->conv.get(), p->x.get(),
+      TR_GPU_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, p->w.get(), p->y.get(), p->conv.get(), p->x.get(),
                                                                CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, perf));
-      else
-        TR_GPU_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, p->w.get(), p->y.get(), p->conv.get(),
-                                                                 p->x.get(), CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
-                                                                 &got, perf));
-      apply_pick(*p, perf, got, det, limit, bench);
+      apply_pick(*p, perf, got, det, limit);
       size_t ws = 0;
       TR_GPU_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(h, p->w.get(), p->y.get(), p->conv.get(),
                                                                 p->x.get(), cudnnConvolutionBwdDataAlgo_t(p->algo),
@@ -265,16 +388,9 @@ const ConvPlan& ConvPlanCache::prepare(const GpuHandles& g, const ConvKey& key) 
     }
     case ConvDir::BwdFilter: {
       cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-      if (bench)
-        TR_GPU_CHECK(cudnnFindConvolutionBackwardFilterAlgorithm(h, p->x.get(), p->y.get(), p->conv.get(),
-                                                                 p->w.get(), CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
-                                                                 &got, perf));
-      else
-        TR_GPU_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, p->x.get(), p->y.get(), p->conv.get(),
-                                                                   p->w.get(),
-                                                                   CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got,
-                                                                   perf));
-      apply_pick(*p, perf, got, det, limit, bench);
+      TR_GPU_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, p->x.get(), p->y.get(), p->conv.get(), p->w.get(),
+                                                                 CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, perf));
+      apply_pick(*p, perf, got, det, limit);
       size_t ws = 0;
       TR_GPU_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(h, p->x.get(), p->y.get(), p->conv.get(),
                                                                   p->w.get(),
@@ -284,6 +400,18 @@ const ConvPlan& ConvPlanCache::prepare(const GpuHandles& g, const ConvKey& key) 
     }
   }
   TR_CHECK(p->workspace_bytes <= limit, "ConvPlanCache: ", p->describe(), " exceeds the workspace limit ", limit);
+  if (opt_.engine_candidate >= 0) {
+    std::vector<std::shared_ptr<const ConvEnginePlan>> engines =
+        conv_engine_plans(h, key, det, limit, opt_.engine_candidate + 1);
+    if (int(engines.size()) > opt_.engine_candidate) {
+      p->impl = ConvImpl::CudnnEngine;
+      p->engine = engines[size_t(opt_.engine_candidate)];
+      p->workspace_bytes = p->engine->workspace_bytes;
+    }
+  } else if (opt_.benchmark) {
+    time_against_engines(h, *p, det, limit);  // Note [timed convolution plans]
+    trace("timed plan: ", p->describe());     // TR_TRACE=1
+  }
   const ConvPlan& ref = *p;
   plans_.emplace(key, std::move(p));
   return ref;

@@ -4,8 +4,8 @@
 // before any capture.
 //
 // Note [conv plans before capture]
-// Algorithm selection (cudnnFind*, which allocates and times, or Get*_v7) must
-// not run inside a launch: launches may be under CUDA Graph stream capture. So
+// Algorithm selection (Get*_v7, and in benchmark mode the timing of engine
+// configs, which allocates) must not run inside a launch: launches may be under CUDA Graph stream capture. So
 // pre_capture (B2) calls prepare() for every conv node of every variant; the
 // launchers (conv_cuda.cu) only call lookup(), which throws for a shape that
 // was never prepared. The arena reserves max_workspace_bytes() (together with
@@ -33,6 +33,7 @@
 namespace tr {
 
 struct GpuHandles;
+struct ConvEnginePlan;  // conv_engine_cuda.h
 
 enum class ConvDir : uint8_t { Fwd, BwdData, BwdFilter };
 
@@ -114,11 +115,36 @@ constexpr int64_t kSmallConvMaxC = 4;
 // FilterTc: the 3x3 filter gradient on the tensor cores, at the shapes where it
 // beats cuDNN (conv_filter_tc_cuda.h, Note [3x3 filter gradient on tensor
 // cores]), unless Options::tc_filter is false.
-enum class ConvImpl : uint8_t { Cudnn, SmallC, FilterTc };
+// CudnnEngine: a cuDNN engine config that --cudnn-benchmark timed faster than
+// the heuristic's legacy plan (Note [timed convolution plans]).
+enum class ConvImpl : uint8_t { Cudnn, SmallC, FilterTc, CudnnEngine };
 bool uses_small_c_kernel(const ConvKey& key);
 // Workspace of the small-C kernel for `key` (uses_small_c_kernel) on a device with
 // `sms` SMs (conv_cuda.cu).
 size_t small_c_conv_workspace_bytes(const ConvKey& key, int sms);
+
+// Note [timed convolution plans]
+// With Options::benchmark (--cudnn-benchmark), prepare() times, for each f16
+// or f32 key cuDNN runs, the heuristic's legacy plan against the first
+// kEngineCandidates engine configs (Note [engine plans for convolutions],
+// conv_engine_cuda.h), on scratch tensors of the key's shapes: kTimedRuns
+// executions in a CUDA graph, the median of three replays. A graph, since
+// the legacy API spends tens of microseconds of host time a call, which
+// timing launches one after another counts against small convolutions (the
+// legacy plan of an 8x14x14x32 -> 64 f16 forward measures 35 us so, for an
+// 8 us kernel), and since a step replays graphs too. An engine config replaces the legacy plan only
+// when it is faster by more than kEngineMargin, so that noise between close
+// candidates does not decide; the legacy plan stays otherwise. Whatever is
+// kept is deterministic when GpuHandles::deterministic is set. The plan then
+// serves every launch that looks the key up in this cache (a rank's
+// DeviceContext), eager, partial and full capture alike; another cache or
+// process may time differently and keep another plan, which is why the
+// report records the flag.
+// (Before, benchmark mode asked cudnnFind* for the legacy algorithms; its
+// choices made resnet50 at batch 32 slower, 10.9 against 7.3 ms.)
+constexpr int kEngineCandidates = 8;
+constexpr int kTimedRuns = 10;
+constexpr double kEngineMargin = 0.03;
 
 // Everything a launch needs for one key. Immutable after prepare().
 struct ConvPlan {
@@ -131,9 +157,17 @@ struct ConvPlan {
   int algo = -1;              // cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t of key.dir (-1: our kernel)
   size_t workspace_bytes = 0;
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
-  float time_ms = -1.f;       // measured by cudnnFind (benchmark mode), else -1
+  // Benchmark mode (Note [timed convolution plans]): the kept plan's time and
+  // the legacy plan's, ms per execution; -1 otherwise.
+  float time_ms = -1.f, legacy_ms = -1.f;
+  std::shared_ptr<const ConvEnginePlan> engine;  // CudnnEngine: the engine config that runs
   std::string describe() const;
 };
+
+// Runs a cuDNN plan (impl Cudnn or CudnnEngine) on h's stream over x[N,H,W,C],
+// w[K,R,R,C], y[N,Ho,Wo,K]: the key's direction writes y, x or w and reads the
+// other two. ws: at least p.workspace_bytes.
+cudnnStatus_t run_cudnn_plan(cudnnHandle_t h, const ConvPlan& p, void* x, void* w, void* y, void* ws);
 
 class ConvPlanCache {
  public:
@@ -146,9 +180,15 @@ class ConvPlanCache {
     size_t workspace_limit = size_t(8) << 30;
     // false (default): cudnnGet*_v7 heuristics, the same choice in every process,
     // so runs are reproducible bit for bit across processes too.
-    // true: cudnnFind* times the candidates (allocates; before capture only);
-    // often faster, but the choice can differ between processes.
+    // true: the heuristic's plan is timed against cuDNN's engine configs
+    // (Note [timed convolution plans]); faster where one wins, but the choice
+    // can differ between processes.
     bool benchmark = false;
+    // >= 0: every key cuDNN runs takes its engine candidate of this rank
+    // (Note [engine plans for convolutions]) untimed, where it has one; the
+    // heuristic's plan where not. For tests of each candidate, and to rerun a
+    // timed choice. -1 (default): benchmark decides.
+    int engine_candidate = -1;
     // true (default): f16 3x3 filter gradients where filter_tc_beats_cudnn run our
     // tensor-core kernel; false: cuDNN's algorithm (what the kernel is measured against).
     bool tc_filter = true;

@@ -20,9 +20,11 @@ namespace tr {
 // own kernels.
 struct AlgoChoice {
   bool deterministic = true;  // only algorithms that give the same bits on every run
-  // Time the candidates once per shape (cudnnFind, before any capture) instead
-  // of taking the heuristics' first: often faster, but two processes may pick
-  // differently, so runs are reproducible bit for bit within a process only.
+  // Time the heuristics' plan against cuDNN's engine configs once per shape
+  // (before any capture; Note [timed convolution plans]) instead of taking the
+  // heuristics' first: faster where an engine config wins, but two processes
+  // may pick differently, so runs are reproducible bit for bit within a rank's
+  // plans only.
   bool benchmark = false;
   // Programmatic dependent launch of our kernels (Note [programmatic dependent
   // launch], framework/ops/kernel_launch_cuda.h); false: --no-pdl.

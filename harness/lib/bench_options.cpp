@@ -56,9 +56,10 @@ and writes a Google-Benchmark-compatible JSON report.
   --no-side-streams     weight gradients on the data-gradient stream (neither: on CUDA when
                         the batch per GPU is at most the model's measured limit, README
                         "Scheduling"; never on the CPU; each case records its choice)
-  --cudnn-benchmark     time cuDNN's deterministic algorithms once per convolution shape and keep
-                        the fastest (default: the heuristics' first); reproducible within a
-                        process only, so the report records it and the gate refuses mixing
+  --cudnn-benchmark     time the heuristics' plan against cuDNN's deterministic engine configs
+                        once per convolution shape, in CUDA graphs, and keep the fastest
+                        (default: the heuristics' plan); another process may keep another
+                        plan, so the report records it and the gate refuses mixing
   --split-steps         full capture launches a training step as its dozen sub-graphs
                         (DESIGN §3) instead of one step graph composed of them
   --no-fusion           keep apart the node pairs that fusion merges (BatchNorm + residual

@@ -48,8 +48,9 @@ const char* const kTrainFlagsUsage = R"(  --model NAME             a registered 
   --no-side-streams        weight gradients on the data-gradient stream
                            (neither: on CUDA when the batch per GPU is at most the model's
                            measured limit, see README "Scheduling"; never on the CPU)
-  --cudnn-benchmark        time cuDNN's deterministic algorithms once per convolution shape and
-                           keep the fastest (reproducible within a process only)
+  --cudnn-benchmark        time the heuristics' plan against cuDNN's deterministic engine configs
+                           once per convolution shape and keep the fastest (another process may
+                           keep another plan)
   --split-steps            full capture launches a training step as its dozen sub-graphs
                            (DESIGN §3) instead of one step graph composed of them
   --no-fusion              keep apart the node pairs that fusion merges (BatchNorm + residual

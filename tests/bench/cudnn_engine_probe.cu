@@ -34,9 +34,10 @@
 
 #include "framework/core/error.h"
 #include "framework/ops/conv.h"
+#include "framework/ops/conv_engine_cuda.h"
 #include "framework/ops/conv_plan_cache_cuda.h"
 #include "framework/ops/gpu_handles.h"
-#include "tests/bench/cudnn_graph.h"
+#include "framework/ops/cudnn_graph_cuda.h"
 #include "tests/bench/cudnn_probe_env.h"
 #include "tests/bench/device_fill.h"
 
@@ -63,55 +64,6 @@ struct Case {
 const char* dir_name(ConvDir d) {
   return d == ConvDir::Fwd ? "fwd" : d == ConvDir::BwdData ? "bwd_data" : "bwd_filter";
 }
-
-enum Uid : int64_t { kX = 1, kW, kY };
-
-// The operation graph of one plain convolution, all tensors f16, f32 math.
-struct ConvGraph {
-  std::vector<Desc> keep;
-  Desc graph{CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR};
-
-  ConvGraph(cudnnHandle_t h, const Case& c) {
-    using namespace cudnn_graph;
-    keep.reserve(8);
-    const cudnnDataType_t f16 = CUDNN_DATA_HALF;
-    auto& x = keep.emplace_back(tensor(kX, c.batch, c.c, c.side, c.side, f16, false));
-    auto& w = keep.emplace_back(tensor(kW, c.k, c.c, c.r, c.r, f16, false));
-    auto& y = keep.emplace_back(tensor(kY, c.batch, c.k, c.out_side(), c.out_side(), f16, false));
-    auto& conv = keep.emplace_back(convolution(c.pad, c.stride));
-    const float alpha = 1.f, beta = 0.f;
-    // The operation's descriptor type and attribute names in c.dir: x (dx),
-    // w (dw), y (dy), the convolution, alpha, beta.
-    struct Attrs {
-      cudnnBackendDescriptorType_t type;
-      cudnnBackendAttributeName_t x, w, y, conv, alpha, beta;
-    };
-    const Attrs a =
-        c.dir == ConvDir::Fwd
-            ? Attrs{CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
-                    CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
-                    CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
-                    CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA}
-        : c.dir == ConvDir::BwdData
-            ? Attrs{CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,
-                    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
-                    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
-                    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA}
-            : Attrs{CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR,
-                    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW,
-                    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY,
-                    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC,
-                    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA};
-    Desc op(a.type);
-    op.desc(a.x, x).desc(a.w, w).desc(a.y, y).desc(a.conv, conv);
-    op.set(a.alpha, CUDNN_TYPE_FLOAT, 1, &alpha).set(a.beta, CUDNN_TYPE_FLOAT, 1, &beta);
-    op.finalize();
-    const cudnnBackendDescriptor_t ops[1] = {keep.emplace_back(std::move(op)).get()};
-    graph.set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, ops)
-        .set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &h)
-        .finalize();
-  }
-};
 
 // Kernel and memset nodes of a captured graph (what a step would launch).
 struct NodeCount {
@@ -237,23 +189,7 @@ void probe(benchmark::State& state, const std::string& name, const Case& c) {
     ConvPlanCache cache(opt);
     const ConvPlan& lp = cache.prepare(g, key);
     DeviceBuf<char> lws(lp.workspace_bytes);
-    auto legacy = [&] {
-      const float alpha = 1.f, beta = 0.f;
-      cudnnStatus_t st;
-      if (c.dir == ConvDir::Fwd)
-        st = cudnnConvolutionForward(h, &alpha, lp.x.get(), x.p, lp.w.get(), w.p, lp.conv.get(),
-                                     cudnnConvolutionFwdAlgo_t(lp.algo), lws.p, lp.workspace_bytes, &beta,
-                                     lp.y.get(), y.p);
-      else if (c.dir == ConvDir::BwdData)
-        st = cudnnConvolutionBackwardData(h, &alpha, lp.w.get(), w.p, lp.y.get(), y.p, lp.conv.get(),
-                                          cudnnConvolutionBwdDataAlgo_t(lp.algo), lws.p, lp.workspace_bytes, &beta,
-                                          lp.x.get(), x.p);
-      else
-        st = cudnnConvolutionBackwardFilter(h, &alpha, lp.x.get(), x.p, lp.y.get(), y.p, lp.conv.get(),
-                                            cudnnConvolutionBwdFilterAlgo_t(lp.algo), lws.p, lp.workspace_bytes,
-                                            &beta, lp.w.get(), w.p);
-      return st == CUDNN_STATUS_SUCCESS;
-    };
+    auto legacy = [&] { return run_cudnn_plan(h, lp, x.p, w.p, y.p, lws.p) == CUDNN_STATUS_SUCCESS; };
     NodeCount legacy_nodes;
     const double legacy_once = time_once(s, e0, e1, legacy);
     if (legacy_once < 0) throw Error("the legacy plan does not execute");
@@ -263,11 +199,12 @@ void probe(benchmark::State& state, const std::string& name, const Case& c) {
     state.counters["legacy_us"] = legacy_us;
     state.counters["legacy_nodes"] = legacy_nodes.total();
 
-    ConvGraph graph(h, c);
+    std::vector<Desc> keep;  // what the graph refers to
+    const Desc graph = conv_operation_graph(h, key, keep);
     std::vector<Plan> plans;
     int64_t configs = 0;
     for (cudnnBackendHeurMode_t m : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
-      for (Desc& cfg : cudnn_graph::engine_configs(graph.graph, m, kMaxConfigs)) {
+      for (Desc& cfg : cudnn_graph::engine_configs(graph, m, kMaxConfigs)) {
         ++configs;
         Plan p(std::move(cfg));
         p.info = cudnn_graph::engine_info(p.cfg);
@@ -285,19 +222,12 @@ void probe(benchmark::State& state, const std::string& name, const Case& c) {
     int64_t ws_bytes = 0;
     for (const Plan& p : plans) ws_bytes = std::max(ws_bytes, p.workspace);
     DeviceBuf<char> ws{size_t(ws_bytes)};
-    void* ptrs[3] = {x.p, w.p, y.p};
-    const int64_t uids[3] = {kX, kW, kY};
-    Desc pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
-    pack.set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, ptrs)
-        .set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids)
-        .set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws.p)
-        .finalize();
 
     const Plan* best = nullptr;
     const Plan* one = nullptr;  // the fastest single-node plan
     for (Plan& p : plans) {
       // An engine that fails under capture leaves the stream's capture broken; run it outside first.
-      auto run = [&] { return cudnnBackendExecute(h, p.plan.get(), pack.get()) == CUDNN_STATUS_SUCCESS; };
+      auto run = [&] { return run_conv_execution_plan(h, p.plan, x.p, w.p, y.p, ws.p) == CUDNN_STATUS_SUCCESS; };
       const double once = time_once(s, e0, e1, run);
       if (once < 0) {
         std::printf("[ cudnn engine ] %s: engine %lld does not execute\n", name.c_str(),

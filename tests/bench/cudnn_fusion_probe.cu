@@ -7,7 +7,7 @@
 //                                  (where a BN follows the conv directly)
 //   scale_bias_relu_wgrad          r and dy[N,H,W,K] f16 -> dw[K,3,3,C] f16
 // With all three, r would never be written or read again. Built with the
-// backend graph API (cudnn_graph.h); the first kMaxConfigs engine configs of
+// backend graph API (framework/ops/cudnn_graph_cuda.h); the first kMaxConfigs engine configs of
 // heuristic mode A and of the fallback list are built, timed, and marked
 // deterministic or not (CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC). tr keeps its
 // modes bit-identical, so only a deterministic engine could serve; the fastest
@@ -38,7 +38,7 @@
 
 #include "framework/core/error.h"
 #include "framework/core/rng.h"
-#include "tests/bench/cudnn_graph.h"
+#include "tests/bench/cudnn_pointwise.h"
 #include "tests/bench/cudnn_probe_env.h"
 
 namespace tr {

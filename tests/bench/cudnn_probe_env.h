@@ -10,7 +10,7 @@
 #include <cstddef>
 
 #include "framework/core/error.h"
-#include "tests/bench/cudnn_graph.h"
+#include "framework/ops/cudnn_graph_cuda.h"
 
 namespace tr::cudnn_graph {
 

@@ -1,5 +1,4 @@
-#ifdef TR_HAVE_CUDA
-#include "tests/bench/cudnn_graph.h"
+#include "framework/ops/cudnn_graph_cuda.h"
 
 #include <algorithm>
 #include <utility>
@@ -45,23 +44,6 @@ Desc tensor(int64_t uid, int64_t n, int64_t c, int64_t h, int64_t w, cudnnDataTy
       .set(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align)
       .set(CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &is_virtual)
       .finalize();
-  return d;
-}
-
-Desc pointwise_mode(cudnnPointwiseMode_t mode) {
-  const cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
-  Desc d(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
-  d.set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode)
-      .set(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &f32)
-      .finalize();
-  return d;
-}
-
-Desc pointwise_op(const Desc& mode, const Desc& x, const Desc* b, const Desc& y) {
-  Desc d(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
-  d.desc(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, mode).desc(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x);
-  if (b) d.desc(CUDNN_ATTR_OPERATION_POINTWISE_BDESC, *b);
-  d.desc(CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y).finalize();
   return d;
 }
 
@@ -113,7 +95,10 @@ EngineInfo engine_info(const Desc& cfg) {
   cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
   if (cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
                                CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &n, notes) == CUDNN_STATUS_SUCCESS)
-    for (int64_t i = 0; i < n; ++i) info.deterministic &= notes[i] != CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC;
+    for (int64_t i = 0; i < n; ++i) {
+      info.deterministic &= notes[i] != CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC;
+      info.tensor_cores |= notes[i] == CUDNN_NUMERICAL_NOTE_TENSOR_CORE;
+    }
   cudnnBackendBehaviorNote_t behaviour[CUDNN_BEHAVIOR_NOTE_TYPE_COUNT];
   if (cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
                                CUDNN_BEHAVIOR_NOTE_TYPE_COUNT, &n, behaviour) == CUDNN_STATUS_SUCCESS)
@@ -122,4 +107,3 @@ EngineInfo engine_info(const Desc& cfg) {
 }
 
 }  // namespace tr::cudnn_graph
-#endif  // TR_HAVE_CUDA

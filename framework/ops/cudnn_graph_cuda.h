@@ -1,9 +1,9 @@
 #pragma once
-// cuDNN's backend graph API in a few helpers, for the fusion probe
-// (cudnn_fusion_probe.cu): owned descriptors, NHWC tensors, pointwise and
-// convolution descriptors, the engine configs a heuristic offers, and what an
-// engine says of itself (deterministic or not, compiled at run time or not).
-#ifdef TR_HAVE_CUDA
+// cuDNN's backend graph API in a few helpers: owned descriptors, NHWC
+// tensors, convolution descriptors, the engine configs a heuristic offers, and
+// what an engine says of itself (deterministic or not, compiled at run time or
+// not, tensor cores or not). Used by the convolutions' engine plans
+// (conv_engine_cuda.h) and the cuDNN probes (tests/bench/). Host-only header.
 #include <cudnn.h>
 
 #include <cstdint>
@@ -33,9 +33,6 @@ class Desc {
 
 // A 4-d tensor in cuDNN's logical order (n, c, h, w) with NHWC strides.
 Desc tensor(int64_t uid, int64_t n, int64_t c, int64_t h, int64_t w, cudnnDataType_t t, bool is_virtual);
-Desc pointwise_mode(cudnnPointwiseMode_t mode);  // f32 math
-// The operation y = mode(x[, b]).
-Desc pointwise_op(const Desc& mode, const Desc& x, const Desc* b, const Desc& y);
 // A 2-d cross-correlation, f32 accumulation, padding `pad`, stride `stride`.
 Desc convolution(int64_t pad, int64_t stride = 1);
 
@@ -46,8 +43,8 @@ std::vector<Desc> engine_configs(const Desc& graph, cudnnBackendHeurMode_t mode,
 struct EngineInfo {
   int64_t index = -1;  // cuDNN's global engine index
   bool deterministic = true, runtime_compiled = false;
+  bool tensor_cores = false;  // CUDNN_NUMERICAL_NOTE_TENSOR_CORE: TF32 where the tensors are f32
 };
 EngineInfo engine_info(const Desc& cfg);
 
 }  // namespace tr::cudnn_graph
-#endif  // TR_HAVE_CUDA
