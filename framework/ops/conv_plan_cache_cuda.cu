@@ -201,26 +201,25 @@ class PlanTimer {
  public:
   PlanTimer(cudnnHandle_t h, const ConvKey& key, size_t workspace_bytes) : h_(h) {
     TR_GPU_CHECK(cudnnGetStream(h, &lent_from_));
-    TR_GPU_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    TR_GPU_CHECK(cudnnSetStream(h, stream_));
-    const size_t es = dtype_size(key.dtype);
-    const size_t bytes[4] = {size_t(key.n * key.h * key.w * key.c) * es, size_t(key.k * key.r * key.r * key.c) * es,
-                             size_t(key.n * key.ho() * key.wo() * key.k) * es, std::max<size_t>(workspace_bytes, 1)};
-    for (int i = 0; i < 4; ++i) {
-      TR_GPU_CHECK(cudaMalloc(&buf_[i], bytes[i]));
-      TR_GPU_CHECK(cudaMemsetAsync(buf_[i], 0x3C, bytes[i], stream_));  // f16 1.06, f32 0.0115
+    try {
+      TR_GPU_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+      TR_GPU_CHECK(cudnnSetStream(h, stream_));
+      const size_t es = dtype_size(key.dtype);
+      const size_t bytes[4] = {size_t(key.n * key.h * key.w * key.c) * es,
+                               size_t(key.k * key.r * key.r * key.c) * es,
+                               size_t(key.n * key.ho() * key.wo() * key.k) * es, std::max<size_t>(workspace_bytes, 1)};
+      for (int i = 0; i < 4; ++i) {
+        TR_GPU_CHECK(cudaMalloc(&buf_[i], bytes[i]));
+        TR_GPU_CHECK(cudaMemsetAsync(buf_[i], 0x3C, bytes[i], stream_));  // f16 1.06, f32 0.0115
+      }
+      TR_GPU_CHECK(cudaEventCreate(&e0_));
+      TR_GPU_CHECK(cudaEventCreate(&e1_));
+    } catch (...) {
+      release();
+      throw;
     }
-    TR_GPU_CHECK(cudaEventCreate(&e0_));
-    TR_GPU_CHECK(cudaEventCreate(&e1_));
   }
-  ~PlanTimer() {
-    TR_GPU_WARN(cudaStreamSynchronize(stream_));
-    TR_GPU_WARN(cudnnSetStream(h_, lent_from_));
-    for (void* b : buf_) TR_GPU_WARN(cudaFree(b));
-    if (e0_) TR_GPU_WARN(cudaEventDestroy(e0_));
-    if (e1_) TR_GPU_WARN(cudaEventDestroy(e1_));
-    TR_GPU_WARN(cudaStreamDestroy(stream_));
-  }
+  ~PlanTimer() { release(); }
   PlanTimer(const PlanTimer&) = delete;
   PlanTimer& operator=(const PlanTimer&) = delete;
 
@@ -245,6 +244,10 @@ class PlanTimer {
       (void)cudaGetLastError();  // a refused capture is this candidate's failure, not the process's
       return -1.f;
     }
+    struct ExecOwner {  // on every way out
+      cudaGraphExec_t e;
+      ~ExecOwner() { TR_GPU_WARN(cudaGraphExecDestroy(e)); }
+    } owner{exec};
     std::vector<float> ms;
     TR_GPU_CHECK(cudaGraphLaunch(exec, stream_));
     for (int r = 0; r < 3; ++r) {
@@ -256,12 +259,22 @@ class PlanTimer {
       TR_GPU_CHECK(cudaEventElapsedTime(&t, e0_, e1_));
       ms.push_back(t / kTimedRuns);
     }
-    TR_GPU_CHECK(cudaGraphExecDestroy(exec));
     std::sort(ms.begin(), ms.end());
     return ms[1];
   }
 
  private:
+  // The handle gets its stream back; what was made is freed.
+  void release() {
+    if (stream_) TR_GPU_WARN(cudaStreamSynchronize(stream_));
+    TR_GPU_WARN(cudnnSetStream(h_, lent_from_));
+    for (void* b : buf_)
+      if (b) TR_GPU_WARN(cudaFree(b));
+    if (e0_) TR_GPU_WARN(cudaEventDestroy(e0_));
+    if (e1_) TR_GPU_WARN(cudaEventDestroy(e1_));
+    if (stream_) TR_GPU_WARN(cudaStreamDestroy(stream_));
+  }
+
   cudnnHandle_t h_;
   cudaStream_t lent_from_ = nullptr;  // the handle's stream before
   cudaStream_t stream_ = nullptr;
