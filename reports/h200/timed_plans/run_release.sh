@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Call 4: the plan timer that frees what it made on every way out (binaries
-# of the commit after 8b8b193, which it belongs to): the convolution GPU tests, and tr-bench with
+# of dcdf760): the convolution GPU tests, and tr-bench with
 # --cudnn-benchmark on the cnn and resnet18.
 SP=/opt/torch/.venv/lib/python3.12/site-packages
 export LD_LIBRARY_PATH=$PWD/.device/lib:$SP/nvidia/cudnn/lib:$SP/nvidia/nccl/lib:$SP/nvidia/cublas/lib:$SP/nvidia/cu13/lib:$SP/nvidia/cuda_cupti/lib:$LD_LIBRARY_PATH
