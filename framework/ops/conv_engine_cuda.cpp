@@ -100,10 +100,6 @@ std::vector<std::shared_ptr<const ConvEnginePlan>> conv_engine_plans(cudnnHandle
   return plans;
 }
 
-cudnnStatus_t run_conv_engine(cudnnHandle_t h, const ConvEnginePlan& p, void* x, void* w, void* y, void* workspace) {
-  return run_conv_execution_plan(h, p.plan, x, w, y, workspace);
-}
-
 cudnnStatus_t run_conv_execution_plan(cudnnHandle_t h, const cudnn_graph::Desc& plan, void* x, void* w, void* y,
                                       void* workspace) {
   void* ptrs[3] = {x, w, y};

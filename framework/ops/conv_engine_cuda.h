@@ -54,10 +54,10 @@ std::vector<std::shared_ptr<const ConvEnginePlan>> conv_engine_plans(cudnnHandle
                                                                      bool deterministic, size_t workspace_limit,
                                                                      int most);
 
-// Runs `p` on h's stream over x[N,H,W,C], w[K,R,R,C], y[N,Ho,Wo,K]: the
-// direction's output (y, x or w) is written, the other two are read.
-cudnnStatus_t run_conv_engine(cudnnHandle_t h, const ConvEnginePlan& p, void* x, void* w, void* y, void* workspace);
-// The same for any execution plan built from conv_operation_graph's graph.
+// Runs an execution plan built from conv_operation_graph's graph (a
+// ConvEnginePlan's `plan`) on h's stream over x[N,H,W,C], w[K,R,R,C],
+// y[N,Ho,Wo,K]: the direction's output (y, x or w) is written, the other two
+// are read.
 cudnnStatus_t run_conv_execution_plan(cudnnHandle_t h, const cudnn_graph::Desc& plan, void* x, void* w, void* y,
                                       void* workspace);
 

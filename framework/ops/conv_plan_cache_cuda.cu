@@ -129,7 +129,7 @@ std::string ConvPlan::describe() const {
 }
 
 cudnnStatus_t run_cudnn_plan(cudnnHandle_t h, const ConvPlan& p, void* x, void* w, void* y, void* ws) {
-  if (p.impl == ConvImpl::CudnnEngine) return run_conv_engine(h, *p.engine, x, w, y, ws);
+  if (p.impl == ConvImpl::CudnnEngine) return run_conv_execution_plan(h, p.engine->plan, x, w, y, ws);
   TR_CHECK(p.impl == ConvImpl::Cudnn, "run_cudnn_plan: ", p.describe(), " is not a cuDNN plan");
   const float alpha = 1.f, beta = 0.f;
   switch (p.key.dir) {
