@@ -10,6 +10,7 @@
 #include "framework/graph/memory_plan.h"
 #include "framework/graph/model_builder.h"
 #include "framework/runtime/cpu_context.h"
+#include "framework/runtime/graph_runner.h"
 #include "framework/runtime/stream_schedule.h"
 
 namespace tr {
@@ -29,10 +30,10 @@ struct Fixture {
   CompiledModel m;
   PlanSet plans;
   RecordingContext ctx;
-  Fixture() {
+  explicit Fixture(bool side_streams = true) {
     ModelConfig mc = model_config("cnn", 0.25);
     TrainConfig tc;
-    tc.side_streams = true;
+    tc.side_streams = side_streams;
     tc.optimizer = OptimizerKind::Sgd;
     m = build_model(mc, tc, 16);
     std::array<VariantDims, kVariantCount> d{};
@@ -99,6 +100,83 @@ TEST(StreamSchedule, OriginReadingASideOutputWaitsForIt) {
   ASSERT_EQ(f.ctx.waits.size(), 2u);
   EXPECT_EQ(f.ctx.waits[0], "COMP_2<-COMP_1");
   EXPECT_EQ(f.ctx.waits[1], "COMP_1<-COMP_2");
+}
+
+TEST(StreamSchedule, JoinExceptLeavesTheWeightGradientsStreamOpen) {
+  Fixture f;
+  const GraphId g = GraphId::DEEP_FWD_BWD;
+  StreamSchedule sched(f.ctx, stream_for(g));
+  for (const Node& n : f.m.cg.nodes(g)) {
+    const StreamKind s = node_stream(n, g);
+    const PreparedNode p = prepare_node(n, f.m.cg, f.plans, f.plans.plan(Variant::TrainBase), f.ctx, s);
+    sched.before(p, s);
+    sched.after(p, s);
+  }
+  EXPECT_TRUE(sched.join_except(StreamKind::COMP_2));
+  for (const auto& w : f.ctx.waits) EXPECT_NE(w, "COMP_1<-COMP_2");
+  // Nothing is left to join after that: a second join waits for nothing.
+  f.ctx.waits.clear();
+  EXPECT_FALSE(sched.join_except(StreamKind::COMP_2));
+  sched.join();
+  EXPECT_TRUE(f.ctx.waits.empty());
+}
+
+// Note [the deep weight gradients finish beside the first layer's backward]:
+// when a step graph may leave COMP_2 open past DEEP_FWD_BWD.
+TEST(StreamSchedule, DeepWeightGradientsMayFinishBesideTheFirstLayerBackward) {
+  Fixture with_side;
+  EXPECT_TRUE(deep_side_stream_may_stay_open(with_side.m.cg));
+  Fixture one_stream(false);
+  EXPECT_FALSE(deep_side_stream_may_stay_open(one_stream.m.cg)) << "no side stream to leave open";
+  // A first-layer node that reads a deep weight gradient must wait for it.
+  ComputationGraph cg = with_side.m.cg;
+  const Node* side = nullptr;
+  for (const Node& n : cg.nodes(GraphId::DEEP_FWD_BWD))
+    if (n.stream == StreamKind::COMP_2) side = &n;
+  ASSERT_NE(side, nullptr);
+  std::vector<Node> first = cg.nodes(GraphId::FIRST_LAYER_BWD);
+  ASSERT_FALSE(first.empty());
+  Node reader = first.back();
+  reader.in.push_back(side->out[0]);
+  first.push_back(reader);
+  cg.set_nodes(GraphId::FIRST_LAYER_BWD, first);
+  EXPECT_FALSE(deep_side_stream_may_stay_open(cg));
+  // So must a first-layer node on COMP_2 (it would share COMP_2's workspace).
+  ComputationGraph cg2 = with_side.m.cg;
+  std::vector<Node> first2 = cg2.nodes(GraphId::FIRST_LAYER_BWD);
+  first2.back().stream = StreamKind::COMP_2;
+  cg2.set_nodes(GraphId::FIRST_LAYER_BWD, first2);
+  EXPECT_FALSE(deep_side_stream_may_stay_open(cg2));
+}
+
+TEST(StreamSchedule, PlanKeepsSideTensorsAliveThroughTheFirstLayerBackward) {
+  Fixture f;
+  const ComputationGraph& cg = f.m.cg;
+  const MemoryPlan& plan = f.plans.plan(Variant::TrainBase);
+  auto span = [&](TensorId t) {
+    const int64_t a = plan.offset_of(t);
+    return std::make_pair(a, a + plan.shape_of(t).numel() * int64_t(dtype_size(cg.tensor(t).dtype)));
+  };
+  int checked = 0;
+  for (const Node& side : cg.nodes(GraphId::DEEP_FWD_BWD)) {
+    if (side.stream != StreamKind::COMP_2) continue;
+    std::vector<TensorId> touched = side.in;
+    touched.insert(touched.end(), side.out.begin(), side.out.end());
+    for (TensorId t : touched) {
+      if (cg.tensor(t).role != Role::Activation) continue;
+      const auto [a0, a1] = span(t);
+      for (const Node& n : cg.nodes(GraphId::FIRST_LAYER_BWD)) {
+        for (TensorId out : n.out) {
+          if (cg.tensor(out).role != Role::Activation) continue;
+          const auto [b0, b1] = span(out);
+          EXPECT_FALSE(a0 < b1 && b0 < a1) << n.label << " overwrites " << cg.tensor(t).name << " while "
+                                           << side.label << " may still use it";
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 10);
 }
 
 TEST(StreamSchedule, PlanKeepsSideInputsAliveUntilTheGraphEnds) {

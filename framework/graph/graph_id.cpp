@@ -65,6 +65,10 @@ bool is_shape_invariant(GraphId g) {
 
 bool is_fwd_bwd(GraphId g) { return !is_shape_invariant(g); }
 
+GraphId side_streams_joined_by(GraphId g) {
+  return g == GraphId::DEEP_FWD_BWD ? GraphId::FIRST_LAYER_BWD : g;
+}
+
 StreamKind stream_for(GraphId g) {
   switch (g) {
     case GraphId::TRANSFER_A:

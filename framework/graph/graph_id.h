@@ -43,6 +43,11 @@ bool is_shape_invariant(GraphId g);
 StreamKind stream_for(GraphId g);
 // Graphs whose nodes are forward/backward compute: what partial capture captures.
 bool is_fwd_bwd(GraphId g);
+// The graph by whose end the side streams of g's nodes have joined its stream
+// at the latest: g itself, except DEEP_FWD_BWD, whose weight gradients may
+// finish beside FIRST_LAYER_BWD in a step graph (Note [the deep weight
+// gradients finish beside the first layer's backward], graph_runner.h).
+GraphId side_streams_joined_by(GraphId g);
 
 }  // namespace tr
 

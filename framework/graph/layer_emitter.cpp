@@ -86,8 +86,8 @@ void LayerEmitter::allreduce(const std::vector<GraphId>& gs, TensorId t, const s
   emit(gs, range(RangeOp::AllReduceSum, {RangeRef::of(t)}, label));
 }
 
-Node LayerEmitter::side(Node n) const {
-  if (tc_.side_streams) n.stream = StreamKind::COMP_2;
+Node LayerEmitter::side(GraphId g, Node n) const {
+  if (tc_.side_streams && g != GraphId::FIRST_LAYER_BWD) n.stream = StreamKind::COMP_2;
   return n;
 }
 

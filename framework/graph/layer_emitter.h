@@ -73,8 +73,12 @@ class LayerEmitter {
   void allreduce(const std::vector<GraphId>& gs, TensorId t, const std::string& label);
   // Note [streams inside a graph]: weight gradients depend on nothing later in
   // the backward, so they may run on COMP_2 beside the data-gradient chain on
-  // COMP_1 (TrainConfig::side_streams).
-  Node side(Node n) const;
+  // COMP_1 (TrainConfig::side_streams). Not in FIRST_LAYER_BWD: its weight
+  // gradient is the last node, with nothing after it on COMP_1 to overlap,
+  // and on COMP_1 it may run beside DEEP_FWD_BWD's last ones on COMP_2 (Note
+  // [the deep weight gradients finish beside the first layer's backward],
+  // graph_runner.h).
+  Node side(GraphId g, Node n) const;
   // One set of BN attributes for every phase: forward, backward and folding
   // must agree on eps, on the ReLU and on whose samples the statistics cover.
   OpAttrs bn_attrs(bool relu) const;

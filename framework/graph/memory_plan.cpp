@@ -1,6 +1,7 @@
 #include "framework/graph/memory_plan.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 
 #include "framework/graph/shape_inference.h"
@@ -158,19 +159,26 @@ PlanSet plan_memory(const CompiledModel& m, const std::array<VariantDims, kVaria
       if (first[i] < 0) first[i] = pos;
       last[i] = std::max(last[i], pos);  // a side node may have extended it already
     };
+    // Position of each graph's last node in the canonical order.
+    std::array<int, kGraphIdCount> graph_end{};
+    for (int g = 0, end = -1; g < kGraphIdCount; ++g) {
+      end += static_cast<int>(cg.nodes(static_cast<GraphId>(g)).size());
+      graph_end[size_t(g)] = end;
+    }
     for (int g = 0; g < kGraphIdCount; ++g) {
       const auto& nodes = cg.nodes(static_cast<GraphId>(g));
-      const int graph_end = pos + static_cast<int>(nodes.size()) - 1;
+      const int side_end = graph_end[size_t(side_streams_joined_by(static_cast<GraphId>(g)))];
       for (const Node& n : nodes) {
         for (TensorId t : n.in) touch(t);
         for (TensorId t : n.out) touch(t);
         for (const RangeRef& r : n.operands)
           if (r.is_tensor) touch(r.tensor);
         // Note [streams inside a graph]: a side-stream node may still be reading
-        // (or writing) its tensors until the graph joins its streams at the end.
+        // (or writing) its tensors until its streams join: the graph's end, or
+        // a later graph's (side_streams_joined_by).
         if (n.stream != StreamKind::COUNT) {
           const int here = pos;
-          pos = graph_end;
+          pos = std::max(side_end, pos);
           for (TensorId t : n.in) touch(t);
           for (TensorId t : n.out) touch(t);
           pos = here;

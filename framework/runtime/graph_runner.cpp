@@ -1,5 +1,7 @@
 #include "framework/runtime/graph_runner.h"
 
+#include <set>
+
 #include "framework/core/error.h"
 #include "framework/core/launch_tally.h"
 #include "framework/runtime/nvtx.h"
@@ -11,9 +13,37 @@ bool first_layer_bwd_waits_for_deep_comm(const ComputationGraph& cg) {
   return cg.has_collective(GraphId::DEEP_COMM) && cg.has_collective(GraphId::FIRST_LAYER_BWD);
 }
 
+bool deep_side_stream_may_stay_open(const ComputationGraph& cg) {
+  if (cg.has_collective(GraphId::DEEP_FWD_BWD) || cg.has_collective(GraphId::FIRST_LAYER_BWD)) return false;
+  std::set<TensorId> side;
+  bool any_side = false;
+  for (const Node& n : cg.nodes(GraphId::DEEP_FWD_BWD)) {
+    if (n.stream != StreamKind::COMP_2) continue;
+    any_side = true;
+    side.insert(n.in.begin(), n.in.end());
+    side.insert(n.out.begin(), n.out.end());
+    for (const RangeRef& r : n.operands) {
+      if (!r.is_tensor) return false;
+      side.insert(r.tensor);
+    }
+  }
+  if (!any_side) return false;
+  for (const Node& n : cg.nodes(GraphId::FIRST_LAYER_BWD)) {
+    if (n.stream == StreamKind::COMP_2) return false;
+    for (TensorId t : n.in)
+      if (side.count(t)) return false;
+    for (TensorId t : n.out)
+      if (side.count(t)) return false;
+    for (const RangeRef& r : n.operands)
+      if (!r.is_tensor || side.count(r.tensor)) return false;
+  }
+  return true;
+}
+
 GraphRunner::GraphRunner(const ComputationGraph& cg, const PlanSet& plans, const GraphAtlas& atlas,
                          const PreCaptureResult& captured, DeviceContext& ctx)
-    : cg_(cg), plans_(plans), atlas_(atlas), ctx_(ctx), first_bwd_waits_(first_layer_bwd_waits_for_deep_comm(cg)) {
+    : cg_(cg), plans_(plans), atlas_(atlas), ctx_(ctx), first_bwd_waits_(first_layer_bwd_waits_for_deep_comm(cg)),
+      deep_side_may_stay_open_(ctx.backend() == Backend::Cuda && deep_side_stream_may_stay_open(cg)) {
   for (Variant v : kAllVariants) {
     for (int g = 0; g < kGraphIdCount; ++g) {
       const AtlasSlot& s = atlas.slot(v, static_cast<GraphId>(g));
@@ -30,6 +60,20 @@ void GraphRunner::launch(GraphId g, Variant v) {
   const CapturedGraph* c = table_[static_cast<size_t>(vidx(v))][static_cast<size_t>(g)];
   if (splice_) {
     TR_CHECK(c != nullptr, "step graph: ", graph_name(g), " of ", variant_name(v), " is not captured");
+    if (g == GraphId::DEEP_FWD_BWD && deep_side_may_stay_open_) {
+      // Captured straight into the step graph, COMP_2 left open (Note [the
+      // deep weight gradients finish beside the first layer's backward]).
+      StreamSchedule sched(ctx_, s.stream);
+      for (const Node& n : cg_.nodes(g)) {
+        const StreamKind ns = node_stream(n, g);
+        const PreparedNode p = prepare_node(n, cg_, plans_, *s.plan, ctx_, ns);
+        sched.before(p, ns);
+        p.run();
+        sched.after(p, ns);
+      }
+      if (sched.join_except(StreamKind::COMP_2)) open_side_ = StreamKind::COMP_2;
+      return;
+    }
     c->splice(ctx_, *splice_);
     return;
   }
@@ -49,6 +93,12 @@ void GraphRunner::launch(GraphId g, Variant v) {
     ++launch_tally().nodes;
   }
   sched.join();
+}
+
+void GraphRunner::join_open_side_stream(StreamKind waiter) {
+  if (open_side_ == StreamKind::COUNT) return;
+  ctx_.stream_wait(waiter, open_side_);
+  open_side_ = StreamKind::COUNT;
 }
 
 }  // namespace tr

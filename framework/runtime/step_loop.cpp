@@ -41,6 +41,7 @@ void train_step(GraphRunner& r, Variant v, int cur, bool transfer_next, const St
   }
   r.launch(GraphId::DEEP_FWD_BWD, v);        // COMP_1
   c.stream_wait(S::UPDATE, S::COMP_1);
+  r.join_open_side_stream(S::UPDATE);        // the deep weight gradients, if still running
   const bool timed = hook && hook->time_grad_allreduce;
   r.launch(GraphId::CAST_DEEP_GRAD_FP16_TO_FP32, v);  // UPDATE: deep bucket cast + all-reduce
   if (timed) c.mark_time(S::UPDATE, kDeepCommBegin);

@@ -50,13 +50,20 @@ void StreamSchedule::after(const PreparedNode& p, StreamKind s) {
   for (const TensorRef& out : p.outputs()) side_writes_.push_back({out.data, s});
 }
 
-void StreamSchedule::join() {
-  for (int i = 0; i < kStreamKindCount; ++i)
-    if (used_[size_t(i)]) ctx_.stream_wait(origin_, static_cast<StreamKind>(i));
+void StreamSchedule::join() { join_except(StreamKind::COUNT); }
+
+bool StreamSchedule::join_except(StreamKind open) {
+  bool left_open = false;
+  for (int i = 0; i < kStreamKindCount; ++i) {
+    if (!used_[size_t(i)]) continue;
+    if (StreamKind(i) == open) left_open = true;
+    else ctx_.stream_wait(origin_, static_cast<StreamKind>(i));
+  }
   used_.fill(false);
   for (auto& row : seen_) row.fill(false);
   side_collective_.fill(false);
   side_writes_.clear();
+  return left_open;
 }
 
 }  // namespace tr

@@ -9,10 +9,14 @@
 //  - an origin node that reads what a side stream wrote waits for that stream;
 //  - an origin node holding a collective waits for every side stream that ran
 //    one (Note [one collective at a time]);
-//  - at the end the origin joins every side stream it forked.
+//  - at the end the origin joins every side stream it forked (join), except
+//    where a step graph leaves DEEP_FWD_BWD's COMP_2 open for a later wait
+//    (join_except; Note [the deep weight gradients finish beside the first
+//    layer's backward], graph_runner.h).
 // The same code orders eager launches and stream capture, so both modes see the
 // same dependencies. The memory plan keeps a side node's tensors alive until
-// the join (memory_plan.cpp), so reuse cannot race with a side stream.
+// the join (memory_plan.cpp, side_streams_joined_by), so reuse cannot race
+// with a side stream.
 #include <array>
 #include <vector>
 
@@ -29,6 +33,10 @@ class StreamSchedule {
   void after(const PreparedNode& p, StreamKind s);
   // Origin waits for every side stream used.
   void join();
+  // The same but for `open`, whose work the caller orders later (Note [the
+  // deep weight gradients finish beside the first layer's backward],
+  // graph_runner.h). Returns whether `open` had work left unjoined.
+  bool join_except(StreamKind open);
 
  private:
   void wait(StreamKind waiter, StreamKind on);

@@ -47,7 +47,7 @@ std::vector<TensorId> backward(LayerEmitter& e, const LayerBwd& b) {
   const TensorId dx = b.need_dx[0] ? e.activation(b.name + ".dx") : kNoTensor;
   std::vector<TensorId> grads = {b.state.params[0].grad};
   if (b.spec.bias) grads.push_back(b.state.params[1].grad);
-  e.emit(b.graph, e.side(compute(OpKind::FcBwdWeight, {b.x[0], b.dy}, grads, b.name + ".bwd_weight", a)));
+  e.emit(b.graph, e.side(b.graph, compute(OpKind::FcBwdWeight, {b.x[0], b.dy}, grads, b.name + ".bwd_weight", a)));
   // x goes along for its shape: dx has the shape of what the layer flattened.
   if (b.need_dx[0])
     e.emit(b.graph, compute(OpKind::FcBwdData, {b.dy, b.state.params[0].compute, b.x[0]}, {dx}, b.name + ".bwd_data", a));
