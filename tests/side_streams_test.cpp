@@ -35,7 +35,11 @@ TEST(SideStreams, FlagsOverrideAndAutoFollowsTheModelsMeasuredLimit) {
   EXPECT_TRUE(use_side_streams(SideStreams::On, Backend::Cpu, r18, 1 << 20));
   EXPECT_FALSE(use_side_streams(SideStreams::Off, Backend::Cuda, r18, 1));
   // Models never measured faster with them keep one stream.
-  EXPECT_FALSE(use_side_streams(SideStreams::Auto, Backend::Cuda, model_entry("vgg16bn"), 1));
+  EXPECT_FALSE(use_side_streams(SideStreams::Auto, Backend::Cuda, model_entry("mlp"), 1));
+  // vgg16bn was faster with them at 32 and 64 and level at 128 (H200).
+  const ModelEntry& vgg = model_entry("vgg16bn");
+  EXPECT_TRUE(use_side_streams(SideStreams::Auto, Backend::Cuda, vgg, 64));
+  EXPECT_FALSE(use_side_streams(SideStreams::Auto, Backend::Cuda, vgg, 128));
 }
 
 }  // namespace
