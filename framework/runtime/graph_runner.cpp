@@ -64,13 +64,7 @@ void GraphRunner::launch(GraphId g, Variant v) {
       // Captured straight into the step graph, COMP_2 left open (Note [the
       // deep weight gradients finish beside the first layer's backward]).
       StreamSchedule sched(ctx_, s.stream);
-      for (const Node& n : cg_.nodes(g)) {
-        const StreamKind ns = node_stream(n, g);
-        const PreparedNode p = prepare_node(n, cg_, plans_, *s.plan, ctx_, ns);
-        sched.before(p, ns);
-        p.run();
-        sched.after(p, ns);
-      }
+      run_nodes(g, s, sched);
       if (sched.join_except(StreamKind::COMP_2)) open_side_ = StreamKind::COMP_2;
       return;
     }
@@ -84,15 +78,21 @@ void GraphRunner::launch(GraphId g, Variant v) {
   }
   // Eager: interpret the nodes anew, as a framework without a compiled plan would.
   StreamSchedule sched(ctx_, s.stream);
+  launch_tally().nodes += run_nodes(g, s, sched);
+  sched.join();
+}
+
+int64_t GraphRunner::run_nodes(GraphId g, const AtlasSlot& s, StreamSchedule& sched) {
+  int64_t n_run = 0;
   for (const Node& n : cg_.nodes(g)) {
     const StreamKind ns = node_stream(n, g);
     const PreparedNode p = prepare_node(n, cg_, plans_, *s.plan, ctx_, ns);
     sched.before(p, ns);
     p.run();
     sched.after(p, ns);
-    ++launch_tally().nodes;
+    ++n_run;
   }
-  sched.join();
+  return n_run;
 }
 
 void GraphRunner::join_open_side_stream(StreamKind waiter) {

@@ -6,6 +6,7 @@
 #include <array>
 
 #include "framework/runtime/pre_capture.h"
+#include "framework/runtime/stream_schedule.h"
 
 namespace tr {
 
@@ -59,6 +60,10 @@ class GraphRunner {
   void join_open_side_stream(StreamKind waiter);
 
  private:
+  // Prepares and runs graph g's nodes on their streams, ordered by sched, and
+  // leaves the joins to the caller; returns how many ran.
+  int64_t run_nodes(GraphId g, const AtlasSlot& s, StreamSchedule& sched);
+
   const ComputationGraph& cg_;
   const PlanSet& plans_;
   const GraphAtlas& atlas_;
