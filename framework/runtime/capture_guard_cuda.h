@@ -55,6 +55,7 @@ class CudaGraphExec final : public NativeExec {
   void splice(DeviceContext& ctx, StreamKind stream) const override;
   size_t kernel_nodes() const override { return kernels_; }
   cudaGraphExec_t get() const { return exec_; }
+  cudaGraph_t graph() const { return graph_; }  // what was instantiated (for inspection)
 
  private:
   cudaGraph_t graph_ = nullptr;

@@ -43,6 +43,11 @@ StepGraphs::StepGraphs(GraphRunner& r, const std::vector<Variant>& train_variant
 
 StepGraphs::~StepGraphs() = default;
 
+const NativeExec* StepGraphs::native(Variant v, int cur, bool transfer_next) const {
+  const Exec* e = table_[size_t(vidx(v))][size_t(cur)][transfer_next ? 1 : 0].get();
+  return e ? e->native.get() : nullptr;
+}
+
 void StepGraphs::train_step(Variant v, int cur, bool transfer_next, const StepHook* hook) {
   const Exec* e = table_[size_t(vidx(v))][size_t(cur)][transfer_next ? 1 : 0].get();
   if (e == nullptr || (hook && (hook->after_backward || hook->time_grad_allreduce))) {

@@ -32,6 +32,9 @@ class StepGraphs {
   // stop or a time mark between graphs), else the step loop's sequence.
   void train_step(Variant v, int cur, bool transfer_next, const StepHook* hook);
   int built() const { return built_; }
+  // The step graph of (v, cur, transfer_next) as instantiated on CUDA, or null
+  // (not built, or on the CPU). For inspection (tests).
+  const NativeExec* native(Variant v, int cur, bool transfer_next) const;
 
  private:
   struct Exec;
