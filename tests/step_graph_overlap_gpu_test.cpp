@@ -22,12 +22,15 @@
 namespace tr {
 namespace {
 
+// The nodes `n` waits for. The edge data must be asked for too: programmatic
+// edges carry some, and a query without it fails (cudaErrorLossyQuery).
 std::vector<cudaGraphNode_t> dependencies(cudaGraphNode_t n) {
   size_t count = 0;
   EXPECT_EQ(cudaGraphNodeGetDependencies(n, nullptr, nullptr, &count), cudaSuccess);
   std::vector<cudaGraphNode_t> in(count);
+  std::vector<cudaGraphEdgeData> edges(count);
   if (count > 0) {
-    EXPECT_EQ(cudaGraphNodeGetDependencies(n, in.data(), nullptr, &count), cudaSuccess);
+    EXPECT_EQ(cudaGraphNodeGetDependencies(n, in.data(), edges.data(), &count), cudaSuccess);
   }
   return in;
 }
