@@ -1,10 +1,10 @@
 // Note [the deep weight gradients finish beside the first layer's backward]
 // on the H200: in the cnn's step graph, DEEP_FWD_BWD's kernels sit in the step
-// graph itself, and the child node right after its data-gradient chain
-// (FIRST_LAYER_BWD) does not wait for the last weight-gradient kernels on
-// COMP_2. Side streams' kernels carry the least priority (Note [stream
-// priorities]), which is how the test tells them from COMP_1's. Skips without
-// a GPU.
+// graph itself, a child node after them (FIRST_LAYER_BWD) does not wait for
+// the last weight-gradient kernels on COMP_2, and one (the deep gradients'
+// cast) waits for all of them. Side streams' kernels carry the least priority
+// (Note [stream priorities]), which is how the test tells them apart. Skips
+// without a GPU.
 #include <gtest/gtest.h>
 
 #include <cuda_runtime.h>
@@ -90,26 +90,26 @@ TEST(StepGraphOverlapGpu, FirstLayerBackwardDoesNotWaitForTheLastWeightGradients
   const TopKernels k = top_kernels(g);
   ASSERT_FALSE(k.critical.empty()) << "DEEP_FWD_BWD's kernels are not in the step graph itself";
   ASSERT_FALSE(k.side.empty()) << "no weight gradient on a side stream in the step graph itself";
-  // The child nodes that follow the whole data-gradient chain: FIRST_LAYER_BWD
-  // among them. At least one must not wait for every side-stream kernel, and
-  // one must wait for all of them (the deep gradients' cast).
-  int after_chain = 0, beside_side = 0, after_side = 0;
+  // The child nodes after DEEP_FWD_BWD (some of its kernels come before them):
+  // FIRST_LAYER_BWD must not wait for every side-stream kernel, and the deep
+  // gradients' cast must wait for all of them.
+  std::vector<cudaGraphNode_t> all = k.critical;
+  all.insert(all.end(), k.side.begin(), k.side.end());
+  int after_deep = 0, beside_side = 0, after_side = 0;
   for (cudaGraphNode_t n : graph_nodes(g)) {
     if (node_type(n) != cudaGraphNodeTypeGraph) continue;
     const std::set<cudaGraphNode_t> up = ancestors(n);
-    bool follows_chain = true;
-    for (cudaGraphNode_t c : k.critical) follows_chain = follows_chain && up.count(c);
-    if (!follows_chain) continue;
-    ++after_chain;
-    int side_waited = 0;
+    int deep_waited = 0, side_waited = 0;
+    for (cudaGraphNode_t c : all) deep_waited += int(up.count(c));
+    if (deep_waited == 0) continue;  // before the deep part (the first layer's forward, a transfer)
+    ++after_deep;
     for (cudaGraphNode_t s : k.side) side_waited += int(up.count(s));
     if (side_waited < int(k.side.size())) ++beside_side;
     else ++after_side;
   }
-  std::printf("[ step graph overlap ] cnn amp: %zu COMP_1 and %zu side-stream kernels in the step graph itself; "
-              "%d child nodes follow the data-gradient chain, %d of them beside the last weight gradients, %d after "
-              "all of them\n",
-              k.critical.size(), k.side.size(), after_chain, beside_side, after_side);
+  std::printf("[ step graph overlap ] cnn amp: %zu critical-priority and %zu side-stream kernels in the step graph itself; "
+              "%d child nodes after them, %d of them beside the last weight gradients, %d after all of them\n",
+              k.critical.size(), k.side.size(), after_deep, beside_side, after_side);
   EXPECT_GE(beside_side, 1) << "FIRST_LAYER_BWD waits for every deep weight gradient";
   EXPECT_GE(after_side, 1) << "nothing waits for the deep weight gradients";
 }
