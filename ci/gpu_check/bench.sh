@@ -12,6 +12,13 @@ for prec in amp fp32; do
   note "tr-bench ($prec)"
   cat "$OUT/bench_cnn_$prec.log" "$OUT/bench_mlp_$prec.log" | tee -a "$OUT/summary.txt"
 done
+# The cnn with each BatchNorm in one cooperative kernel (--grid-sync), full
+# capture, AMP: the kernel count the roofline issue targets (58 at batch 256),
+# measured beside the default in the same call.
+timeout ${TR_T_MLP:-100} "$BIN/tr-bench" $common --precision amp --model cnn --batch 64,256,1024,4096 \
+  --mode full-capture --grid-sync --json "$OUT/bench_cnn_amp_gridsync.json" > "$OUT/bench_cnn_amp_gridsync.log" 2>&1 || status=1
+note "tr-bench (amp, full capture with --grid-sync)"
+tee -a "$OUT/summary.txt" < "$OUT/bench_cnn_amp_gridsync.log"
 # Full capture launching the dozen sub-graphs of a step instead of one step graph.
 timeout ${TR_T_MLP:-100} "$BIN/tr-bench" $common --precision amp --model cnn,mlp --batch 64,200,256 \
   --mode full-capture --split-steps --json "$OUT/bench_amp_split.json" > "$OUT/bench_amp_split.log" 2>&1 || status=1
