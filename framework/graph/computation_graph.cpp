@@ -63,4 +63,18 @@ Node range(RangeOp op, std::vector<RangeRef> operands, std::string label, RangeA
   return n;
 }
 
+bool touches(const ComputationGraph& cg, const Node& n, const std::set<TensorId>& ts) {
+  for (TensorId t : n.in)
+    if (ts.count(t)) return true;
+  for (TensorId t : n.out)
+    if (ts.count(t)) return true;
+  for (const RangeRef& r : n.operands) {
+    if (r.is_tensor && ts.count(r.tensor)) return true;
+    if (r.is_tensor) continue;
+    for (TensorId t : ts)
+      if (cg.tensor(t).role == r.role) return true;
+  }
+  return false;
+}
+
 }  // namespace tr

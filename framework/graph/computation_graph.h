@@ -4,6 +4,7 @@
 // MemoryPlan). Nodes are bucketed by GraphId; a bucket is executed in order.
 #include <array>
 #include <climits>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,10 @@ class ComputationGraph {
 inline StreamKind node_stream(const Node& n, GraphId g) {
   return n.stream == StreamKind::COUNT ? stream_for(g) : n.stream;
 }
+
+// Whether n reads or writes any of ts: by id, or through a region of a role one
+// of them has (a region covers every tensor of its role, BnBatch statistics say).
+bool touches(const ComputationGraph& cg, const Node& n, const std::set<TensorId>& ts);
 
 // Convenience constructors for nodes.
 Node compute(OpKind op, std::vector<TensorId> in, std::vector<TensorId> out, std::string label,

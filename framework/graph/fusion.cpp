@@ -24,22 +24,6 @@ std::vector<int> reader_counts(const ComputationGraph& cg) {
   return n;
 }
 
-// Whether n reads or writes any of ts: by id, or through a region of a role one
-// of them has (a region covers every tensor of its role, BnBatch statistics say).
-bool touches(const ComputationGraph& cg, const Node& n, const std::set<TensorId>& ts) {
-  for (TensorId t : n.in)
-    if (ts.count(t)) return true;
-  for (TensorId t : n.out)
-    if (ts.count(t)) return true;
-  for (const RangeRef& r : n.operands) {
-    if (r.is_tensor && ts.count(r.tensor)) return true;
-    if (r.is_tensor) continue;
-    for (TensorId t : ts)
-      if (cg.tensor(t).role == r.role) return true;
-  }
-  return false;
-}
-
 bool on_own_stream(const Node& n) { return n.kind == Node::Kind::Compute && n.stream == StreamKind::COUNT; }
 
 // Whether nodes (first, last) leave every tensor of `moved` alone.

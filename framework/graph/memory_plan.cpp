@@ -178,7 +178,7 @@ PlanSet plan_memory(const CompiledModel& m, const std::array<VariantDims, kVaria
         // a later graph's (side_streams_joined_by).
         if (n.stream != StreamKind::COUNT) {
           const int here = pos;
-          pos = std::max(side_end, pos);
+          pos = side_end;
           for (TensorId t : n.in) touch(t);
           for (TensorId t : n.out) touch(t);
           pos = here;

@@ -28,15 +28,8 @@ bool deep_side_stream_may_stay_open(const ComputationGraph& cg) {
     }
   }
   if (!any_side) return false;
-  for (const Node& n : cg.nodes(GraphId::FIRST_LAYER_BWD)) {
-    if (n.stream == StreamKind::COMP_2) return false;
-    for (TensorId t : n.in)
-      if (side.count(t)) return false;
-    for (TensorId t : n.out)
-      if (side.count(t)) return false;
-    for (const RangeRef& r : n.operands)
-      if (!r.is_tensor || side.count(r.tensor)) return false;
-  }
+  for (const Node& n : cg.nodes(GraphId::FIRST_LAYER_BWD))
+    if (n.stream == StreamKind::COMP_2 || touches(cg, n, side)) return false;
   return true;
 }
 

@@ -29,8 +29,9 @@ bool first_layer_bwd_waits_for_deep_comm(const ComputationGraph& cg);
 // at the graph's end as before.
 // Safe: neither graph holds a collective, FIRST_LAYER_BWD has no node on COMP_2
 // (its kernels would share COMP_2's workspace with the unjoined ones) and
-// touches no tensor that a COMP_2 node of DEEP_FWD_BWD touches, and reads no
-// region of the arena.
+// touches no tensor that a COMP_2 node of DEEP_FWD_BWD touches (touches(): by
+// id, or through a region of the tensor's role); a COMP_2 node with a region
+// operand keeps the join.
 bool deep_side_stream_may_stay_open(const ComputationGraph& cg);
 
 class GraphRunner {
