@@ -10,6 +10,7 @@
 #include "framework/train/trainer.h"
 #include "harness/lib/cli_args.h"
 #include "harness/lib/cli_main.h"
+#include "harness/lib/conv_plans_file.h"
 #include "harness/lib/process_launch.h"
 #include "harness/lib/state_digest.h"
 #include "harness/lib/train_flags.h"
@@ -53,6 +54,7 @@ int run(int argc, char** argv, tr::World* world) {
   Trainer t(o, data::data_view(setup.data.train, setup.data.train_count),
             data::data_view(setup.data.test, setup.data.test_count));
   const auto& pc = t.capture();
+  save_conv_plans(o.conv_plans.get(), world);
   const std::string processes =
       world ? cat(" in ", world->processes(), world->processes() == 1 ? " process (" : " processes (",
                   world->launch_kind(), ", ", world->library(), ")")

@@ -12,6 +12,10 @@
 #include <fstream>
 #include <string>
 
+#include "harness/lib/conv_plans_file.h"
+#include "harness/lib/gate.h"
+#include "harness/lib/json_report.h"
+
 namespace {
 
 struct Result {
@@ -88,6 +92,10 @@ TEST(TrTrainCli, BadFlagsAndValues) {
   expect_user_error("tr-train --device cpu --cudnn-filter-grad", "--cudnn-filter-grad is for --device cuda");
   expect_user_error("tr-bench --device cpu --grid-sync", "--grid-sync is for --device cuda");
   expect_user_error("tr-train --device cpu --grid-sync", "--grid-sync is for --device cuda");
+  expect_user_error("tr-bench --device cpu --conv-plans p.json", "--conv-plans is for --device cuda");
+  expect_user_error("tr-train --device cpu --conv-plans p.json", "--conv-plans is for --device cuda");
+  expect_user_error("tr-bench --device cpu --conv-plans", "--conv-plans needs a value");
+  expect_user_error("tr-train --device cpu --conv-plans ''", "--conv-plans needs a non-empty value");
   // The zoo: a width that rounds a layer to nothing, an image the pools cannot take.
   expect_user_error("tr-train --model resnet18 --synthetic --width 0.005", "leaves a 64-channel layer with 0 channels");
   expect_user_error("tr-train --model vgg16bn --synthetic --image-size 16 --train-subset 8 --val-subset 8",
@@ -234,6 +242,43 @@ TEST(TrBenchCli, ShortCpuRunWritesAReport) {
   EXPECT_TRUE(std::filesystem::exists(json));
   const Result g = run("tr-bench gate --counters-only --baseline " + json + " --current " + json);
   EXPECT_EQ(g.code, 0) << g.out << g.err;
+}
+
+// Note [convolution plan books]: a file recorded with --cudnn-benchmark makes
+// another process run the same plans without timing anything, and a shape it
+// does not hold is an error that names it.
+TEST(TrBenchCli, ConvPlansFileReplaysTheTimedPlans) {
+  if (std::system("nvidia-smi -L > /dev/null 2>&1")) GTEST_SKIP() << "no CUDA GPU";
+  const std::string dir = testing::TempDir() + "tr_conv_plans_cli_" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  const std::string plans = dir + "/plans.json", rec_json = dir + "/rec.json", rep_json = dir + "/rep.json";
+  const std::string args = "tr-bench --device cuda --model cnn --precision amp --mode eager,full-capture "
+                           "--warmup 1 --iters 2 --repetitions 1 --no-cupti ";
+  const Result rec = run(args + "--batch 64 --cudnn-benchmark --conv-plans " + plans + " --json " + rec_json);
+  ASSERT_EQ(rec.code, 0) << rec.err;
+  ASSERT_TRUE(std::filesystem::exists(plans));
+  tr::ConvPlanBook book(tr::ConvPlanUse::Replay, plans);
+  std::ifstream f(plans);
+  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  tr::read_conv_plans_json(text, book);
+  EXPECT_GT(book.size(), 0u);
+  setenv("TR_TRACE", "1", 1);
+  const Result rep = run(args + "--batch 64 --conv-plans " + plans + " --json " + rep_json);
+  unsetenv("TR_TRACE");
+  ASSERT_EQ(rep.code, 0) << rep.err;
+  EXPECT_EQ(rep.err.find("timed plan:"), std::string::npos) << "the replay timed a plan:\n" << rep.err;
+  EXPECT_NE(rep.err.find("recorded plan:"), std::string::npos) << rep.err;
+  const tr::bench::BenchReport a = tr::bench::read_report(rec_json), b = tr::bench::read_report(rep_json);
+  EXPECT_EQ(a.context.conv_plans_digest.size(), 16u);
+  EXPECT_EQ(a.context.conv_plans_digest, b.context.conv_plans_digest);
+  EXPECT_TRUE(a.context.cudnn_benchmark);
+  EXPECT_TRUE(b.context.cudnn_benchmark) << "replayed plans are timed plans";
+  EXPECT_EQ(b.context.conv_plans_file, plans);
+  EXPECT_NO_THROW(tr::bench::check_comparable(a, b, true, false));
+  expect_user_error(args + "--batch 32 --conv-plans " + plans, "has no plan for conv ");
+  std::printf("[ conv plans ] cnn amp at 64: %zu plans recorded, digest %s in the timed run and the replay\n",
+              book.size(), b.context.conv_plans_digest.c_str());
+  std::filesystem::remove_all(dir);
 }
 
 TEST(TrBenchCli, TraceMarksThePhasesOnlyWhenAsked) {

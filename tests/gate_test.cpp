@@ -231,6 +231,32 @@ TEST(Gate, RefusesALaunchMismatchUnlessAsked) {
   EXPECT_FALSE(run_gate(a, b, allow).regressed());
 }
 
+// Note [convolution plan books]: timed plans differ between processes unless a
+// --conv-plans file fixes them; the digest says which plans ran.
+TEST(Gate, TimedReportsCompareOnlyWithTheSamePlans) {
+  BenchReport a = make_report(kBase);
+  a.context.cudnn_benchmark = true;
+  a.context.conv_plans_digest = "0123456789abcdef";
+  BenchReport b = a;
+  EXPECT_FALSE(run_gate(a, b, {}).regressed());
+  b.context.conv_plans_digest = "fedcba9876543210";
+  expect_refusal(a, b,
+                 "the timed convolution plans differ (baseline digest 0123456789abcdef, current fedcba9876543210); "
+                 "run both with the same --conv-plans FILE");
+  // A report older than the digest has none: compared as before.
+  b.context.conv_plans_digest = "";
+  EXPECT_FALSE(run_gate(a, b, {}).regressed());
+  // The heuristic's plans (another cuDNN may choose others): a note.
+  a.context.cudnn_benchmark = b.context.cudnn_benchmark = false;
+  b.context.conv_plans_digest = "fedcba9876543210";
+  const GateResult r = run_gate(a, b, {});
+  EXPECT_FALSE(r.regressed());
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_NE(r.notes[0].find("convolution plans differs: baseline '0123456789abcdef', current 'fedcba9876543210'"),
+            std::string::npos)
+      << r.notes[0];
+}
+
 TEST(Gate, OtherContextDifferencesAreNotes) {
   const BenchReport a = make_report(kBase);
   BenchReport b = a;

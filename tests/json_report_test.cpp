@@ -181,6 +181,9 @@ void expect_same(const BenchReport& a, const BenchReport& b) {
   EXPECT_EQ(x.nccl_version, y.nccl_version);
   EXPECT_EQ(x.git_commit, y.git_commit);
   EXPECT_EQ(x.command_line, y.command_line);
+  EXPECT_EQ(x.cudnn_benchmark, y.cudnn_benchmark);
+  EXPECT_EQ(x.conv_plans_file, y.conv_plans_file);
+  EXPECT_EQ(x.conv_plans_digest, y.conv_plans_digest);
   EXPECT_EQ(x.schema_version, y.schema_version);
   ASSERT_EQ(a.cases.size(), b.cases.size());
   for (size_t i = 0; i < a.cases.size(); ++i) {
@@ -255,7 +258,10 @@ TEST(JsonReport, GoogleBenchmarkLayout) {
 }
 
 TEST(JsonReport, RoundTrip) {
-  const BenchReport r = small_report();
+  BenchReport r = small_report();
+  r.context.cudnn_benchmark = true;  // Note [convolution plan books]
+  r.context.conv_plans_file = "plans/h200 cnn.json";
+  r.context.conv_plans_digest = "00ff1234abcd5678";
   const std::string path = temp_path("roundtrip.json");
   write_report(r, path);
   expect_same(r, read_report(path));
@@ -341,6 +347,8 @@ TEST(JsonReport, BadFiles) {
              "launch must be threads, processes or nodes, got 'fibers'");
   expect_bad(edited("procs.json", [](nlohmann::json& j) { j["context"]["processes"] = 0; }),
              "processes must be >= 1, got 0");
+  expect_bad(edited("digest.json", [](nlohmann::json& j) { j["context"]["conv_plans_digest"] = "00FF"; }),
+             "conv_plans_digest must be 16 hex digits, got '00FF'");
   expect_bad(edited("noreal.json", [](nlohmann::json& j) { j["benchmarks"][0].erase("real_time"); }),
              "benchmarks[0] ('train_step/model:mlp/variant:train_base/mode:eager/gpus:1/batch:200'): missing "
              "'real_time'");

@@ -4,6 +4,8 @@
 // OpsConvKey ones need none.
 #include "framework/ops/conv_engine_cuda.h"
 #include "framework/ops/conv_filter_tc_cuda.h"
+#include "harness/lib/conv_plans_file.h"
+#include <nlohmann/json.hpp>
 #include "tests/ops_gpu_fixture.h"
 
 namespace tr {
@@ -322,6 +324,98 @@ TEST_F(OpsGpu, ConvPlanCacheBenchmarkModeAlsoMatches) {
         std::printf("[ timed plans ] %s\n", p.describe().c_str());
         check(f.cpu, f.gpu, k);
       }
+}
+
+// Note [convolution plan books]: a cache that replays the book a timed cache
+// recorded (through the file's text) keeps the same plan for every key and
+// times nothing; a choice that does not fit this GPU and cuDNN, or a key the
+// book does not hold, is a UserError.
+TEST_F(OpsGpu, ConvPlanBookReplaysTheTimedChoices) {
+  const ConvShape shapes[] = {{8, 14, 14, 32, 48}, {4, 16, 16, 64, 128, 1, 2, 0}};  // every key on cuDNN
+  auto recorded = std::make_shared<ConvPlanBook>(ConvPlanUse::Record, "recorded.json");
+  ConvPlanCache::Options timed_opt;
+  timed_opt.benchmark = true;
+  timed_opt.book = recorded;
+  ConvPlanCache timed(timed_opt);
+  std::vector<ConvKey> keys;
+  for (DType t : {F32, F16})
+    for (const ConvShape& s : shapes)
+      for (const ConvFns& f : kConvDirs) {
+        const Shape x{s.n, s.h, s.w, s.c}, w{s.k, s.r, s.r, s.c}, y{s.n, s.ho(), s.wo(), s.k};
+        const ConvKey key = f.kind == OpKind::ConvFwd       ? conv_key(f.kind, {x, w}, s.attrs(), t)
+                            : f.kind == OpKind::ConvBwdData ? conv_key(f.kind, {y, w, x}, s.attrs(), t)
+                                                            : conv_key(f.kind, {x, y}, s.attrs(), t);
+        keys.push_back(key);
+        timed.prepare(gh_, key);
+      }
+  ASSERT_EQ(recorded->size(), keys.size());
+  const std::string text = conv_plans_json(*recorded);
+
+  auto replay_book = [&](const std::string& t) {
+    auto b = std::make_shared<ConvPlanBook>(ConvPlanUse::Replay, "replayed.json");
+    read_conv_plans_json(t, *b);
+    return b;
+  };
+  auto replay_cache = [](std::shared_ptr<ConvPlanBook> b) {
+    ConvPlanCache::Options o;
+    o.book = std::move(b);
+    return std::make_unique<ConvPlanCache>(o);
+  };
+  auto replayed_book = replay_book(text);
+  auto replayed = replay_cache(replayed_book);
+  int engines = 0;
+  for (const ConvKey& key : keys) {
+    const ConvPlan& a = timed.lookup(key);
+    const ConvPlan& b = replayed->prepare(gh_, key);
+    EXPECT_EQ(a.impl, b.impl) << key.str();
+    EXPECT_EQ(a.algo, b.algo) << key.str();
+    EXPECT_EQ(a.workspace_bytes, b.workspace_bytes) << key.str();
+    EXPECT_EQ(a.time_ms, b.time_ms) << key.str() << ": the replay shows the recorded time";
+    if (a.impl == ConvImpl::CudnnEngine) {
+      ++engines;
+      ASSERT_TRUE(b.engine != nullptr) << key.str();
+      EXPECT_EQ(a.engine->engine, b.engine->engine) << key.str();
+      EXPECT_EQ(a.engine->candidate, b.engine->candidate) << key.str();
+    }
+  }
+  EXPECT_EQ(replayed_book->digest(), recorded->digest());
+  EXPECT_EQ(replayed_book->unsaved(), 0u) << "a replay records nothing";
+
+  // A key the book does not hold.
+  ConvKey other = keys[0];
+  other.n += 1;
+  try {
+    replayed->prepare(gh_, other);
+    ADD_FAILURE() << "replayed a key that was never timed";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("replayed.json has no plan for " + other.str()), std::string::npos)
+        << e.what();
+  }
+  // Choices from another setup: another heuristic algorithm, another engine
+  // at the candidate's place, another cuDNN.
+  nlohmann::json j = nlohmann::json::parse(text);
+  for (auto& e : j["plans"]) e["legacy_algo"] = e["legacy_algo"].get<int>() == 0 ? 1 : 0;
+  EXPECT_THROW(replay_cache(replay_book(j.dump()))->prepare(gh_, keys[0]), UserError);
+  j = nlohmann::json::parse(text);
+  size_t with_engine = j["plans"].size();
+  for (size_t i = 0; i < j["plans"].size(); ++i)
+    if (j["plans"][i]["candidate"].get<int>() >= 0) with_engine = i;
+  if (with_engine < j["plans"].size()) {
+    j["plans"][with_engine]["engine"] = j["plans"][with_engine]["engine"].get<int64_t>() + 100000;
+    const ConvKey k = recorded->entries()[with_engine].first;
+    try {
+      replay_cache(replay_book(j.dump()))->prepare(gh_, k);
+      ADD_FAILURE() << "replayed an engine that is not there";
+    } catch (const UserError& e) {
+      EXPECT_NE(std::string(e.what()).find("was recorded with engine candidate"), std::string::npos) << e.what();
+    }
+  }
+  j = nlohmann::json::parse(text);
+  j["place"]["cudnn_version"] = 1;
+  EXPECT_THROW(replay_cache(replay_book(j.dump()))->prepare(gh_, keys[0]), UserError);
+  std::printf("[ conv plan book ] %zu keys timed (%d kept an engine config) and replayed to the same plans; "
+              "digest %s\n",
+              keys.size(), engines, recorded->digest().c_str());
 }
 
 // Each of the first three engine candidates (Note [engine plans for

@@ -92,6 +92,7 @@ std::vector<std::shared_ptr<const ConvEnginePlan>> conv_engine_plans(cudnnHandle
                        "execution plan workspace");
     if (ws < 0 || size_t(ws) > workspace_limit) continue;
     p->engine = info.index;
+    p->candidate = int(plans.size());
     p->workspace_bytes = size_t(ws);
     p->config.push_back(std::move(cfg));
     p->graph = shared_keep;

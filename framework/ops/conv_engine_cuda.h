@@ -40,6 +40,7 @@ struct ConvEnginePlan {
   std::vector<cudnn_graph::Desc> config;  // the engine config (one)
   cudnn_graph::Desc plan{CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR};
   int64_t engine = -1;  // cuDNN's global engine index
+  int candidate = -1;   // its position among the key's candidates (conv_engine_plans)
   size_t workspace_bytes = 0;
 };
 

@@ -15,85 +15,6 @@
 
 namespace tr {
 
-// ---------------------------------------------------------------- keys
-
-static const char* dir_name(ConvDir d) {
-  switch (d) {
-    case ConvDir::Fwd: return "fwd";
-    case ConvDir::BwdData: return "bwd_data";
-    case ConvDir::BwdFilter: return "bwd_filter";
-  }
-  return "?";
-}
-
-std::string ConvKey::str() const {
-  return cat("conv ", dir_name(dir), " x[", n, ",", h, ",", w, ",", c, "] w[", k, ",", r, ",", r, ",", c, "] ", r,
-             "x", r, " stride ", stride, " pad ", pad, " y[", n, ",", ho(), ",", wo(), ",", k, "] ", dtype_name(dtype));
-}
-
-// The same rules as the shape rules of conv_cpu.cpp, as internal checks: a node
-// that reaches here passed them already.
-ConvKey conv_key(OpKind kind, const Shape* in, int n_in, const OpAttrs& a, DType dtype) {
-  auto nhwc = [](const Shape& s, const char* what) {
-    TR_CHECK(s.rank == 4, "conv_key: ", what, " must be [N,H,W,C], got ", s.str());
-  };
-  auto filt = [&](const Shape& s) {
-    TR_CHECK(s.rank == 4 && s[1] == a.kernel && s[2] == a.kernel, "conv_key: w must be [K,", a.kernel, ",",
-             a.kernel, ",C], got ", s.str());
-  };
-  TR_CHECK(a.kernel >= 1 && a.stride >= 1 && a.pad >= 0 && a.pad < a.kernel, "conv_key: kernel ", a.kernel,
-           " stride ", a.stride, " pad ", a.pad);
-  ConvKey key;
-  key.dtype = dtype;
-  key.r = a.kernel;
-  key.stride = a.stride;
-  key.pad = a.pad;
-  auto set_x = [&](const Shape& x) {
-    nhwc(x, "x");
-    TR_CHECK(x[1] + 2 * a.pad >= a.kernel && x[2] + 2 * a.pad >= a.kernel, "conv_key: x ", x.str(),
-             " is smaller than the window");
-    key.n = x[0];
-    key.h = x[1];
-    key.w = x[2];
-    key.c = x[3];
-  };
-  auto check_dy = [&](const Shape& dy) {
-    nhwc(dy, "dy");
-    const Shape want{key.n, key.ho(), key.wo(), key.k};
-    TR_CHECK(dy == want, "conv_key: dy ", dy.str(), " should be ", want.str(), " for ", key.str());
-  };
-  switch (kind) {
-    case OpKind::ConvFwd:  // (x, w)
-      TR_CHECK(n_in == 2, "conv_key: ConvFwd has 2 inputs, got ", n_in);
-      key.dir = ConvDir::Fwd;
-      set_x(in[0]);
-      filt(in[1]);
-      TR_CHECK(in[1][3] == key.c, "conv_key: x ", in[0].str(), " and w ", in[1].str(), " differ in C");
-      key.k = in[1][0];
-      break;
-    case OpKind::ConvBwdData:  // (dy, w, x)
-      TR_CHECK(n_in == 3, "conv_key: ConvBwdData has 3 inputs, got ", n_in);
-      key.dir = ConvDir::BwdData;
-      set_x(in[2]);
-      filt(in[1]);
-      TR_CHECK(in[1][3] == key.c, "conv_key: x ", in[2].str(), " and w ", in[1].str(), " differ in C");
-      key.k = in[1][0];
-      check_dy(in[0]);
-      break;
-    case OpKind::ConvBwdFilter:  // (x, dy)
-      TR_CHECK(n_in == 2, "conv_key: ConvBwdFilter has 2 inputs, got ", n_in);
-      key.dir = ConvDir::BwdFilter;
-      set_x(in[0]);
-      nhwc(in[1], "dy");
-      key.k = in[1][3];
-      check_dy(in[1]);
-      break;
-    default:
-      TR_CHECK(false, "conv_key: ", op_name(kind), " is not a convolution");
-  }
-  return key;
-}
-
 // ---------------------------------------------------------------- descriptors
 
 namespace cudnn_raii {
@@ -314,6 +235,43 @@ void time_against_engines(cudnnHandle_t h, ConvPlan& p, bool deterministic, size
   }
 }
 
+// What a book records for p (Note [convolution plan books]).
+ConvPlanChoice choice_of(const ConvPlan& p) {
+  ConvPlanChoice c;
+  c.legacy_algo = p.algo;
+  if (p.impl == ConvImpl::CudnnEngine && p.engine) {
+    c.candidate = p.engine->candidate;
+    c.engine = p.engine->engine;
+  }
+  c.time_ms = p.time_ms;
+  c.legacy_ms = p.legacy_ms;
+  return c;
+}
+
+// A recorded choice in place of timing; p holds the heuristic's legacy plan.
+// A choice that does not fit this cuDNN (another heuristic algorithm, another
+// engine at the candidate's place) is the file's fault, not an internal error.
+void take_choice(cudnnHandle_t h, ConvPlan& p, const ConvPlanChoice& c, bool deterministic, size_t limit,
+                 const std::string& source) {
+  TR_USER_CHECK(c.legacy_algo == p.algo, source, ": ", p.key.str(), " was recorded with the heuristic's algorithm ",
+                c.legacy_algo, ", but here the heuristic chooses ", p.algo,
+                ": the plans come from another setup; time them again");
+  p.time_ms = c.time_ms;
+  p.legacy_ms = c.legacy_ms;
+  if (c.candidate < 0) return;
+  std::vector<std::shared_ptr<const ConvEnginePlan>> engines =
+      conv_engine_plans(h, p.key, deterministic, limit, c.candidate + 1);
+  const bool there = int(engines.size()) > c.candidate;
+  TR_USER_CHECK(there && engines[size_t(c.candidate)]->engine == c.engine, source, ": ", p.key.str(),
+                " was recorded with engine candidate ", c.candidate, " (cuDNN engine ", c.engine, "), but here ",
+                there ? cat("that candidate is cuDNN engine ", engines[size_t(c.candidate)]->engine)
+                      : cat("the key has ", engines.size(), " candidate(s)"),
+                ": the plans come from another setup; time them again");
+  p.impl = ConvImpl::CudnnEngine;
+  p.engine = engines[size_t(c.candidate)];
+  p.workspace_bytes = p.engine->workspace_bytes;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- cache
@@ -421,13 +379,42 @@ const ConvPlan& ConvPlanCache::prepare(const GpuHandles& g, const ConvKey& key) 
       p->engine = engines[size_t(opt_.engine_candidate)];
       p->workspace_bytes = p->engine->workspace_bytes;
     }
+  } else if (ConvPlanBook* book = opt_.book.get(); book && book->decides()) {
+    // Note [convolution plan books]: the book's choice, else a timed one it records.
+    book->bind(place(g));
+    const std::string source = book->source().empty() ? std::string("the plan book") : book->source();
+    if (std::optional<ConvPlanChoice> got = book->find(key)) {
+      take_choice(h, *p, *got, det, limit, source);
+      trace("recorded plan: ", p->describe());  // TR_TRACE=1
+    } else {
+      TR_USER_CHECK(opt_.benchmark, source, " has no plan for ", key.str(),
+                    "; time it and add it with --cudnn-benchmark --conv-plans ", source);
+      time_against_engines(h, *p, det, limit);
+      const ConvPlanChoice mine = choice_of(*p);
+      const ConvPlanChoice kept = book->record(key, mine);
+      if (!kept.same_plan(mine)) take_choice(h, *p, kept, det, limit, source);  // another rank was first
+      trace("timed plan: ", p->describe());
+    }
   } else if (opt_.benchmark) {
     time_against_engines(h, *p, det, limit);  // Note [timed convolution plans]
     trace("timed plan: ", p->describe());     // TR_TRACE=1
   }
+  if (ConvPlanBook* book = opt_.book.get(); book && !book->decides()) {
+    book->bind(place(g));
+    book->record(key, choice_of(*p));
+  }
   const ConvPlan& ref = *p;
   plans_.emplace(key, std::move(p));
   return ref;
+}
+
+const ConvPlanPlace& ConvPlanCache::place(const GpuHandles& g) {
+  if (!place_) {
+    cudaDeviceProp prop{};
+    TR_GPU_CHECK(cudaGetDeviceProperties(&prop, g.device));
+    place_ = ConvPlanPlace{prop.name, prop.major, prop.minor, int64_t(cudnnGetVersion()), g.deterministic};
+  }
+  return *place_;
 }
 
 const ConvPlan& ConvPlanCache::lookup(const ConvKey& key) const {

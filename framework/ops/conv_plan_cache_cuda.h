@@ -22,43 +22,16 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
-#include "framework/core/dtype.h"
-#include "framework/core/shape.h"
-#include "framework/ops/conv.h"
-#include "framework/ops/op_call.h"
-#include "framework/ops/op_kind.h"
+#include "framework/ops/conv_key.h"
+#include "framework/ops/conv_plan_book.h"
 
 namespace tr {
 
 struct GpuHandles;
 struct ConvEnginePlan;  // conv_engine_cuda.h
-
-enum class ConvDir : uint8_t { Fwd, BwdData, BwdFilter };
-
-// (direction, N, H, W, C, K, R, stride, pad, dtype): x[N,H,W,C], w[K,R,R,C],
-// y[N,ho(),wo(),K]. The output side follows from the others (conv.h).
-struct ConvKey {
-  ConvDir dir = ConvDir::Fwd;
-  int64_t n = 0, h = 0, w = 0, c = 0, k = 0;
-  int64_t r = 0, stride = 1, pad = 0;
-  DType dtype = DType::F32;
-  int64_t ho() const { return conv_out_size(h, r, stride, pad); }
-  int64_t wo() const { return conv_out_size(w, r, stride, pad); }
-  auto operator<=>(const ConvKey&) const = default;
-  std::string str() const;
-};
-
-// The key of a conv node from its op kind, its input shapes in the node's order
-//   ConvFwd: (x, w)   ConvBwdData: (dy, w, x)   ConvBwdFilter: (x, dy)
-// and its attributes (kernel, stride, pad). ConvBwdData needs x: with stride > 1
-// several input sizes give the same dy. Throws tr::Error for other kinds or
-// shapes the shape rule would have refused.
-ConvKey conv_key(OpKind kind, const Shape* in, int n_in, const OpAttrs& attrs, DType dtype);
-inline ConvKey conv_key(OpKind kind, std::initializer_list<Shape> in, const OpAttrs& attrs, DType dtype) {
-  return conv_key(kind, in.begin(), int(in.size()), attrs, dtype);
-}
 
 namespace cudnn_raii {
 // One owner per descriptor; destructors warn, never throw.
@@ -192,6 +165,10 @@ class ConvPlanCache {
     // true (default): f16 3x3 filter gradients where filter_tc_beats_cudnn run our
     // tensor-core kernel; false: cuDNN's algorithm (what the kernel is measured against).
     bool tc_filter = true;
+    // The choices this cache shares with the process's other caches, and with
+    // a plan file (Note [convolution plan books], conv_plan_book.h); null: none.
+    // A Record book needs benchmark set; a Replay book times nothing.
+    std::shared_ptr<ConvPlanBook> book;
   };
 
   ConvPlanCache();
@@ -217,8 +194,13 @@ class ConvPlanCache {
   const Options& options() const { return opt_; }
 
  private:
+  // Where this cache's plans hold (the book binds to it); made at the first
+  // cuDNN key, with mu_ held.
+  const ConvPlanPlace& place(const GpuHandles& g);
+
   Options opt_;
   mutable std::mutex mu_;
+  std::optional<ConvPlanPlace> place_;
   std::map<ConvKey, std::unique_ptr<ConvPlan>> plans_;
 };
 

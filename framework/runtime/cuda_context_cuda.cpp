@@ -11,10 +11,11 @@
 namespace tr {
 namespace {
 
-ConvPlanCache::Options plan_options(AlgoChoice a) {
+ConvPlanCache::Options plan_options(const AlgoChoice& a) {
   ConvPlanCache::Options o;
   o.benchmark = a.benchmark;
   o.tc_filter = a.tc_filter;
+  o.book = a.conv_plans;
   return o;
 }
 

@@ -6,11 +6,13 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "framework/core/backend.h"
 #include "framework/graph/graph_id.h"
 #include "framework/graph/model_builder.h"
 #include "framework/graph/variant.h"
+#include "framework/ops/conv_plan_book.h"
 #include "framework/ops/op_call.h"
 #include "framework/ops/train_scalars.h"
 
@@ -40,6 +42,10 @@ struct AlgoChoice {
   // BatchNorm], framework/ops/bn_train_cuda.h): fewer kernels, the same bits,
   // but slower on the H200; true: --grid-sync.
   bool grid_sync = false;
+  // The convolution choices shared by the process's ranks and sessions, and
+  // kept in a --conv-plans file (Note [convolution plan books],
+  // framework/ops/conv_plan_book.h); null: each rank's cache chooses alone.
+  std::shared_ptr<ConvPlanBook> conv_plans;
 };
 
 struct ContextSpec {

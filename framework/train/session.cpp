@@ -96,7 +96,7 @@ TrainingSession::TrainingSession(const RunOptions& opt, DataView train, DataView
   for (int l = 0; l < local_ranks; ++l) {
     contexts_.push_back(make_context(opt.backend, first_rank + l, ranks, opt.first_device + l,
                                      AlgoChoice{opt.deterministic, opt.cudnn_benchmark, opt.programmatic_launch, opt.tc_filter, opt.memset_kernels,
-                                                opt.grid_sync}, comm_.get()));
+                                                opt.grid_sync, opt.conv_plans}, comm_.get()));
     workspace = std::max(workspace, contexts_.back()->prepare_workspace(model_, dims));
   }
   {

@@ -1,6 +1,7 @@
 #include "harness/lib/algo_flags.h"
 
 #include "framework/core/error.h"
+#include "harness/lib/conv_plans_file.h"
 
 namespace tr {
 
@@ -22,6 +23,7 @@ AlgoChoice algo_flags(const CliArgs& a, Backend backend) {
   c.grid_sync = a.flag("--grid-sync");
   TR_USER_CHECK(!c.grid_sync || backend == Backend::Cuda,
                 "--grid-sync is for --device cuda (the CPU launches no kernels)");
+  c.conv_plans = open_conv_plans(a.str("--conv-plans", ""), c.benchmark, backend);
   return c;
 }
 

@@ -60,6 +60,11 @@ and writes a Google-Benchmark-compatible JSON report.
                         once per convolution shape, in CUDA graphs, and keep the fastest
                         (default: the heuristics' plan); another process may keep another
                         plan, so the report records it and the gate refuses mixing
+  --conv-plans FILE     convolution plans kept in FILE (CUDA only): with --cudnn-benchmark,
+                        shapes in FILE take its plan, the others are timed and added to it;
+                        without, every shape takes FILE's plan (a shape not in it is an
+                        error). The report's conv_plans_digest names the plans that ran, and
+                        the gate refuses two timed reports whose plans differ
   --split-steps         full capture launches a training step as its dozen sub-graphs
                         (DESIGN §3) instead of one step graph composed of them
   --no-fusion           keep apart the node pairs that fusion merges (BatchNorm + residual
@@ -162,7 +167,7 @@ BenchOptions parse_bench_options(int argc, char** argv, World* world) {
   std::vector<std::string> values = {"--mode", "--device", "--gpus", "--ranks", "--model", "--batch", "--variants",
                                      "--width", "--warmup", "--iters", "--repetitions", "--json", "--precision",
                                      "--optimizer", "--cnn-optimizer", "--batch-per-gpu", "--bn-sync",
-                                     "--image-size", "--bucket-mb", "--top-kernels", "--kernel-trace"};
+                                     "--image-size", "--bucket-mb", "--top-kernels", "--kernel-trace", "--conv-plans"};
   for (const std::string& p : process_value_flags()) values.push_back(p);
   CliArgs a(argc, argv, values, {"--no-cupti", "--side-streams", "--no-side-streams", "--split-steps", "--cudnn-benchmark", "--no-fusion", "--nondeterministic", "--no-pdl", "--cudnn-filter-grad", "--keep-memset-nodes", "--grid-sync", "--help"});
   BenchOptions o;
@@ -251,6 +256,7 @@ BenchOptions parse_bench_options(int argc, char** argv, World* world) {
   o.fusion = !a.flag("--no-fusion");
   const AlgoChoice algo = algo_flags(a, o.backend);
   o.cudnn_benchmark = algo.benchmark;
+  o.conv_plans = algo.conv_plans;
   o.deterministic = algo.deterministic;
   o.programmatic_launch = algo.programmatic_launch;
   o.tc_filter = algo.tc_filter;

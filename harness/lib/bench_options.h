@@ -34,6 +34,7 @@ struct BenchOptions {
   BnSync bn_sync = BnSync::Batch;
   double bucket_mb = 25;               // --bucket-mb (Note [gradient buckets])
   bool cudnn_benchmark = false;        // --cudnn-benchmark (AlgoChoice::benchmark)
+  std::shared_ptr<ConvPlanBook> conv_plans;  // CUDA: the run's plan book, from --conv-plans FILE if given
   bool fusion = true;                  // false: --no-fusion (TrainConfig::fusion)
   bool deterministic = true;           // false: --nondeterministic (RunOptions::deterministic)
   bool programmatic_launch = true;     // false: --no-pdl (RunOptions::programmatic_launch)

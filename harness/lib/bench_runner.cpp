@@ -14,6 +14,7 @@
 #include "harness/lib/bench_driver.h"
 #include "harness/lib/busy_fraction.h"
 #include "harness/lib/context_info.h"
+#include "harness/lib/conv_plans_file.h"
 #include "harness/lib/cupti_probe.h"
 #include "harness/lib/process_counters.h"
 #include "harness/lib/profiler_range.h"
@@ -62,7 +63,9 @@ BenchReport run_bench(const BenchOptions& o, World* world) {
   report.context.precision = o.amp ? "amp" : "fp32";
   report.context.bn_sync = bn_sync_name(o.bn_sync);
   report.context.bucket_mb = o.bucket_mb;
-  report.context.cudnn_benchmark = o.cudnn_benchmark;
+  // A replayed --conv-plans file holds timed plans too.
+  report.context.cudnn_benchmark = o.cudnn_benchmark || (o.conv_plans && o.conv_plans->use() == ConvPlanUse::Replay);
+  if (o.conv_plans) report.context.conv_plans_file = o.conv_plans->source();
   report.context.fusion = o.fusion;
   report.context.deterministic = o.deterministic;
   report.context.programmatic_launch = o.backend == Backend::Cuda && o.programmatic_launch;
@@ -114,6 +117,7 @@ BenchReport run_bench(const BenchOptions& o, World* world) {
           ro.train.bn_sync = o.bn_sync;
           ro.train.bucket_bytes = int64_t(o.bucket_mb * 1048576.0);
           ro.cudnn_benchmark = o.cudnn_benchmark;
+          ro.conv_plans = o.conv_plans;
           ro.step_graphs = o.step_graphs;
           ro.train.init_loss_scale = o.amp ? 65536.f : 1.f;
           ro.train.ranks = ranks;
@@ -128,6 +132,7 @@ BenchReport run_bench(const BenchOptions& o, World* world) {
           ro.validate = any_val;
           ro.lr.base_lr = default_lr(ro.train.optimizer);
           TrainingSession t(ro, data::data_view(train), data::data_view(val));
+          save_conv_plans(o.conv_plans.get(), world);  // what this session timed, kept at once
           BenchDriver drive(t);
           const PreCaptureResult& pc = t.capture();
           for (Variant v : o.variants) {
@@ -264,6 +269,7 @@ BenchReport run_bench(const BenchOptions& o, World* world) {
   if (o.progress) std::fprintf(stderr, "\r%-100s\r", "");
   if (cupti && !cupti->note().empty()) std::fprintf(stderr, "tr-bench: %s\n", cupti->note().c_str());
   add_weak_scaling(report);
+  if (o.conv_plans) report.context.conv_plans_digest = o.conv_plans->digest();
   return report;
 }
 

@@ -26,7 +26,12 @@ struct BenchContext {
   std::string precision = "fp32";  // "fp32" or "amp" (fp16 storage/compute, fp32 master weights)
   std::string bn_sync = "batch";   // "batch" (synchronised BN) or "running" (per-rank BN, running stats averaged)
   double bucket_mb = 25;           // gradient all-reduce bucket size (Note [gradient buckets])
-  bool cudnn_benchmark = false;    // cuDNN algorithms timed per shape instead of the heuristics' choice
+  bool cudnn_benchmark = false;    // cuDNN algorithms timed per shape (or replayed from --conv-plans) instead of the heuristics' choice
+  // The convolution plans that ran (Note [convolution plan books]): the
+  // --conv-plans file ("" without one) and the digest of rank 0's plans (""
+  // on the CPU and in reports older than it). Equal digests: the same plans.
+  std::string conv_plans_file;
+  std::string conv_plans_digest;
   bool fusion = true;              // node-pair fusion (Note [fusion]); reports older than it read false
   bool deterministic = true;       // deterministic library algorithms only; reports older than it read true
   // Our kernels launched with programmatic dependencies (Note [programmatic

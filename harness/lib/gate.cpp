@@ -160,6 +160,12 @@ void check_comparable(const BenchReport& baseline, const BenchReport& current, b
   same(b.bn_sync, c.bn_sync, "BN sync");
   same(cat(b.bucket_mb), cat(c.bucket_mb), "gradient bucket MB");
   same(b.cudnn_benchmark ? "on" : "off", c.cudnn_benchmark ? "on" : "off", "cuDNN benchmark");
+  // Timed plans differ between processes unless a --conv-plans file fixes
+  // them: two timed reports compare only when they ran the same plans.
+  if (b.cudnn_benchmark && c.cudnn_benchmark && !b.conv_plans_digest.empty() && !c.conv_plans_digest.empty() &&
+      b.conv_plans_digest != c.conv_plans_digest)
+    problems.push_back(cat("the timed convolution plans differ (baseline digest ", b.conv_plans_digest, ", current ",
+                           c.conv_plans_digest, "); run both with the same --conv-plans FILE"));
   same(b.fusion ? "on" : "off", c.fusion ? "on" : "off", "fusion");
   same(b.deterministic ? "deterministic" : "non-deterministic", c.deterministic ? "deterministic" : "non-deterministic",
        "algorithms");
@@ -201,6 +207,8 @@ GateResult run_gate(const BenchReport& baseline, const BenchReport& current, con
   note(bx.cuda_runtime_version, cx.cuda_runtime_version, "cuda_runtime_version");
   note(bx.cudnn_version, cx.cudnn_version, "cudnn_version");
   note(bx.nccl_version, cx.nccl_version, "nccl_version");
+  if (!bx.conv_plans_digest.empty() && !cx.conv_plans_digest.empty())  // the heuristic's, with another cuDNN
+    note(bx.conv_plans_digest, cx.conv_plans_digest, "convolution plans");
 
   std::map<std::string, const BenchCase*> cur;
   for (const BenchCase& c : current.cases) cur[c.name(cx.device_kind)] = &c;

@@ -331,6 +331,10 @@ std::string context_table(const std::vector<LabeledReport>& reports) {
       {"BN sync", [](const BenchContext& x) { return x.bn_sync; }},
       {"bucket MB", [](const BenchContext& x) { return cat(x.bucket_mb); }},
       {"cuDNN benchmark", [](const BenchContext& x) { return std::string(x.cudnn_benchmark ? "on" : "off"); }},
+      {"convolution plans", [](const BenchContext& x) {
+         if (x.conv_plans_digest.empty()) return std::string("-");
+         return x.conv_plans_file.empty() ? x.conv_plans_digest : cat(x.conv_plans_digest, " (", x.conv_plans_file, ")");
+       }},
       {"fusion", [](const BenchContext& x) { return std::string(x.fusion ? "on" : "off"); }},
       {"algorithms", [](const BenchContext& x) { return std::string(x.deterministic ? "deterministic" : "non-deterministic allowed"); }},
       {"programmatic launch", [](const BenchContext& x) { return std::string(x.programmatic_launch ? "on" : "off"); }},

@@ -89,6 +89,8 @@ ojson context_to_json(const BenchContext& x) {
   ctx["bn_sync"] = x.bn_sync;
   ctx["bucket_mb"] = x.bucket_mb;
   ctx["cudnn_benchmark"] = x.cudnn_benchmark;
+  ctx["conv_plans_file"] = x.conv_plans_file;
+  ctx["conv_plans_digest"] = x.conv_plans_digest;
   ctx["fusion"] = x.fusion;
   ctx["deterministic_algorithms"] = x.deterministic;
   ctx["programmatic_launch"] = x.programmatic_launch;
@@ -279,6 +281,11 @@ BenchReport report_from_json(const json& j, const std::string& path) {
   // message, which is what 25 MB gives their models (mlp, cnn).
   x.bucket_mb = ctx.contains("bucket_mb") && ctx["bucket_mb"].is_number() ? ctx["bucket_mb"].get<double>() : 25.0;
   x.cudnn_benchmark = ctx.contains("cudnn_benchmark") && ctx["cudnn_benchmark"].is_boolean() && ctx["cudnn_benchmark"].get<bool>();
+  x.conv_plans_file = ctx.contains("conv_plans_file") ? rd.str(ctx, "conv_plans_file", "context") : "";
+  x.conv_plans_digest = ctx.contains("conv_plans_digest") ? rd.str(ctx, "conv_plans_digest", "context") : "";
+  if (x.conv_plans_digest.size() != 0 && (x.conv_plans_digest.size() != 16 ||
+                                          x.conv_plans_digest.find_first_not_of("0123456789abcdef") != std::string::npos))
+    rd.fail("context", cat("conv_plans_digest must be 16 hex digits, got '", x.conv_plans_digest, "'"));
   x.fusion = ctx.contains("fusion") && ctx["fusion"].is_boolean() && ctx["fusion"].get<bool>();
   x.deterministic = !ctx.contains("deterministic_algorithms") || !ctx["deterministic_algorithms"].is_boolean() ||
                     ctx["deterministic_algorithms"].get<bool>();

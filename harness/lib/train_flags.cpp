@@ -50,7 +50,11 @@ const char* const kTrainFlagsUsage = R"(  --model NAME             a registered 
                            measured limit, see README "Scheduling"; never on the CPU)
   --cudnn-benchmark        time the heuristics' plan against cuDNN's deterministic engine configs
                            once per convolution shape and keep the fastest (another process may
-                           keep another plan)
+                           keep another plan, unless --conv-plans names a file)
+  --conv-plans FILE        convolution plans kept in FILE (CUDA only): with --cudnn-benchmark,
+                           shapes in FILE take its plan, the others are timed and added to it;
+                           without, every shape takes FILE's plan (a shape not in it is an
+                           error), so the run repeats the timed run's plans and bits
   --split-steps            full capture launches a training step as its dozen sub-graphs
                            (DESIGN §3) instead of one step graph composed of them
   --no-fusion              keep apart the node pairs that fusion merges (BatchNorm + residual
@@ -93,7 +97,7 @@ std::vector<std::string> train_value_flags() {
       "--model", "--device", "--mode", "--epochs", "--batch", "--data-dir", "--train-subset", "--val-subset",
       "--width", "--optimizer", "--lr", "--schedule", "--warmup", "--weight-decay", "--label-smoothing",
       "--ema-decay", "--lowres-epochs", "--lowres-size", "--ranks", "--gpus", "--seed", "--bn-sync",
-      "--image-size", "--bucket-mb", "--translate", "--cutout", "--tta", "--watchdog-ms"};
+      "--image-size", "--bucket-mb", "--translate", "--cutout", "--tta", "--watchdog-ms", "--conv-plans"};
   for (const std::string& p : process_value_flags()) f.push_back(p);
   return f;
 }
@@ -189,13 +193,6 @@ TrainSetup parse_train_setup(const CliArgs& a, bool recipe_defaults, World* worl
   o.train.bn_sync = parse_bn_sync(a.str("--bn-sync", "batch"));
   o.train.bucket_bytes = int64_t(a.real("--bucket-mb", 25.0, 0.0, 1e6) * 1048576.0);
   o.step_graphs = !a.flag("--split-steps");
-  const AlgoChoice algo = algo_flags(a, o.backend);
-  o.cudnn_benchmark = algo.benchmark;
-  o.deterministic = algo.deterministic;
-  o.programmatic_launch = algo.programmatic_launch;
-  o.tc_filter = algo.tc_filter;
-  o.memset_kernels = algo.memset_kernels;
-  o.grid_sync = algo.grid_sync;
   if (o.train.amp) o.train.init_loss_scale = 65536.f;
   o.lowres_epochs = static_cast<int>(a.integer("--lowres-epochs", 0, 0, o.epochs));
   o.lowres_size = static_cast<int>(a.integer("--lowres-size", image_size * 5 / 7, 1, 4096));
@@ -211,6 +208,15 @@ TrainSetup parse_train_setup(const CliArgs& a, bool recipe_defaults, World* worl
       TR_USER_CHECK(o.train.ranks <= have, "asked for ", o.train.ranks, " GPUs but ", have, " are visible");
     }
   }
+  // After the GPU count: --conv-plans reads (and may test-write) its file.
+  const AlgoChoice algo = algo_flags(a, o.backend);
+  o.cudnn_benchmark = algo.benchmark;
+  o.deterministic = algo.deterministic;
+  o.programmatic_launch = algo.programmatic_launch;
+  o.tc_filter = algo.tc_filter;
+  o.memset_kernels = algo.memset_kernels;
+  o.grid_sync = algo.grid_sync;
+  o.conv_plans = algo.conv_plans;
   const ProcessRanks pr = process_ranks(a, world, o.backend);
   if (world) {
     const char* flag = o.backend == Backend::Cpu ? "--ranks" : "--gpus";

@@ -104,6 +104,19 @@ def cli_seeds():
     put("train_flags", "datadir", lines("--data-dir", "/nonexistent", "--no-shuffle", "--seed", "7"))
 
 
+def conv_plans_seeds():
+    place = {"device": "NVIDIA H200", "compute_capability": "9.0", "cudnn_version": 91900,
+             "deterministic": True}
+    key = {"dir": "fwd", "dtype": "f16", "n": 256, "h": 14, "w": 14, "c": 64, "k": 64, "r": 3,
+           "stride": 1, "pad": 1}
+    legacy = dict(key, legacy_algo=1, candidate=-1, engine=-1, ms=-1, legacy_ms=-1)
+    timed = dict(key, dir="bwd_data", legacy_algo=1, candidate=3, engine=67, ms=0.0114, legacy_ms=0.0172)
+    put("conv_plans", "two_plans.json", json.dumps({"format": "tr-conv-plans", "version": 1, "place": place,
+                                                    "plans": [legacy, timed]}, indent=1))
+    put("conv_plans", "empty.json", json.dumps({"format": "tr-conv-plans", "version": 1, "place": None,
+                                                "plans": []}))
+
+
 def model_seeds():
     # FuzzedDataProvider reads integers from the end of the input, bools and
     # strings from the front; these are just a spread of starting points.
@@ -115,4 +128,5 @@ if __name__ == "__main__":
     idx_seeds()
     json_seeds()
     cli_seeds()
+    conv_plans_seeds()
     model_seeds()
