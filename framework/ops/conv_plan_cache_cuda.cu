@@ -389,10 +389,16 @@ const ConvPlan& ConvPlanCache::prepare(const GpuHandles& g, const ConvKey& key) 
     } else {
       TR_USER_CHECK(opt_.benchmark, source, " has no plan for ", key.str(),
                     "; time it and add it with --cudnn-benchmark --conv-plans ", source);
+      const size_t legacy_workspace = p->workspace_bytes;
       time_against_engines(h, *p, det, limit);
       const ConvPlanChoice mine = choice_of(*p);
       const ConvPlanChoice kept = book->record(key, mine);
-      if (!kept.same_plan(mine)) take_choice(h, *p, kept, det, limit, source);  // another rank was first
+      if (!kept.same_plan(mine)) {  // another rank was first: back to the legacy plan, then its choice
+        p->impl = ConvImpl::Cudnn;
+        p->engine.reset();
+        p->workspace_bytes = legacy_workspace;
+        take_choice(h, *p, kept, det, limit, source);
+      }
       trace("timed plan: ", p->describe());
     }
   } else if (opt_.benchmark) {
