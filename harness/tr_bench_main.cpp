@@ -10,6 +10,7 @@
 #include "harness/lib/bench_runner.h"
 #include "harness/lib/allreduce_table.h"
 #include "harness/lib/atomic_file.h"
+#include "harness/lib/conv_plans_file.h"
 #include "harness/lib/weak_scaling.h"
 #include "harness/lib/cli_main.h"
 #include "harness/lib/gate_cli.h"
@@ -47,6 +48,7 @@ int run(int argc, char** argv, tr::World* world) {
   std::printf("tr-bench: %s on %s (%s%s), %d repetitions x %d steps after %d warm-up steps\n",
               r.context.device_kind.c_str(), r.context.device_name.c_str(), r.context.host_name.c_str(), launch.c_str(),
               o.repetitions, o.iters, o.warmup);
+  if (o.conv_plans) std::printf("tr-bench: %s\n", tr::conv_plans_summary(*o.conv_plans).c_str());
   print_summary(r, stdout);
   print_weak_scaling(r, stdout);
   print_allreduce_table(r, stdout);

@@ -85,6 +85,7 @@ int run(int argc, char** argv, tr::World* world) {
                 s.val_ema_loss, s.val_ema_acc, s.train_seconds, s.val_seconds, s.skipped_steps);
     std::fflush(stdout);
   }
+  if (o.conv_plans) std::printf("tr-train: %s\n", conv_plans_summary(*o.conv_plans).c_str());
   if (a.flag("--state-hash")) std::printf("tr-train: state hash %s\n", state_digest(t).str().c_str());
   return 0;
 }

@@ -268,6 +268,7 @@ TEST(TrBenchCli, ConvPlansFileReplaysTheTimedPlans) {
   ASSERT_EQ(rep.code, 0) << rep.err;
   EXPECT_EQ(rep.err.find("timed plan:"), std::string::npos) << "the replay timed a plan:\n" << rep.err;
   EXPECT_NE(rep.err.find("recorded plan:"), std::string::npos) << rep.err;
+  EXPECT_NE(rep.out.find("tr-bench: convolution plans: replayed from " + plans), std::string::npos) << rep.out;
   const tr::bench::BenchReport a = tr::bench::read_report(rec_json), b = tr::bench::read_report(rep_json);
   EXPECT_EQ(a.context.conv_plans_digest.size(), 16u);
   EXPECT_EQ(a.context.conv_plans_digest, b.context.conv_plans_digest);

@@ -237,6 +237,19 @@ TEST(ConvPlansFile, ReadsStrictly) {
   }
 }
 
+TEST(ConvPlansFile, SummaryNamesHowThePlansWereChosen) {
+  ConvPlanBook heuristic(ConvPlanUse::Observe);
+  heuristic.record(key(ConvDir::Fwd, 8, 16, 16), legacy(1));
+  const std::string h = conv_plans_summary(heuristic);
+  EXPECT_EQ(h.rfind("convolution plans: the heuristic's, 1 shape(s) on cuDNN, digest ", 0), 0u) << h;
+  ConvPlanBook replay(ConvPlanUse::Replay, "p.json");
+  fill(replay);
+  const std::string r = conv_plans_summary(replay);
+  EXPECT_EQ(r, "convolution plans: replayed from p.json (2 in the file), 2 shape(s) on cuDNN, digest " + replay.digest());
+  ConvPlanBook timed(ConvPlanUse::Record);
+  EXPECT_EQ(conv_plans_summary(timed), "convolution plans: timed, 0 shape(s) on cuDNN");
+}
+
 TEST(ConvPlansFile, OpensTheBookTheFlagsAskFor) {
   // The CPU has no convolution plans.
   EXPECT_EQ(open_conv_plans("", true, Backend::Cpu), nullptr);

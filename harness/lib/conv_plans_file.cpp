@@ -223,6 +223,21 @@ std::shared_ptr<ConvPlanBook> open_conv_plans(const std::string& file, bool benc
   return book;
 }
 
+std::string conv_plans_summary(const ConvPlanBook& book) {
+  std::string how;
+  switch (book.use()) {
+    case ConvPlanUse::Observe: how = "the heuristic's"; break;
+    case ConvPlanUse::Record:
+      how = book.source().empty() ? std::string("timed") : cat("timed into ", book.source());
+      break;
+    case ConvPlanUse::Replay: how = cat("replayed from ", book.source()); break;
+  }
+  if (!book.source().empty()) how += cat(" (", book.size(), " in the file)");
+  const std::string digest = book.digest();
+  return cat("convolution plans: ", how, ", ", book.used(), " shape(s) on cuDNN",
+             digest.empty() ? std::string() : cat(", digest ", digest));
+}
+
 void save_conv_plans(ConvPlanBook* book, const World* world) {
   if (book == nullptr || book->source().empty() || book->unsaved() == 0) return;
   if (world != nullptr && world->process() != 0) return;

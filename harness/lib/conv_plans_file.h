@@ -37,6 +37,11 @@ void read_conv_plans_json(std::string_view text, ConvPlanBook& book);
 // checking now that it can be written), else Replay, which needs the file.
 std::shared_ptr<ConvPlanBook> open_conv_plans(const std::string& file, bool benchmark, Backend backend);
 
+// One line for the tools: how the plans were chosen, how many shapes ran on
+// cuDNN, and the digest, e.g. "convolution plans: replayed from p.json (21 in
+// the file), 21 shape(s) on cuDNN, digest 1f0e...".
+std::string conv_plans_summary(const ConvPlanBook& book);
+
 // Writes the book to its file (atomically) when it has a file, recorded
 // something since the last save, and this process is the world's first (or
 // there is no world): under mpirun every process times its own keys, and only
