@@ -48,7 +48,7 @@ int run(int argc, char** argv, tr::World* world) {
   std::printf("tr-bench: %s on %s (%s%s), %d repetitions x %d steps after %d warm-up steps\n",
               r.context.device_kind.c_str(), r.context.device_name.c_str(), r.context.host_name.c_str(), launch.c_str(),
               o.repetitions, o.iters, o.warmup);
-  if (o.conv_plans) std::printf("tr-bench: %s\n", tr::conv_plans_summary(*o.conv_plans).c_str());
+  if (o.algos.conv_plans) std::printf("tr-bench: %s\n", tr::conv_plans_summary(*o.algos.conv_plans).c_str());
   print_summary(r, stdout);
   print_weak_scaling(r, stdout);
   print_allreduce_table(r, stdout);

@@ -54,7 +54,7 @@ int run(int argc, char** argv, tr::World* world) {
   Trainer t(o, data::data_view(setup.data.train, setup.data.train_count),
             data::data_view(setup.data.test, setup.data.test_count));
   const auto& pc = t.capture();
-  save_conv_plans(o.conv_plans.get(), world);
+  save_conv_plans(o.algos.conv_plans.get(), world);
   const std::string processes =
       world ? cat(" in ", world->processes(), world->processes() == 1 ? " process (" : " processes (",
                   world->launch_kind(), ", ", world->library(), ")")
@@ -85,7 +85,7 @@ int run(int argc, char** argv, tr::World* world) {
                 s.val_ema_loss, s.val_ema_acc, s.train_seconds, s.val_seconds, s.skipped_steps);
     std::fflush(stdout);
   }
-  if (o.conv_plans) std::printf("tr-train: %s\n", conv_plans_summary(*o.conv_plans).c_str());
+  if (o.algos.conv_plans) std::printf("tr-train: %s\n", conv_plans_summary(*o.algos.conv_plans).c_str());
   if (a.flag("--state-hash")) std::printf("tr-train: state hash %s\n", state_digest(t).str().c_str());
   return 0;
 }

@@ -73,7 +73,7 @@ TEST(FusionGpu, PoolFusionsChangeNoBitWithAmp) {
     for (bool grid_sync : {false, true}) {
       o.mode = ExecMode::FullCapture;
       o.train.fusion = true;
-      o.grid_sync = grid_sync;
+      o.algos.grid_sync = grid_sync;
       Trainer fused(o, view_of(train), view_of(train));
       fused.run_epoch();
       const FusionCounts& n = fused.model().fusions;

@@ -122,8 +122,8 @@ TEST(MemsetNodesGpuTraining, ChangesNoBitInAnyMode) {
   SKIP_WITHOUT_GPU();
   for (const char* model : {"cnn", "resnet18"})
     testing::expect_setting_changes_no_bit(
-        model, 7, "memset nodes", "eager with memset nodes kept", [](RunOptions& o) { o.memset_kernels = false; },
-        [](RunOptions& o) { o.memset_kernels = true; });
+        model, 7, "memset nodes", "eager with memset nodes kept", [](RunOptions& o) { o.algos.memset_kernels = false; },
+        [](RunOptions& o) { o.algos.memset_kernels = true; });
 }
 
 }  // namespace

@@ -98,7 +98,7 @@ TEST(PdlGpuTraining, ChangesNoBitInAnyMode) {
   for (const char* model : {"resnet18", "cnn"})
     testing::expect_setting_changes_no_bit(
         model, 99, "pdl gpu", "eager without programmatic launch",
-        [](RunOptions& o) { o.programmatic_launch = false; }, [](RunOptions& o) { o.programmatic_launch = true; });
+        [](RunOptions& o) { o.algos.programmatic_launch = false; }, [](RunOptions& o) { o.algos.programmatic_launch = true; });
 }
 
 }  // namespace

@@ -95,8 +95,7 @@ TrainingSession::TrainingSession(const RunOptions& opt, DataView train, DataView
   int64_t workspace = 0;
   for (int l = 0; l < local_ranks; ++l) {
     contexts_.push_back(make_context(opt.backend, first_rank + l, ranks, opt.first_device + l,
-                                     AlgoChoice{opt.deterministic, opt.cudnn_benchmark, opt.programmatic_launch, opt.tc_filter, opt.memset_kernels,
-                                                opt.grid_sync, opt.conv_plans}, comm_.get()));
+                                     opt.algos, comm_.get()));
     workspace = std::max(workspace, contexts_.back()->prepare_workspace(model_, dims));
   }
   {
@@ -111,7 +110,7 @@ TrainingSession::TrainingSession(const RunOptions& opt, DataView train, DataView
   spec.workspace_bytes = plans_.workspace_bytes;
   spec.staging_image_bytes = max_batch * H * opt.model.in_width * opt.model.in_channels;
   spec.staging_label_count = max_batch;
-  spec.deterministic = opt.deterministic;
+  spec.deterministic = opt.algos.deterministic;
   spec.watchdog_ms = opt.watchdog_ms;
   const auto lr_table = make_lr_table(opt.lr, tc.schedule_len);
   for (auto& ctx : contexts_) {

@@ -35,13 +35,9 @@ struct RunOptions {
   uint64_t seed = 1;
   bool shuffle = true;
   bool validate = true;
-  bool deterministic = true;    // deterministic library algorithms (CUDA)
-  bool cudnn_benchmark = false; // time cuDNN's algorithms once per shape (AlgoChoice::benchmark)
-  bool programmatic_launch = true;  // CUDA: AlgoChoice::programmatic_launch (--no-pdl: false)
-  bool tc_filter = true;        // CUDA: AlgoChoice::tc_filter (--cudnn-filter-grad: false)
-  bool memset_kernels = true;   // CUDA: AlgoChoice::memset_kernels (--keep-memset-nodes: false)
-  bool grid_sync = false;       // CUDA: AlgoChoice::grid_sync (--grid-sync: true)
-  std::shared_ptr<ConvPlanBook> conv_plans;  // CUDA: AlgoChoice::conv_plans (shared by sessions; null: none)
+  // How library algorithms are chosen and our kernels launched (the CPU's
+  // kernels are deterministic and use none of the CUDA choices).
+  AlgoChoice algos;
   int first_device = 0;         // CUDA: ranks use devices first_device .. + ranks-1
   int watchdog_ms = 120000;     // a rank waiting this long in a collective is an error
   bool step_graphs = true;      // full capture: a training step is one graph (step_graphs.h)

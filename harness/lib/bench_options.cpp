@@ -254,14 +254,7 @@ BenchOptions parse_bench_options(int argc, char** argv, World* world) {
   o.side_streams = side_streams_flag(a);
   o.step_graphs = !a.flag("--split-steps");
   o.fusion = !a.flag("--no-fusion");
-  const AlgoChoice algo = algo_flags(a, o.backend);
-  o.cudnn_benchmark = algo.benchmark;
-  o.conv_plans = algo.conv_plans;
-  o.deterministic = algo.deterministic;
-  o.programmatic_launch = algo.programmatic_launch;
-  o.tc_filter = algo.tc_filter;
-  o.memset_kernels = algo.memset_kernels;
-  o.grid_sync = algo.grid_sync;
+  o.algos = algo_flags(a, o.backend);
   o.progress = isatty(2) != 0;
   return o;
 }

@@ -33,14 +33,8 @@ struct BenchOptions {
   std::optional<OptimizerKind> optimizer;  // unset: each model's bench optimizer
   BnSync bn_sync = BnSync::Batch;
   double bucket_mb = 25;               // --bucket-mb (Note [gradient buckets])
-  bool cudnn_benchmark = false;        // --cudnn-benchmark (AlgoChoice::benchmark)
-  std::shared_ptr<ConvPlanBook> conv_plans;  // CUDA: the run's plan book, from --conv-plans FILE if given
   bool fusion = true;                  // false: --no-fusion (TrainConfig::fusion)
-  bool deterministic = true;           // false: --nondeterministic (RunOptions::deterministic)
-  bool programmatic_launch = true;     // false: --no-pdl (RunOptions::programmatic_launch)
-  bool tc_filter = true;               // false: --cudnn-filter-grad (RunOptions::tc_filter)
-  bool memset_kernels = true;          // false: --keep-memset-nodes (RunOptions::memset_kernels)
-  bool grid_sync = false;              // true: --grid-sync (RunOptions::grid_sync)
+  AlgoChoice algos;                    // the GPU algorithm flags (harness/lib/algo_flags.h), with the plan book
   std::string json_path;               // empty: no file
   bool progress = false;               // stderr progress (a terminal only)
   bool cupti = true;

@@ -64,14 +64,15 @@ BenchReport run_bench(const BenchOptions& o, World* world) {
   report.context.bn_sync = bn_sync_name(o.bn_sync);
   report.context.bucket_mb = o.bucket_mb;
   // A replayed --conv-plans file holds timed plans too.
-  report.context.cudnn_benchmark = o.cudnn_benchmark || (o.conv_plans && o.conv_plans->use() == ConvPlanUse::Replay);
-  if (o.conv_plans) report.context.conv_plans_file = o.conv_plans->source();
+  const ConvPlanBook* plans = o.algos.conv_plans.get();
+  report.context.cudnn_benchmark = o.algos.benchmark || (plans && plans->use() == ConvPlanUse::Replay);
+  if (plans) report.context.conv_plans_file = plans->source();
   report.context.fusion = o.fusion;
-  report.context.deterministic = o.deterministic;
-  report.context.programmatic_launch = o.backend == Backend::Cuda && o.programmatic_launch;
-  report.context.tc_filter_grad = o.backend == Backend::Cuda && o.tc_filter;
-  report.context.memset_kernels = o.backend == Backend::Cuda && o.memset_kernels;
-  report.context.grid_sync = o.backend == Backend::Cuda && o.grid_sync;
+  report.context.deterministic = o.algos.deterministic;
+  report.context.programmatic_launch = o.backend == Backend::Cuda && o.algos.programmatic_launch;
+  report.context.tc_filter_grad = o.backend == Backend::Cuda && o.algos.tc_filter;
+  report.context.memset_kernels = o.backend == Backend::Cuda && o.algos.memset_kernels;
+  report.context.grid_sync = o.backend == Backend::Cuda && o.algos.grid_sync;
   // On the CPU, auto always means off: say what ran.
   report.context.side_streams = o.backend == Backend::Cpu && o.side_streams == SideStreams::Auto
                                     ? "off"
@@ -109,15 +110,9 @@ BenchReport run_bench(const BenchOptions& o, World* world) {
           ro.train.amp = o.amp;
           ro.train.side_streams = use_side_streams(o.side_streams, o.backend, entry, batch / ranks);
           ro.train.fusion = o.fusion;
-          ro.deterministic = o.deterministic;
-          ro.programmatic_launch = o.programmatic_launch;
-          ro.tc_filter = o.tc_filter;
-          ro.memset_kernels = o.memset_kernels;
-          ro.grid_sync = o.grid_sync;
+          ro.algos = o.algos;
           ro.train.bn_sync = o.bn_sync;
           ro.train.bucket_bytes = int64_t(o.bucket_mb * 1048576.0);
-          ro.cudnn_benchmark = o.cudnn_benchmark;
-          ro.conv_plans = o.conv_plans;
           ro.step_graphs = o.step_graphs;
           ro.train.init_loss_scale = o.amp ? 65536.f : 1.f;
           ro.train.ranks = ranks;
@@ -132,7 +127,7 @@ BenchReport run_bench(const BenchOptions& o, World* world) {
           ro.validate = any_val;
           ro.lr.base_lr = default_lr(ro.train.optimizer);
           TrainingSession t(ro, data::data_view(train), data::data_view(val));
-          save_conv_plans(o.conv_plans.get(), world);  // what this session timed, kept at once
+          save_conv_plans(o.algos.conv_plans.get(), world);  // what this session timed, kept at once
           BenchDriver drive(t);
           const PreCaptureResult& pc = t.capture();
           for (Variant v : o.variants) {
@@ -269,7 +264,7 @@ BenchReport run_bench(const BenchOptions& o, World* world) {
   if (o.progress) std::fprintf(stderr, "\r%-100s\r", "");
   if (cupti && !cupti->note().empty()) std::fprintf(stderr, "tr-bench: %s\n", cupti->note().c_str());
   add_weak_scaling(report);
-  if (o.conv_plans) report.context.conv_plans_digest = o.conv_plans->digest();
+  if (plans) report.context.conv_plans_digest = plans->digest();
   return report;
 }
 

@@ -209,14 +209,7 @@ TrainSetup parse_train_setup(const CliArgs& a, bool recipe_defaults, World* worl
     }
   }
   // After the GPU count: --conv-plans reads (and may test-write) its file.
-  const AlgoChoice algo = algo_flags(a, o.backend);
-  o.cudnn_benchmark = algo.benchmark;
-  o.deterministic = algo.deterministic;
-  o.programmatic_launch = algo.programmatic_launch;
-  o.tc_filter = algo.tc_filter;
-  o.memset_kernels = algo.memset_kernels;
-  o.grid_sync = algo.grid_sync;
-  o.conv_plans = algo.conv_plans;
+  o.algos = algo_flags(a, o.backend);
   const ProcessRanks pr = process_ranks(a, world, o.backend);
   if (world) {
     const char* flag = o.backend == Backend::Cpu ? "--ranks" : "--gpus";

@@ -34,7 +34,7 @@ TtaRun run_tta_seed(const TtaSpec& spec, uint64_t seed, const TtaEpochFn& on_epo
   run.init_unix_ms = unix_ms();
   const auto t0 = std::chrono::steady_clock::now();
   Trainer t(o, spec.train, spec.test);
-  save_conv_plans(o.conv_plans.get(), o.world);
+  save_conv_plans(o.algos.conv_plans.get(), o.world);
   run.setup_seconds = seconds_since(t0);
   run.start_unix_ms = unix_ms();
   run.capture_ms = t.capture().capture_ms;
