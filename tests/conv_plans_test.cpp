@@ -9,8 +9,11 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -143,6 +146,65 @@ TEST(ConvPlanBook, RefusesAnotherPlaceWhereItDecides) {
   EXPECT_NO_THROW(o.bind(other));
   EXPECT_EQ(o.place()->device, "NVIDIA H200");
   EXPECT_FALSE(o.decides());
+}
+
+TEST(ConvPlanBook, PackedBooksCarryThePlaceAndTheChoices) {
+  ConvPlanBook first(ConvPlanUse::Record);
+  fill(first);
+  const std::string packed = first.pack();
+  ConvPlanBook other(ConvPlanUse::Record, "local.json");
+  // A choice of its own for one of the keys (a local file): the first process's wins.
+  other.add_loaded(key(ConvDir::Fwd, 256, 64, 64), engine(1, 5, 99, 0.01f, 0.02f));
+  other.adopt(packed);
+  EXPECT_EQ(other.place(), h200());
+  const auto a = first.entries(), b = other.entries();
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].first, b[i].first);
+    EXPECT_TRUE(a[i].second.same_plan(b[i].second)) << a[i].first.str();
+    EXPECT_EQ(a[i].second.time_ms, b[i].second.time_ms);
+  }
+  EXPECT_EQ(other.used(), 0u) << "adopted, not yet used";
+  // Another GPU cannot take the first process's choices.
+  ConvPlanBook elsewhere(ConvPlanUse::Record);
+  ConvPlanPlace a100 = h200();
+  a100.device = "NVIDIA A100-SXM4-80GB";
+  elsewhere.bind(a100);
+  EXPECT_THROW(elsewhere.adopt(packed), UserError);
+  // A cut message is an internal error, not a silent half book.
+  ConvPlanBook cut(ConvPlanUse::Record);
+  EXPECT_THROW(cut.adopt(packed.substr(0, packed.size() - 3)), Error);
+}
+
+// Three processes (threads of a ThreadWorld) time one key differently; the
+// first prepares first and every other ends with its choice.
+TEST(ConvPlanBook, EveryProcessTakesTheFirstProcessPlans) {
+  constexpr int kProcesses = 3;
+  auto hub = std::make_shared<testing::ThreadWorldHub>(kProcesses);
+  const ConvKey k = key(ConvDir::BwdFilter, 128, 64, 64);
+  std::mutex mu;
+  std::vector<std::string> order;
+  std::vector<int> kept(kProcesses, -2);
+  std::vector<std::thread> threads;
+  for (int p = 0; p < kProcesses; ++p)
+    threads.emplace_back([&, p] {
+      testing::ThreadWorld world(hub, p);
+      ConvPlanBook book(ConvPlanUse::Record);
+      share_first_process_plans(book, world, std::chrono::milliseconds(20000), [&] {
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          order.push_back(cat("prepare ", p));
+        }
+        // What a cache does: the book's choice, else its own timing (here: candidate p).
+        book.bind(h200());
+        if (!book.find(k)) book.record(k, engine(1, p, 60 + p, 0.01f * float(p + 1), 0.05f));
+        kept[size_t(p)] = book.find(k)->candidate;
+      });
+    });
+  for (auto& t : threads) t.join();
+  ASSERT_EQ(order.size(), size_t(kProcesses));
+  EXPECT_EQ(order[0], "prepare 0") << "the first process times before the others take its plans";
+  for (int p = 0; p < kProcesses; ++p) EXPECT_EQ(kept[size_t(p)], 0) << "process " << p;
 }
 
 TEST(ConvPlansFile, RoundTripsToTheSameText) {

@@ -2,6 +2,7 @@
 #include "framework/ops/conv_plan_book.h"
 
 #include <cstdio>
+#include <cstring>
 
 #include "framework/core/error.h"
 #include "framework/core/fnv1a.h"
@@ -68,6 +69,105 @@ ConvPlanChoice ConvPlanBook::record(const ConvKey& key, const ConvPlanChoice& ch
 void ConvPlanBook::add_loaded(const ConvKey& key, const ConvPlanChoice& choice) {
   std::lock_guard<std::mutex> lock(mu_);
   TR_USER_CHECK(choices_.emplace(key, choice).second, source_, ": ", key.str(), " is listed twice");
+}
+
+namespace {
+
+// Fixed-width fields, least significant byte first (Fnv1a's order).
+void put(std::string& out, uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) out.push_back(char((v >> (8 * i)) & 0xff));
+}
+struct Unpacker {
+  const std::string& in;
+  size_t at = 0;
+  uint64_t get(int bytes) {
+    TR_CHECK(at + size_t(bytes) <= in.size(), "ConvPlanBook::adopt: ", in.size(), " bytes end early");
+    uint64_t v = 0;
+    for (int i = 0; i < bytes; ++i) v |= uint64_t(uint8_t(in[at + size_t(i)])) << (8 * i);
+    at += size_t(bytes);
+    return v;
+  }
+};
+uint32_t float_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+float bits_float(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+}  // namespace
+
+std::string ConvPlanBook::pack() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string out;
+  put(out, place_ ? 1 : 0, 1);
+  if (place_) {
+    put(out, place_->device.size(), 4);
+    out += place_->device;
+    put(out, uint64_t(place_->cc_major), 4);
+    put(out, uint64_t(place_->cc_minor), 4);
+    put(out, uint64_t(place_->cudnn_version), 8);
+    put(out, place_->deterministic ? 1 : 0, 1);
+  }
+  put(out, choices_.size(), 8);
+  for (const auto& [k, c] : choices_) {
+    for (int64_t v : {int64_t(k.dir), k.n, k.h, k.w, k.c, k.k, k.r, k.stride, k.pad, int64_t(k.dtype),
+                      int64_t(c.legacy_algo), int64_t(c.candidate), c.engine})
+      put(out, uint64_t(v), 8);
+    put(out, float_bits(c.time_ms), 4);
+    put(out, float_bits(c.legacy_ms), 4);
+  }
+  return out;
+}
+
+void ConvPlanBook::adopt(const std::string& packed) {
+  Unpacker u{packed};
+  if (u.get(1)) {
+    ConvPlanPlace p;
+    const size_t n = size_t(u.get(4));
+    TR_CHECK(u.at + n <= packed.size(), "ConvPlanBook::adopt: a device name past the end");
+    p.device = packed.substr(u.at, n);
+    u.at += n;
+    p.cc_major = int(u.get(4));
+    p.cc_minor = int(u.get(4));
+    p.cudnn_version = int64_t(u.get(8));
+    p.deterministic = u.get(1) != 0;
+    bind(p);
+  }
+  const uint64_t count = u.get(8);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (uint64_t i = 0; i < count; ++i) {
+    ConvKey k;
+    k.dir = ConvDir(u.get(8));
+    for (int64_t* f : {&k.n, &k.h, &k.w, &k.c, &k.k, &k.r, &k.stride, &k.pad}) *f = int64_t(u.get(8));
+    k.dtype = DType(u.get(8));
+    ConvPlanChoice c;
+    c.legacy_algo = int(int64_t(u.get(8)));
+    c.candidate = int(int64_t(u.get(8)));
+    c.engine = int64_t(u.get(8));
+    c.time_ms = bits_float(uint32_t(u.get(4)));
+    c.legacy_ms = bits_float(uint32_t(u.get(4)));
+    choices_.insert_or_assign(k, c);  // the first process's choice wins over one read from a local file
+  }
+  TR_CHECK(u.at == packed.size(), "ConvPlanBook::adopt: ", packed.size() - u.at, " bytes left over");
+}
+
+void share_first_process_plans(ConvPlanBook& book, World& world, std::chrono::milliseconds timeout,
+                               const std::function<void()>& prepare) {
+  const bool first = world.process() == 0;
+  if (first) prepare();
+  std::string packed = first ? book.pack() : std::string();
+  uint64_t bytes = packed.size();
+  world.broadcast(&bytes, sizeof bytes, 0, "the first process's convolution plans (size)", timeout);
+  packed.resize(size_t(bytes));
+  world.broadcast(packed.data(), packed.size(), 0, "the first process's convolution plans", timeout);
+  if (first) return;
+  book.adopt(packed);
+  prepare();
 }
 
 std::vector<std::pair<ConvKey, ConvPlanChoice>> ConvPlanBook::entries() const {

@@ -18,6 +18,10 @@
 //   Replay   --conv-plans FILE without --cudnn-benchmark: a key in the book
 //            takes its recorded choice; a key that is not is an error that
 //            names it, so a replayed run never times anything.
+// Under a launcher (mpirun, srun) each process holds a book of its own. In
+// Record mode the first process prepares its plans first and the others take
+// its book before they prepare theirs (share_first_process_plans), so every
+// process runs the first one's timed plans, as rank threads of one process do.
 // A choice is the algorithm the legacy heuristic picked, plus the engine
 // candidate that replaced it, if one did. The candidate is its position in
 // conv_engine_plans' list, stored with cuDNN's global engine index so that a
@@ -25,7 +29,9 @@
 // version and whether determinism was asked for. So a Record or Replay book is
 // bound to the place it was made (ConvPlanPlace) and refuses any other.
 // Host-only and thread-safe: rank threads share one book.
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -34,6 +40,7 @@
 #include <utility>
 #include <vector>
 
+#include "framework/comm/world.h"
 #include "framework/ops/conv_key.h"
 
 namespace tr {
@@ -92,6 +99,12 @@ class ConvPlanBook {
   // is a UserError.
   void add_loaded(const ConvKey& key, const ConvPlanChoice& choice);
 
+  // The place and every entry as bytes, for another process's adopt().
+  std::string pack() const;
+  // Binds to the packed place (a UserError where it differs) and takes every
+  // packed entry, in place of this book's own for the same key; not yet used.
+  void adopt(const std::string& packed);
+
   // Every entry, in key order.
   std::vector<std::pair<ConvKey, ConvPlanChoice>> entries() const;
   size_t size() const;
@@ -114,5 +127,12 @@ class ConvPlanBook {
   std::set<ConvKey> used_;
   size_t unsaved_ = 0;
 };
+
+// Runs `prepare` (which makes this process's plans, recording into `book`)
+// so that every process of `world` ends with the first process's choices:
+// process 0 prepares first, then its book goes to the others, which adopt it
+// and prepare. Each waits at most `timeout` for process 0's book.
+void share_first_process_plans(ConvPlanBook& book, World& world, std::chrono::milliseconds timeout,
+                               const std::function<void()>& prepare);
 
 }  // namespace tr

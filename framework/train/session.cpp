@@ -93,10 +93,21 @@ TrainingSession::TrainingSession(const RunOptions& opt, DataView train, DataView
                               std::chrono::milliseconds(opt.watchdog_ms));
   }
   int64_t workspace = 0;
-  for (int l = 0; l < local_ranks; ++l) {
-    contexts_.push_back(make_context(opt.backend, first_rank + l, ranks, opt.first_device + l,
-                                     opt.algos, comm_.get()));
-    workspace = std::max(workspace, contexts_.back()->prepare_workspace(model_, dims));
+  auto make_contexts = [&] {
+    for (int l = 0; l < local_ranks; ++l) {
+      contexts_.push_back(make_context(opt.backend, first_rank + l, ranks, opt.first_device + l,
+                                       opt.algos, comm_.get()));
+      workspace = std::max(workspace, contexts_.back()->prepare_workspace(model_, dims));
+    }
+  };
+  // Timed plans under a launcher: every process takes the first one's (Note
+  // [convolution plan books]). Its timing may take minutes on a large model.
+  ConvPlanBook* book = opt.algos.conv_plans.get();
+  if (book && book->use() == ConvPlanUse::Record && processes > 1) {
+    const auto wait = std::max(std::chrono::milliseconds(opt.watchdog_ms), std::chrono::milliseconds(600000));
+    share_first_process_plans(*book, *opt.world, wait, make_contexts);
+  } else {
+    make_contexts();
   }
   {
     nvtx::Range range(nvtx::Phase::Plan);
