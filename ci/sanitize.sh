@@ -40,8 +40,9 @@ case "$kind" in
     export OPENBLAS_NUM_THREADS=1
     # The tests that start rank threads: data parallelism, BN sync, gradient
     # buckets, the all-reduce benchmark, weak scaling, the zoo's and the
-    # augmentation's N ranks x B/N checks, and tr-bench runs with --ranks 2.
-    include='^(DataParallel|BnSync|GradBuckets|AllreduceBench|WeakScaling|ProcessComm)\.|Ranks(Match|Agree)|^TrBenchCli\.(TraceMarks|BatchPerGpu)'
+    # augmentation's N ranks x B/N checks, tr-bench runs with --ranks 2, and
+    # the plan books that processes (threads here) hand on.
+    include='^(DataParallel|BnSync|GradBuckets|AllreduceBench|WeakScaling|ProcessComm)\.|Ranks(Match|Agree)|^TrBenchCli\.(TraceMarks|BatchPerGpu)|^ConvPlanBook\.EveryProcess'
     ;;
 esac
 args=(-R "$include")
