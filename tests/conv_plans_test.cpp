@@ -117,6 +117,13 @@ TEST(ConvPlanBook, TheDigestNamesTheUsedPlansNotTheirTimes) {
   EXPECT_THROW(d.add_loaded(k2, legacy(0)), UserError);
 }
 
+// Reports keep digests: one made by an older build must name the same plans.
+TEST(ConvPlanBook, TheDigestIsStableAcrossBuilds) {
+  ConvPlanBook b(ConvPlanUse::Record);
+  fill(b);
+  EXPECT_EQ(b.digest(), "e78748439af0b076");
+}
+
 TEST(ConvPlanBook, RefusesAnotherPlaceWhereItDecides) {
   for (ConvPlanUse use : {ConvPlanUse::Record, ConvPlanUse::Replay}) {
     ConvPlanBook b(use, "plans.json");

@@ -4,6 +4,7 @@
 // ConvPlanCache (conv_plan_cache_cuda.h) keeps one plan per key; ConvPlanBook
 // (conv_plan_book.h) keeps timed choices per key across caches and processes.
 // Host-only, no CUDA: CPU builds and the plan file's parser use it too.
+#include <array>
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
@@ -35,6 +36,18 @@ struct ConvKey {
   int64_t wo() const { return conv_out_size(w, r, stride, pad); }
   auto operator<=>(const ConvKey&) const = default;
   std::string str() const;
+  // (dir, n, h, w, c, k, r, stride, pad, dtype) as integers: what a digest or
+  // a packed book (conv_plan_book.h) holds; from_ints() is the inverse.
+  std::array<int64_t, 10> ints() const {
+    return {int64_t(dir), n, h, w, c, k, r, stride, pad, int64_t(dtype)};
+  }
+  static ConvKey from_ints(const std::array<int64_t, 10>& v) {
+    ConvKey x;
+    x.dir = ConvDir(v[0]);
+    x.n = v[1], x.h = v[2], x.w = v[3], x.c = v[4], x.k = v[5], x.r = v[6], x.stride = v[7], x.pad = v[8];
+    x.dtype = DType(v[9]);
+    return x;
+  }
 };
 
 // The key of a conv node from its op kind, its input shapes in the node's order

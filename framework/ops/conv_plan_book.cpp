@@ -115,9 +115,8 @@ std::string ConvPlanBook::pack() const {
   }
   put(out, choices_.size(), 8);
   for (const auto& [k, c] : choices_) {
-    for (int64_t v : {int64_t(k.dir), k.n, k.h, k.w, k.c, k.k, k.r, k.stride, k.pad, int64_t(k.dtype),
-                      int64_t(c.legacy_algo), int64_t(c.candidate), c.engine})
-      put(out, uint64_t(v), 8);
+    for (int64_t v : k.ints()) put(out, uint64_t(v), 8);
+    for (int64_t v : {int64_t(c.legacy_algo), int64_t(c.candidate), c.engine}) put(out, uint64_t(v), 8);
     put(out, float_bits(c.time_ms), 4);
     put(out, float_bits(c.legacy_ms), 4);
   }
@@ -141,10 +140,9 @@ void ConvPlanBook::adopt(const std::string& packed) {
   const uint64_t count = u.get(8);
   std::lock_guard<std::mutex> lock(mu_);
   for (uint64_t i = 0; i < count; ++i) {
-    ConvKey k;
-    k.dir = ConvDir(u.get(8));
-    for (int64_t* f : {&k.n, &k.h, &k.w, &k.c, &k.k, &k.r, &k.stride, &k.pad}) *f = int64_t(u.get(8));
-    k.dtype = DType(u.get(8));
+    std::array<int64_t, 10> ints;
+    for (int64_t& v : ints) v = int64_t(u.get(8));
+    const ConvKey k = ConvKey::from_ints(ints);
     ConvPlanChoice c;
     c.legacy_algo = int(int64_t(u.get(8)));
     c.candidate = int(int64_t(u.get(8)));
@@ -201,9 +199,8 @@ std::string ConvPlanBook::digest() const {
   Fnv1a f;
   for (const ConvKey& k : used_) {
     const ConvPlanChoice& c = choices_.at(k);
-    for (int64_t v : {int64_t(k.dir), k.n, k.h, k.w, k.c, k.k, k.r, k.stride, k.pad, int64_t(k.dtype),
-                      int64_t(c.legacy_algo), int64_t(c.candidate), c.engine})
-      f.u64(uint64_t(v));
+    for (int64_t v : k.ints()) f.u64(uint64_t(v));
+    for (int64_t v : {int64_t(c.legacy_algo), int64_t(c.candidate), c.engine}) f.u64(uint64_t(v));
   }
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(f.h));
