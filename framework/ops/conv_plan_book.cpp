@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "framework/comm/world.h"
 #include "framework/core/error.h"
 #include "framework/core/fnv1a.h"
 

@@ -40,10 +40,11 @@
 #include <utility>
 #include <vector>
 
-#include "framework/comm/world.h"
 #include "framework/ops/conv_key.h"
 
 namespace tr {
+
+class World;  // framework/comm/world.h
 
 struct ConvPlanChoice {
   int legacy_algo = -1;   // cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t the heuristic chose
