@@ -36,6 +36,18 @@ __device__ __forceinline__ unsigned smem_addr(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 
+// Four 8x8 blocks as stored; lane l addresses row l & 7 of block l >> 3, and
+// lane 4*g + t receives (row g; columns 2t, 2t+1) of each: with rows = pixels
+// and columns = channels, an A fragment of a matrix whose reduction index runs
+// along those columns; with rows = output channels, a B fragment.
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const __half* smem_row) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(smem_row)));
+#endif
+}
+
 // Four 8x8 blocks, transposed; lane l addresses row l & 7 of block l >> 3.
 __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const __half* smem_row) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
