@@ -21,7 +21,7 @@
 // and all 64 channels (2 x 8 mma tiles); a tap is an address shift, and a tap
 // outside the image reads the zero pixel (the padding of a, not of x).
 //
-// BM_ConvBnFused/<shape>/<batch>/<path>, shapes the cnn's six deep
+// BM_ConvBnFused/<shape>/<batch>/<path>/<minb>, shapes the cnn's six deep
 // convolutions (H, C -> K): 28,32->64  14,64->64  14,64->128  7,128->128
 // 7,128->256  3,256->256:
 //   path 0  tr's chain today: apply kernel, cuDNN's legacy convolution (its
@@ -30,7 +30,10 @@
 //   path 1  the fused kernel and finalize_sums;
 //   path 2  cuDNN's convolution alone;
 //   path 3  the fused kernel without prologue or statistics (the raw
-//           convolution, against path 2).
+//           convolution, against path 2);
+// paths 1 and 3 with minb 1 (launch bounds for one block per SM, two
+// shared-memory stages when C > 32) and minb 2 (at most 128 registers, one
+// stage, two blocks per SM: one block's loads beside the other's products).
 // Each path is captured 8 times over in one graph (programmatic launch on, as
 // in a step) and timed by CUDA events. Counters: us (per chain), nodes (graph
 // nodes per chain), rows_per_block, blocks. Before timing, paths 1 and 3 are
@@ -77,25 +80,27 @@ constexpr int kChainsPerGraph = 8;
 __host__ __device__ constexpr int x_tile_halves(int R, int W) { return ((R + 2) * W + 1) * kRow; }
 constexpr int kWTileHalves = kKT * 9 * kRow;
 __host__ __device__ constexpr int stage_halves(int R, int W) { return x_tile_halves(R, W) + kWTileHalves; }
-// Two stages, the tap masks, and (scale, shift) for up to kMaxC channels.
-size_t fused_smem_bytes(int R, int W) {
-  return size_t(2) * stage_halves(R, W) * sizeof(__half) + kMaxPixels * sizeof(int) + 2 * kMaxC * sizeof(float);
+// nst stages, the tap masks, and (scale, shift) for up to kMaxC channels.
+size_t fused_smem_bytes(int R, int W, int nst) {
+  return size_t(nst) * stage_halves(R, W) * sizeof(__half) + kMaxPixels * sizeof(int) + 2 * kMaxC * sizeof(float);
 }
 
 // x[N,H,W,C], w[K,3,3,C] -> y[N,H,W,K] (and a, partial): see the top of the file.
-// Q = N*H rows; grid (ceil(Q / R), K / 64); partial[gridDim.x][2][K].
-template <bool PROLOGUE, bool STATS>
-__global__ void __launch_bounds__(kThreads, 1)
+// Q = N*H rows; grid (ceil(Q / R), K / 64); partial[gridDim.x][2][K]. nst
+// stages: 2 loads the next 32 channels while the tensor cores take these; 1
+// (shared memory for MINB blocks per SM) loads them after.
+template <bool PROLOGUE, bool STATS, int MINB>
+__global__ void __launch_bounds__(kThreads, MINB)
     conv3x3_bn_fused_kernel(const __half* __restrict__ x, const __half* __restrict__ w,
                             const float* __restrict__ sums_in, const __half* __restrict__ gamma,
                             const __half* __restrict__ beta, double inv_count, __half* __restrict__ a,
                             __half* __restrict__ y, float* __restrict__ partial, int H, int W, int C, int K, int Q,
-                            int R) {
+                            int R, int nst) {
   grid_dependency_begin();
   extern __shared__ __align__(16) unsigned char smem[];
   const int SH = stage_halves(R, W), XH = x_tile_halves(R, W);
   __half* stages = reinterpret_cast<__half*>(smem);
-  int* taps = reinterpret_cast<int*>(smem + size_t(2) * SH * sizeof(__half));
+  int* taps = reinterpret_cast<int*>(smem + size_t(nst) * SH * sizeof(__half));
   float* scs = reinterpret_cast<float*>(taps + kMaxPixels);
   float* shs = scs + kMaxC;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -118,7 +123,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     taps[p] = m;
   }
-  for (int i = threadIdx.x; i < 2 * (kRow / 8); i += kThreads)
+  for (int i = threadIdx.x; i < nst * (kRow / 8); i += kThreads)
     *reinterpret_cast<uint4*>(stages + (i / (kRow / 8)) * SH + tile_pix * kRow + (i % (kRow / 8)) * 8) =
         make_uint4(0, 0, 0, 0);
   if (PROLOGUE)
@@ -184,8 +189,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
   for (int s = 0; s < 2; ++s) mask[s] = has[s] ? taps[(warp + 8 * s) * 16 + a_row] : 0;
   for (int j = 0; j < nc; ++j) {
-    const int st = j & 1;
-    if (j + 1 < nc) {
+    const int st = j % nst;
+    if (nst == 2 && j + 1 < nc) {
       load(st ^ 1, (j + 1) * kCT);
       cp_async_wait<1>();
     } else {
@@ -227,6 +232,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
     }
     __syncthreads();  // the next load overwrites this stage
+    if (nst == 1 && j + 1 < nc) load(0, (j + 1) * kCT);
   }
 
   // y, and the statistics of its f16 values. Thread (g, t) holds pixels
@@ -291,15 +297,15 @@ struct Shape {
 };
 const Shape kShapes[] = {{28, 32, 64}, {14, 64, 64}, {14, 64, 128}, {7, 128, 128}, {7, 128, 256}, {3, 256, 256}};
 
-// Rows per block: the fewest waves (one block per SM) times the chunks each
+// Rows per block: the fewest waves (minb blocks per SM) times the chunks each
 // warp runs, ties to the larger tile (fewer partials to add).
-int rows_per_block(int64_t Q, int W, int K, int sms) {
+int rows_per_block(int64_t Q, int W, int K, int sms, int minb) {
   int best = 1;
   double best_cost = 1e300;
   for (int R = 1; R * W <= kMaxPixels; ++R) {
     const int64_t blocks = ceil_div(Q, R) * (K / kKT);
     const double per_warp = double(ceil_div(ceil_div(int64_t(R) * W, 16), 8));
-    const double cost = double(ceil_div(blocks, sms)) * (per_warp + 0.5);
+    const double cost = double(ceil_div(blocks, int64_t(sms) * minb)) * (per_warp + 0.5);
     if (cost <= best_cost) {
       best_cost = cost;
       best = R;
@@ -309,7 +315,11 @@ int rows_per_block(int64_t Q, int W, int K, int sms) {
 }
 
 struct Case {
-  int N, H, C, K, R;
+  int N, H, C, K;
+  int minb = 1;  // blocks per SM the fused kernel is built for (1: two stages; 2: one)
+  int R = 1;
+  int nst() const { return minb == 1 && C / kCT > 1 ? 2 : 1; }
+  size_t smem() const { return fused_smem_bytes(R, H, nst()); }
   int64_t rows() const { return int64_t(N) * H * H; }
   unsigned blocks() const { return unsigned(ceil_div(int64_t(N) * H, R)); }
 };
@@ -389,21 +399,24 @@ void launch_path(int path, const Case& c, Buffers& b, const CudnnConv& conv, cud
     return;
   }
   const dim3 grid(c.blocks(), unsigned(c.K / kKT));
-  const size_t smem = fused_smem_bytes(c.R, c.H);
   const int Q = c.N * c.H;
   if (path == 1) {
-    launch_kernel(&env, {grid, dim3(kThreads), smem}, conv3x3_bn_fused_kernel<true, true>, (const __half*)b.x.p,
-                  (const __half*)b.w.p, (const float*)b.sums_in.p, (const __half*)b.gamma.p,
-                  (const __half*)b.beta.p, inv, b.a_fused.p, b.y_fused.p, b.partial.p, c.H, c.H, c.C, c.K, Q, c.R);
+    launch_kernel(&env, {grid, dim3(kThreads), c.smem()},
+                  c.minb == 1 ? conv3x3_bn_fused_kernel<true, true, 1> : conv3x3_bn_fused_kernel<true, true, 2>,
+                  (const __half*)b.x.p, (const __half*)b.w.p, (const float*)b.sums_in.p, (const __half*)b.gamma.p,
+                  (const __half*)b.beta.p, inv, b.a_fused.p, b.y_fused.p, b.partial.p, c.H, c.H, c.C, c.K, Q, c.R,
+                  c.nst());
     SumOut<float, 2> out;
     out.partial = b.partial.p;
     out.f32 = b.sums_fused.p;
     launch_kernel(&env, {unsigned(ceil_div(c.K, 32)), dim3(32, 32), 0}, finalize_sums<float, 2>,
                   (const float*)b.partial.p, int(c.blocks()), int64_t(c.K), out);
   } else {
-    launch_kernel(&env, {grid, dim3(kThreads), smem}, conv3x3_bn_fused_kernel<false, false>, (const __half*)b.x.p,
-                  (const __half*)b.w.p, (const float*)nullptr, (const __half*)nullptr, (const __half*)nullptr, inv,
-                  (__half*)nullptr, b.y_fused.p, (float*)nullptr, c.H, c.H, c.C, c.K, Q, c.R);
+    launch_kernel(&env, {grid, dim3(kThreads), c.smem()},
+                  c.minb == 1 ? conv3x3_bn_fused_kernel<false, false, 1> : conv3x3_bn_fused_kernel<false, false, 2>,
+                  (const __half*)b.x.p, (const __half*)b.w.p, (const float*)nullptr, (const __half*)nullptr,
+                  (const __half*)nullptr, inv, (__half*)nullptr, b.y_fused.p, (float*)nullptr, c.H, c.H, c.C, c.K,
+                  Q, c.R, c.nst());
   }
 }
 
@@ -444,8 +457,9 @@ void BM_ConvBnFused(benchmark::State& state) {
   const int path = int(state.range(2));
   GpuHandles gh;
   gh.sm_count = query_sm_count(0);
-  Case c{int(state.range(1)), sh.h, sh.c, sh.k, 1};
-  c.R = rows_per_block(int64_t(c.N) * c.H, c.H, c.K, gh.sm_count);
+  Case c{int(state.range(1)), sh.h, sh.c, sh.k};
+  c.minb = int(state.range(3));
+  c.R = rows_per_block(int64_t(c.N) * c.H, c.H, c.K, gh.sm_count, c.minb);
   try {
     cudnn_graph::ProbeEnv pe;
     Buffers b(c);
@@ -456,13 +470,10 @@ void BM_ConvBnFused(benchmark::State& state) {
     env.stream = pe.stream;
     env.gpu = &gh;
     CudnnConv conv(pe.h, c);
-    const size_t smem = fused_smem_bytes(c.R, c.H);
-    check_cuda(cudaFuncSetAttribute(conv3x3_bn_fused_kernel<true, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    int(smem)),
-               "shared memory");
-    check_cuda(cudaFuncSetAttribute(conv3x3_bn_fused_kernel<false, false>,
-                                    cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
-               "shared memory");
+    for (auto* k : {conv3x3_bn_fused_kernel<true, true, 1>, conv3x3_bn_fused_kernel<true, true, 2>,
+                    conv3x3_bn_fused_kernel<false, false, 1>, conv3x3_bn_fused_kernel<false, false, 2>})
+      check_cuda(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(c.smem())),
+                 "shared memory");
     // Inputs: x around a shifted mean, weights of a He-like scale, and the
     // statistics of x itself (what the BatchNorm before the convolution uses).
     bench::device_fill(b.x.p, DType::F16, c.rows() * c.C, -1.0, 3.0, 11);
@@ -488,13 +499,16 @@ void BM_ConvBnFused(benchmark::State& state) {
       err_sums = rel_l2(download(b.sums_fused, size_t(2 * c.K)), download(b.sums_ref, size_t(2 * c.K)));
     }
     const bool ok = a_same && err_y < 2e-3 && err_sums < 1e-3;
-    std::printf("[ conv bn fused ] %dx%dx%d->%d batch %d R %d blocks %u: %s (a %s, rel_err_y %.2e, rel_err_sums %.2e)\n",
-                c.H, c.H, c.C, c.K, c.N, c.R, c.blocks() * unsigned(c.K / kKT), ok ? "matches" : "MISMATCH",
+    std::printf(
+        "[ conv bn fused ] %dx%dx%d->%d batch %d path %d, %d block(s) per SM, R %d, %u blocks: %s (a %s, rel_err_y "
+        "%.2e, rel_err_sums %.2e)\n",
+        c.H, c.H, c.C, c.K, c.N, path, c.minb, c.R, c.blocks() * unsigned(c.K / kKT), ok ? "matches" : "MISMATCH",
                 fused_path == 1 ? (a_same ? "same bits" : "DIFFERS") : "not made", err_y, err_sums);
     state.counters["rel_err_y"] = err_y;
     state.counters["rel_err_sums"] = err_sums;
     state.counters["rows_per_block"] = c.R;
     state.counters["blocks"] = double(c.blocks()) * (c.K / kKT);
+    state.counters["smem_kb"] = double(c.smem()) / 1024;
     if (!ok) {
       state.SkipWithError("the fused kernel does not match the chain it replaces");
       return;
@@ -529,12 +543,22 @@ void BM_ConvBnFused(benchmark::State& state) {
   }
 }
 
+// Paths 0 and 2 (tr's chain, cuDNN) once; the fused paths 1 and 3 with one
+// and with two blocks per SM.
+void conv_bn_fused_args(benchmark::internal::Benchmark* b) {
+  for (int shape = 0; shape < int(std::size(kShapes)); ++shape)
+    for (int batch : {256, 1024})
+      for (int path = 0; path < 4; ++path)
+        for (int minb : {1, 2})
+          if (minb == 1 || path == 1 || path == 3) b->Args({shape, batch, path, minb});
+}
+
 }  // namespace
 }  // namespace tr
 
 BENCHMARK(tr::BM_ConvBnFused)
-    ->ArgsProduct({{0, 1, 2, 3, 4, 5}, {256, 1024}, {0, 1, 2, 3}})
-    ->ArgNames({"shape", "batch", "path"})
+    ->Apply(tr::conv_bn_fused_args)
+    ->ArgNames({"shape", "batch", "path", "minb"})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 #endif  // TR_HAVE_CUDA
