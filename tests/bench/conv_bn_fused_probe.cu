@@ -65,6 +65,7 @@
 #include "tests/bench/cudnn_probe_env.h"
 #include "tests/bench/device_fill.h"
 #include "tests/bench/probe_bn_apply_cuda.h"
+#include "tests/bench/probe_fixed_sums_cuda.h"
 
 namespace tr {
 namespace {
@@ -90,32 +91,8 @@ size_t fused_smem_bytes(int R, int W, int nst) {
   return size_t(nst) * stage_halves(R, W) * sizeof(__half) + kMaxPixels * sizeof(int) + 2 * kMaxC * sizeof(float);
 }
 
-// Statistics in 64.64 fixed point: word 0 the fraction (unsigned), word 1
-// the integer part (signed). Integer adds do not depend on their order, so
-// blocks can add their partials with atomics and the sums are the same bits
-// in every run, with no finalize kernel; the carry of the fraction's add goes
-// to the integer word, so the 128-bit total is exact. |v| < 2^62; a
-// fraction finer than 2^-64 is dropped.
-__device__ __forceinline__ void fixed_add(unsigned long long* p, float v) {
-  const double d = double(v), whole = floor(d);
-  const unsigned long long lo = static_cast<unsigned long long>((d - whole) * 18446744073709551616.0);
-  const unsigned long long old = atomicAdd(p, lo);
-  const unsigned long long hi = static_cast<unsigned long long>(static_cast<long long>(whole)) + (old + lo < old);
-  if (hi != 0) atomicAdd(p + 1, hi);
-}
-__device__ __forceinline__ double fixed_value(const unsigned long long* p) {
-  return double(static_cast<long long>(p[1])) + double(p[0]) * 5.421010862427522170037264e-20;  // 2^-64
-}
-// bn_train_affine over fixed-point sums fx[(k * C + ch) * 2]: a sum that one
-// float made gives that float's double, so the same (scale, shift).
-__device__ __forceinline__ void bn_affine_fixed(const unsigned long long* fx, const __half* gamma, const __half* beta,
-                                                int C, int ch, double inv_count, float eps, float& sc, float& sh) {
-  const double m = fixed_value(fx + 2 * ch) * inv_count;
-  const double var = fmax(fixed_value(fx + 2 * (int64_t(C) + ch)) * inv_count - m * m, 0.0);
-  const double scale = double(__half2float(gamma[ch])) * (1.0 / sqrt(var + double(eps)));
-  sc = float(scale);
-  sh = float(double(__half2float(beta[ch])) - m * scale);
-}
+
+// fx <- sums f32[n] (fx zeroed first): inputs in fixed point.
 __global__ void to_fixed_kernel(const float* sums, int n, unsigned long long* fx) {
   const int i = int(blockIdx.x * blockDim.x + threadIdx.x);
   if (i < n) fixed_add(fx + 2 * i, sums[i]);

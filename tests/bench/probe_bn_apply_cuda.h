@@ -10,7 +10,22 @@
 
 namespace tr::cuda {
 
-// y = relu(scale * x + shift) with (scale, shift) from sums; VEC channels per thread.
+// y = relu(scale * x + shift) over rows r0, r0 + stride, ... of the VEC
+// channels from c0.
+template <int VEC>
+__device__ __forceinline__ void apply_rows_affine(const __half* x, const float (&sc)[VEC], const float (&sh)[VEC],
+                                                  __half* y, int64_t rows, int64_t C, int64_t c0, int64_t r0,
+                                                  int64_t stride) {
+  for (int64_t r = r0; r < rows; r += stride) {
+    float v[VEC];
+    load_vec<__half, VEC>(x + r * C + c0, v);
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) v[i] = bn_relu_value(sc[i], sh[i], v[i], true);
+    store_vec<__half, VEC>(y + r * C + c0, v);
+  }
+}
+
+// The same with (scale, shift) from sums f32[2,C].
 template <int VEC>
 __device__ __forceinline__ void apply_rows(const __half* x, const float* sums, const __half* gamma,
                                            const __half* beta, __half* y, int64_t rows, int64_t C, int64_t c0,
@@ -19,13 +34,7 @@ __device__ __forceinline__ void apply_rows(const __half* x, const float* sums, c
 #pragma unroll
   for (int i = 0; i < VEC; ++i)
     bn_train_affine(sums, gamma, beta, C, c0 + i, inv_count, 1e-5f, sc[i], sh[i], nullptr, nullptr);
-  for (int64_t r = r0; r < rows; r += stride) {
-    float v[VEC];
-    load_vec<__half, VEC>(x + r * C + c0, v);
-#pragma unroll
-    for (int i = 0; i < VEC; ++i) v[i] = bn_relu_value(sc[i], sh[i], v[i], true);
-    store_vec<__half, VEC>(y + r * C + c0, v);
-  }
+  apply_rows_affine<VEC>(x, sc, sh, y, rows, C, c0, r0, stride);
 }
 
 template <int VEC>
