@@ -11,14 +11,15 @@ fi
 # (tests/bench/cudnn_engine_probe.cu: every deterministic cuDNN engine for the
 # cnn's, resnet50's and vgg16bn's convolutions against the legacy plan tr
 # ships, about 250 s); its one line per case goes to the summary.
-# TR_PROBE_FILTER=BM_ConvBnFused runs the fused convolution probe
-# (tests/bench/conv_bn_fused_probe.cu: a 3x3 convolution of our own with the
-# BatchNorm + ReLU before it and the statistics after it, against tr's chain
-# of apply, cuDNN and statistics, at the cnn's six deep convolutions).
+# TR_PROBE_FILTER=BM_ConvBn runs the fused convolution probes
+# (tests/bench/conv_bn_fused_probe.cu, conv_bn_bwd_fused_probe.cu: a 3x3
+# convolution of our own with the BatchNorm work on both sides of it, forward
+# and data gradient, against tr's chains of BatchNorm kernels around cuDNN at
+# the cnn's shapes, about 200 s).
 timeout ${TR_T_PROBE:-400} "$BIN/tr_bench_ops" --benchmark_format=console \
   --benchmark_filter="${TR_PROBE_FILTER:-cudnn_fusion|BM_BnChain|cnn/b(256|1024)/(conv_fwd|conv_bwd_filter|bn_relu_apply|bn_stats)/.*/f16}" \
   --benchmark_out="$OUT/fusion_probe.json" --benchmark_out_format=json > "$OUT/fusion_probe.log" 2>&1
 rc=$?
 [ $rc -ne 0 ] && status=1
 note "cuDNN runtime fusion probe (exit $rc): $OUT/fusion_probe.json"
-grep -E '^\[ cudnn fusion \].*(configs|graph with)|^\[ bn grid sync \]|^\[ conv bn fused \]|^tr::BM_ConvBnFused.*(manual_time|ERROR)|^\[ cudnn engine \].*legacy .* in |^BM_BnChain.*median|^cnn/b' "$OUT/fusion_probe.log" | tee -a "$OUT/summary.txt"
+grep -E '^\[ cudnn fusion \].*(configs|graph with)|^\[ bn grid sync \]|^\[ conv bn (bwd )?fused \]|^tr::BM_ConvBn.*(manual_time|ERROR)|^\[ cudnn engine \].*legacy .* in |^BM_BnChain.*median|^cnn/b' "$OUT/fusion_probe.log" | tee -a "$OUT/summary.txt"

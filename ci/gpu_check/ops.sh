@@ -4,7 +4,7 @@ if ! [ -x "$BIN/tr_bench_ops" ]; then
   return 0
 fi
 timeout ${TR_T_OPS:-300} "$BIN/tr_bench_ops" --benchmark_min_time=0.01 --benchmark_format=console \
-  --benchmark_filter="${TR_OPS_FILTER:--cudnn_fusion|cudnn_engine|BM_BnChain|BM_ConvBnFused}" \
+  --benchmark_filter="${TR_OPS_FILTER:--cudnn_fusion|cudnn_engine|BM_BnChain|BM_ConvBn}" \
   --benchmark_out="$OUT/ops_bench.json" --benchmark_out_format=json > "$OUT/ops_bench.log" 2>&1
 note "op micro-benchmarks (exit $?): $OUT/ops_bench.json"
 grep -E "^BM_(Launch|OneGraph)" "$OUT/ops_bench.log" | tee -a "$OUT/summary.txt"

@@ -38,6 +38,7 @@
 #include "framework/ops/bn_affine_cuda.h"
 #include "framework/ops/channel_stats_cuda.h"
 #include "tests/bench/probe_bn_apply_cuda.h"
+#include "tests/bench/probe_check.h"
 #include "tests/bench/probe_fixed_sums_cuda.h"
 
 namespace {
@@ -205,15 +206,6 @@ __global__ void apply_cluster_kernel(const __half* x, const float* partial, int 
   }
 }
 
-bool have_gpu() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  return n > 0;
-}
-
 // channel_stats_kernel's sums, each block's then added to fx_out in fixed
 // point by the threads that stored them; block 0 clears the other parity.
 template <int VEC>
@@ -349,7 +341,7 @@ void launch_layers(const ExecEnv& env, const GpuHandles& gh, Buffers& b, int lay
 }
 
 void BM_BnChain(benchmark::State& state) {
-  if (!have_gpu()) {
+  if (!tr::probe::have_gpu()) {
     state.SkipWithError("no CUDA device");
     return;
   }

@@ -16,6 +16,8 @@
 
 #include <chrono>
 
+#include "tests/bench/probe_check.h"
+
 namespace {
 
 __global__ void empty_kernel() {}
@@ -29,17 +31,8 @@ __global__ void chain_kernel(const __half* __restrict__ x, __half* __restrict__ 
     y[i] = __hadd(x[i], __float2half(1.f));
 }
 
-bool have_gpu() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  return n > 0;
-}
-
 void BM_LaunchOneByOne(benchmark::State& state) {
-  if (!have_gpu()) {
+  if (!tr::probe::have_gpu()) {
     state.SkipWithError("no CUDA device");
     return;
   }
@@ -61,7 +54,7 @@ void BM_LaunchOneByOne(benchmark::State& state) {
 }
 
 void BM_OneGraphLaunch(benchmark::State& state) {
-  if (!have_gpu()) {
+  if (!tr::probe::have_gpu()) {
     state.SkipWithError("no CUDA device");
     return;
   }
@@ -91,7 +84,7 @@ void BM_OneGraphLaunch(benchmark::State& state) {
 }
 
 void BM_GraphChain(benchmark::State& state) {
-  if (!have_gpu()) {
+  if (!tr::probe::have_gpu()) {
     state.SkipWithError("no CUDA device");
     return;
   }
