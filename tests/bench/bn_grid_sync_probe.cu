@@ -196,14 +196,8 @@ __global__ void apply_cluster_kernel(const __half* x, const float* partial, int 
     // bn_train_affine reads sums[ch] and sums[C + ch]: a 2-element view with C = 1.
     bn_train_affine(pair, gamma + c0 + i, beta + c0 + i, 1, 0, inv_count, 1e-5f, sc[i], sh[i], nullptr, nullptr);
   }
-  const int64_t stride = int64_t(gridDim.x) * blockDim.y;
-  for (int64_t r = int64_t(blockIdx.x) * blockDim.y + threadIdx.y; r < rows; r += stride) {
-    float v[VEC];
-    load_vec<__half, VEC>(x + r * C + c0, v);
-#pragma unroll
-    for (int i = 0; i < VEC; ++i) v[i] = bn_relu_value(sc[i], sh[i], v[i], true);
-    store_vec<__half, VEC>(y + r * C + c0, v);
-  }
+  apply_rows_affine<VEC>(x, sc, sh, y, rows, C, c0, int64_t(blockIdx.x) * blockDim.y + threadIdx.y,
+                         int64_t(gridDim.x) * blockDim.y);
 }
 
 // channel_stats_kernel's sums, each block's then added to fx_out in fixed

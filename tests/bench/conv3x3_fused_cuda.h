@@ -118,6 +118,18 @@ struct BnReluPrologue {
   }
 };
 
+// What the backward reads of a BatchNorm's forward, for channel c: p[c]
+// scale, p[kMaxC + c] shift (affine), then mean and rstd (stat_from_batch);
+// returns rstd.
+__device__ __forceinline__ float bn_saved_state(const float* affine, const float* batch, int C, int c, float* p) {
+  const ChanStat s = stat_from_batch(batch, C, c, 1e-5f);
+  p[c] = affine[c];
+  p[kMaxC + c] = affine[C + c];
+  p[2 * kMaxC + c] = s.mean;
+  p[3 * kMaxC + c] = s.rstd;
+  return s.rstd;
+}
+
 // The BatchNorm + ReLU backward's apply (bn_bwd_apply_rows, bn_rows_cuda.h):
 // dx = k * (relu_grad(dy) - a - xhat * b) from the forward's x, affine and
 // batch and the backward sums dsums (f32 or fixed point), the same floats.
@@ -133,12 +145,8 @@ struct BnBwdPrologue {
   __half* dx = nullptr;
   __device__ void setup(float* p, int C) const {
     for (int c = threadIdx.x; c < C; c += kThreads) {
-      const ChanStat s = stat_from_batch(batch, C, c, 1e-5f);
-      p[c] = affine[c];
-      p[kMaxC + c] = affine[C + c];
-      p[2 * kMaxC + c] = s.mean;
-      p[3 * kMaxC + c] = s.rstd;
-      p[4 * kMaxC + c] = __half2float(gamma[c]) * s.rstd;
+      const float rstd = bn_saved_state(affine, batch, C, c, p);
+      p[4 * kMaxC + c] = __half2float(gamma[c]) * rstd;
       const double d0 = fx != nullptr ? fixed_value(fx + 2 * c) : double(dsums[c]);
       const double d1 = fx != nullptr ? fixed_value(fx + 2 * (C + c)) : double(dsums[C + c]);
       p[5 * kMaxC + c] = float(d0 * inv_count);
@@ -197,13 +205,7 @@ struct BnBwdReduceSums {
   const float* affine = nullptr;
   const float* batch = nullptr;
   __device__ void setup(float* p, int K) const {
-    for (int k = threadIdx.x; k < K; k += kThreads) {
-      const ChanStat s = stat_from_batch(batch, K, k, 1e-5f);
-      p[k] = affine[k];
-      p[kMaxC + k] = affine[K + k];
-      p[2 * kMaxC + k] = s.mean;
-      p[3 * kMaxC + k] = s.rstd;
-    }
+    for (int k = threadIdx.x; k < K; k += kThreads) bn_saved_state(affine, batch, K, k, p);
   }
   __device__ void add(int64_t gp, int k, __half2 v, const float* p, int K, float (&s1)[2], float (&s2)[2]) const {
     const __half2 xr = *reinterpret_cast<const __half2*>(x + gp * K + k);

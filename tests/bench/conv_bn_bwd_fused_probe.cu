@@ -48,6 +48,7 @@
 #include "tests/bench/conv3x3_fused_cuda.h"
 #include "tests/bench/cudnn_probe_env.h"
 #include "tests/bench/device_fill.h"
+#include "tests/bench/fused_probe_case.h"
 #include "tests/bench/probe_check.h"
 #include "tests/bench/probe_cudnn_conv3x3.h"
 
@@ -59,7 +60,6 @@ using namespace tr::cuda::fused3x3;
 using cudnn_graph::check_cuda;
 using cudnn_graph::DeviceBuf;
 
-constexpr int kChainsPerGraph = 8;
 constexpr float kEps = 1e-5f;
 
 struct Shape {
@@ -105,11 +105,6 @@ __global__ void flip_transpose_kernel(const __half* w, __half* w_t, int K, int C
   if (i >= int64_t(K) * 9 * C) return;
   const int k = int(i / (9 * C)), t = int(i / C % 9), c = int(i % C);
   w_t[(int64_t(c) * 9 + t) * K + k] = w[(int64_t(k) * 9 + (8 - t)) * C + c];
-}
-
-__global__ void to_fixed_kernel(const float* sums, int n, unsigned long long* fx) {
-  const int i = int(blockIdx.x * blockDim.x + threadIdx.x);
-  if (i < n) fixed_add(fx + 2 * i, sums[i]);
 }
 
 // tr's two backward phases, through bn_rows_cuda.h's device functions.
@@ -229,65 +224,43 @@ void BM_ConvBnBwdFused(benchmark::State& state) {
     launch_reduce(env, gh, b.dy_b.p, b.b, s.rows(), s.C, b.dsums_b.p);  // b's sums, as the layer above makes them
     check_cuda(cudaMemsetAsync(b.fx_b.p, 0, size_t(4) * s.C * 8, pe.stream), "zero");
     check_cuda(cudaMemsetAsync(b.fx_acc.p, 0, size_t(8) * s.K * 8, pe.stream), "zero");
-    to_fixed_kernel<<<unsigned(ceil_div(2 * s.C, 256)), 256, 0, pe.stream>>>(b.dsums_b.p, 2 * s.C, b.fx_b.p);
+    to_fixed_kernel<float><<<unsigned(ceil_div(2 * s.C, 256)), 256, 0, pe.stream>>>(b.dsums_b.p, 2 * s.C, b.fx_b.p);
     check_cuda(cudaStreamSynchronize(pe.stream), "inputs");
 
-    const int ref_path = path == 3 || path == 2 ? 2 : 0;
-    const int fused_path = path == 0 ? 1 : path == 2 ? 3 : path;
-    launch_path(ref_path, 0, s, b, conv, pe.h, env, gh);
-    launch_path(fused_path, 0, s, b, conv, pe.h, env, gh);
+    const int fused = probe::fused_path(path);
+    launch_path(probe::reference_path(path), 0, s, b, conv, pe.h, env, gh);
+    launch_path(fused, 0, s, b, conv, pe.h, env, gh);
     check_cuda(cudaStreamSynchronize(pe.stream), "check run");
     const size_t n_in = size_t(s.rows() * s.C), n_out = size_t(s.rows() * s.K);
     const double err_dy = probe::rel_l2(probe::download(b.dy_a_fused.p, n_out), probe::download(b.dy_a_ref.p, n_out));
     double err_dx = 0, err_sums = 0;
     bool dx_same = false;
-    if (fused_path != 3) {
+    if (fused != 3) {
       const auto dxf = probe::download(b.dx_fused.p, n_in), dxr = probe::download(b.dx_ref.p, n_in);
       err_dx = probe::rel_l2(dxf, dxr);
       dx_same = probe::same_bits(dxf, dxr);
       const auto ref = probe::download(b.dsums_ref.p, size_t(2 * s.K));
-      err_sums = fused_path == 1
-                     ? probe::rel_l2(probe::download(b.dsums_fused.p, size_t(2 * s.K)), ref)
-                     : probe::rel_l2(probe::fixed_values(probe::download(b.fx_acc.p, size_t(4) * s.K)), ref);
+      err_sums = fused == 1 ? probe::rel_l2(probe::download(b.dsums_fused.p, size_t(2 * s.K)), ref)
+                            : probe::rel_l2(probe::fixed_values(probe::download(b.fx_acc.p, size_t(4) * s.K)), ref);
     }
     const bool ok = err_dx < 1e-3 && err_dy < 2e-3 && err_sums < 2e-3;
-    std::printf(
-        "[ conv bn bwd fused ] %dx%dx%d->%d batch %d path %d, %d block(s) per SM, R %d, %u blocks: %s (dx %s, "
-        "rel_err_dx %.2e, rel_err_dy %.2e, rel_err_sums %.2e)\n",
-        s.H, s.H, s.C, s.K, s.N, path, s.minb, s.R, s.row_blocks() * unsigned(s.K / kKT),
-        ok ? "matches" : "MISMATCH", fused_path == 3 ? "not made" : dx_same ? "same bits" : "not the same bits",
-        err_dx, err_dy, err_sums);
+    char detail[192];
+    std::snprintf(detail, sizeof detail, "dx %s, rel_err_dx %.2e, rel_err_dy %.2e, rel_err_sums %.2e",
+                  fused == 3 ? "not made" : dx_same ? "same bits" : "not the same bits", err_dx, err_dy, err_sums);
+    probe::print_case("conv bn bwd fused", s, path, ok, detail);
     state.counters["rel_err_dx"] = err_dx;
     state.counters["rel_err_dy"] = err_dy;
     state.counters["rel_err_sums"] = err_sums;
-    state.counters["rows_per_block"] = s.R;
-    state.counters["blocks"] = double(s.row_blocks()) * (s.K / kKT);
-    state.counters["smem_kb"] = double(s.smem()) / 1024;
-    if (!ok) {
-      state.SkipWithError("the fused kernel does not match the chain it replaces");
-      return;
-    }
-    probe::time_chains(state, pe.stream, pe.e0, pe.e1, kChainsPerGraph,
-                       [&](int i) { launch_path(path, i % 2, s, b, conv, pe.h, env, gh); });
+    probe::finish_case(state, s, ok, pe, [&](int i) { launch_path(path, i % 2, s, b, conv, pe.h, env, gh); });
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
   }
 }
 
-void conv_bn_bwd_fused_args(benchmark::internal::Benchmark* b) {
-  for (int shape = 0; shape < int(std::size(kShapes)); ++shape)
-    for (int batch : {256, 1024})
-      for (int path = 0; path < 5; ++path)
-        for (int minb : {1, 2})
-          if (minb == 1 || (path != 0 && path != 2)) b->Args({shape, batch, path, minb});
-}
-
 }  // namespace
 }  // namespace tr
 
-BENCHMARK(tr::BM_ConvBnBwdFused)
-    ->Apply(tr::conv_bn_bwd_fused_args)
-    ->ArgNames({"shape", "batch", "path", "minb"})
-    ->UseManualTime()
-    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(tr::BM_ConvBnBwdFused)->Apply([](benchmark::internal::Benchmark* b) {
+  tr::probe::fused_probe_args(b, int(std::size(tr::kShapes)));
+});
 #endif  // TR_HAVE_CUDA

@@ -49,6 +49,7 @@
 #include "tests/bench/conv3x3_fused_cuda.h"
 #include "tests/bench/cudnn_probe_env.h"
 #include "tests/bench/device_fill.h"
+#include "tests/bench/fused_probe_case.h"
 #include "tests/bench/probe_bn_apply_cuda.h"
 #include "tests/bench/probe_check.h"
 #include "tests/bench/probe_cudnn_conv3x3.h"
@@ -60,8 +61,6 @@ using namespace tr::cuda;
 using namespace tr::cuda::fused3x3;
 using cudnn_graph::check_cuda;
 using cudnn_graph::DeviceBuf;
-
-constexpr int kChainsPerGraph = 8;
 
 struct Shape {
   int h, c, k;
@@ -80,12 +79,6 @@ struct Buffers {
         sums_fused(size_t(2 * s.K)), partial(size_t(s.row_blocks()) * 2 * s.K), fx_in(size_t(4) * s.C),
         fx_acc(size_t(8) * s.K) {}
 };
-
-// fx <- sums f32[n] (fx zeroed first): the input's statistics in fixed point.
-__global__ void to_fixed_kernel(const float* sums, int n, unsigned long long* fx) {
-  const int i = int(blockIdx.x * blockDim.x + threadIdx.x);
-  if (i < n) fixed_add(fx + 2 * i, sums[i]);
-}
 
 // One chain of `path` on env's stream (see the top of the file); path 4 adds
 // its statistics into fixed-point parity `parity` and clears the other.
@@ -160,65 +153,41 @@ void BM_ConvBnFused(benchmark::State& state) {
     launch_channel_stats<8>(&env, gh, RowSource<__half>{b.x.p, s.C}, s.rows(), s.C, b.sums_in.p, "probe");
     check_cuda(cudaMemsetAsync(b.fx_in.p, 0, size_t(4) * s.C * 8, pe.stream), "zero");
     check_cuda(cudaMemsetAsync(b.fx_acc.p, 0, size_t(8) * s.K * 8, pe.stream), "zero");
-    to_fixed_kernel<<<unsigned(ceil_div(2 * s.C, 256)), 256, 0, pe.stream>>>(b.sums_in.p, 2 * s.C, b.fx_in.p);
+    to_fixed_kernel<float><<<unsigned(ceil_div(2 * s.C, 256)), 256, 0, pe.stream>>>(b.sums_in.p, 2 * s.C, b.fx_in.p);
     check_cuda(cudaStreamSynchronize(pe.stream), "inputs");
 
     // The check: the fused path against the chain it replaces.
-    const int ref_path = path == 3 || path == 2 ? 2 : 0;
-    const int fused_path = path == 0 ? 1 : path == 2 ? 3 : path;
-    launch_path(ref_path, 0, s, b, conv, pe.h, env, gh);
-    launch_path(fused_path, 0, s, b, conv, pe.h, env, gh);
+    const int fused = probe::fused_path(path);
+    launch_path(probe::reference_path(path), 0, s, b, conv, pe.h, env, gh);
+    launch_path(fused, 0, s, b, conv, pe.h, env, gh);
     check_cuda(cudaStreamSynchronize(pe.stream), "check run");
     const size_t ny = size_t(s.rows() * s.K), na = size_t(s.rows() * s.C);
     const double err_y = probe::rel_l2(probe::download(b.y_fused.p, ny), probe::download(b.y_ref.p, ny));
     bool a_same = true;
     double err_sums = 0;
-    if (fused_path != 3) {
+    if (fused != 3) {
       a_same = probe::same_bits(probe::download(b.a_fused.p, na), probe::download(b.a_ref.p, na));
       const auto ref = probe::download(b.sums_ref.p, size_t(2 * s.K));
-      err_sums = fused_path == 1
-                     ? probe::rel_l2(probe::download(b.sums_fused.p, size_t(2 * s.K)), ref)
-                     : probe::rel_l2(probe::fixed_values(probe::download(b.fx_acc.p, size_t(4) * s.K)), ref);
+      err_sums = fused == 1 ? probe::rel_l2(probe::download(b.sums_fused.p, size_t(2 * s.K)), ref)
+                            : probe::rel_l2(probe::fixed_values(probe::download(b.fx_acc.p, size_t(4) * s.K)), ref);
     }
     const bool ok = a_same && err_y < 2e-3 && err_sums < 1e-3;
-    std::printf(
-        "[ conv bn fused ] %dx%dx%d->%d batch %d path %d, %d block(s) per SM, R %d, %u blocks: %s (a %s, rel_err_y "
-        "%.2e, rel_err_sums %.2e)\n",
-        s.H, s.H, s.C, s.K, s.N, path, s.minb, s.R, s.row_blocks() * unsigned(s.K / kKT),
-        ok ? "matches" : "MISMATCH", fused_path != 3 ? (a_same ? "same bits" : "DIFFERS") : "not made", err_y,
-        err_sums);
+    char detail[160];
+    std::snprintf(detail, sizeof detail, "a %s, rel_err_y %.2e, rel_err_sums %.2e",
+                  fused != 3 ? (a_same ? "same bits" : "DIFFERS") : "not made", err_y, err_sums);
+    probe::print_case("conv bn fused", s, path, ok, detail);
     state.counters["rel_err_y"] = err_y;
     state.counters["rel_err_sums"] = err_sums;
-    state.counters["rows_per_block"] = s.R;
-    state.counters["blocks"] = double(s.row_blocks()) * (s.K / kKT);
-    state.counters["smem_kb"] = double(s.smem()) / 1024;
-    if (!ok) {
-      state.SkipWithError("the fused kernel does not match the chain it replaces");
-      return;
-    }
-    probe::time_chains(state, pe.stream, pe.e0, pe.e1, kChainsPerGraph,
-                       [&](int i) { launch_path(path, i % 2, s, b, conv, pe.h, env, gh); });
+    probe::finish_case(state, s, ok, pe, [&](int i) { launch_path(path, i % 2, s, b, conv, pe.h, env, gh); });
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
   }
 }
 
-// Paths 0 and 2 (tr's chain, cuDNN) once; the fused paths 1, 3 and 4 with
-// one and with two blocks per SM.
-void conv_bn_fused_args(benchmark::internal::Benchmark* b) {
-  for (int shape = 0; shape < int(std::size(kShapes)); ++shape)
-    for (int batch : {256, 1024})
-      for (int path = 0; path < 5; ++path)
-        for (int minb : {1, 2})
-          if (minb == 1 || (path != 0 && path != 2)) b->Args({shape, batch, path, minb});
-}
-
 }  // namespace
 }  // namespace tr
 
-BENCHMARK(tr::BM_ConvBnFused)
-    ->Apply(tr::conv_bn_fused_args)
-    ->ArgNames({"shape", "batch", "path", "minb"})
-    ->UseManualTime()
-    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(tr::BM_ConvBnFused)->Apply([](benchmark::internal::Benchmark* b) {
+  tr::probe::fused_probe_args(b, int(std::size(tr::kShapes)));
+});
 #endif  // TR_HAVE_CUDA

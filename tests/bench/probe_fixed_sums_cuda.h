@@ -36,4 +36,12 @@ __device__ __forceinline__ void bn_affine_fixed(const unsigned long long* fx, co
   sh = float(double(__half2float(beta[ch])) - m * scale);
 }
 
+// fx <- sums f32[n] (fx zeroed first): a probe's input sums in fixed point.
+// A template so that each probe's file may launch it.
+template <typename T>
+__global__ void to_fixed_kernel(const T* sums, int n, unsigned long long* fx) {
+  const int i = int(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i < n) fixed_add(fx + 2 * i, float(sums[i]));
+}
+
 }  // namespace tr::cuda

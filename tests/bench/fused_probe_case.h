@@ -1,0 +1,58 @@
+#pragma once
+// What the two fused-convolution probes (conv_bn_fused_probe.cu,
+// conv_bn_bwd_fused_probe.cu) share around their cases: which paths run,
+// which path checks which, the counters of a launch's geometry, and the end
+// of a case (fail on a mismatch, else time the path's chain).
+//   path 0  tr's chain today      path 1  the fused kernel + finalize_sums
+//   path 2  cuDNN alone           path 3  the fused kernel's convolution alone
+//   path 4  the fused kernel alone, sums in fixed point
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <functional>
+
+#include "tests/bench/conv3x3_fused_cuda.h"
+#include "tests/bench/cudnn_probe_env.h"
+#include "tests/bench/probe_check.h"
+
+namespace tr::probe {
+
+constexpr int kChainsPerGraph = 8;
+
+// The check runs the reference and the fused path of a case's pair.
+inline int reference_path(int path) { return path == 2 || path == 3 ? 2 : 0; }
+inline int fused_path(int path) { return path == 0 ? 1 : path == 2 ? 3 : path; }
+
+// Args {shape, batch, path, minb}: paths 0 and 2 once, the fused paths with
+// one and with two blocks per SM, at batch 256 and 1024.
+inline void fused_probe_args(benchmark::internal::Benchmark* b, int shapes) {
+  for (int shape = 0; shape < shapes; ++shape)
+    for (int batch : {256, 1024})
+      for (int path = 0; path < 5; ++path)
+        for (int minb : {1, 2})
+          if (minb == 1 || (path != 0 && path != 2)) b->Args({shape, batch, path, minb});
+  b->ArgNames({"shape", "batch", "path", "minb"})->UseManualTime()->Unit(benchmark::kMicrosecond);
+}
+
+// "HxHxC->K batch N path P, M block(s) per SM, R r, B blocks" for the log.
+inline void print_case(const char* tag, const cuda::fused3x3::FusedShape& s, int path, bool ok, const char* detail) {
+  std::printf("[ %s ] %dx%dx%d->%d batch %d path %d, %d block(s) per SM, R %d, %u blocks: %s (%s)\n", tag, s.H, s.H,
+              s.C, s.K, s.N, path, s.minb, s.R, s.row_blocks() * unsigned(s.K / cuda::fused3x3::kKT),
+              ok ? "matches" : "MISMATCH", detail);
+}
+
+// The geometry's counters; then a mismatch fails the case, else chain(i)
+// (i < kChainsPerGraph, i % 2 the fixed-point parity) is timed.
+inline void finish_case(benchmark::State& state, const cuda::fused3x3::FusedShape& s, bool ok,
+                        const cudnn_graph::ProbeEnv& pe, const std::function<void(int)>& chain) {
+  state.counters["rows_per_block"] = s.R;
+  state.counters["blocks"] = double(s.row_blocks()) * (s.K / cuda::fused3x3::kKT);
+  state.counters["smem_kb"] = double(s.smem()) / 1024;
+  if (!ok) {
+    state.SkipWithError("the fused kernel does not match the chain it replaces");
+    return;
+  }
+  time_chains(state, pe.stream, pe.e0, pe.e1, kChainsPerGraph, chain);
+}
+
+}  // namespace tr::probe
