@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # gpu_check_dry_run.sh: ci/gpu_check.sh, every part, on this GPU-less machine
-# with stand-ins for nvidia-smi, mpirun, the PyTorch interpreter and our tools
+# with stand-ins for nvidia-smi, mpirun, compute-sanitizer, the PyTorch interpreter and our tools
 # (each logs its command line and prints what the script greps for). Device
 # time is scarce and multi-GPU machines are rare, so a typo in a part that only
 # runs there must fail here: the script must exit 0 with 1, 2 and 4 stand-in
@@ -28,6 +28,9 @@ stub nvidia-smi 'if [ "${1:-}" = -L ]; then for i in $(seq 0 $((STUB_GPUS - 1)))
 stub mpirun 'while [ $# -gt 0 ]; do case $1 in --bind-to|-np) shift 2;; -x) export "$2"; shift 2;; *) break;; esac; done
 exec "$@"' "$work/stub"
 stub python 'echo "resnet50 eager 1.0"' "$work/stub"
+# compute-sanitizer: drop its options, run the program, report no error.
+stub compute-sanitizer 'while [ $# -gt 0 ]; do case $1 in --tool|--leak-check|--error-exitcode) shift 2;; --*) shift;; *) break;; esac; done
+"$@"; echo "========= ERROR SUMMARY: 0 errors"' "$work/stub"
 
 run_check() {  # run_check GPUS PARTS: the script's stderr and summary under $work/gpus$GPUS
   local out=$work/out$1
@@ -60,6 +63,15 @@ expect_call 1 "^tr-train --device cuda --model resnet18 .*--state-hash --cudnn-b
 expect_call 1 "^tr-bench --device cuda --mode full-capture .*--conv-plans .*conv_plans_resnet18.json --json"
 expect_summary 1 "conv plans: resnet18 b128 state hashes: timed alone 0x0123456789abcdef and 0x0123456789abcdef; recorded"
 expect_call 1 "^tr_bench_ops .*--benchmark_filter=cudnn_fusion\|BM_BnChain\|cnn/b\(256\|1024\)/"
+expect_call 1 "^compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 .*tr-train --device cuda .*--model resnet50 --mode full-capture"
+expect_summary 1 "compute-sanitizer racecheck"
+# The fused-convolution probes: a memcheck of their kernels first, then all of them.
+export TR_PROBE_FILTER=BM_ConvBn
+run_check 1 "fusion-probe"
+unset TR_PROBE_FILTER
+expect_call 1 "^compute-sanitizer --tool memcheck --error-exitcode 9 .*tr_bench_ops .*--benchmark_filter=BM_ConvBn\(Bwd\)\?Fused/"
+expect_call 1 "^tr_bench_ops .*--benchmark_filter=BM_ConvBn "
+expect_summary 1 "compute-sanitizer memcheck of the fused-convolution probes (exit 0): ERROR SUMMARY: 0 errors"
 
 run_check 2 "mpi scaling scaling-zoo"
 expect_summary 2 "mpi: GPU equivalence tests as 2 process(es) x 1 GPU(s) (exit 0)"

@@ -16,6 +16,22 @@ fi
 # convolution of our own with the BatchNorm work on both sides of it, forward
 # and data gradient, against tr's chains of BatchNorm kernels around cuDNN at
 # the cnn's shapes, about 200 s).
+# With the fused-convolution probes, first a short memcheck of a forward and a
+# data-gradient case of each fused kernel (their first run on a GPU may write
+# out of bounds; this says where).
+if [[ "${TR_PROBE_FILTER:-}" == *BM_ConvBn* ]]; then
+  CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
+  if [ -n "$CS" ]; then
+    timeout ${TR_T_SAN:-300} "$CS" --tool memcheck --error-exitcode 9 "$BIN/tr_bench_ops" --benchmark_min_time=0.001 \
+      --benchmark_filter='BM_ConvBn(Bwd)?Fused/shape:1/batch:256/path:(1|4)/minb:(1|2)' \
+      > "$OUT/fusion_probe_memcheck.log" 2>&1
+    rc=$?
+    [ $rc -ne 0 ] && status=1
+    note "compute-sanitizer memcheck of the fused-convolution probes (exit $rc): $(grep -E 'ERROR SUMMARY' "$OUT/fusion_probe_memcheck.log" | sed 's/^========= //' | paste -sd';' -)"
+  else
+    note "compute-sanitizer not found: the fused-convolution probes run without memcheck"
+  fi
+fi
 timeout ${TR_T_PROBE:-400} "$BIN/tr_bench_ops" --benchmark_format=console \
   --benchmark_filter="${TR_PROBE_FILTER:-cudnn_fusion|BM_BnChain|cnn/b(256|1024)/(conv_fwd|conv_bwd_filter|bn_relu_apply|bn_stats)/.*/f16}" \
   --benchmark_out="$OUT/fusion_probe.json" --benchmark_out_format=json > "$OUT/fusion_probe.log" 2>&1
