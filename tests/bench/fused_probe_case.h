@@ -10,6 +10,8 @@
 
 #include <cstdio>
 #include <functional>
+#include <set>
+#include <string>
 
 #include "tests/bench/conv3x3_fused_cuda.h"
 #include "tests/bench/cudnn_probe_env.h"
@@ -34,11 +36,15 @@ inline void fused_probe_args(benchmark::internal::Benchmark* b, int shapes) {
   b->ArgNames({"shape", "batch", "path", "minb"})->UseManualTime()->Unit(benchmark::kMicrosecond);
 }
 
-// "HxHxC->K batch N path P, M block(s) per SM, R r, B blocks" for the log.
+// "HxHxC->K batch N path P, M block(s) per SM, R r, B blocks" for the log,
+// once per case (Google Benchmark calls a case's function several times).
 inline void print_case(const char* tag, const cuda::fused3x3::FusedShape& s, int path, bool ok, const char* detail) {
-  std::printf("[ %s ] %dx%dx%d->%d batch %d path %d, %d block(s) per SM, R %d, %u blocks: %s (%s)\n", tag, s.H, s.H,
-              s.C, s.K, s.N, path, s.minb, s.R, s.row_blocks() * unsigned(s.K / cuda::fused3x3::kKT),
-              ok ? "matches" : "MISMATCH", detail);
+  char line[384];
+  std::snprintf(line, sizeof line, "[ %s ] %dx%dx%d->%d batch %d path %d, %d block(s) per SM, R %d, %u blocks: %s (%s)\n",
+                tag, s.H, s.H, s.C, s.K, s.N, path, s.minb, s.R, s.row_blocks() * unsigned(s.K / cuda::fused3x3::kKT),
+                ok ? "matches" : "MISMATCH", detail);
+  static std::set<std::string> printed;
+  if (printed.insert(line).second) std::fputs(line, stdout);
 }
 
 // The geometry's counters; then a mismatch fails the case, else chain(i)
