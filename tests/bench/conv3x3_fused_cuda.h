@@ -434,14 +434,7 @@ struct FusedShape {
   unsigned row_blocks() const { return unsigned(ceil_div(int64_t(N) * H, R)); }
 };
 inline FusedShape fused_shape(int N, int H, int C, int K, int sms, int minb) {
-  FusedShape s;
-  s.N = N;
-  s.H = H;
-  s.C = C;
-  s.K = K;
-  s.minb = minb;
-  s.R = rows_per_block(int64_t(N) * H, H, K, sms, minb);
-  return s;
+  return FusedShape{N, H, C, K, minb, rows_per_block(int64_t(N) * H, H, K, sms, minb)};
 }
 
 // Launches the kernel on env's stream (once per instantiation, first outside

@@ -227,33 +227,36 @@ void BM_ConvBnBwdFused(benchmark::State& state) {
     to_fixed_kernel<float><<<unsigned(ceil_div(2 * s.C, 256)), 256, 0, pe.stream>>>(b.dsums_b.p, 2 * s.C, b.fx_b.p);
     check_cuda(cudaStreamSynchronize(pe.stream), "inputs");
 
-    const int fused = probe::fused_path(path);
-    launch_path(probe::reference_path(path), 0, s, b, conv, pe.h, env, gh);
-    launch_path(fused, 0, s, b, conv, pe.h, env, gh);
-    check_cuda(cudaStreamSynchronize(pe.stream), "check run");
-    const size_t n_in = size_t(s.rows() * s.C), n_out = size_t(s.rows() * s.K);
-    const double err_dy = probe::rel_l2(probe::download(b.dy_a_fused.p, n_out), probe::download(b.dy_a_ref.p, n_out));
-    double err_dx = 0, err_sums = 0;
-    bool dx_same = false;
-    if (fused != 3) {
-      const auto dxf = probe::download(b.dx_fused.p, n_in), dxr = probe::download(b.dx_ref.p, n_in);
-      err_dx = probe::rel_l2(dxf, dxr);
-      dx_same = probe::same_bits(dxf, dxr);
-      const auto ref = probe::download(b.dsums_ref.p, size_t(2 * s.K));
-      err_sums = fused == 1 ? probe::rel_l2(probe::download(b.dsums_fused.p, size_t(2 * s.K)), ref)
-                            : probe::rel_l2(probe::fixed_values(probe::download(b.fx_acc.p, size_t(4) * s.K)), ref);
-    }
-    const bool ok = err_dx < 1e-3 && err_dy < 2e-3 && err_sums < 2e-3;
-    char detail[192];
-    std::snprintf(detail, sizeof detail, "dx %s, rel_err_dx %.2e, rel_err_dy %.2e, rel_err_sums %.2e",
-                  fused == 3 ? "not made" : dx_same ? "same bits" : "not the same bits", err_dx, err_dy, err_sums);
-    probe::print_case("conv bn bwd fused", s, path, ok, detail);
-    state.counters["rel_err_dx"] = err_dx;
-    state.counters["rel_err_dy"] = err_dy;
-    state.counters["rel_err_sums"] = err_sums;
+    // The check: the fused path against the chain it replaces (once per case).
+    const std::string key = probe::case_key(s, path);
+    const probe::CheckResult& check = probe::checked_once("conv bn bwd fused " + key, [&] {
+      const int fused = probe::fused_path(path);
+      launch_path(probe::reference_path(path), 0, s, b, conv, pe.h, env, gh);
+      launch_path(fused, 0, s, b, conv, pe.h, env, gh);
+      check_cuda(cudaStreamSynchronize(pe.stream), "check run");
+      const size_t n_in = size_t(s.rows() * s.C), n_out = size_t(s.rows() * s.K);
+      const double err_dy =
+          probe::rel_l2(probe::download(b.dy_a_fused.p, n_out), probe::download(b.dy_a_ref.p, n_out));
+      double err_dx = 0, err_sums = 0;
+      bool dx_same = false;
+      if (fused != 3) {
+        const auto dxf = probe::download(b.dx_fused.p, n_in), dxr = probe::download(b.dx_ref.p, n_in);
+        err_dx = probe::rel_l2(dxf, dxr);
+        dx_same = probe::same_bits(dxf, dxr);
+        const auto ref = probe::download(b.dsums_ref.p, size_t(2 * s.K));
+        err_sums = fused == 1 ? probe::rel_l2(probe::download(b.dsums_fused.p, size_t(2 * s.K)), ref)
+                              : probe::rel_l2(probe::fixed_values(probe::download(b.fx_acc.p, size_t(4) * s.K)), ref);
+      }
+      const bool ok = err_dx < 1e-3 && err_dy < 2e-3 && err_sums < 2e-3;
+      char detail[192];
+      std::snprintf(detail, sizeof detail, "dx %s, rel_err_dx %.2e, rel_err_dy %.2e, rel_err_sums %.2e",
+                    fused == 3 ? "not made" : dx_same ? "same bits" : "not the same bits", err_dx, err_dy, err_sums);
+      probe::print_case("conv bn bwd fused", key, s, ok, detail);
+      return probe::CheckResult{ok, {{"rel_err_dx", err_dx}, {"rel_err_dy", err_dy}, {"rel_err_sums", err_sums}}};
+    });
     // The timed chains start from zeroed fixed-point sums, as the check did.
     check_cuda(cudaMemsetAsync(b.fx_acc.p, 0, size_t(8) * s.K * 8, pe.stream), "zero");
-    probe::finish_case(state, s, ok, pe, [&](int i) { launch_path(path, i % 2, s, b, conv, pe.h, env, gh); });
+    probe::finish_case(state, s, check, pe, [&](int i) { launch_path(path, i % 2, s, b, conv, pe.h, env, gh); });
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
   }

@@ -156,31 +156,33 @@ void BM_ConvBnFused(benchmark::State& state) {
     to_fixed_kernel<float><<<unsigned(ceil_div(2 * s.C, 256)), 256, 0, pe.stream>>>(b.sums_in.p, 2 * s.C, b.fx_in.p);
     check_cuda(cudaStreamSynchronize(pe.stream), "inputs");
 
-    // The check: the fused path against the chain it replaces.
-    const int fused = probe::fused_path(path);
-    launch_path(probe::reference_path(path), 0, s, b, conv, pe.h, env, gh);
-    launch_path(fused, 0, s, b, conv, pe.h, env, gh);
-    check_cuda(cudaStreamSynchronize(pe.stream), "check run");
-    const size_t ny = size_t(s.rows() * s.K), na = size_t(s.rows() * s.C);
-    const double err_y = probe::rel_l2(probe::download(b.y_fused.p, ny), probe::download(b.y_ref.p, ny));
-    bool a_same = true;
-    double err_sums = 0;
-    if (fused != 3) {
-      a_same = probe::same_bits(probe::download(b.a_fused.p, na), probe::download(b.a_ref.p, na));
-      const auto ref = probe::download(b.sums_ref.p, size_t(2 * s.K));
-      err_sums = fused == 1 ? probe::rel_l2(probe::download(b.sums_fused.p, size_t(2 * s.K)), ref)
-                            : probe::rel_l2(probe::fixed_values(probe::download(b.fx_acc.p, size_t(4) * s.K)), ref);
-    }
-    const bool ok = a_same && err_y < 2e-3 && err_sums < 1e-3;
-    char detail[160];
-    std::snprintf(detail, sizeof detail, "a %s, rel_err_y %.2e, rel_err_sums %.2e",
-                  fused != 3 ? (a_same ? "same bits" : "DIFFERS") : "not made", err_y, err_sums);
-    probe::print_case("conv bn fused", s, path, ok, detail);
-    state.counters["rel_err_y"] = err_y;
-    state.counters["rel_err_sums"] = err_sums;
+    // The check: the fused path against the chain it replaces (once per case).
+    const std::string key = probe::case_key(s, path);
+    const probe::CheckResult& check = probe::checked_once("conv bn fused " + key, [&] {
+      const int fused = probe::fused_path(path);
+      launch_path(probe::reference_path(path), 0, s, b, conv, pe.h, env, gh);
+      launch_path(fused, 0, s, b, conv, pe.h, env, gh);
+      check_cuda(cudaStreamSynchronize(pe.stream), "check run");
+      const size_t ny = size_t(s.rows() * s.K), na = size_t(s.rows() * s.C);
+      const double err_y = probe::rel_l2(probe::download(b.y_fused.p, ny), probe::download(b.y_ref.p, ny));
+      bool a_same = true;
+      double err_sums = 0;
+      if (fused != 3) {
+        a_same = probe::same_bits(probe::download(b.a_fused.p, na), probe::download(b.a_ref.p, na));
+        const auto ref = probe::download(b.sums_ref.p, size_t(2 * s.K));
+        err_sums = fused == 1 ? probe::rel_l2(probe::download(b.sums_fused.p, size_t(2 * s.K)), ref)
+                              : probe::rel_l2(probe::fixed_values(probe::download(b.fx_acc.p, size_t(4) * s.K)), ref);
+      }
+      const bool ok = a_same && err_y < 2e-3 && err_sums < 1e-3;
+      char detail[160];
+      std::snprintf(detail, sizeof detail, "a %s, rel_err_y %.2e, rel_err_sums %.2e",
+                    fused != 3 ? (a_same ? "same bits" : "DIFFERS") : "not made", err_y, err_sums);
+      probe::print_case("conv bn fused", key, s, ok, detail);
+      return probe::CheckResult{ok, {{"rel_err_y", err_y}, {"rel_err_sums", err_sums}}};
+    });
     // The timed chains start from zeroed fixed-point sums, as the check did.
     check_cuda(cudaMemsetAsync(b.fx_acc.p, 0, size_t(8) * s.K * 8, pe.stream), "zero");
-    probe::finish_case(state, s, ok, pe, [&](int i) { launch_path(path, i % 2, s, b, conv, pe.h, env, gh); });
+    probe::finish_case(state, s, check, pe, [&](int i) { launch_path(path, i % 2, s, b, conv, pe.h, env, gh); });
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
   }
