@@ -32,7 +32,8 @@ if [[ "${TR_PROBE_FILTER:-}" == *BM_ConvBn* ]]; then
     note "compute-sanitizer not found: the fused-convolution probes run without memcheck"
   fi
 fi
-timeout ${TR_T_PROBE:-400} "$BIN/tr_bench_ops" --benchmark_format=console \
+# TR_PROBE_MIN_TIME (seconds per case) shortens a run of many cases.
+timeout ${TR_T_PROBE:-400} "$BIN/tr_bench_ops" --benchmark_format=console ${TR_PROBE_MIN_TIME:+--benchmark_min_time=$TR_PROBE_MIN_TIME} \
   --benchmark_filter="${TR_PROBE_FILTER:-cudnn_fusion|BM_BnChain|cnn/b(256|1024)/(conv_fwd|conv_bwd_filter|bn_relu_apply|bn_stats)/.*/f16}" \
   --benchmark_out="$OUT/fusion_probe.json" --benchmark_out_format=json > "$OUT/fusion_probe.log" 2>&1
 rc=$?
