@@ -243,9 +243,7 @@ void BM_ConvBnBwdFused(benchmark::State& state) {
         const auto dxf = probe::download(b.dx_fused.p, n_in), dxr = probe::download(b.dx_ref.p, n_in);
         err_dx = probe::rel_l2(dxf, dxr);
         dx_same = probe::same_bits(dxf, dxr);
-        const auto ref = probe::download(b.dsums_ref.p, size_t(2 * s.K));
-        err_sums = fused == 1 ? probe::rel_l2(probe::download(b.dsums_fused.p, size_t(2 * s.K)), ref)
-                              : probe::rel_l2(probe::fixed_values(probe::download(b.fx_acc.p, size_t(4) * s.K)), ref);
+        err_sums = probe::fused_sums_error(fused, b.dsums_fused.p, b.fx_acc.p, b.dsums_ref.p, s.K);
       }
       const bool ok = err_dx < 1e-3 && err_dy < 2e-3 && err_sums < 2e-3;
       char detail[192];

@@ -169,9 +169,7 @@ void BM_ConvBnFused(benchmark::State& state) {
       double err_sums = 0;
       if (fused != 3) {
         a_same = probe::same_bits(probe::download(b.a_fused.p, na), probe::download(b.a_ref.p, na));
-        const auto ref = probe::download(b.sums_ref.p, size_t(2 * s.K));
-        err_sums = fused == 1 ? probe::rel_l2(probe::download(b.sums_fused.p, size_t(2 * s.K)), ref)
-                              : probe::rel_l2(probe::fixed_values(probe::download(b.fx_acc.p, size_t(4) * s.K)), ref);
+        err_sums = probe::fused_sums_error(fused, b.sums_fused.p, b.fx_acc.p, b.sums_ref.p, s.K);
       }
       const bool ok = a_same && err_y < 2e-3 && err_sums < 1e-3;
       char detail[160];

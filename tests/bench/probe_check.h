@@ -54,6 +54,16 @@ inline std::vector<double> fixed_values(const std::vector<unsigned long long>& f
   return v;
 }
 
+// Relative L2 of a fused kernel's 2*K per-channel sums against ref[2*K]: from
+// its partials' finalized sums (fused path 1) or from its fixed-point
+// accumulators fx[2*K][lo, hi] (path 4).
+inline double fused_sums_error(int fused_path, const float* sums, const unsigned long long* fx, const float* ref,
+                               int K) {
+  const auto want = download(ref, size_t(2) * K);
+  return fused_path == 1 ? rel_l2(download(sums, size_t(2) * K), want)
+                         : rel_l2(fixed_values(download(fx, size_t(4) * K)), want);
+}
+
 // Captures chain(i) for i < chains on `stream` into one graph, then times
 // the graph's launches with the state's iterations: seconds per chain as
 // the manual time, and the counter "nodes" (graph nodes per chain).
