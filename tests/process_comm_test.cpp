@@ -39,20 +39,30 @@ void on_processes(int P, const std::function<void(World&)>& fn) {
     if (e) std::rethrow_exception(e);
 }
 
-TEST(ProcessComm, SumsInRankOrderLikeTheSharedMemoryComm) {
+// R rank threads of one process, then P "processes" x L threads, average the
+// same values of T (f32, or f64 as BatchNorm's sums are on the CPU): the same
+// bits, every element summed in global rank order.
+template <class T>
+void expect_processes_sum_like_threads(DType dtype) {
   const int P = 3, L = 2, R = P * L;
   const int64_t n = 1001;  // not a multiple of P: the last chunk is short
-  std::vector<std::vector<float>> data(static_cast<size_t>(R), std::vector<float>(static_cast<size_t>(n)));
+  std::vector<std::vector<T>> data(static_cast<size_t>(R), std::vector<T>(static_cast<size_t>(n)));
   for (int r = 0; r < R; ++r)
-    for (int64_t i = 0; i < n; ++i) data[size_t(r)][size_t(i)] = 1.f / float(3 + r * 7 + i) * (i % 2 ? 1e4f : 1e-3f);
+    for (int64_t i = 0; i < n; ++i) data[size_t(r)][size_t(i)] = T(1) / T(3 + r * 7 + i) * (i % 2 ? T(1e4) : T(1e-3));
   // Reference: R rank threads of one process.
   auto ref = data;
   {
     SharedMemoryComm c(R, std::chrono::milliseconds(10000));
     std::vector<std::thread> t;
     for (int r = 0; r < R; ++r)
-      t.emplace_back([&, r] { c.allreduce(r, ref[size_t(r)].data(), n, DType::F32, ReduceOp::Average, nullptr); });
+      t.emplace_back([&, r] { c.allreduce(r, ref[size_t(r)].data(), n, dtype, ReduceOp::Average, nullptr); });
     for (auto& x : t) x.join();
+  }
+  // The sum in rank order, written out here.
+  for (int64_t i = 0; i < n; ++i) {
+    T s = data[0][size_t(i)];
+    for (int r = 1; r < R; ++r) s += data[size_t(r)][size_t(i)];
+    ASSERT_EQ(ref[0][size_t(i)], s / T(R)) << "element " << i;
   }
   auto got = data;
   on_processes(P, [&](World& w) {
@@ -64,7 +74,7 @@ TEST(ProcessComm, SumsInRankOrderLikeTheSharedMemoryComm) {
       t.emplace_back([&, l] {
         const int r = w.process() * L + l;
         try {
-          c.allreduce(r, got[size_t(r)].data(), n, DType::F32, ReduceOp::Average, nullptr);
+          c.allreduce(r, got[size_t(r)].data(), n, dtype, ReduceOp::Average, nullptr);
         } catch (...) {
           errors[size_t(l)] = std::current_exception();
         }
@@ -74,7 +84,47 @@ TEST(ProcessComm, SumsInRankOrderLikeTheSharedMemoryComm) {
       if (e) std::rethrow_exception(e);
   });
   for (int r = 0; r < R; ++r)
-    EXPECT_EQ(0, std::memcmp(ref[size_t(r)].data(), got[size_t(r)].data(), size_t(n) * sizeof(float))) << "rank " << r;
+    EXPECT_EQ(0, std::memcmp(ref[size_t(r)].data(), got[size_t(r)].data(), size_t(n) * sizeof(T))) << "rank " << r;
+}
+
+TEST(ProcessComm, SumsInRankOrderLikeTheSharedMemoryComm) { expect_processes_sum_like_threads<float>(DType::F32); }
+TEST(ProcessComm, SumsDoublesInRankOrderLikeTheSharedMemoryComm) {
+  expect_processes_sum_like_threads<double>(DType::F64);
+}
+
+// Two processes that post the same count in other element types are refused
+// on both, naming the types; so are two rank threads.
+TEST(ProcessComm, AnotherElementTypeIsACollectiveMismatch) {
+  std::vector<std::string> errors(2);
+  on_processes(2, [&](World& w) {
+    ProcessComm c(w, 1, std::chrono::milliseconds(10000));
+    std::vector<double> v(8, 1.0);
+    try {
+      c.allreduce(w.process(), v.data(), 8, w.process() == 0 ? DType::F64 : DType::F32, ReduceOp::Sum, nullptr);
+    } catch (const Error& e) {
+      errors[size_t(w.process())] = e.what();
+    }
+  });
+  EXPECT_NE(errors[0].find("collective mismatch at all-reduce #0 (8 f64): process 1 (rank 1) posted 8 f32 elements"),
+            std::string::npos) << errors[0];
+  EXPECT_NE(errors[1].find("collective mismatch at all-reduce #0 (8 f32): process 0 (rank 0) posted 8 f64 elements"),
+            std::string::npos) << errors[1];
+  SharedMemoryComm c(2, std::chrono::milliseconds(10000));
+  std::vector<std::string> thread_errors(2);
+  std::vector<std::thread> t;
+  for (int r = 0; r < 2; ++r)
+    t.emplace_back([&, r] {
+      std::vector<double> v(8, 1.0);
+      try {
+        c.allreduce(r, v.data(), 8, r == 0 ? DType::F64 : DType::F32, ReduceOp::Sum, nullptr);
+      } catch (const Error& e) {
+        thread_errors[size_t(r)] = e.what();
+      }
+    });
+  for (auto& x : t) x.join();
+  for (int r = 0; r < 2; ++r)
+    EXPECT_NE(thread_errors[size_t(r)].find("rank 1 posted 8 f32 elements, rank 0 posted 8 f64"), std::string::npos)
+        << "rank " << r << ": " << thread_errors[size_t(r)];
 }
 
 TEST(ProcessComm, AProcessThatNeverArrivesTripsTheWatchdog) {

@@ -131,6 +131,78 @@ inline UpdateDiff update_diff(const std::map<std::string, std::vector<float>>& i
   return u;
 }
 
+// Note [rank-split bounds]
+// One training step of N CPU ranks x B/N against 1 rank x B. A sample's
+// forward and data gradient are the same bits in either (Note [batch-invariant
+// CPU GEMMs] in framework/ops/cpu_kernel_util.h), and so are the BatchNorm
+// statistics up to double rounding (Note [BatchNorm sums in double]); what
+// differs is the order of the f32 sums over samples of the weight and bias
+// gradients, a rounding of about 1e-7 of the update (measured at most 4e-7
+// over the zoo and the cnn with OpenBLAS's Prescott, Haswell and SkylakeX
+// kernels, 1 and 2 threads). The same step on the batch reversed changes the
+// same sums' order and nothing else: it carries the same kind of error, so it
+// is held to the same bounds (a sample whose forward depended on its place in
+// the batch would break it). A missing all-reduce halves the gradient (0.5 of
+// the update), a wrong BatchNorm count or a dropped shard is off by tens of
+// percent.
+//   overall: 1e-4, 250x the rounding measured and 5000x below a missing all-reduce;
+//   worst tensor: 1e-3, since one tensor's update may be small against the
+//   roundings in it (an EMA moves 1/100 of its weights' step; a BatchNorm
+//   beta's gradient is a sum of dy near zero): measured at most 1.5e-4.
+inline constexpr double kRankSplitStepTotal = 1e-4;
+inline constexpr double kRankSplitStepWorst = 1e-3;
+
+// Writes `state` (as state_of reads it: f32 training-state tensors by name)
+// into the arena of local rank `rank`.
+inline void load_state(Trainer& t, int rank, const std::map<std::string, std::vector<float>>& state) {
+  const CompiledModel& m = t.model();
+  const MemoryPlan& p = t.plans().plan(Variant::TrainBase);
+  for (TensorId id = 0; id < m.cg.num_tensors(); ++id) {
+    const TensorInfo& ti = m.cg.tensor(id);
+    if (!is_training_state(ti.role)) continue;
+    ASSERT_EQ(ti.dtype, DType::F32) << ti.name;
+    const std::vector<float>& v = state.at(ti.name);
+    ASSERT_EQ(int64_t(v.size()), p.shape_of(id).numel()) << ti.name;
+    t.context(rank).upload(p.offset_of(id), v.data(), v.size() * sizeof(float));
+  }
+}
+
+// Note [stepwise rank equivalence]
+// Over many steps, N ranks and one rank drift apart as soon as the rounding of
+// Note [rank-split bounds] flips a max-pool tie or a ReLU near zero in a later
+// step, and then like two runs of different data order: no bound on the end
+// state is tight and sure at once. So every step starts both from the same
+// state: before step k the one-rank run's state is written into every local
+// rank of the N-rank run, and step k's update is held to the one-step bounds.
+// Each trainer runs one batch per epoch (epochs = steps, no shuffle) from a
+// window of `batch` images that the test refills with batch k before epoch k;
+// the schedule, momentum, EMA and running statistics advance as in one run.
+struct StepwiseDiff {
+  double total = 0;  // the largest overall difference of a step's update, at step total_step
+  int total_step = 0;
+  double worst = 0;  // the largest difference of one tensor's update: worst_name at step worst_step
+  std::string worst_name;
+  int worst_step = 0;
+  double loss_rel = 0;  // the largest relative difference of a step's training loss
+};
+inline StepwiseDiff compare_stepwise(Trainer& one, Trainer& many, data::ImageDataset& window,
+                                     const data::ImageDataset& all, int steps) {
+  StepwiseDiff out;
+  const int64_t n = window.count, img = window.image_bytes();
+  for (int k = 0; k < steps; ++k) {
+    std::copy_n(all.images.begin() + k * n * img, n * img, window.images.begin());
+    std::copy_n(all.labels.begin() + k * n, n, window.labels.begin());
+    const auto before = state_of(one);
+    for (int r = 0; r < many.local_ranks(); ++r) load_state(many, r, before);
+    const EpochStats s1 = one.run_epoch(), sn = many.run_epoch();
+    const UpdateDiff u = update_diff(before, state_of(one), state_of(many));
+    if (u.total >= out.total) out.total = u.total, out.total_step = k;
+    if (u.worst >= out.worst) out.worst = u.worst, out.worst_name = u.worst_name, out.worst_step = k;
+    out.loss_rel = std::max(out.loss_rel, std::fabs(sn.train_loss - s1.train_loss) / std::fabs(s1.train_loss));
+  }
+  return out;
+}
+
 // The first training step's gradients by name (a StepHook after the backward).
 // One rank only: with several, every rank thread would run the hook at once.
 struct GradRecorder {
@@ -178,6 +250,22 @@ inline data::ImageDataset reversed(const data::ImageDataset& d) {
   for (int64_t i = 0; i < d.count; ++i) {
     std::copy_n(d.images.begin() + (d.count - 1 - i) * img, img, r.images.begin() + i * img);
     r.labels[size_t(i)] = d.labels[size_t(d.count - 1 - i)];
+  }
+  return r;
+}
+
+// d with each run of `batch` images (the last one may be shorter) in reverse
+// order: the same batches, each summed over its samples in the other order.
+inline data::ImageDataset reversed_within_batches(const data::ImageDataset& d, int64_t batch) {
+  data::ImageDataset r = d;
+  const int64_t img = d.image_bytes();
+  for (int64_t b0 = 0; b0 < d.count; b0 += batch) {
+    const int64_t b1 = std::min(d.count, b0 + batch);
+    for (int64_t i = b0; i < b1; ++i) {
+      const int64_t j = b1 - 1 - (i - b0);
+      std::copy_n(d.images.begin() + j * img, img, r.images.begin() + i * img);
+      r.labels[size_t(i)] = d.labels[size_t(j)];
+    }
   }
   return r;
 }

@@ -50,8 +50,9 @@ class NcclComm final : public Communicator {
   }
   int ranks() const override { return ranks_; }
   void allreduce(int rank, void* data, int64_t elems, DType dtype, ReduceOp op, void* stream) override {
-    TR_CHECK(dtype == DType::F32 || dtype == DType::F16, "NCCL all-reduce of ", dtype_name(dtype));
-    const ncclDataType_t t = dtype == DType::F32 ? ncclFloat32 : ncclFloat16;
+    TR_CHECK(dtype == DType::F32 || dtype == DType::F16 || dtype == DType::F64, "NCCL all-reduce of ",
+             dtype_name(dtype));
+    const ncclDataType_t t = dtype == DType::F32 ? ncclFloat32 : dtype == DType::F16 ? ncclFloat16 : ncclFloat64;
     const ncclRedOp_t how = op == ReduceOp::Average ? ncclAvg : ncclSum;
     TR_GPU_CHECK(ncclAllReduce(data, data, static_cast<size_t>(elems), t, how, comms_.at(static_cast<size_t>(rank - first_rank_)),
                                static_cast<cudaStream_t>(stream)));

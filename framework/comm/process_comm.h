@@ -2,7 +2,9 @@
 // CPU all-reduce across processes (Note [processes and ranks]): each process
 // holds L rank threads; the World carries the bytes between processes.
 //
-// Note [fixed summation order] holds across processes too: process p owns a
+// Note [fixed summation order] holds across processes too: the processes
+// first compare what they posted (count and element type; a mismatch is named
+// on every process), then process p owns a
 // contiguous chunk of the elements; every process sends each owner its ranks'
 // values of that chunk (alltoall), the owner sums every element as
 // ((r0 + r1) + r2) + ... in global rank order, exactly as SharedMemoryComm
@@ -27,13 +29,16 @@ class ProcessComm final : public Communicator {
   void abort(const std::string& why) override { barrier_.abort(why); }
 
  private:
+  void reduce_across_processes(int64_t elems, DType dtype, ReduceOp op, const std::string& what);
+
   World& world_;
   RankBarrier barrier_;
   std::chrono::milliseconds watchdog_;
   int first_rank_ = 0;
-  std::vector<float*> posted_;          // per local rank
+  std::vector<void*> posted_;  // per local rank: its buffer, element count and type
   std::vector<int64_t> posted_elems_;
-  std::vector<float> send_, recv_, mine_, all_;
+  std::vector<DType> posted_dtype_;
+  std::vector<unsigned char> send_, recv_, mine_, all_;  // values, one block per process
   std::vector<uint64_t> calls_;         // per local rank: collectives completed, for messages
 };
 

@@ -4,6 +4,7 @@
 // order, by one thread, so every rank gets the same bits and every run the same
 // result, whatever the thread timing.
 #include <chrono>
+#include <cstdint>
 #include <vector>
 
 #include "framework/comm/communicator.h"
@@ -21,9 +22,10 @@ class SharedMemoryComm final : public Communicator {
 
  private:
   RankBarrier barrier_;
-  std::vector<float*> posted_;
+  std::vector<void*> posted_;  // per rank: its buffer, element count and type
   std::vector<int64_t> posted_elems_;
-  std::vector<float> sum_;
+  std::vector<DType> posted_dtype_;
+  std::vector<unsigned char> sum_;  // the sums, elements of the posted type
   std::vector<uint64_t> calls_;  // per rank: collectives completed, for messages
 };
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "framework/core/dtype.h"
 #include "framework/graph/layer_spec.h"
 
 namespace tr {
@@ -76,6 +77,10 @@ struct TrainConfig {
   // even with one rank, so a single GPU runs NCCL inside its captured graphs.
   bool force_collectives = false;
   BnSync bn_sync = BnSync::Batch;
+  // The element type of BatchNorm's sums and gradient sums, and so of their
+  // all-reduces: F64 on the CPU, F32 on CUDA (Note [BatchNorm sums in double]
+  // in framework/ops/batchnorm.h). The session sets it from the backend.
+  DType bn_sums = DType::F32;
   // With collectives: deep gradients all-reduced in buckets of this many bytes,
   // issued during the backward (Note [gradient buckets]); <= 0: one bucket.
   int64_t bucket_bytes = int64_t(25) << 20;

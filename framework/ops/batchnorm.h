@@ -3,7 +3,7 @@
 // per-channel sums can be all-reduced between them (synchronised BN across ranks).
 // count = variant.global_batch * H * W (the sums all-reduced over ranks), or
 // batch * H * W with attrs.bn_rank_local (each rank's own statistics).
-// f32 statistics; x, y, gamma, beta in T.
+// f32 statistics (sums and dsums: bn_sums_dtype), x, y, gamma, beta in T.
 //   BnStats:         x[N,H,W,C]                          -> sums[2,C] = (sum x, sum x^2)
 //   BnReluApply:     x, sums, gamma[C], beta[C]          -> y, batch[2,C] = (mean, biased var),
 //                                                           affine[2,C] = (scale, shift)
@@ -42,9 +42,37 @@
 // order it has apart, so the bits are those of the two ops: on the CPU the
 // node runs them apart, on the GPU the kernel is launched only where the
 // ReLU's tensors allow the reduce's vector width (else the two kernels run).
+//
+// Note [BatchNorm sums in double]
+// N ranks x B/N train like 1 rank x B only if every BatchNorm normalises with
+// the same mean and variance. The CPU forms each rank's sums (sum x, sum x^2)
+// and gradient sums in double. Stored in f32, each rank rounded its own sums
+// before the all-reduce added them, while one rank rounds the whole batch's
+// sums once: the mean and variance then differ in their last bits, and a
+// pre-activation within that of zero flips its ReLU, switching its gradient
+// fully on or off. At resnet50's last stage (1/8 width, 32x32 input, 16
+// samples per channel) four such flips moved the whole update of 2 ranks x 8
+// by 2 % against 1 x 16, and whether CI passed depended on OpenBLAS's kernel.
+// So on the CPU the sums and dsums tensors are F64 and the all-reduce adds
+// doubles (framework/comm/rank_order_sum.h): N ranks' sums differ from one
+// rank's only by double rounding, which the f32 affine almost never shows, and
+// the N x B/N tests bound the difference tightly (DataParallel.*,
+// ZooTraining.RanksMatchOneRankWithTheWholeBatch).
+// On CUDA the sums stay F32 (bn_sums_dtype): a rank reduces its rows in f32
+// block partials (channel_sums_cuda.h), so 1 GPU's sums differ from N GPUs'
+// before any all-reduce, and an f64 all-reduce (NCCL supports it) alone would
+// not make them equal; it would need f64 partials throughout. Not yet measured
+// on a GPU: the cost of f64 partials and a ncclFloat64 all-reduce per
+// BatchNorm, against how often a flip moves the multi-GPU equivalence tests.
+#include "framework/core/backend.h"
+#include "framework/core/dtype.h"
 #include "framework/ops/op_registry.h"
 
 namespace tr {
+
+// The element type of BatchNorm's sums and dsums on a backend (Note
+// [BatchNorm sums in double]).
+constexpr DType bn_sums_dtype(Backend b) { return b == Backend::Cpu ? DType::F64 : DType::F32; }
 
 void bn_stats_shapes(const ShapeCtx& c, Shape* out, int n_out);
 void bn_relu_apply_shapes(const ShapeCtx& c, Shape* out, int n_out);

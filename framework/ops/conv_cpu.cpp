@@ -10,9 +10,9 @@
 //           element is one GEMM dot product in a fixed order (deterministic). The
 //           zeros cost stride^2 in flops, which a reference can afford.
 //   filter: dw[K,RRC] = sum over pixel chunks of dy[P,K]^T * col(x)[P,RRC]  P = N*Ho*Wo
-// Pixels go in chunks so the column buffer stays bounded. For 3x3 / stride 1 /
-// pad 1 the columns, chunks and GEMM calls are exactly those of the former
-// 3x3-only code, so its results are unchanged bit for bit.
+// Pixels go in chunks so the column buffer stays bounded. The forward and the
+// data gradient never put two samples in one GEMM (Note [batch-invariant CPU
+// GEMMs] in cpu_kernel_util.h); the filter gradient sums over every pixel.
 #include <algorithm>
 
 #include "framework/ops/conv.h"
@@ -76,16 +76,18 @@ int64_t chunk_pixels(int64_t P, int64_t kk) {
   return std::max<int64_t>(1, std::min<int64_t>(P, kColBudget / std::max<int64_t>(kk, 1)));
 }
 
-// out[P, cout] = col(src)[P, RRC] * wk[cout, RRC]^T, wk already in A.
+// out[P, cout] = col(src)[P, RRC] * wk[cout, RRC]^T, wk already in A. One
+// sample's pixels per GEMM call (Note [batch-invariant CPU GEMMs]), in pieces
+// only where one sample's columns exceed the budget.
 template <class S>
 void conv_forward_gemm(const S* src, const acc_t<S>* wk, const Window& g, int64_t cout, S* out) {
   using A = acc_t<S>;
-  const int64_t P = g.pixels(), kk = g.cols();
+  const int64_t P = g.pixels(), kk = g.cols(), per_sample = g.oh * g.ow;
   if (P == 0 || cout == 0) return;
-  const int64_t chunk = chunk_pixels(P, kk);
+  const int64_t chunk = chunk_pixels(per_sample, kk);
   A* col = cpu::scratch<A>(0, size_t(chunk * kk));
-  for (int64_t p0 = 0; p0 < P; p0 += chunk) {
-    const int64_t p1 = std::min(P, p0 + chunk), m = p1 - p0;
+  for (int64_t p0 = 0; p0 < P; p0 += std::min(chunk, per_sample - p0 % per_sample)) {
+    const int64_t p1 = std::min(p0 + chunk, (p0 / per_sample + 1) * per_sample), m = p1 - p0;
     im2col(src, g, p0, p1, col);
     if constexpr (std::is_same_v<S, A>) {
       cpu::gemm(false, true, m, cout, kk, A(1), col, kk, wk, kk, A(0), out + p0 * cout, cout);

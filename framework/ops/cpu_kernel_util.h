@@ -125,6 +125,19 @@ inline void write_stats(const TensorRef& t, int64_t n, const double* src, const 
   }
 }
 
+// Note [batch-invariant CPU GEMMs]
+// A BLAS may round a row of C differently with the call's M and the row's place
+// in it: OpenBLAS has edge kernels for the rows left over from its tiles, a
+// small-matrix path chosen by M*N*K (SkylakeX), and splits M between threads.
+// A sample's forward would then depend on the batch around it: 1 rank x B and
+// N ranks x B/N (or one batch and the same batch reversed) would differ before
+// any reduction, enough to flip a ReLU or a max near a tie. So every GEMM whose
+// rows belong to samples (the forward and data gradient of conv and fc) is one
+// call per sample (gemm_per_sample; conv_cpu.cpp by its pixel chunks): a
+// sample's outputs are the same bits in any batch, at any place, with any
+// split over ranks. Only the reductions over samples (weight, bias and
+// BatchNorm gradient sums, Note [BatchNorm sums in double]) see the split.
+
 // Row-major C[m,n] = alpha * op(A) op(B) + beta * C. With beta == 0, C is not read.
 inline void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                  int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
@@ -135,6 +148,14 @@ inline void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha
                  int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
   cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m),
               int(n), int(k), alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
+}
+
+// C[N,n] = alpha * A[N,k] op(B) (beta 0), one GEMM call per row of A and C:
+// their rows are samples (Note [batch-invariant CPU GEMMs]).
+template <class A>
+void gemm_per_sample(bool tb, int64_t samples, int64_t n, int64_t k, A alpha, const A* a, int64_t lda, const A* b,
+                     int64_t ldb, A* c, int64_t ldc) {
+  for (int64_t i = 0; i < samples; ++i) gemm(false, tb, 1, n, k, alpha, a + i * lda, lda, b, ldb, A(0), c + i * ldc, ldc);
 }
 
 // Converts n stored elements to the compute type. When S == A the source is

@@ -1,4 +1,5 @@
-// Fully connected layer: shape rules and the CPU reference (one GEMM each).
+// Fully connected layer: shape rules and the CPU reference (GEMMs; the forward
+// and data gradient one per sample, Note [batch-invariant CPU GEMMs]).
 //   fwd:    y[N,M]  = scale * x[N,K] w[M,K]^T (+ b)     (the bias is not scaled)
 //   data:   dx[N,K] = scale * dy[N,M] w[M,K]
 //   weight: dw[M,K] = scale * dy^T x,  db[M] = sum_n dy  (db accumulates in double)
@@ -26,7 +27,7 @@ void fwd_impl(const OpCall& c, int64_t N, int64_t K, int64_t M) {
   } else {
     y = cpu::scratch<A>(2, size_t(N * M));
   }
-  cpu::gemm(false, true, N, M, K, A(c.attrs->scale), x, K, w, K, A(0), y, M);
+  cpu::gemm_per_sample(true, N, M, K, A(c.attrs->scale), x, K, w, K, y, M);
   if (c.attrs->has_bias) {
     const S* b = c.in[2].as<S>();
     for (int64_t n = 0; n < N; ++n)
@@ -47,7 +48,7 @@ void bwd_data_impl(const OpCall& c, int64_t N, int64_t K, int64_t M) {
   } else {
     dx = cpu::scratch<A>(2, size_t(N * K));
   }
-  cpu::gemm(false, false, N, K, M, A(c.attrs->scale), dy, M, w, K, A(0), dx, K);
+  cpu::gemm_per_sample(false, N, K, M, A(c.attrs->scale), dy, M, w, K, dx, K);
   if constexpr (!std::is_same_v<S, A>) cpu::store_n(dx, N * K, dx_out);
 }
 

@@ -7,6 +7,7 @@
 
 #include "framework/comm/comm_factory.h"
 #include "framework/core/log.h"
+#include "framework/ops/batchnorm.h"
 #include "framework/runtime/context_factory.h"
 #include "framework/runtime/nvtx.h"
 #include "framework/train/param_init.h"
@@ -76,6 +77,7 @@ TrainingSession::TrainingSession(const RunOptions& opt, DataView train, DataView
   TrainConfig tc = opt.train;
   tc.schedule_len = int64_t(opt.epochs) * steps_per_epoch_;
   tc.augment.seed = opt.seed;  // Note [augmentation]: the run's seed keys every decision
+  tc.bn_sums = bn_sums_dtype(opt.backend);
   int64_t max_batch = 0;
   for (const auto& d : dims) max_batch = std::max(max_batch, d.batch);
   {

@@ -2,9 +2,8 @@
 // ranks]): P processes x L GPUs each (TR_MPI_LOCAL_RANKS), NCCL bootstrapped
 // over MPI. What GpuDataParallel checks with one rank thread per GPU, here with
 // one process per GPU:
-//  - N GPUs x B/N train like 1 GPU x B: the cnn within the bound of
-//    GpuDataParallel.GpusMatchOneGpuWithTheWholeBatch, the zoo within that of
-//    ZooTraining.RanksMatchOneRankWithTheWholeBatch;
+//  - N GPUs x B/N train like 1 GPU x B, step by step (the cnn) and for one
+//    step (the zoo), on CPU ranks within Note [rank-split bounds];
 //  - eager, partial and full capture stay bit-identical (cnn and resnet18),
 //    with synchronised and with per-GPU BN, and every process holds the same
 //    state bits.
@@ -134,40 +133,55 @@ void modes_stay_bit_identical(const RunOptions& base, const data::ImageDataset& 
   }
 }
 
+// 20 steps of the cnn, each from the same state (Note [stepwise rank
+// equivalence]): every process trains the 1 x B reference on its own first GPU
+// alone and writes its state into its ranks before each step. On CPU ranks
+// each step is within Note [rank-split bounds]. On GPUs a rank's BatchNorm sums
+// are f32 partials and cuDNN may choose by batch (Note [BatchNorm sums in
+// double]), so a step may flip a max-pool tie or a ReLU; the cnn's last
+// BatchNorms see 288 values per channel, one flip moving a channel by 1/288:
+// 2e-3 overall and 5 % for the worst tensor cover a few, 250x below a missing
+// all-reduce (half the update).
 TEST(GpuProcesses, MatchOneGpuWithTheWholeBatch) {
   SKIP_WITHOUT_THE_GPUS();
   const int R = world_ranks();
   if (R < 2) GTEST_SKIP() << "needs 2 or more ranks across the processes";
   const auto train = testing::model_data("cnn", 20 * kBatch, 21);
-  const auto val = testing::model_data("cnn", 64, 22);
-  // Every process trains the 1 x B reference on its own first GPU, alone.
-  Trainer one(gpu_run(1, ExecMode::FullCapture, nullptr), view_of(train), view_of(val));
-  const auto init = state_of(one);
-  const EpochStats s1 = one.run_epoch();
-  const auto ref = state_of(one);
-  Trainer procs(gpu_run(R, ExecMode::FullCapture, &mpi_world()), view_of(train), view_of(val));
-  const EpochStats sn = procs.run_epoch();
+  auto window = testing::model_data("cnn", kBatch, 21);
+  const auto run = [&](int ranks, World* world) {
+    RunOptions o = gpu_run(ranks, ExecMode::FullCapture, world);
+    o.shuffle = false;
+    o.validate = false;
+    o.epochs = 20;
+    return o;
+  };
+  Trainer one(run(1, nullptr), view_of(window), view_of(window));
+  Trainer procs(run(R, &mpi_world()), view_of(window), view_of(window));
+  const testing::StepwiseDiff d = testing::compare_stepwise(one, procs, window, train, 20);
   expect_all_equal(digests_of_all(procs), "full capture");
-  const testing::UpdateDiff u = testing::update_diff(init, ref, state_of(procs, 0));
   if (loud())
-    std::printf("[ gpu mpi dp ] %d %ss x %lld in %d processes vs 1 %s x %lld, %lld steps: update differs by %.3g "
-                "overall, worst tensor %.3g (%s); val acc %.3f vs %.3f\n",
+    std::printf("[ gpu mpi dp ] %d %ss x %lld in %d processes vs 1 %s x %lld, 20 steps from the same state: updates "
+                "differ by at most %.3g overall (step %d), worst tensor %.3g (%s, step %d); training loss within %.3g\n",
                 R, unit(), static_cast<long long>(kBatch / R), mpi_world().processes(), unit(),
-                static_cast<long long>(kBatch), static_cast<long long>(procs.steps_per_epoch()), u.total, u.worst, u.worst_name.c_str(), sn.val_acc,
-                s1.val_acc);
-  EXPECT_LT(u.total, 2e-3);
-  EXPECT_LT(u.worst, 0.05) << u.worst_name;
-  EXPECT_NEAR(sn.val_acc, s1.val_acc, 0.05);
-  EXPECT_NEAR(sn.train_loss, s1.train_loss, 2e-3);
+                static_cast<long long>(kBatch), d.total, d.total_step, d.worst, d.worst_name.c_str(), d.worst_step,
+                d.loss_rel);
+  const bool cpu = test_backend() == Backend::Cpu;
+  EXPECT_LT(d.total, cpu ? testing::kRankSplitStepTotal : 2e-3) << "step " << d.total_step;
+  EXPECT_LT(d.worst, cpu ? testing::kRankSplitStepWorst : 0.05) << d.worst_name << ", step " << d.worst_step;
+  EXPECT_LT(d.loss_rel, cpu ? 1e-5 : 1e-3);  // DataParallel.RanksMatchOneRankWithTheWholeBatch; GPUs: a few flips
 }
 
 // One SGD step of each zoo model (1/8 width, 32x32) on 2 GPUs x 8 images in
 // the first processes (1 GPU each, or one process with 2), against one GPU
-// with all 16: the setup and bound of ZooTraining.RanksMatchOneRankWithTheWholeBatch.
-// Its reference is the same step on the batch reversed (rounding alone); it is
-// printed too. With more ranks the same bound does not hold: on the CPU,
-// resnet50 with 4 ranks x 8 against 1 x 32 differs by 4.4 % overall, and so
-// does 1 x 32 reversed (its small BatchNorms amplify any rounding).
+// with all 16, and the one GPU on the batch reversed. On CPU ranks both are
+// held to Note [rank-split bounds], as in ZooTraining.RanksMatchOneRankWithTheWholeBatch.
+// GPUs give no such guarantee: cuDNN may pick another algorithm for another
+// batch, and a rank's BatchNorm sums are f32 partials (Note [BatchNorm sums in
+// double]), so a sample's forward can round differently and flip a ReLU near
+// zero; at resnet50's last stage (16 values per channel) one flip moves a
+// BatchNorm's gradient by about 1/16. There the bound is that of a few flips,
+// 2 % of the update overall and 10 % for the worst tensor, still 25x below a
+// missing all-reduce (half the update).
 TEST(GpuProcesses, ZooMatchesOneGpuWithTheWholeBatch) {
   SKIP_WITHOUT_THE_GPUS();
   const int L = mpi_local_ranks();
@@ -198,8 +212,13 @@ TEST(GpuProcesses, ZooMatchesOneGpuWithTheWholeBatch) {
                   "%.3g overall, worst tensor %.3g (%s); 1 %s with its batch reversed: %.3g, worst %.3g\n",
                   model.c_str(), unit(), P, unit(), u.total, u.worst, u.worst_name.c_str(), unit(), noise.total,
                   noise.worst);
-    EXPECT_LT(u.total, 0.02) << model;
-    EXPECT_LT(u.worst, 0.1) << model << " " << u.worst_name;
+    const bool cpu = test_backend() == Backend::Cpu;
+    EXPECT_LT(u.total, cpu ? testing::kRankSplitStepTotal : 0.02) << model;
+    EXPECT_LT(u.worst, cpu ? testing::kRankSplitStepWorst : 0.1) << model << " " << u.worst_name;
+    if (cpu) {
+      EXPECT_LT(noise.total, testing::kRankSplitStepTotal) << model << ", the batch reversed";
+      EXPECT_LT(noise.worst, testing::kRankSplitStepWorst) << model << ", the batch reversed";
+    }
   }
 }
 

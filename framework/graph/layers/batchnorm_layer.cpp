@@ -7,6 +7,8 @@
 //              one activation read fewer each)
 //   inference: y = BnReluInfer(x, affine), the affine folded from the running
 //              statistics before validation (UPDATE_BN_INF_PARAMS)
+// sums and dsums are TrainConfig::bn_sums (Note [BatchNorm sums in double],
+// framework/ops/batchnorm.h).
 #include "framework/graph/layers/layer_plugins.h"
 #include "framework/graph/layers/window.h"
 
@@ -29,7 +31,7 @@ TensorId forward(LayerEmitter& e, const LayerFwd& f) {
   const OpAttrs a = e.bn_attrs(f.spec.relu);
   const TensorId y = e.activation(f.name + ".y");
   if (f.pass == Pass::Train) {
-    const TensorId sums = e.activation(f.name + ".sums", DType::F32);
+    const TensorId sums = e.activation(f.name + ".sums", e.train().bn_sums);
     e.emit(f.graphs, compute(OpKind::BnStats, {f.x[0]}, {sums}, f.name + ".stats"));
     if (e.train().bn_sync == BnSync::Batch) e.allreduce(f.graphs, sums, f.name + ".stats_allreduce");
     e.emit(f.graphs, compute(OpKind::BnReluApply, {f.x[0], sums, bn.gamma.compute, bn.beta.compute},
@@ -47,7 +49,7 @@ std::vector<TensorId> backward(LayerEmitter& e, const LayerBwd& b) {
   const OpAttrs a = e.bn_attrs(b.spec.relu);
   TR_USER_CHECK(b.need_dx[0], "layer ", b.name, ": a BatchNorm cannot read the network input directly");
   const TensorId dx = e.activation(b.name + ".dx");
-  const TensorId dsums = e.activation(b.name + ".dsums", DType::F32);
+  const TensorId dsums = e.activation(b.name + ".dsums", e.train().bn_sums);
   const TensorId x = b.x[0];
   e.emit(b.graph, compute(OpKind::BnReluBwdReduce, {b.dy, bn.train_affine, x, bn.batch},
                           {bn.gamma.grad, bn.beta.grad, dsums},
