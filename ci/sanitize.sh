@@ -21,7 +21,7 @@ bash ci/setup.sh
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTR_CUDA=OFF -DTR_MPI=OFF -DTR_WERROR=ON \
   -DTR_SANITIZE="$sanitize" >/dev/null
 t0=$SECONDS
-ninja -C "$dir" -j"${TR_JOBS:-$(nproc)}" tr_tests tr-train tr-bench
+ninja -C "$dir" -j"${TR_JOBS:-$(nproc)}" tr_tests tr-train tr-bench tr_fuzz_replay
 build_s=$((SECONDS - t0))
 
 # Tests left out, each with its reason (a ctest regex per line).

@@ -138,16 +138,21 @@ TEST(CpuTraining, NanGradientSkipsStepAndHalvesLossScale) {
   EXPECT_LT(e1.train_loss, e0.train_loss);
 }
 
+// Every step's learning rate, as the captured step reads it from device
+// memory, equals the schedule's closed form (warm-up, then cosine), step 0
+// included, over two epochs and no re-capture. make_lr_table and the closed
+// form both round a double to f32; their doubles differ in the last bits, so
+// they may round to neighbouring floats: one ulp apart at most.
 TEST(CpuTraining, LearningRateFollowsDeviceScheduleWithoutRecapture) {
   const auto train = testing::model_data("cnn", 6 * 16, 8);
   const auto val = testing::model_data("cnn", 16, 9);
   RunOptions o = small_run("mlp", OptimizerKind::Sgd, ExecMode::FullCapture, 16);
   o.lr.kind = LrSchedule::Cosine;
-  o.lr.warmup_fraction = 0.f;
+  o.lr.warmup_fraction = 0.25f;  // 3 of 12 steps
+  o.lr.final_fraction = 0.1f;
   o.lr.base_lr = 0.1f;
   o.epochs = 2;
   Trainer t(o, view_of(train), view_of(val));
-  const auto table = make_lr_table(o.lr, 12);
   struct Rec {
     const PlanSet* plans;
     std::vector<float> lrs;
@@ -161,11 +166,42 @@ TEST(CpuTraining, LearningRateFollowsDeviceScheduleWithoutRecapture) {
   t.run_epoch();
   t.run_epoch();
   EXPECT_EQ(t.capture().captured, captured_before);
-  // At the hook of step i the scalars hold the lr that step i-1 applied: table[i-1].
+  // The hook of step i sees the rate step i-1 set (AdvanceStep comes after
+  // it); before step 0 the arena holds step 0's rate; after the run, step 11's.
   ASSERT_EQ(rec.lrs.size(), 12u);
-  for (size_t i = 1; i < rec.lrs.size(); ++i) EXPECT_EQ(rec.lrs[i], table[i - 1]) << "step " << i;
-  EXPECT_EQ(read_scalars(t.plans(), t.context(0)).lr, table[11]);
-  EXPECT_GT(table[0], table[11] * 10);
+  std::vector<float> applied(rec.lrs.begin() + 1, rec.lrs.end());
+  applied.push_back(read_scalars(t.plans(), t.context(0)).lr);
+  EXPECT_EQ(rec.lrs[0], applied[0]) << "the rate before the first step";
+  for (int64_t i = 0; i < 12; ++i) {
+    const float want = float(testing::closed_form_lr(o.lr, 12, i));
+    EXPECT_LE(std::fabs(applied[size_t(i)] - want), std::nextafter(want, 1.f) - want) << "step " << i;
+  }
+  // The shape itself: the ramp's first and last steps, the peak, the cosine's midpoint.
+  EXPECT_FLOAT_EQ(applied[0], 0.1f / 3);
+  EXPECT_FLOAT_EQ(applied[2], 0.1f);
+  EXPECT_FLOAT_EQ(applied[3], 0.1f);
+  EXPECT_FLOAT_EQ(applied[3 + 9 / 2], float(0.01 + 0.09 * (1 + std::cos(3.14159265358979323846 * 4 / 9)) / 2));
+}
+
+// make_lr_table at every step of every schedule kind, with and without a
+// warm-up, against the closed form (one f32 ulp, as above).
+TEST(LrSchedule, TableFollowsTheClosedFormAtEveryStep) {
+  for (LrSchedule kind : {LrSchedule::Constant, LrSchedule::Linear, LrSchedule::Cosine})
+    for (float warm : {0.f, 0.1f, 0.5f})
+      for (int64_t steps : {1, 2, 7, 100}) {
+        LrScheduleSpec s;
+        s.kind = kind;
+        s.base_lr = 0.4f;
+        s.warmup_fraction = warm;
+        s.final_fraction = 0.05f;
+        const auto table = make_lr_table(s, steps);
+        ASSERT_EQ(int64_t(table.size()), steps);
+        for (int64_t i = 0; i < steps; ++i) {
+          const float want = float(testing::closed_form_lr(s, steps, i));
+          EXPECT_LE(std::fabs(table[size_t(i)] - want), std::nextafter(want, 1.f) - want)
+              << lr_schedule_name(kind) << ", warm-up " << warm << ", " << steps << " steps, step " << i;
+        }
+      }
 }
 
 }  // namespace

@@ -37,6 +37,7 @@
 #include "framework/ops/tta_mean.h"
 #include "framework/ops/gpu_handles.h"
 #include "tests/op_test_util.h"
+#include "tests/gpu_test_util.h"
 
 namespace tr::gpu_test {
 
@@ -48,11 +49,6 @@ using test::call_op;
 constexpr DType F32 = DType::F32;
 constexpr DType F16 = DType::F16;
 constexpr size_t kWorkspaceBytes = size_t(64) << 20;
-
-inline bool have_gpu() {
-  int n = 0;
-  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
-}
 
 #define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call
 
@@ -114,7 +110,7 @@ struct Case {
 class OpsGpu : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+    SKIP_WITHOUT_GPU();
     CUDA_OK(cudaSetDevice(0));
     CUDA_OK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     ASSERT_EQ(cudnnCreate(&cudnn_), CUDNN_STATUS_SUCCESS);

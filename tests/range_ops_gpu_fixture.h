@@ -16,17 +16,13 @@
 #include "framework/ops/gpu_handles.h"
 #include "framework/ops/optimizers.h"
 #include "framework/ops/region_ops.h"
+#include "tests/gpu_test_util.h"
 
 namespace tr::gpu_test {
 
 
 #define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call
 #define CUDA_EXPECT(call) EXPECT_EQ((call), cudaSuccess) << #call
-
-inline bool have_gpu() {
-  int n = 0;
-  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
-}
 
 // A device copy of a host vector.
 template <class T>
@@ -138,7 +134,7 @@ struct Layout {
 class RangeOpsGpu : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+    SKIP_WITHOUT_GPU();
     CUDA_OK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     CUDA_OK(cudaMalloc(&d_scalars_, sizeof(TrainScalars)));
     env_.scalars = d_scalars_;

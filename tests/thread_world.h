@@ -54,12 +54,19 @@ class ThreadWorldHub {
 
 class ThreadWorld final : public World {
  public:
-  ThreadWorld(std::shared_ptr<ThreadWorldHub> hub, int process)
-      : hub_(std::move(hub)), p_(process), hosts_(static_cast<size_t>(hub_->processes()), "thread-host") {}
+  // Every "process" on one host, or on the hosts named (one per process): a
+  // process's index on its host counts the processes before it on the same
+  // host, as MPI's shared-memory split numbers them.
+  ThreadWorld(std::shared_ptr<ThreadWorldHub> hub, int process, std::vector<std::string> hosts = {})
+      : hub_(std::move(hub)), p_(process), hosts_(std::move(hosts)) {
+    if (hosts_.empty()) hosts_.assign(static_cast<size_t>(hub_->processes()), "thread-host");
+    TR_CHECK(int(hosts_.size()) == hub_->processes(), "one host name per process");
+    for (int q = 0; q < p_; ++q) node_process_ += hosts_[size_t(q)] == hosts_[size_t(p_)];
+  }
 
   int process() const override { return p_; }
   int processes() const override { return hub_->processes(); }
-  int node_process() const override { return p_; }
+  int node_process() const override { return node_process_; }
   const std::vector<std::string>& hosts() const override { return hosts_; }
   std::string library() const override { return "test threads"; }
 
@@ -97,6 +104,7 @@ class ThreadWorld final : public World {
   std::shared_ptr<ThreadWorldHub> hub_;
   int p_;
   std::vector<std::string> hosts_;
+  int node_process_ = 0;
 };
 
 }  // namespace tr::testing

@@ -152,6 +152,33 @@ inline UpdateDiff update_diff(const std::map<std::string, std::vector<float>>& i
 inline constexpr double kRankSplitStepTotal = 1e-4;
 inline constexpr double kRankSplitStepWorst = 1e-3;
 
+// The learning rate of step i (0-based) of `steps`, written from the schedules'
+// definitions (lr_schedule.h) rather than from make_lr_table: a linear ramp
+// over the first floor(warmup * steps) steps that reaches the peak at the
+// ramp's last step, then constant, a straight line, or half a cosine from the
+// peak towards peak * final_fraction, which the step after the last would reach.
+inline double closed_form_lr(const LrScheduleSpec& s, int64_t steps, int64_t i) {
+  const int64_t ramp = int64_t(std::floor(double(s.warmup_fraction) * double(steps)));
+  const double peak = s.base_lr, end = double(s.base_lr) * s.final_fraction;
+  if (i < ramp) return peak * double(i + 1) / double(ramp);
+  const double left = double(i - ramp) / double(std::max<int64_t>(1, steps - ramp));  // 0 at the peak
+  switch (s.kind) {
+    case LrSchedule::Constant: return peak;
+    case LrSchedule::Linear: return (1 - left) * peak + left * end;
+    case LrSchedule::Cosine: return end + (peak - end) * (std::cos(left * 3.14159265358979323846) + 1) / 2;
+  }
+  return 0;
+}
+
+// How many of the cnn's captured graphs hold all-reduces when one rank forces
+// its collectives, with a last batch and validation (DataParallel.
+// ForcedCollectivesWithOneRankChangeNothing on the CPU, GpuDataParallel.
+// OneRankRunsNcclInsideCapturedGraphs on a GPU: the same graphs on either).
+// Synchronised BN: the layers' statistics in the training graphs of both
+// variants and both input buffers, the gradient and validation all-reduces;
+// per-rank BN: DEEP_COMM, FIRST_COMM and VAL_RESULT_COMM alone.
+inline const std::map<BnSync, int> kCnnCollectiveGraphs = {{BnSync::Batch, 11}, {BnSync::Running, 3}};
+
 // Writes `state` (as state_of reads it: f32 training-state tensors by name)
 // into the arena of local rank `rank`.
 inline void load_state(Trainer& t, int rank, const std::map<std::string, std::vector<float>>& state) {

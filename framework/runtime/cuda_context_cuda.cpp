@@ -1,5 +1,7 @@
 #include "framework/runtime/cuda_context_cuda.h"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <thread>
 #include <vector>
@@ -250,13 +252,28 @@ std::unique_ptr<DeviceContext> make_cuda_context(int rank, int ranks, int device
   return std::make_unique<CudaContext>(rank, ranks, device, algos, comm);
 }
 
+namespace {
+
+// Whether the NVIDIA driver's library is on this machine at all: without it
+// the runtime says cudaErrorInsufficientDriver, as it does for a driver too
+// old for it.
+bool nvidia_driver_present() {
+  void* lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (lib == nullptr) return false;
+  dlclose(lib);
+  return true;
+}
+
+}  // namespace
+
 int cuda_device_count() {
   int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();  // clear the sticky "no device" error
-    return 0;
-  }
-  return n;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e == cudaSuccess) return n;
+  cudaGetLastError();  // clear the sticky error
+  if (e == cudaErrorNoDevice) return 0;
+  if (e == cudaErrorInsufficientDriver && !nvidia_driver_present()) return 0;
+  throw Error(cat("cannot count the CUDA GPUs: ", cudaGetErrorName(e), " (", cudaGetErrorString(e), ")"));
 }
 
 }  // namespace tr

@@ -181,14 +181,16 @@ BenchOptions parse_bench_options(int argc, char** argv, World* world) {
   }
   TR_USER_CHECK(a.positional().empty() || (a.positional().size() == 1 && a.positional()[0] == "run"),
                 "unexpected argument '", a.positional().empty() ? "" : a.positional().back(), "' (see --help)");
-  const int gpus = cuda_device_count();
-  std::string device = a.str("--device", gpus > 0 ? "cuda" : "cpu");
+  // The GPUs are counted only where they matter: --device cpu runs on a
+  // machine whose driver cannot count them.
+  const std::string device = a.has("--device") ? a.str("--device", "") : cuda_device_count() > 0 ? "cuda" : "cpu";
   TR_USER_CHECK(device == "cuda" || device == "cpu", "--device must be cuda or cpu, got '", device, "'");
   o.backend = device == "cuda" ? Backend::Cuda : Backend::Cpu;
   if (world) {
     o.ranks = launched_ranks(a, world, o.backend, &o.per_process);
   } else if (o.backend == Backend::Cuda) {
     (void)process_ranks(a, nullptr, o.backend);  // refuses --gpus-per-process without a launcher
+    const int gpus = cuda_device_count();
     TR_USER_CHECK(gpus > 0, "--device cuda but no CUDA GPU is visible");
     TR_USER_CHECK(!a.has("--ranks"), "--ranks is for --device cpu; use --gpus");
     const std::string g = a.str("--gpus", "1");

@@ -16,6 +16,7 @@
 #include "harness/lib/context_info.h"
 #include "harness/lib/conv_plans_file.h"
 #include "harness/lib/cupti_probe.h"
+#include "harness/lib/process_launch.h"
 #include "harness/lib/process_counters.h"
 #include "harness/lib/profiler_range.h"
 #include "harness/lib/statistics.h"
@@ -117,7 +118,7 @@ BenchReport run_bench(const BenchOptions& o, World* world) {
           ro.train.init_loss_scale = o.amp ? 65536.f : 1.f;
           ro.train.ranks = ranks;
           ro.world = part.get();
-          if (part) ro.first_device = part->node_process() * o.per_process;
+          if (part) ro.first_device = first_device_of(*part, o.per_process);
           ro.backend = o.backend;
           ro.mode = mode;
           ro.batch = batch;

@@ -25,7 +25,7 @@ ProcessRanks process_ranks(const CliArgs& a, World* world, Backend b) {
   }
   r.per_process = static_cast<int>(a.integer(flag, 1, 1, 64));
   r.total = world->processes() * r.per_process;
-  r.first_device = world->node_process() * r.per_process;
+  r.first_device = first_device_of(*world, r.per_process);
   if (b == Backend::Cuda) {
     const int have = cuda_device_count();
     TR_USER_CHECK(r.first_device + r.per_process <= have, "process ", world->process(), " is number ",

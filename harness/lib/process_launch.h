@@ -24,4 +24,9 @@ struct ProcessRanks {
 // one, the GPUs they name must be visible.
 ProcessRanks process_ranks(const CliArgs& a, World* world, Backend b);
 
+// The first GPU of a process that drives `per_process` of them: by its index
+// on its own host, so that every host's GPUs count from 0 (a launch over
+// several nodes).
+inline int first_device_of(const World& world, int per_process) { return world.node_process() * per_process; }
+
 }  // namespace tr

@@ -24,6 +24,7 @@
 #include "framework/core/error.h"
 #include "framework/runtime/context_factory.h"
 #include "harness/lib/state_digest.h"
+#include "tests/gpu_test_util.h"
 #include "tests/mpi/mpi_test_world.h"
 #include "tests/train_test_util.h"
 
@@ -54,24 +55,34 @@ Backend test_backend() {
 // What the printed lines call a rank: "GPU", or "CPU rank" under TR_MPI_TEST_BACKEND=cpu.
 const char* unit() { return test_backend() == Backend::Cuda ? "GPU" : "CPU rank"; }
 
-// "" when every process sees its GPUs (node_process x L .. + L-1), else why not.
-std::string missing_gpus() {
-  if (test_backend() == Backend::Cpu) return "";
+// Whether every process sees its GPUs (node_process x L .. + L-1): why not
+// ("" when they do), and whether that must fail rather than skip (Note [GPU
+// test skips]: some process sees no GPU at all under TR_REQUIRE_GPU=1). Every
+// process gets the same answer.
+struct GpuShortfall {
+  std::string why;
+  bool fail = false;
+};
+GpuShortfall missing_gpus() {
+  GpuShortfall out;
+  if (test_backend() == Backend::Cpu) return out;
   const int have = cuda_device_count();
   const int need = (mpi_world().node_process() + 1) * mpi_local_ranks();
-  const int32_t mine = have >= need ? 0 : need;
-  const auto all = mpi_world().allgather(&mine, sizeof mine, "the GPU counts", kWait);
+  const int32_t mine[2] = {have >= need ? 0 : need, testing::shortfall_fails() ? 1 : 0};
+  const auto all = mpi_world().allgather(mine, sizeof mine, "the GPU counts", kWait);
   for (int p = 0; p < mpi_world().processes(); ++p) {
-    int32_t n = 0;
-    std::memcpy(&n, all.data() + size_t(p) * sizeof n, sizeof n);
-    if (n != 0) return cat("process ", p, " needs ", n, " GPUs on its host, ", have, " visible here");
+    int32_t theirs[2] = {0, 0};
+    std::memcpy(theirs, all.data() + size_t(p) * sizeof theirs, sizeof theirs);
+    out.fail = out.fail || theirs[1] != 0;
+    if (theirs[0] != 0 && out.why.empty()) out.why = cat("process ", p, " needs ", theirs[0], " GPUs on its host");
   }
-  return "";
+  return out;
 }
 
-#define SKIP_WITHOUT_THE_GPUS()                               \
-  if (const std::string why = missing_gpus(); !why.empty()) { \
-    GTEST_SKIP() << why;                                      \
+#define SKIP_WITHOUT_THE_GPUS()                                                 \
+  if (const GpuShortfall tr_short_ = missing_gpus(); !tr_short_.why.empty()) { \
+    if (tr_short_.fail) FAIL() << tr_short_.why << ", and TR_REQUIRE_GPU=1";   \
+    GTEST_SKIP() << tr_short_.why;                                             \
   }
 
 // `o` (model, optimizer, batch) on CUDA (test_backend()), one epoch: `ranks`
