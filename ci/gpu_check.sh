@@ -27,6 +27,9 @@ export TR_DATA_DIR=$DATA  # the real-data tests read it
 SP=/opt/torch/.venv/lib/python3.12/site-packages
 export LD_LIBRARY_PATH="$PWD/.device/lib:$SP/nvidia/cudnn/lib:$SP/nvidia/nccl/lib:$SP/nvidia/cublas/lib:$SP/nvidia/cu13/lib:$SP/nvidia/cuda_cupti/lib:/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64:${LD_LIBRARY_PATH:-}"
 export NCCL_NVLS_ENABLE=0
+# A GPU test that finds no GPU here fails instead of skipping (Note [GPU test
+# skips], tests/gpu_test_util.h); only those needing more GPUs still skip.
+export TR_REQUIRE_GPU=1
 status=0
 source ci/gpu_check/lib.sh
 trap pack EXIT

@@ -49,7 +49,7 @@ else
     for l in $layouts; do
       np=${l%%:*} per=${l##*:}
       probe ${TR_T_MPI:-200} "$OUT/mpi_gpu_tests_np${np}x$per.log" "$MPIRUN" --bind-to none -np $np \
-        -x TR_MPI_LOCAL_RANKS=$per "$BIN/tr_mpi_tests" --gtest_filter='GpuProcesses*'
+        -x TR_MPI_LOCAL_RANKS=$per -x TR_REQUIRE_GPU "$BIN/tr_mpi_tests" --gtest_filter='GpuProcesses*'
       rc=$?
       [ $rc -ne 0 ] && status=1
       note "mpi: GPU equivalence tests as $np process(es) x $per GPU(s) (exit $rc)"
