@@ -34,33 +34,36 @@ RunOptions gpu_dp_run(int gpus, ExecMode mode) {
   return o;
 }
 
+// 20 steps of N GPUs x 32/N against 1 GPU x 32, each from the same state
+// (Note [stepwise rank equivalence]); the bounds of a few flips, as
+// GpuProcesses.MatchOneGpuWithTheWholeBatch says: on a GPU a rank's BatchNorm
+// sums are f32 partials and cuDNN may choose by batch, so a sample's forward is
+// not the same bits in both, and a step may flip a max-pool tie or a ReLU.
 TEST(GpuDataParallel, GpusMatchOneGpuWithTheWholeBatch) {
   SKIP_WITHOUT_GPUS(2);
   const int have = cuda_device_count();
   const auto train = testing::model_data("cnn", 20 * 32, 21);
-  const auto val = testing::model_data("cnn", 64, 22);
-  Trainer one(gpu_dp_run(1, ExecMode::FullCapture), view_of(train), view_of(val));
-  const auto init = state_of(one);
-  const EpochStats s1 = one.run_epoch();
-  const auto ref = state_of(one);
+  auto window = testing::model_data("cnn", 32, 21);
+  const auto run = [](int gpus) {
+    RunOptions o = gpu_dp_run(gpus, ExecMode::FullCapture);
+    o.shuffle = false;
+    o.validate = false;
+    o.epochs = 20;
+    return o;
+  };
   for (int gpus : {2, 4, 8}) {
     if (gpus > have) break;
-    Trainer t(gpu_dp_run(gpus, ExecMode::FullCapture), view_of(train), view_of(val));
-    const EpochStats sn = t.run_epoch();
-    const auto s0 = state_of(t, 0);
-    for (int r = 1; r < gpus; ++r) {
-      const auto s = state_of(t, r);
-      for (const auto& [name, v] : s0)
-        EXPECT_EQ(0, std::memcmp(v.data(), s.at(name).data(), v.size() * 4)) << name << " gpu " << r;
-    }
-    const testing::UpdateDiff u = testing::update_diff(init, ref, s0);
-    std::printf("[ gpu dp ] %d GPUs x %d vs 1 GPU x 32, 20 steps: update differs by %.3g overall, worst tensor "
-                "%.3g (%s); val acc %.3f vs %.3f\n",
-                gpus, 32 / gpus, u.total, u.worst, u.worst_name.c_str(), sn.val_acc, s1.val_acc);
-    EXPECT_LT(u.total, 2e-3);
-    EXPECT_LT(u.worst, 0.05) << u.worst_name;
-    EXPECT_NEAR(sn.val_acc, s1.val_acc, 0.05);
-    EXPECT_NEAR(sn.train_loss, s1.train_loss, 2e-3);
+    Trainer one(run(1), view_of(window), view_of(window));
+    Trainer t(run(gpus), view_of(window), view_of(window));
+    const testing::StepwiseDiff d = testing::compare_stepwise(one, t, window, train, 20);
+    for (int r = 1; r < gpus; ++r)
+      EXPECT_EQ(testing::differing_tensors(state_of(t, 0), state_of(t, r), cat("gpu 0 vs gpu ", r)), 0);
+    std::printf("[ gpu dp ] %d GPUs x %d vs 1 GPU x 32, 20 steps from the same state: updates differ by at most "
+                "%.3g overall (step %d), worst tensor %.3g (%s, step %d); training loss within %.3g\n",
+                gpus, 32 / gpus, d.total, d.total_step, d.worst, d.worst_name.c_str(), d.worst_step, d.loss_rel);
+    EXPECT_LT(d.total, 2e-3) << "step " << d.total_step;
+    EXPECT_LT(d.worst, 0.05) << d.worst_name << ", step " << d.worst_step;
+    EXPECT_LT(d.loss_rel, 1e-3);  // a flip moves one sample's loss: a few parts in 10^4 of the mean over 32
   }
 }
 

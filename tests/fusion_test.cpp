@@ -449,6 +449,9 @@ TEST(Fusion, ResidualApplyIsApplyThenAdd) {
       fused.attrs.relu = relu;
       fused.run(bn_relu_apply_cpu, {&bn.x, &bn.sums, &bn.gamma, &bn.beta, &r}, {&got, &batch, &affine});
       if (t == DType::F16) {
+        // Apart, the BatchNorm's output is rounded to f16 before the sum; fused,
+        // only the sum is: one f16 rounding (2^-11 relative, 4.9e-4) of the
+        // BatchNorm's output, the sum's own rounding once more; 2e-3 leaves 2x.
         for (int64_t i = 0; i < want.numel(); ++i) ASSERT_NEAR(got.get(i), want.get(i), 2e-3 * (1 + std::abs(want.get(i))));
       } else {
         EXPECT_TRUE(test::bitwise_equal(want, got));
@@ -482,12 +485,11 @@ TEST(Fusion, ChangesNoBitOfATrainingRunInF32) {
 }
 
 // f16 storage on the CPU (AMP): fusion rounds the BatchNorm + residual once
-// instead of twice; its update is no further from f32's than the unfused one.
+// instead of twice; its update is no further from f32's than the unfused one
+// (resnet18 only: expect_amp_fusion_no_worse says why).
 TEST(Fusion, ChangesAmpUpdatesOnlyByRounding) {
-  for (const std::string& model : {std::string("resnet18"), std::string("resnet50")}) {
-    RunOptions o = testing::zoo_run(model, OptimizerKind::Sgd, ExecMode::FullCapture, 16);
-    testing::expect_amp_fusion_no_worse(testing::one_step_amp_vs_f32(o, 16, 99), model);
-  }
+  RunOptions o = testing::zoo_run("resnet18", OptimizerKind::Sgd, ExecMode::FullCapture, 16);
+  testing::expect_amp_fusion_no_worse(testing::one_step_amp_vs_f32(o, 16, 99), "resnet18");
 }
 
 }  // namespace

@@ -45,11 +45,16 @@ inline FusionAmpDiffs one_step_amp_vs_f32(RunOptions o, int64_t batch, uint64_t 
   return d;
 }
 
-// Within 1.5x the unfused AMP error, or 2% of the update, whichever is
-// larger. A dropped residual or gradient would be off by tens of percent where
-// AMP alone is a few percent from f32 (resnet18). The reduced-width resnet50,
-// whose last BatchNorms see 16 values, is far from f32 with AMP alone: there
-// the check only says that fusion does not make it worse.
+// Fused AMP carries the same kind of error as unfused AMP (f16 roundings,
+// one fewer), so its distance from the f32 update is bounded by the unfused
+// one's: 1.5x it, or 2 % of the update where that is larger (one step of
+// resnet18 at 1/8 width: AMP alone moves it 1.3-2.6 % from f32). A dropped
+// residual or gradient moves it by tens of percent. Only where AMP alone stays
+// a few percent from f32 can this tell the two apart: the 1/8-width resnet50
+// moves 55-90 % with AMP alone (its BatchNorms over 16 channels and few values
+// turn f16 rounding into other ReLU decisions, at batch 16 or 64 and 32 or 64
+// pixels alike), so it is not held to it; Fusion.ResidualApplyIsApplyThenAdd
+// bounds the fused op in f16 and Fusion.ChangesNoBitOfATrainingRunInF32 its runs.
 inline void expect_amp_fusion_no_worse(const FusionAmpDiffs& d, const std::string& what) {
   EXPECT_GT(d.unfused.total, 0) << what << ": AMP changed no bit: did the step run?";
   EXPECT_LT(d.fused.total, std::max(0.02, 1.5 * d.unfused.total)) << what;

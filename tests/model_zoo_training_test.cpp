@@ -96,6 +96,9 @@ TEST(ZooTraining, LossFalls) {
     const EpochStats last = t.run_epoch();
     std::printf("[ zoo ] %s: train loss %.4f -> %.4f, accuracy %.3f -> %.3f\n", model.c_str(), first.train_loss,
                 last.train_loss, first.train_acc, last.train_acc);
+    // Learnable synthetic classes (a class pattern per label): three epochs
+    // lower the mean loss by far more than 10 %; a lost gradient or update
+    // leaves it where it was, within the noise of the batches' order.
     EXPECT_LT(last.train_loss, first.train_loss * 0.9) << model;
   }
 }

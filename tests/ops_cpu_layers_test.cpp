@@ -19,6 +19,8 @@ TEST(OpsCpuBatchNorm, BatchStatisticsAreMeanAndBiasedVariance) {
     double mean = 0, var = 0;
     for (int64_t p = 0; p < P; ++p) mean += bn.x.get(p * C + c) / double(P);
     for (int64_t p = 0; p < P; ++p) var += (bn.x.get(p * C + c) - mean) * (bn.x.get(p * C + c) - mean) / double(P);
+    // Both are double sums of 50 values in [-1, 2] (the op's var is E[x^2] - mean^2): roundings of
+    // about 50 * 1.1e-16 of values near 1; 1e-12 leaves 100x.
     EXPECT_NEAR(bn.batch.get(c), mean, 1e-12);
     EXPECT_NEAR(bn.batch.get(C + c), var, 1e-12);
   }
@@ -36,6 +38,8 @@ TEST(OpsCpuBatchNorm, BackwardMatchesFiniteDifferences) {
       lin.forward();
       double closest = 1e9;
       for (int64_t i = 0; i < lin.y.numel(); ++i) closest = std::min(closest, std::fabs(lin.y.get(i)));
+      // A step h = 1e-5 of one input moves a pre-activation by about scale * h (scale = gamma * rstd < 2):
+      // 1e-4 keeps every pre-activation on its side of the kink during the differences.
       ASSERT_GT(closest, 1e-4);
     }
     bn.forward();
@@ -93,12 +97,14 @@ TEST(OpsCpuBatchNorm, SplitBatchWithSummedStatisticsEqualsWholeBatch) {
   for (int k = 0; k < 2; ++k) {
     BnChain& b = ranks[size_t(k)];
     b.run.run(bn_relu_bwd_apply_cpu, {&dys[size_t(k)], &b.affine, &b.x, &b.batch, &b.gamma, &dsums}, {&b.dx});
+    // Both sides compute in double and differ only in how the sums over 60 pixels are grouped (30 + 30):
+    // roundings of about 1e-15 of values and sums of a few units; 1e-12 leaves over 100x.
     for (int64_t i = 0; i < hn; ++i) {
       EXPECT_NEAR(b.y.get(i), all.y.get(k * hn + i), 1e-12);
       EXPECT_NEAR(b.dx.get(i), all.dx.get(k * hn + i), 1e-12);
     }
   }
-  for (int64_t i = 0; i < dsums.numel(); ++i) EXPECT_NEAR(dsums.get(i), all.dsums.get(i), 1e-12);
+  for (int64_t i = 0; i < dsums.numel(); ++i) EXPECT_NEAR(dsums.get(i), all.dsums.get(i), 1e-12);  // as above
 }
 
 TEST(OpsCpuBatchNorm, FoldThenInferEqualsApplyWithBatchStatistics) {
@@ -112,9 +118,14 @@ TEST(OpsCpuBatchNorm, FoldThenInferEqualsApplyWithBatchStatistics) {
       HostTensor gamma = bn.gamma.to(st), beta = bn.beta.to(st), affine(st, {2, 3}), y(t, bn.x.shape());
       bn.run.run(bn_fold_cpu, {&gamma, &beta, &bn.batch}, {&affine});
       bn.run.run(bn_relu_infer_cpu, {&bn.x, &affine}, {&y});
+      // Fold reads the mean and variance back from the batch tensor (f32 for F32) and both paths round
+      // (scale, shift) to A: y differs by a few roundings of 6e-8 (F32) or 1.1e-16 (F64) of |y| < 3;
+      // 1e-5 and 1e-12 leave about 30x and 1000x.
       EXPECT_LT(max_rel_err(y.values(), bn.y.values()), t == F64 ? 1e-12 : 1e-5);
       for (int64_t c = 0; c < 3; ++c) {  // the formula itself
         const double scale = gamma.get(c) / std::sqrt(bn.batch.get(3 + c) + double(bn.run.attrs.eps));
+        // The same double formula on the same inputs; the affine tensor holds f32 for F32: one rounding,
+        // 6e-8 of scale and of |shift| < 2; 1e-6 leaves 16x (relative) and 8x (absolute).
         EXPECT_NEAR(affine.get(c), scale, 1e-6 * std::fabs(scale));
         EXPECT_NEAR(affine.get(3 + c), beta.get(c) - bn.batch.get(c) * scale, 1e-6);
       }
@@ -144,6 +155,8 @@ TEST(OpsCpuFc, ForwardMatchesNaive) {
           for (int64_t k = 0; k < K; ++k) s += x.get(n * K + k) * w.get(m * K + k);
           ref[size_t(n * M + m)] = 0.125 * s + (bias ? b.get(m) : 0.0);
         }
+      // The BLAS's sums of 33 products, the bias add and the store, in f32 (F32) or double (F64): roundings
+      // of about 1e-7 (F32) or 1e-15 (F64) of max |y| (about 1); 1e-6 and 1e-13 leave about 10x and 100x.
       EXPECT_LT(max_rel_err(y.values(), ref), t == F64 ? 1e-13 : 1e-6);
     }
   }
@@ -244,6 +257,7 @@ TEST(OpsCpuSoftmaxXent, GradientMatchesFiniteDifferencesOfMeanLoss) {
       loss -= t * (z.get(n * M + j) - zmax - std::log(e));
     }
   }
+  // Both in double over 3 rows of 5 classes: roundings of about 1e-15 of a loss of a few units; 1e-12 leaves 100x.
   EXPECT_NEAR(metrics.get(kMetricLossSum), loss, 1e-12);
   fwd.run(softmax_xent_cpu, {&z, &labels}, {&m_only});
   EXPECT_EQ(m_only.values(), metrics.values());
@@ -275,6 +289,7 @@ TEST(OpsCpuSoftmaxXent, MetricsCountCorrectWithFirstMaxWinning) {
     for (int j = 0; j < 4; ++j) e += std::exp(zv[n * 4 + j]);
     loss += std::log(e) - zv[n * 4 + int(labels.get(n))];
   }
+  // The op sums in double; the F32 metrics tensor rounds the sum (about 2.3) once: 1.2e-7; 1e-5 leaves 80x.
   EXPECT_NEAR(metrics.get(kMetricLossSum), loss, 1e-5);
   EXPECT_EQ(metrics.get(kMetricCorrect), 2.0);
   EXPECT_EQ(metrics.get(kMetricCount), 3.0);
@@ -282,6 +297,8 @@ TEST(OpsCpuSoftmaxXent, MetricsCountCorrectWithFirstMaxWinning) {
   for (int n = 0; n < 3; ++n) {  // each dlogits row sums to 0 (softmax and target both sum to 1)
     double s = 0;
     for (int j = 0; j < 4; ++j) s += dz.get(n * 4 + j);
+    // Each dlogit, (p - target) / 3, is rounded once to f32: at most 1.5e-8 below 1/2, 6e-8 for four;
+    // 1e-6 leaves 16x.
     EXPECT_NEAR(s, 0.0, 1e-6);
   }
 
@@ -315,6 +332,8 @@ TEST(OpsCpuInputPrep, NearestNeighbourDownsampleAndNormalise) {
           for (int64_t c = 0; c < C; ++c) {
             const double u8 = images.get(((n * H0 + rows[i]) * W0 + cols[j]) * C + c);
             const double want = (u8 / 255.0 - run.attrs.norm_mean[c]) / run.attrs.norm_std[c];
+            // |want| <= 1.5. F16: one fp16 rounding, 4.9e-4 below 2 (2e-3 leaves 4x); F32: the formula's
+            // f32 roundings, about 1.2e-7 (1e-6 leaves 8x); F64: the same double formula, a few 1e-16.
             EXPECT_NEAR(x.get(((n * 4 + i) * 3 + j) * C + c), want, t == F16 ? 2e-3 : t == F32 ? 1e-6 : 1e-15);
           }
     EXPECT_EQ(labels.values(), (std::vector<double>{7, 6}));

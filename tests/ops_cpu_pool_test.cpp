@@ -115,6 +115,7 @@ TEST(OpsCpuPool, MaxPoolPaddingNeverWins) {
   HostTensor y(F32, pooled(x.shape(), w));
   OpRunner run = runner(w);
   run.run(maxpool_fwd_cpu, {&x}, {&y});
+  // Every input is below -1 and a winning zero pad gives 0: -0.5 lies between the two.
   for (int64_t i = 0; i < y.numel(); ++i) EXPECT_LT(y.get(i), -0.5) << "output " << i;
   EXPECT_EQ(y.values(), naive_maxpool(x, w).values());
 }
@@ -302,6 +303,8 @@ TEST(OpsCpuAvgPool, ForwardMatchesNaive) {
     OpRunner run = runner(pc.w);
     EXPECT_EQ(run.shapes(avgpool_fwd_shapes, {pc.x}, 1)[0], y.shape());
     run.run(avgpool_fwd_cpu, {&x}, {&y});
+    // The op sums the window in double in the same row-major order and divides by k*k: the same bits;
+    // 1e-14 would still pass another order (roundings of about 1e-16 of max |y|), and a wrong window is O(1).
     EXPECT_LT(max_rel_err(y.values(), naive_avgpool(x, pc.w).values()), 1e-14);
   }
 }
@@ -333,6 +336,8 @@ TEST(OpsCpuAvgPool, GlobalForwardMatchesNaive) {
     for (int64_t c = 0; c < 6; ++c) {
       double sum = 0;
       for (int64_t p = 0; p < 20; ++p) sum += x.get((n * 20 + p) * 6 + c);
+      // The same double sum over the 20 pixels in the same order, divided by 20: the same bits; 1e-15 allows
+      // a few roundings of means below 1.
       EXPECT_NEAR(y.get(n * 6 + c), sum / 20, 1e-15);
     }
 }
