@@ -50,6 +50,8 @@ TEST(Augment, DecisionsAreAFunctionOfSeedBatchAndSampleAndCoverTheirRange) {
     EXPECT_GE(c.cut_y0, -4);
     EXPECT_LT(c.cut_y0, 28 - 4);
   }
+  // A fair coin's fraction over 4000 draws has a binomial sd of 0.0079: 0.03 is 3.8 sd (and the seed fixes
+  // the draws); a flip drawn with another probability (0.25, 1) is off by 0.25 or more.
   EXPECT_NEAR(flips / 4000.0, 0.5, 0.03);
   EXPECT_EQ(dxs, (std::set<int>{-2, -1, 0, 1, 2}));
   EXPECT_EQ(dys, (std::set<int>{-2, -1, 0, 1, 2}));
@@ -65,6 +67,8 @@ TEST(Augment, DecisionsAreAFunctionOfSeedBatchAndSampleAndCoverTheirRange) {
     EXPECT_EQ(off.dx, 0);
     EXPECT_EQ(off.dy, 0);
   }
+  // Independent draws agree in (dx, dy, flip, cut_x0) with probability 1/5 * 1/5 * 1/2 * 1/28 = 1/1400:
+  // 0.14 of 200 expected; draws that ignore the batch or the seed agree 200 times.
   EXPECT_LT(same_batch, 10);
   EXPECT_LT(same_seed, 10);
 }

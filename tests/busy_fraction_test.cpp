@@ -22,7 +22,7 @@ TEST(BusyFraction, IsAtMostOneAndKeepsARawRatioAboveOne) {
   for (double k = 0; k <= 200; k += 7.5)
     for (double w = 1; w <= 150; w += 11) {
       const double v = busy_fraction(k, w).value;
-      EXPECT_GE(v, 0.0);
+      EXPECT_GE(v, 0.0);  // [0, 1]: the fraction's range by construction (Note [busy fraction])
       EXPECT_LE(v, 1.0);
     }
 }

@@ -303,7 +303,8 @@ void expect_real_split(Split split, int64_t count, const std::array<int32_t, 10>
   }
   for (int c = 0; c < 10; ++c) EXPECT_EQ(histogram[size_t(c)], count / 10) << "class " << c;
   for (size_t i = 0; i < first_labels.size(); ++i) EXPECT_EQ(ds.labels[i], first_labels[i]) << i;
-  // Fashion-MNIST's mean intensity is about 0.286 * 255.
+  // Fashion-MNIST's mean intensity is about 0.286 * 255: 0.2860 (train) and 0.2868 (test) of 255, 72.9 and 73.1.
+  // 2.0 holds both splits; MNIST's files (0.1307 * 255 = 33.3) are 40 away.
   double sum = 0;
   for (uint8_t p : ds.images) sum += p;
   EXPECT_NEAR(sum / double(ds.images.size()), 0.286 * 255, 2.0);

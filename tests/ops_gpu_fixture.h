@@ -92,6 +92,11 @@ inline double rel_err(const HostTensor& a, const HostTensor& ref) {
   return den == 0 ? std::sqrt(num) : std::sqrt(num / den);
 }
 
+// f32: GPU and CPU sum in other orders; measured at most 1.2e-6 (FcBwdWeight's 4097-sample sums, H200) and
+// below 1e-6 elsewhere: 1e-5 leaves 8x. f16: both round f32 results to fp16, and an element near a rounding
+// point lands an fp16 ulp (9.8e-4) away; measured below 1e-4 (check() prints any error above tol / 10).
+// 1e-3 would hold even one more fp16 rounding of every element (rms about 2e-4); fp16 sums of hundreds of
+// terms are off by about 1e-2.
 inline double tol_for(DType t) { return t == F16 ? 1e-3 : 1e-5; }
 
 // One op call: inputs, output templates (dtype + shape), attributes, variant.

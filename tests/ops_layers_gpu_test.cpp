@@ -68,13 +68,15 @@ TEST_F(OpsGpuBn, AllPhasesMatchCpu) {
         st.name = cat("BnStats", tag);
         st.in = {d.x};
         st.out = {HostTensor(F32, {2, C})};
-        st.tol = {1e-5};
+        st.tol = {1e-5};  // f32 statistics for either dtype (GPU sums in f32, CPU in double): tol_for(F32)
         check(bn_stats_cpu, bn_stats_cuda, st);
 
         Case ap = base;
         ap.name = cat("BnReluApply", tag);
         ap.in = {d.x, d.sums, d.gamma, d.beta};
         ap.out = {HostTensor(t, s.x), HostTensor(F32, {2, C}), HostTensor(F32, {2, C})};
+        // batch and affine: the same double formula on the same sums, rounded to f32: an f32 ulp (at most
+        // 1.2e-7) apart where the doubles straddle a rounding point; 1e-6 leaves 8x.
         ap.tol = {tol_for(t), 1e-6, 1e-6};
         check(bn_relu_apply_cpu, bn_relu_apply_cuda, ap);
 
@@ -87,7 +89,7 @@ TEST_F(OpsGpuBn, AllPhasesMatchCpu) {
         br.name = cat("BnReluBwdReduce", tag);
         br.in = {d.dy, d.affine, d.x, d.batch};
         br.out = {HostTensor(t, {C}), HostTensor(t, {C}), HostTensor(F32, {2, C})};
-        br.tol = {tol_for(t), tol_for(t), 1e-5};
+        br.tol = {tol_for(t), tol_for(t), 1e-5};  // dsums: f32 statistics for either dtype, as BnStats
         check(bn_relu_bwd_reduce_cpu, bn_relu_bwd_reduce_cuda, br);
 
         Case ba = base;
@@ -114,7 +116,7 @@ TEST_F(OpsGpu, BnFoldMatchesCpu) {
     for (int64_t i = C; i < 2 * C; ++i) running.set(i, 0.1 + std::fabs(running.get(i)));  // variances > 0
     k.in = {rnd(F32, {C}, rng, 0.5, 1.5), rnd(F32, {C}, rng), running};
     k.out = {HostTensor(F32, {2, C})};
-    k.tol = {1e-6};
+    k.tol = {1e-6};  // the same double formula on f32 inputs, rounded to f32: an ulp (1.2e-7) at most; 8x
     check(bn_fold_cpu, bn_fold_cuda, k);
   }
 }
@@ -178,14 +180,14 @@ TEST_F(OpsGpu, ReluMatchesCpu) {
       f.name = cat(tname("ReluFwd", t), " ", s.str());
       f.in = {x};
       f.out = {HostTensor(t, s)};
-      f.tol = {0.0};
+      f.tol = {0.0};  // a select: the same bits
       check(relu_fwd_cpu, relu_fwd_cuda, f);
       const HostTensor y = run_cpu(relu_fwd_cpu, f)[0];
       Case b;
       b.name = cat(tname("ReluBwd", t), " ", s.str());
       b.in = {rnd(t, s, rng), y};
       b.out = {HostTensor(t, s)};
-      b.tol = {0.0};
+      b.tol = {0.0};  // a select: the same bits
       check(relu_bwd_cpu, relu_bwd_cuda, b);
       Case b2 = b;  // with a second gradient (Note [fusion]): the sum rounded once, as Add does
       b2.name = cat(tname("ReluBwd dy + dy2", t), " ", s.str());
@@ -244,6 +246,9 @@ int64_t expect_the_ops_apart(const std::vector<HostTensor>& a, const std::vector
     differ += differing_elements(a[i], want[i]);
     EXPECT_EQ(differing_elements(a[i], want[i]), 0) << "output " << i;
     EXPECT_TRUE(bitwise_equal(a[i], b[i])) << "output " << i << " differs between two runs";
+    // The CPU runs the ops in turn, each held to tol_for apart; chained, their differences add and carry (a
+    // logit an fp16 ulp apart moves its dlogit and the routed gradient): 20x. Measured at most 5e-5 (f16) and
+    // 2e-7 (f32) in dx and dlogits on an H200.
     EXPECT_LT(rel_err(a[i], cpu[i]), 20 * tol_for(t)) << "output " << i;
   }
   return differ;
@@ -309,6 +314,7 @@ TEST_F(OpsGpu, ClassifierHeadIsTheFiveOpsInTurn) {
       const int64_t differ = expect_the_ops_apart(a, b, want, cpu, t);
       int64_t routed = 0;  // dx entries that got a gradient: one per (sample, channel)
       for (int64_t i = 0; i < a[3].numel(); ++i) routed += a[3].get(i) != 0.0;
+      // One winner per (sample, channel); a routed gradient of exactly 0 is rare, so most must be nonzero.
       EXPECT_LE(routed, N * C);
       EXPECT_GT(routed, N * C / 2);
       std::printf("[ head ] %s: %lld elements differ from the five ops apart, dx %.2e and dlogits %.2e from the CPU\n",

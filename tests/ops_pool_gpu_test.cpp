@@ -112,6 +112,8 @@ TEST_F(OpsGpuPool, MaxPool2WithStatsIsPoolThenBnStats) {
       EXPECT_EQ(differing_elements(a[0], cpu[0]), 0);
       EXPECT_EQ(differing_elements(a[1], cpu[1]), 0);
       EXPECT_EQ(differing_elements(a[2], unfused), 0);
+      // The GPU's f32 sums of up to 784 pooled values in [0.5, 2] against the CPU's double ones rounded to
+      // f32: measured at most 5.9e-8 (H200); 1e-5 leaves 170x, and one value left out is 1/784 = 1.3e-3.
       EXPECT_LT(err, 1e-5);
       for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(bitwise_equal(a[i], b[i])) << "output " << i;
     }
@@ -171,7 +173,9 @@ TEST_F(OpsGpuPool, BnReluPoolIsApplyThenPool) {
         const double err = rel_err(a[0], cpu[0]);
         std::printf("[ bn pool ] %s: %lld elements differ from BnReluApply + MaxPoolFwd, p %.2e from the CPU\n",
                     f.name.c_str(), static_cast<long long>(differ), err);
-        EXPECT_LT(err, tol_for(t));
+        EXPECT_LT(err, tol_for(t));  // measured at most 5.3e-8 (f32) and 5.8e-6 (f16) on an H200
+        // (scale, shift) from the same sums by the same double formula, rounded to f32: an f32 ulp (at most
+        // 1.2e-7) apart where the doubles straddle a rounding point; 1e-5 leaves over 80x.
         EXPECT_LT(rel_err(a[3], cpu[3]), 1e-5);
       }
 }

@@ -15,6 +15,7 @@ TEST(Roofline, ComputeBoundOpIsMeasuredAgainstThePeakFlops) {
   EXPECT_TRUE(r.compute_bound);
   EXPECT_DOUBLE_EQ(r.tflops, 500);
   EXPECT_DOUBLE_EQ(r.gbps, 500);
+  // Fractions below 1 from a few double divisions: roundings of 1.1e-16 each; 1e-12 leaves 1e3x (also below).
   EXPECT_NEAR(r.of_roofline, 500e12 / 989e12, 1e-12);
   EXPECT_DOUBLE_EQ(r.of_roofline, r.of_peak_flops);
 }
@@ -25,6 +26,7 @@ TEST(Roofline, MemoryBoundOpIsMeasuredAgainstWhatItsBytesAllow) {
   // 0.5 ms moves 2 TB/s and does 20 TFLOP/s: 20/48 of the bound, 2/4.8 of HBM.
   const Roofline r = roofline(1e10, 1e9, 5e-4, p);
   EXPECT_FALSE(r.compute_bound);
+  // A few double roundings of fractions below 1 (1.1e-16 each): 1e-12 leaves 1e3x.
   EXPECT_NEAR(r.of_roofline, 20.0 / 48.0, 1e-12);
   EXPECT_NEAR(r.of_peak_bytes, 2.0 / 4.8, 1e-12);
   EXPECT_NEAR(r.of_roofline, r.of_peak_bytes, 1e-12);  // below the ridge the two agree
@@ -33,7 +35,7 @@ TEST(Roofline, MemoryBoundOpIsMeasuredAgainstWhatItsBytesAllow) {
 TEST(Roofline, DataMovementWithoutFlopsIsItsBandwidthFraction) {
   const Roofline r = roofline(0, 4.8e9, 2e-3, h200_peaks(DType::F32));
   EXPECT_DOUBLE_EQ(r.tflops, 0);
-  EXPECT_NEAR(r.of_roofline, 0.5, 1e-12);
+  EXPECT_NEAR(r.of_roofline, 0.5, 1e-12);  // 4.8e9 B / 2e-3 s / 4.8e12 B/s, a few double roundings
   EXPECT_FALSE(r.compute_bound);
 }
 
@@ -49,8 +51,8 @@ TEST(Roofline, AnL2ResidentOpGetsNoHbmFractions) {
   const Roofline big = roofline(0, 400e6, 400e6 / 4.0e12, p);
   EXPECT_FALSE(big.l2_resident);
   const auto cb = roofline_counters(0, 400e6, big);
-  EXPECT_NEAR(cb.at("of_roofline"), 4.0 / 4.8, 1e-12);
-  EXPECT_LE(cb.at("of_roofline"), 1.0);
+  EXPECT_NEAR(cb.at("of_roofline"), 4.0 / 4.8, 1e-12);  // a few double roundings (1.1e-16 each)
+  EXPECT_LE(cb.at("of_roofline"), 1.0);  // a fraction of HBM's bandwidth: at most 1
 }
 
 TEST(Roofline, Fp32UsesTheCudaCorePeakAndBadInputIsRefused) {

@@ -57,11 +57,14 @@ TEST(Statistics, MannWhitneyExactCases) {
   // 5 vs 5 separated: 2 / 252.
   t = mann_whitney_u({10.0, 10.1, 9.9, 10.05, 9.95}, {11.0, 11.11, 10.89, 11.055, 10.945});
   EXPECT_TRUE(t.exact);
+  // Exact counts in double and one division: 2/252 to the last bit or two (1.7e-18 each); 1e-15 is about 600 of them.
   EXPECT_NEAR(t.p_value, 0.007936507936507936, 1e-15);  // scipy
   // One side of at most 8 values and no ties is enough for the exact test.
   t = mann_whitney_u({1.0, 2.5, 3.2}, {0.5, 1.5, 2.0, 2.2, 2.7, 3.0, 3.5, 4.0, 4.5, 5.0, 5.5, 6.0});
   EXPECT_TRUE(t.exact);
   EXPECT_EQ(t.u, 11);
+  // scipy's 17 digits against exact counts over C(15, 3) = 455: equal to about 1e-16; 1e-12 allows another
+  // order of roundings, and U off by one moves p by at least 2/455.
   EXPECT_NEAR(t.p_value, 0.36483516483516487, 1e-12);  // scipy
 }
 
@@ -80,6 +83,9 @@ TEST(Statistics, MannWhitneyNormalApproximationWithTies) {
   const MannWhitney t = mann_whitney_u({1, 2, 2, 3}, {2, 3, 3, 4});
   EXPECT_FALSE(t.exact);  // ties
   EXPECT_EQ(t.u, 3);
+  // The same formula in double: a few roundings of 1.1e-16 of p <= 1 (1e-14 leaves 30x). scipy evaluates it
+  // with its own normal tail: about 1e-16 apart, 1e-12 allows any libm's erfc. A missing continuity
+  // correction or tie term moves p by percents.
   EXPECT_NEAR(t.p_value, normal_p(13, 4, 4, 48), 1e-14);
   EXPECT_NEAR(t.p_value, 0.1720337089218229, 1e-12);  // scipy
   // 1..10 vs 6..15: five tied pairs (t = 2 each, sum 30), U_a = 12.5.
@@ -87,7 +93,7 @@ TEST(Statistics, MannWhitneyNormalApproximationWithTies) {
   for (int i = 1; i <= 10; ++i) a.push_back(i), b.push_back(i + 5);
   const MannWhitney u = mann_whitney_u(a, b);
   EXPECT_EQ(u.u, 12.5);
-  EXPECT_NEAR(u.p_value, normal_p(100 - 12.5, 10, 10, 30), 1e-14);
+  EXPECT_NEAR(u.p_value, normal_p(100 - 12.5, 10, 10, 30), 1e-14);  // 1e-14 and 1e-12: as above
   EXPECT_NEAR(u.p_value, 0.005075392315273923, 1e-12);  // scipy
 }
 
@@ -97,7 +103,7 @@ TEST(Statistics, MannWhitneyNormalApproximationLargeSamples) {
                                        {2.0, 3.9, 4.1, 5.0, 6.6, 7.2, 8.8, 9.5, 10.3});
   EXPECT_FALSE(t.exact);
   EXPECT_EQ(t.u, 33);
-  EXPECT_NEAR(t.p_value, normal_p(48, 9, 9, 0), 1e-14);
+  EXPECT_NEAR(t.p_value, normal_p(48, 9, 9, 0), 1e-14);  // 1e-14 and 1e-12: as in the test above
   EXPECT_NEAR(t.p_value, 0.5364994693194564, 1e-12);  // scipy
   std::vector<double> a, b;
   for (int i = 0; i < 20; ++i) a.push_back(i), b.push_back(i + 5.5);
@@ -111,6 +117,7 @@ TEST(Statistics, MannWhitneyEdgeCases) {
   // Symmetric in its arguments.
   const std::vector<double> a = {8, 12, 9, 11, 10}, b = {9, 13, 10, 12.5, 11};
   EXPECT_DOUBLE_EQ(mann_whitney_u(a, b).p_value, mann_whitney_u(b, a).p_value);
+  // Normal approximation with ties against scipy: about 1e-16 apart; 1e-12 allows any libm's erfc.
   EXPECT_NEAR(mann_whitney_u(a, b).p_value, 0.34278171114791145, 1e-12);  // scipy
   // Too few repetitions: not decided at all.
   const MannWhitney t = mann_whitney_u({1, 2}, {5, 6, 7, 8});
@@ -121,6 +128,8 @@ TEST(Statistics, MannWhitneyEdgeCases) {
 
 TEST(Statistics, NormalTail) {
   EXPECT_DOUBLE_EQ(normal_sf(0), 0.5);
+  // The quantile to 16 digits moves the tail by pdf * 1e-16 (6e-18) and erfc errs by about 1e-16 of 0.025:
+  // 1e-12 allows any libm; 1 - normal_sf(1) (0.84) rounds by 1.1e-16 and erfc by a few ulps: 1e-15 leaves 3x.
   EXPECT_NEAR(normal_sf(1.959963984540054), 0.025, 1e-12);
   EXPECT_NEAR(normal_sf(-1), 1 - normal_sf(1), 1e-15);
 }

@@ -33,6 +33,7 @@ TtaReport small_tta_report() {
   spec.train = testing::view_of(train);
   spec.test = testing::view_of(test);
   spec.runs = 2;
+  // 3x chance for 10 classes; guessing on 64 test images has a binomial sd of 0.0375, so 0.3 is 5 sd above it.
   spec.target_acc = 0.3;
   TtaReport r;
   r.context = collect_context(Backend::Cpu, "tta_task_test");
@@ -53,19 +54,23 @@ TEST(TtaTask, ReportsConsistentNumbers) {
     double sum = 0;
     for (const TtaEpoch& e : run.epochs) {
       sum += e.epoch_seconds;
-      EXPECT_GT(e.epoch_seconds, 0);
-      EXPECT_NEAR(e.train_seconds, sum, 1e-9);  // cumulative training time, evaluation apart
+      EXPECT_GT(e.epoch_seconds, 0);  // a measured epoch takes milliseconds; 0 is a field never set
+      // Cumulative training time, evaluation apart. The task sums epoch_seconds in this order: the same bits;
+      // 1e-9 s is far below an evaluation's time, which a wrong sum would add.
+      EXPECT_NEAR(e.train_seconds, sum, 1e-9);
       EXPECT_EQ(e.acc, e.val_acc);              // judged by the main weights
-      EXPECT_GE(e.acc, 0);
+      EXPECT_GE(e.acc, 0);  // a fraction of the test images
       EXPECT_LE(e.acc, 1);
+      // The training time (steady clock) fits between the epoch's wall-clock stamps (system clock); the
+      // 1 ms allows the two clocks' rates to differ (an NTP slew) over the epoch.
       EXPECT_LE(e.start_unix_ms + 1e3 * e.epoch_seconds, e.end_unix_ms + 1);
     }
-    EXPECT_GT(run.setup_seconds, 0);
+    EXPECT_GT(run.setup_seconds, 0);  // a measured set-up (graph build, capture) takes milliseconds
     EXPECT_EQ(run.final_acc, run.epochs.back().acc);
     if (run.time_to_target) {
       const TtaEpoch& hit = run.epochs[size_t(run.epochs_to_target - 1)];
       EXPECT_EQ(*run.time_to_target, hit.train_seconds);
-      EXPECT_GE(hit.acc, r.target_acc);
+      EXPECT_GE(hit.acc, r.target_acc);  // the task's own rule (acc >= target): exact comparisons
       for (int k = 0; k + 1 < run.epochs_to_target; ++k) EXPECT_LT(run.epochs[size_t(k)].acc, r.target_acc);
     } else {
       for (const TtaEpoch& e : run.epochs) EXPECT_LT(e.acc, r.target_acc);

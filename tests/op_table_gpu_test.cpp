@@ -1,0 +1,38 @@
+// The op test table on CUDA (Note [the op test table], op_table.h): every
+// case against the CPU in the same storage type, f32 and, where the case has
+// an f16 bound, f16; and two GPU runs of a case give the same bits.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "tests/op_table.h"
+#include "tests/ops_gpu_fixture.h"
+
+namespace tr::gpu_test {
+namespace {
+
+bool is_conv(OpKind k) { return k == OpKind::ConvFwd || k == OpKind::ConvBwdData || k == OpKind::ConvBwdFilter; }
+
+TEST_F(OpsGpu, OpTableEveryCaseMatchesTheCpu) {
+  int runs = 0;
+  for (const test::OpCase& c : test::op_cases())
+    for (DType t : {F32, F16}) {
+      const double bound = t == F32 ? c.gpu_f32 : c.gpu_f16;
+      if (bound < 0) continue;
+      Case k;
+      k.name = cat(c.name, " (", dtype_name(t), ")");
+      k.attrs = c.attrs;
+      k.variant = c.variant;
+      k.loss_scale = c.loss_scale;
+      k.in = test::case_inputs(c, t);
+      k.out = test::case_outputs(c, k.in, t);
+      for (const HostTensor& o : k.out) k.tol.push_back(is_float(o.dtype()) ? bound : 0.0);
+      if (is_conv(c.kind)) prepare_conv(c.kind, k);
+      check(op_def(c.kind).cpu, op_def(c.kind).cuda, k);
+      ++runs;
+    }
+  std::printf("[ op table gpu ] %d runs of %zu cases against the CPU\n", runs, test::op_cases().size());
+}
+
+}  // namespace
+}  // namespace tr::gpu_test
