@@ -114,13 +114,16 @@ TEST(OpsCpuConv, ForwardAndBackwardsMatchNaive) {
       r.fwd(x, w, y);
       r.bwd_data(dy, w, x, dx);
       r.bwd_filter(x, dy, dw);
-      // The BLAS sums up to 147 products (the 7x7x3 stem; 196 taps with zeros for dx, 84 pixels for dw)
-      // one after another: f32 errs by about 4e-7 of max |y| (simulated with FMA; 1e-6 leaves 2x), double
-      // by about 1e-15 (1e-13 leaves 100x). A wrong tap, stride or padding is O(1).
-      const double tol = t == F64 ? 1e-13 : 1e-6;
-      EXPECT_LT(max_rel_err(y.values(), naive_conv_fwd(x.values(), w.values(), d)), tol);
-      EXPECT_LT(max_rel_err(dx.values(), naive_conv_bwd_data(dy.values(), w.values(), d)), tol);
-      EXPECT_LT(max_rel_err(dw.values(), naive_conv_bwd_filter(x.values(), dy.values(), d)), tol);
+      // Each element within Note [sum error bound] of the double reference: sums of R*R*C products (the
+      // forward), at most R*R*K (the data gradient) and N*Ho*Wo (the filter gradient). A wrong tap, stride
+      // or padding is off by a whole term.
+      const auto ax = abs_values(x), aw = abs_values(w), ady = abs_values(dy);
+      expect_within_sum_bound(y.values(), naive_conv_fwd(x.values(), w.values(), d), naive_conv_fwd(ax, aw, d),
+                              d.R * d.R * d.C, t, "y");
+      expect_within_sum_bound(dx.values(), naive_conv_bwd_data(dy.values(), w.values(), d),
+                              naive_conv_bwd_data(ady, aw, d), d.R * d.R * d.K, t, "dx");
+      expect_within_sum_bound(dw.values(), naive_conv_bwd_filter(x.values(), dy.values(), d),
+                              naive_conv_bwd_filter(ax, ady, d), d.N * d.Ho() * d.Wo(), t, "dw");
     }
 }
 

@@ -148,16 +148,20 @@ TEST(OpsCpuFc, ForwardMatchesNaive) {
       run.attrs.has_bias = bias;
       if (bias) run.run(fc_fwd_cpu, {&x, &w, &b}, {&y});
       else run.run(fc_fwd_cpu, {&x, &w}, {&y});
-      std::vector<double> ref(size_t(N * M));
+      std::vector<double> ref(size_t(N * M)), magnitude(size_t(N * M));
       for (int64_t n = 0; n < N; ++n)
         for (int64_t m = 0; m < M; ++m) {
-          double s = 0;
-          for (int64_t k = 0; k < K; ++k) s += x.get(n * K + k) * w.get(m * K + k);
+          double s = 0, a = 0;
+          for (int64_t k = 0; k < K; ++k) {
+            s += x.get(n * K + k) * w.get(m * K + k);
+            a += std::fabs(x.get(n * K + k) * w.get(m * K + k));
+          }
           ref[size_t(n * M + m)] = 0.125 * s + (bias ? b.get(m) : 0.0);
+          magnitude[size_t(n * M + m)] = 0.125 * a + (bias ? std::fabs(b.get(m)) : 0.0);
         }
-      // The BLAS's sums of 33 products, the bias add and the store, in f32 (F32) or double (F64): roundings
-      // of about 2e-7 (F32, simulated) or 4e-16 (F64) of max |y| (about 1); 1e-6 and 1e-13 leave 5x and 250x.
-      EXPECT_LT(max_rel_err(y.values(), ref), t == F64 ? 1e-13 : 1e-6);
+      // Each element within Note [sum error bound]: 33 products and the bias (the scale is a power of
+      // two, exact), in any order the BLAS takes.
+      expect_within_sum_bound(y.values(), ref, magnitude, K + 1, t, "y");
     }
   }
 }

@@ -1,6 +1,7 @@
 #pragma once
 // Helpers shared by the CPU op tests (ops_cpu_*_test.cpp).
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <numeric>
 
@@ -40,6 +41,37 @@ inline HostTensor distinct_tensor(DType t, Shape s, Rng& rng) {
   return r;
 }
 
+
+// Note [sum error bound]
+// A sum of n terms in floating point, in any order and with or without fused
+// multiply-adds, is within n*u*sum|terms| of the exact sum (u = 2^-24 in f32,
+// 2^-53 in f64; the first-order bound gamma_n), and storing it rounds once
+// more. So a BLAS result may be checked element by element against an exact
+// (double) reference with the bound (n + 1) * u * sum|terms|, where sum|terms|
+// is the same reference computed on the operands' absolute values: a bound
+// that holds for every BLAS kernel, thread count and summation order, and
+// still sees a wrong tap or stride (an error of a whole term).
+inline double unit_roundoff(DType t) { return t == F64 ? 0x1p-53 : t == F32 ? 0x1p-24 : 0x1p-11; }
+inline std::vector<double> abs_values(const HostTensor& t) {
+  std::vector<double> v = t.values();
+  for (double& x : v) x = std::fabs(x);
+  return v;
+}
+// Element i of got within the bound of ref (sums of n terms; magnitude[i] is
+// the sum of the terms' absolute values). Returns the largest share of its
+// bound any element used.
+inline double expect_within_sum_bound(const std::vector<double>& got, const std::vector<double>& ref,
+                                      const std::vector<double>& magnitude, int64_t n, DType t, const char* what) {
+  EXPECT_EQ(got.size(), ref.size()) << what;
+  double worst = 0;
+  for (size_t i = 0; i < std::min(got.size(), ref.size()); ++i) {
+    const double bound = double(n + 1) * unit_roundoff(t) * magnitude[i] + unit_roundoff(t) * std::fabs(ref[i]);
+    const double err = std::fabs(got[i] - ref[i]);
+    EXPECT_LE(err, bound) << what << " element " << i << ": " << got[i] << " vs " << ref[i];
+    if (bound > 0) worst = std::max(worst, err / bound);
+  }
+  return worst;
+}
 
 // BnStats -> BnReluApply, and BnReluBwdReduce -> BnReluBwdApply, on one rank.
 struct BnChain {
