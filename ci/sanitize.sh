@@ -30,6 +30,11 @@ case "$kind" in
   asan)
     export ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:abort_on_error=0:strict_string_checks=1
     export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+    # One BLAS thread per caller: the sanitizers judge our code, and OpenBLAS's
+    # spinning workers beside two tests at once on two cores made the run four
+    # times slower (CpuTraining.ReplayEqualsEagerBitForBit: 62 s, 18 s with one).
+    # Two threads are the plain ctest's and ci/blas_kernels.sh's.
+    export OPENBLAS_NUM_THREADS=1
     include='.'
     ;;
   tsan)
