@@ -44,13 +44,7 @@ TEST(GpuDataParallel, GpusMatchOneGpuWithTheWholeBatch) {
   const int have = cuda_device_count();
   const auto train = testing::model_data("cnn", 20 * 32, 21);
   auto window = testing::model_data("cnn", 32, 21);
-  const auto run = [](int gpus) {
-    RunOptions o = gpu_dp_run(gpus, ExecMode::FullCapture);
-    o.shuffle = false;
-    o.validate = false;
-    o.epochs = 20;
-    return o;
-  };
+  const auto run = [](int gpus) { return testing::stepwise_run(gpu_dp_run(gpus, ExecMode::FullCapture), 20); };
   for (int gpus : {2, 4, 8}) {
     if (gpus > have) break;
     Trainer one(run(1), view_of(window), view_of(window));

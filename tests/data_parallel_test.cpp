@@ -34,13 +34,7 @@ RunOptions dp_run(int ranks, ExecMode mode) {
 TEST(DataParallel, RanksMatchOneRankWithTheWholeBatch) {
   const auto train = testing::model_data("cnn", 20 * 32, 21);
   auto window = testing::model_data("cnn", 32, 21);
-  const auto run = [](int ranks) {
-    RunOptions o = dp_run(ranks, ExecMode::FullCapture);
-    o.shuffle = false;
-    o.validate = false;
-    o.epochs = 20;
-    return o;
-  };
+  const auto run = [](int ranks) { return testing::stepwise_run(dp_run(ranks, ExecMode::FullCapture), 20); };
   for (int ranks : {2, 4}) {
     Trainer one(run(1), view_of(window), view_of(window));
     Trainer t(run(ranks), view_of(window), view_of(window));

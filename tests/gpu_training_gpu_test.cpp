@@ -39,11 +39,8 @@ TEST(GpuTraining, Fp32LossMatchesCpuOver20Steps) {
   const auto train = testing::model_data("cnn", 20 * 32, 41);
   auto window = testing::model_data("cnn", 32, 41);
   for (std::string kind : {"mlp", "cnn"}) {
-    RunOptions o = small_run(kind, kind == "mlp" ? OptimizerKind::AdamW : OptimizerKind::Sgd,
-                             ExecMode::FullCapture, 32);
-    o.validate = false;
-    o.shuffle = false;
-    o.epochs = 20;
+    RunOptions o = testing::stepwise_run(
+        small_run(kind, kind == "mlp" ? OptimizerKind::AdamW : OptimizerKind::Sgd, ExecMode::FullCapture, 32), 20);
     Trainer cpu(o, view_of(window), view_of(window));
     o.backend = Backend::Cuda;
     Trainer gpu(o, view_of(window), view_of(window));
@@ -354,17 +351,8 @@ TEST(GpuRuntime, LearningRateChangesEveryStepWithoutRecapture) {
   t.run_epoch();
   t.run_epoch();
   EXPECT_EQ(t.capture().captured, captured);
-  // As CpuTraining.LearningRateFollowsDeviceScheduleWithoutRecapture: step
-  // i's rate is seen at the hook of step i + 1, the last one after the run;
-  // each within one f32 ulp of the closed form.
   ASSERT_EQ(rec.lrs.size(), 16u);
-  std::vector<float> applied(rec.lrs.begin() + 1, rec.lrs.end());
-  applied.push_back(read_scalars(t.plans(), t.context(0)).lr);
-  EXPECT_EQ(rec.lrs[0], applied[0]) << "the rate before the first step";
-  for (int64_t i = 0; i < 16; ++i) {
-    const float want = float(testing::closed_form_lr(o.lr, 16, i));
-    EXPECT_LE(std::fabs(applied[size_t(i)] - want), std::nextafter(want, 1.f) - want) << "step " << i;
-  }
+  testing::expect_rates_follow_closed_form(rec.lrs, read_scalars(t.plans(), t.context(0)).lr, o.lr, 16);
 }
 
 }  // namespace

@@ -78,6 +78,15 @@ struct GradCase {
   std::string why;
 };
 
+// Window attributes of a convolution or pool: kernel, stride, padding.
+inline OpAttrs window(int kernel, int stride, int pad) {
+  OpAttrs a;
+  a.kernel = kernel;
+  a.stride = stride;
+  a.pad = pad;
+  return a;
+}
+
 const std::vector<OpCase>& op_cases();
 const std::vector<GradCase>& grad_cases();
 // The kinds that compute a gradient, each of which needs a gradient case.

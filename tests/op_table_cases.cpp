@@ -65,14 +65,6 @@ OpAttrs bn_attrs(bool relu = true) {
   return a;
 }
 
-OpAttrs window(int k, int stride, int pad) {
-  OpAttrs a;
-  a.kernel = k;
-  a.stride = stride;
-  a.pad = pad;
-  return a;
-}
-
 // ---------------------------------------------------------------- cases
 
 void input_cases(std::vector<OpCase>& t) {

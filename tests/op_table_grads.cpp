@@ -55,14 +55,6 @@ std::vector<HostTensor> op(OpFn fn, const std::vector<const HostTensor*>& in, co
 
 HostTensor like(const Shape& s) { return HostTensor(F64, s); }
 
-OpAttrs window(int k, int stride, int pad) {
-  OpAttrs a;
-  a.kernel = k;
-  a.stride = stride;
-  a.pad = pad;
-  return a;
-}
-
 void conv_grads(std::vector<GradCase>& t) {
   const Shape xs{2, 5, 6, 3}, ws{4, 3, 3, 3};
   const OpAttrs a = window(3, 2, 1);

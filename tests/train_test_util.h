@@ -179,6 +179,25 @@ inline double closed_form_lr(const LrScheduleSpec& s, int64_t steps, int64_t i) 
 // per-rank BN: DEEP_COMM, FIRST_COMM and VAL_RESULT_COMM alone.
 inline const std::map<BnSync, int> kCnnCollectiveGraphs = {{BnSync::Batch, 11}, {BnSync::Running, 3}};
 
+// The rate each of `steps` steps applied, from the rates seen at each step's
+// hook (`at_hooks`: step i's hook sees the rate step i-1 set, since AdvanceStep
+// comes after it; before step 0 the arena holds step 0's) and the rate after
+// the run (the last step's); each within one f32 ulp of the closed form, since
+// make_lr_table and closed_form_lr round doubles that differ in the last bits.
+inline std::vector<float> expect_rates_follow_closed_form(const std::vector<float>& at_hooks, float after,
+                                                          const LrScheduleSpec& s, int64_t steps) {
+  EXPECT_EQ(int64_t(at_hooks.size()), steps);
+  if (at_hooks.empty()) return {};
+  std::vector<float> applied(at_hooks.begin() + 1, at_hooks.end());
+  applied.push_back(after);
+  EXPECT_EQ(at_hooks[0], applied[0]) << "the rate before the first step";
+  for (int64_t i = 0; i < int64_t(applied.size()); ++i) {
+    const float want = float(closed_form_lr(s, steps, i));
+    EXPECT_LE(std::fabs(applied[size_t(i)] - want), std::nextafter(want, 1.f) - want) << "step " << i;
+  }
+  return applied;
+}
+
 // Writes `state` (as state_of reads it: f32 training-state tensors by name)
 // into the arena of local rank `rank`.
 inline void load_state(Trainer& t, int rank, const std::map<std::string, std::vector<float>>& state) {
@@ -204,6 +223,15 @@ inline void load_state(Trainer& t, int rank, const std::map<std::string, std::ve
 // Each trainer runs one batch per epoch (epochs = steps, no shuffle) from a
 // window of `batch` images that the test refills with batch k before epoch k;
 // the schedule, momentum, EMA and running statistics advance as in one run.
+// `o` as compare_stepwise runs it: one batch per epoch for `steps` epochs, in
+// order, without validation.
+inline RunOptions stepwise_run(RunOptions o, int steps) {
+  o.shuffle = false;
+  o.validate = false;
+  o.epochs = steps;
+  return o;
+}
+
 struct StepwiseDiff {
   double total = 0;  // the largest overall difference of a step's update, at step total_step
   int total_step = 0;

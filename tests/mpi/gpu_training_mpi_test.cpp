@@ -160,11 +160,7 @@ TEST(GpuProcesses, MatchOneGpuWithTheWholeBatch) {
   const auto train = testing::model_data("cnn", 20 * kBatch, 21);
   auto window = testing::model_data("cnn", kBatch, 21);
   const auto run = [&](int ranks, World* world) {
-    RunOptions o = gpu_run(ranks, ExecMode::FullCapture, world);
-    o.shuffle = false;
-    o.validate = false;
-    o.epochs = 20;
-    return o;
+    return testing::stepwise_run(gpu_run(ranks, ExecMode::FullCapture, world), 20);
   };
   Trainer one(run(1, nullptr), view_of(window), view_of(window));
   Trainer procs(run(R, &mpi_world()), view_of(window), view_of(window));

@@ -100,11 +100,7 @@ TEST(Processes, MatchOneRankWithTheWholeBatchLikeRankThreads) {
                                                 "20 steps as processes vs as rank threads");
   auto window = testing::model_data("cnn", kBatch, 21);
   const auto stepwise = [&](int ranks, World* world) {
-    RunOptions o = run_of(ranks, ExecMode::FullCapture, world);
-    o.shuffle = false;
-    o.validate = false;
-    o.epochs = 20;
-    return o;
+    return testing::stepwise_run(run_of(ranks, ExecMode::FullCapture, world), 20);
   };
   Trainer one(stepwise(1, nullptr), view_of(window), view_of(window));
   Trainer many(stepwise(R, &mpi_world()), view_of(window), view_of(window));
