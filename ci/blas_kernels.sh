@@ -25,9 +25,9 @@ for p in "${passes[@]}"; do
   read -r kernel threads <<<"$p"
   log=build/blas_kernels_$kernel.log
   echo "blas_kernels: ctest with OPENBLAS_CORETYPE=$kernel OPENBLAS_NUM_THREADS=$threads (log: $log)"
-  # The dry run of the GPU check and the link check call no BLAS.
+  # The dry run of the GPU check and the document checks call no BLAS.
   if ! OPENBLAS_CORETYPE=$kernel OPENBLAS_NUM_THREADS=$threads ctest --test-dir build --output-on-failure \
-       -j"${TR_TEST_JOBS:-2}" --timeout 900 -E '^(gpu_check[.]dry_run|markdown[.]links)$' >"$log" 2>&1; then
+       -j"${TR_TEST_JOBS:-2}" --timeout 900 -E '^(gpu_check[.]dry_run|markdown[.]links|docs[.].*)$' >"$log" 2>&1; then
     grep -E -B2 -A12 'Failure|\(Failed\)|\(Timeout\)' "$log" | head -200
     echo "blas_kernels: failed under $kernel with $threads thread(s)"
     exit 1

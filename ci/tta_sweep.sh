@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The recipe search behind the models' time-to-accuracy recipes (README "Time
-# to accuracy"): tr-bench tta over a grid of settings, 2 seeds each, on the GPU.
+# The recipe search behind the models' time-to-accuracy recipes (docs/design.md,
+# "Time-to-accuracy recipes"): tr-bench tta over a grid of settings, 2 seeds each, on the GPU.
 # Each line of $OUT/sweep.txt is one setting's summary. Run on the GPU machine
 # after ci/pack_device.sh (TR_PACK_SKIP="tr_bench_ops tr_tests").
 #   TR_SWEEP="cnn mlp resnet18" selects the models of the built-in grid;

@@ -23,7 +23,7 @@ Trains a reference model with the whole training step compiled into graphs.
 
   --recipe plain|tta       the defaults below (plain), or the model's time-to-accuracy recipe
                            (tta: its epochs, batch, learning rate, augmentation, TTA and
-                           precision; README "Time to accuracy"). Flags override either.
+                           precision; docs/design.md). Flags override either.
 )";
 const char* kUsageTail = R"(  --state-hash             print a digest of rank 0's training state at the end: two runs
                            that print the same digest hold the same bits

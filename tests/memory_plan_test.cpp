@@ -1,4 +1,4 @@
-// Memory plan and atlas invariants (DESIGN §2): alignment, no overlap between
+// Memory plan and atlas invariants (docs/design.md, "Vocabulary"): alignment, no overlap between
 // live tensors, identical offsets across variants, reuse beats no reuse, and
 // shape-invariant graphs deduplicated across the six variants.
 #include <gtest/gtest.h>

@@ -13,7 +13,7 @@
 //                                         the same kernels in f64, on the same
 //                                         input values;
 //   OpTable.GradientsMatchFiniteDifferences  every gradient case, in f64;
-//   OpTableGpu.EveryCaseMatchesTheCpu     every case on CUDA against the CPU in
+//   OpsGpu.OpTableEveryCaseMatchesTheCpu  every case on CUDA against the CPU in
 //                                         the same storage type, f32 and, where
 //                                         the case allows, f16 (op_table_gpu_test.cpp).
 // Outputs are compared by ||got - ref|| / ||ref||; integer outputs (argmax,

@@ -35,7 +35,7 @@ TrainSetup setup_of(const std::string& line, bool recipe, World* world = nullptr
 constexpr const char* kTiny = "--synthetic --train-subset 8 --val-subset 8";
 
 // The cnn's recipe, written out: a change to the registry's entry must change
-// this test too (README "Time to accuracy" holds the runs behind it).
+// this test too (docs/design.md, "Time-to-accuracy recipes" gives the runs behind it).
 TEST(TrainSetup, TheCnnRecipeIsTheTtaDefault) {
   const RunOptions o = setup_of(std::string("--model cnn ") + kTiny, true).options;
   EXPECT_EQ(o.epochs, 7);

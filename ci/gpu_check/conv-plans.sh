@@ -1,5 +1,5 @@
 # ci/gpu_check.sh's `conv-plans` part (sourced by it, with its helpers and variables).
-# Plan files (Note [convolution plan books], README "Plan files"): resnet18 at
+# Plan files (Note [convolution plan books], docs/user-guide.md, "Plan files"): resnet18 at
 # 128 (AMP, SGD, synthetic data) trained by two tr-train processes with
 # --cudnn-benchmark alone, whose timed plans and so state hashes may differ;
 # then once recording its plans into a file and twice replaying it, which must

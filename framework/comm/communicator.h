@@ -1,5 +1,5 @@
 #pragma once
-// All-reduce among the ranks of one process (DESIGN §5 framework/comm): NCCL on
+// All-reduce among the ranks of one process (docs/design.md, "Ranks and processes"): NCCL on
 // CUDA, shared memory among rank threads on the CPU. One object serves all
 // ranks; each rank thread calls with its own rank.
 #include <cstdint>

@@ -1,5 +1,5 @@
 #pragma once
-// ComputationGraph: shape-free topology (DESIGN §2). COMPUTE nodes name tensor
+// ComputationGraph: shape-free topology (docs/design.md, "Vocabulary"). COMPUTE nodes name tensor
 // ids; RANGE nodes name regions of the arena (resolved to (offset, size) by the
 // MemoryPlan). Nodes are bucketed by GraphId; a bucket is executed in order.
 #include <array>

@@ -1,5 +1,5 @@
 #pragma once
-// GraphAtlas (DESIGN §2): variants x GraphId table of slots. Dedup (pre_capture
+// GraphAtlas (docs/design.md, "Vocabulary"): variants x GraphId table of slots. Dedup (pre_capture
 // B1) gives every slot with the same key (cg, gid, shape_id) one captured graph.
 #include <array>
 #include <cstdint>

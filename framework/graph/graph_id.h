@@ -1,6 +1,6 @@
 #pragma once
 // The semantic sub-graphs of a training run, each captured independently
-// (DESIGN §2). The split between shape-invariant ids (captured once for all
+// (docs/design.md, "Vocabulary"). The split between shape-invariant ids (captured once for all
 // variants) and shape-dependent ids (one capture per distinct shape) drives
 // GraphAtlas dedup.
 #include <cstdint>

@@ -1,5 +1,5 @@
 #pragma once
-// A model is data (DESIGN §4): a list of layers forming a small DAG. Each layer
+// A model is data (docs/design.md, "From a model to a graph"): a list of layers forming a small DAG. Each layer
 // names its input layers and carries typed attributes; one plug-in per layer
 // kind (framework/graph/layers/) turns it into parameters, forward nodes and
 // backward nodes. The lists themselves live in framework/graph/models/.

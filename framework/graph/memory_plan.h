@@ -1,5 +1,5 @@
 #pragma once
-// MemoryPlan (DESIGN §2): a fixed, 256-byte aligned offset for every tensor id
+// MemoryPlan (docs/design.md, "Vocabulary"): a fixed, 256-byte aligned offset for every tensor id
 // inside one arena per rank.
 //
 // Note [same offset in every variant]: all variants share one layout; a slot is

@@ -1,4 +1,4 @@
-// The model builder: one engine for every model (DESIGN §4). It resolves a
+// The model builder: one engine for every model (docs/design.md, "From a model to a graph"). It resolves a
 // layer list into a DAG, then asks each layer's plug-in for its parameters,
 // forward and backward nodes, summing the gradients of tensors that feed
 // several layers; the recipe graphs (AMP, NaN check, optimizer, EMA, metrics,

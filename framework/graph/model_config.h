@@ -1,5 +1,5 @@
 #pragma once
-// What to build: the model (DESIGN §4) and the training recipe that shapes the
+// What to build: the model (docs/design.md, "From a model to a graph") and the training recipe that shapes the
 // compiled graph (optimizer, AMP, ranks). Values that change per step (learning
 // rate, loss scale) are not here: they live in device memory.
 #include <cstdint>

@@ -17,7 +17,7 @@ constexpr std::array<float, 3> kImageNetStd = {0.229f, 0.224f, 0.225f};
 std::vector<ModelEntry> make_registry() {
   using O = OptimizerKind;
   std::vector<ModelEntry> r;
-  // The last member is the time-to-accuracy recipe (README "Time to accuracy"
+  // The last member is the time-to-accuracy recipe (docs/design.md, "Time-to-accuracy recipes"
   // gives the reasoning and the runs); {}: none yet.
   r.push_back({"mlp", "784-1024-512-256-10 perceptron with ReLU and biases (the seed's benchmark)", mlp_layers, 28,
                28, 1, 10, kFashionMnistMean, kFashionMnistStd, 200, O::AdamW, 0.f, {200}, {200}, O::AdamW,
@@ -32,7 +32,7 @@ std::vector<ModelEntry> make_registry() {
                       .tta_flip = true, .amp = true, .target_acc = 0.94},
                1024});
   // lr 0.2: the best of 0.05/0.1/0.2/0.4 for 10 epochs of padded Fashion-MNIST
-  // at batch 512 (H200, README "Accuracy").
+  // at batch 512 (H200; docs/design.md, "Time-to-accuracy recipes").
   r.push_back({"resnet18", "ResNet-18 for CIFAR (3x3 stem, basic blocks 64-512, global average pool)",
                resnet18_layers, 32, 32, 3, 10, kCifar10Mean, kCifar10Std, 512, O::Sgd, 0.2f, {128, 512, 2048}, {8},
                O::Sgd,

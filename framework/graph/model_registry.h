@@ -1,5 +1,5 @@
 #pragma once
-// The model registry: every model tr can build, as data (DESIGN §4). An entry
+// The model registry: every model tr can build, as data (docs/design.md, "From a model to a graph"). An entry
 // gives the layer list (a function of the width multiplier and the class
 // count), the input it was designed for, its normalisation and what the tools
 // use when the command line says nothing. tr-train, tr-bench and the tests read
@@ -15,7 +15,7 @@
 
 namespace tr {
 
-// The time-to-accuracy recipe (README "Time to accuracy"): what `tr-bench tta`
+// The time-to-accuracy recipe (docs/design.md, "Time-to-accuracy recipes"): what `tr-bench tta`
 // and `tr-train --recipe tta` default to. Optimizer and batch as the entry's
 // training defaults unless set here.
 struct Recipe {
@@ -50,7 +50,7 @@ struct ModelEntry {
   Recipe recipe;
   // CUDA: weight gradients on a second stream (Note [streams inside a graph])
   // when the batch per GPU is at most this; 0: never. Measured on the H200
-  // (README "Scheduling", measured again 2026-12-04): a small batch leaves the
+  // (docs/design.md, "Decisions and the figures behind them"): a small batch leaves the
   // GPU room for the weight gradients beside the data-gradient chain, a large
   // one makes them contend (cnn 1024, resnet18 2048, resnet50 64, vgg16bn 64).
   int64_t side_streams_max_batch = 0;

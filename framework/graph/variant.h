@@ -1,5 +1,5 @@
 #pragma once
-// Variants: sets of shapes for the same topology (DESIGN §2).
+// Variants: sets of shapes for the same topology (docs/design.md, "Vocabulary").
 #include <array>
 #include <string_view>
 

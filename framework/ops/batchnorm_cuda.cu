@@ -19,7 +19,7 @@ constexpr int64_t kMinRowsPerThread = kStatsMinRowsPerThread;
 constexpr int kApplyBlocksPerSm = 8;
 // The elementwise apply kernels give each thread at least 8 rows: on the H200
 // that was 1 % faster per step than 4 (resnet18 b128 2.316 vs 2.341 ms, cnn
-// b256 0.737 vs 0.747; reports/h200/schedule/final); 16 blocks per SM or 4
+// b256 0.737 vs 0.747; docs/results.md, "Earlier measurements"); 16 blocks per SM or 4
 // instead of 8 changed nothing.
 constexpr int64_t kApplyMinRowsPerThread = 8;
 

@@ -21,7 +21,7 @@
 // kernels with it and 85 without, but 6 % longer (0.597 against 0.565 ms;
 // resnet18 at 128: 2.20 against 2.05 ms). Each grid barrier that replaces a
 // finalize_sums kernel costs about 2.5 us more than the kernel boundary under
-// programmatic launch (reports/h200/LOG.md, "One kernel per BatchNorm").
+// programmatic launch (the H200 lab log's "One kernel per BatchNorm"; docs/results.md, "Earlier measurements" says where it is kept).
 // Phase 3 reads what other blocks wrote in phase 1 or 2 (the pooled x, the
 // sums): nothing reads those addresses before the barrier, so no SM holds a
 // stale copy, and the barrier orders the writes before the reads.

@@ -7,8 +7,8 @@
 // then runs one engine with the tile and split settings its heuristic
 // prefers. The backend API names engine configs: the same engines with other
 // settings, some faster at a given shape and some without the workspace clear
-// before the kernel. Only timing tells which (reports/h200/LOG.md, "cuDNN's
-// engines against the legacy plan": the cnn's 3x3x256 data gradient at batch
+// before the kernel. Only timing tells which (the H200 lab log's "cuDNN's
+// engines against the legacy plan", docs/results.md, "Earlier measurements": the cnn's 3x3x256 data gradient at batch
 // 256 takes 10.1 us against the legacy plan's 15.5; the 14x14 data gradients run
 // in one kernel instead of a clear and a kernel). So engine plans serve
 // --cudnn-benchmark only (ConvPlanCache::Options::benchmark, Note [timed

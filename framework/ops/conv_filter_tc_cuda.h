@@ -18,8 +18,8 @@ bool uses_filter_tc(const ConvKey& key);
 // Where the plans choose it over cuDNN: the shapes it was measured faster at,
 // C = 32 -> K = 64 (the cnn's second convolution: 33.8 us against cuDNN's 57.7
 // at batch 256, 108 against 177 at 1024; H200). At every wider shape of the
-// cnn and the zoo cuDNN's sm90 kernels were faster (reports/h200/LOG.md,
-// "The second convolution's filter gradient").
+// cnn and the zoo cuDNN's sm90 kernels were faster (the H200 lab log's
+// "The second convolution's filter gradient"; docs/results.md, "Earlier measurements").
 bool filter_tc_beats_cudnn(const ConvKey& key);
 
 // Lets the kernel take more than 48 KB of shared memory on the current device

@@ -1,5 +1,5 @@
 #pragma once
-// RAII for one stream capture (DESIGN §2 CaptureGuard) and for the resulting
+// RAII for one stream capture (CaptureGuard; docs/design.md, "Vocabulary") and for the resulting
 // executable. If anything throws between begin and end, the guard ends the
 // capture and destroys the half-made graph, so the stream is usable again and
 // nothing leaks.

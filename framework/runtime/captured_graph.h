@@ -1,5 +1,5 @@
 #pragma once
-// CapturedGraph (DESIGN §2): one executable per unique atlas key. On CUDA a
+// CapturedGraph (docs/design.md, "Vocabulary"): one executable per unique atlas key. On CUDA a
 // cudaGraphExec_t per rank (behind NativeExec, in *_cuda files); on the CPU an
 // ordered list of prepared nodes per rank, built from the same nodes.
 #include <memory>

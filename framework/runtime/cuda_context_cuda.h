@@ -1,5 +1,5 @@
 #pragma once
-// The CUDA rank (DESIGN §2 DeviceContext): one cudaMalloc arena sized by the
+// The CUDA rank (DeviceContext; docs/design.md, "Vocabulary"): one cudaMalloc arena sized by the
 // memory plan (library workspaces included), pinned staging buffers, streams
 // TRANS / COMP_1..3 / UPDATE, events, cuDNN / cuBLAS / cuBLASLt handles and the
 // conv plan cache — all created before the first step; RAII throughout.

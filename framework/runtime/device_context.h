@@ -1,5 +1,5 @@
 #pragma once
-// DeviceContext (DESIGN §2): everything one rank owns — one arena allocation
+// DeviceContext (docs/design.md, "Vocabulary"): everything one rank owns — one arena allocation
 // (device memory on CUDA, host memory on the CPU), streams and events, library
 // handles, host staging buffers for input batches — all created before the
 // first step. ptr_at(offset) = base + offset, and base never changes.

@@ -1,5 +1,5 @@
 #pragma once
-// The three ways the harness runs the same compiled graph (DESIGN §1).
+// The three ways the harness runs the same compiled graph (docs/design.md, "The three modes and their equivalence").
 #include <string>
 
 namespace tr {

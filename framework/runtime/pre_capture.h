@@ -1,5 +1,5 @@
 #pragma once
-// pre_capture (DESIGN §2): B1 dedup of atlas slots; B2 library warm-up (plans
+// pre_capture (docs/design.md, "Vocabulary"): B1 dedup of atlas slots; B2 library warm-up (plans
 // chosen before any capture); B2.5 find graphs holding collectives; B3 capture
 // ordinary graphs; B3.5 capture collective graphs across ranks together; B4 one
 // warm-up launch of the non-collective graphs. Only the graphs the mode

@@ -1,5 +1,5 @@
 #pragma once
-// The step loop (DESIGN §3): the only place where host decisions meet graph
+// The step loop (docs/design.md, "The step loop and the step graph"): the only place where host decisions meet graph
 // launches. Each function launches a fixed sequence of graphs; cross-stream order
 // is expressed with stream_wait (events, no host blocking), so the host runs
 // ahead of the GPU until it needs a staging buffer back.

@@ -54,8 +54,8 @@ and writes a Google-Benchmark-compatible JSON report.
                         process per case, one thread per stream
   --side-streams        weight gradients on a second stream inside the backward graphs
   --no-side-streams     weight gradients on the data-gradient stream (neither: on CUDA when
-                        the batch per GPU is at most the model's measured limit, README
-                        "Scheduling"; never on the CPU; each case records its choice)
+                        the batch per GPU is at most the model's measured limit, see
+                        docs/design.md; never on the CPU; each case records its choice)
   --cudnn-benchmark     time the heuristics' plan against cuDNN's deterministic engine configs
                         once per convolution shape, in CUDA graphs, and keep the fastest
                         (default: the heuristics' plan); another process may keep another
@@ -66,7 +66,8 @@ and writes a Google-Benchmark-compatible JSON report.
                         error). The report's conv_plans_digest names the plans that ran, and
                         the gate refuses two timed reports whose plans differ
   --split-steps         full capture launches a training step as its dozen sub-graphs
-                        (DESIGN §3) instead of one step graph composed of them
+                        instead of one step graph composed of them (docs/design.md, "The step
+                        loop and the step graph")
   --no-fusion           keep apart the node pairs that fusion merges (BatchNorm + residual
                         add + ReLU; gradient fan-in + ReLU backward; 2x2 max pool + the
                         BatchNorm statistics after it; BatchNorm + ReLU + the 2x2 max pool

@@ -47,7 +47,7 @@ const char* const kTrainFlagsUsage = R"(  --model NAME             a registered 
   --side-streams           weight gradients on a second stream inside the backward graphs
   --no-side-streams        weight gradients on the data-gradient stream
                            (neither: on CUDA when the batch per GPU is at most the model's
-                           measured limit, see README "Scheduling"; never on the CPU)
+                           measured limit, see docs/design.md; never on the CPU)
   --cudnn-benchmark        time the heuristics' plan against cuDNN's deterministic engine configs
                            once per convolution shape and keep the fastest (another process may
                            keep another plan, unless --conv-plans names a file)
@@ -56,7 +56,8 @@ const char* const kTrainFlagsUsage = R"(  --model NAME             a registered 
                            without, every shape takes FILE's plan (a shape not in it is an
                            error), so the run repeats the timed run's plans and bits
   --split-steps            full capture launches a training step as its dozen sub-graphs
-                           (DESIGN §3) instead of one step graph composed of them
+                           instead of one step graph composed of them (docs/design.md, "The step
+                           loop and the step graph")
   --no-fusion              keep apart the node pairs that fusion merges (BatchNorm + residual
                            add + ReLU; gradient fan-in + ReLU backward; 2x2 max pool + the
                            BatchNorm statistics after it; BatchNorm + ReLU + the 2x2 max pool

@@ -24,14 +24,14 @@ and reports, per run, the training time until the test accuracy first reaches
 the target, and the final accuracy; then mean +- std and min/max over the runs.
 Training time counts the training steps only: the set-up (compile, plan,
 capture) and the evaluation after every epoch are reported apart. The training
-flags default to the model's time-to-accuracy recipe (README "Time to accuracy").
+flags default to the model's time-to-accuracy recipe (docs/design.md).
 
   --runs N                 seeds to train (default 5)
   --target-acc X           test accuracy to reach, a fraction (default: the recipe's,
                            e.g. cnn 0.94, mlp 0.895)
   --eval main|ema          whose accuracy meets the target: the trained weights (main,
                            default) or their EMA
-  --json PATH              write the report (reports/schema.md, "tta reports")
+  --json PATH              write the report (reports/schema.md, "Time-to-accuracy reports")
   --mllog PATH             write MLPerf-style ":::MLLOG" lines (run_start, epoch_stop,
                            eval_accuracy, run_stop, ...)
 )";
