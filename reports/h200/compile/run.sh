@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The zoo's issue-16 targets on the shipped code of 2026-12-05 (binaries of
-# 2874a82): resnet50 at 256 and vgg16bn at 128, tr before and after
-# torch.compile in the same call (as ../relu_grad_reduce/call3/run.sh), and
+# resnet50 at 256 and vgg16bn at 128 on the code of 2026-12-05 (binaries of
+# 2874a82), tr before and after
+# torch.compile in the same call, and
 # the cnn at 256 by default and with --grid-sync in alternating processes.
 SP=/opt/torch/.venv/lib/python3.12/site-packages
 export LD_LIBRARY_PATH=$PWD/.device/lib:$SP/nvidia/cudnn/lib:$SP/nvidia/nccl/lib:$SP/nvidia/cublas/lib:$SP/nvidia/cu13/lib:$SP/nvidia/cuda_cupti/lib:$LD_LIBRARY_PATH
