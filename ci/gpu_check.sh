@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole GPU check in one call (on a machine with an NVIDIA GPU): GPU and CPU
-# tests, op micro-benchmarks, tr-bench over the three modes, and the accuracy
-# run; logs and JSON go to $OUT (default ./gpu-check-out). Uses .device/ from
+# tests, op micro-benchmarks, the probes of experiments/ (where tr_experiments
+# is built), tr-bench over the three modes, and the accuracy run; logs and JSON
+# go to $OUT (default ./gpu-check-out). Uses .device/ from
 # ci/pack_device.sh when present, else build/bin. Each part is a file of
 # ci/gpu_check/, sourced in the order below; ci/gpu_check/lib.sh holds the
 # helpers they share. tests/gpu_check_dry_run.sh runs them all without a GPU.

@@ -7,15 +7,19 @@
 # .device to the GPU box and run ci/gpu_check.sh there. The whole tree that
 # travels is capped at 64 MiB: TR_PACK_SKIP="tr_bench_ops tr_tests data" leaves
 # out what a call does not need (the parts that need a missing piece say so and
-# skip; tr_mpi_tests is for the mpi part's GPU tests as processes). With
-# tr_tests and the data together the tree no longer fits: the GPU tests need no
-# data (the CPU tests that read it skip without it).
+# skip; tr_mpi_tests is for the mpi part's GPU tests as processes,
+# tr_experiments, packed when the build has it (-DTR_EXPERIMENTS=ON), for the
+# fusion-probe part). With tr_tests and the data together the tree no longer
+# fits: the GPU tests need no data (the CPU tests that read it skip without it).
 set -euo pipefail
 skip=" ${TR_PACK_SKIP:-} "
 cd "$(dirname "$0")/.."
 rm -rf .device
 mkdir -p .device/bin .device/lib .device/data
-for exe in tr-train tr-bench tr_tests tr_bench_ops tr_mpi_tests; do
+exes="tr-train tr-bench tr_tests tr_bench_ops tr_mpi_tests"
+# Not a tr_experiments that an earlier configuration left in build/bin.
+grep -qx 'TR_EXPERIMENTS:BOOL=ON' build/CMakeCache.txt 2>/dev/null && exes="$exes tr_experiments"
+for exe in $exes; do
   # Symbols kept (not stripped): a hang's backtrace must name our functions.
   [[ "$skip" == *" $exe "* ]] && continue
   [ -x "build/bin/$exe" ] && cp "build/bin/$exe" ".device/bin/$exe"

@@ -18,7 +18,7 @@ stub() {  # stub NAME BODY: an executable stand-in that logs its command line fi
   printf '#!/usr/bin/env bash\necho "%s $*" >> %s\n%s\n' "$1" "$calls" "$2" > "$3/$1"
   chmod +x "$3/$1"
 }
-for t in tr-train tr-bench tr_tests tr_bench_ops tr_mpi_tests; do
+for t in tr-train tr-bench tr_tests tr_bench_ops tr_experiments tr_mpi_tests; do
   stub "$t" 'echo "tr-train: state hash 0x0123456789abcdef (80 tensors, 222184 floats)"; echo "[  PASSED  ] 1 test."' \
     "$work/repo/build/bin"
 done
@@ -58,20 +58,29 @@ run_check 1 "$all"
 expect_summary 1 "scaling skipped: 1 GPU visible (needs 2 or more)"
 expect_summary 1 "scaling-zoo skipped: 1 GPU visible (needs 2 or more)"
 expect_call 1 "^tr_mpi_tests --gtest_filter=GpuProcesses\*"
-expect_call 1 "^tr_bench_ops .*--benchmark_filter=-cudnn_fusion|cudnn_engine|BM_BnChain|BM_ConvBn "
+expect_call 1 "^tr_bench_ops .*--benchmark_filter=\. "
 expect_call 1 "^tr-train --device cuda --model resnet18 .*--state-hash --cudnn-benchmark --conv-plans .*conv_plans_resnet18.json"
 expect_call 1 "^tr-bench --device cuda --mode full-capture .*--conv-plans .*conv_plans_resnet18.json --json"
 expect_summary 1 "conv plans: resnet18 b128 state hashes: timed alone 0x0123456789abcdef and 0x0123456789abcdef; recorded"
-expect_call 1 "^tr_bench_ops .*--benchmark_filter=cudnn_fusion\|BM_BnChain\|cnn/b\(256\|1024\)/"
+# The fusion-probe part: the probes from tr_experiments, then the unfused ops of their shapes from tr_bench_ops.
+expect_call 1 "^tr_experiments .*--benchmark_filter=cudnn_fusion\|BM_BnChain "
+expect_call 1 "^tr_bench_ops .*--benchmark_filter=cnn/b\(256\|1024\)/\(conv_fwd"
 expect_call 1 "^compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 .*tr-train --device cuda .*--model resnet50 --mode full-capture"
 expect_summary 1 "compute-sanitizer racecheck"
 # The fused-convolution probes: a memcheck of their kernels first, then all of them.
 export TR_PROBE_FILTER=BM_ConvBn
 run_check 1 "fusion-probe"
 unset TR_PROBE_FILTER
-expect_call 1 "^compute-sanitizer --tool memcheck --error-exitcode 9 .*tr_bench_ops .*--benchmark_filter=BM_ConvBn\(Bwd\)\?Fused/"
-expect_call 1 "^tr_bench_ops .*--benchmark_filter=BM_ConvBn "
+expect_call 1 "^compute-sanitizer --tool memcheck --error-exitcode 9 .*tr_experiments .*--benchmark_filter=BM_ConvBn\(Bwd\)\?Fused/"
+expect_call 1 "^tr_experiments .*--benchmark_filter=BM_ConvBn "
 expect_summary 1 "compute-sanitizer memcheck of the fused-convolution probes (exit 0): ERROR SUMMARY: 0 errors"
+if grep -q "^tr_bench_ops " "$work/out1.calls"; then
+  echo "gpu_check_dry_run: with TR_PROBE_FILTER, the fusion-probe part ran tr_bench_ops's unfused ops"; exit 1
+fi
+# A build without -DTR_EXPERIMENTS=ON has no tr_experiments: the part says so and skips.
+rm "$work/repo/build/bin/tr_experiments"
+run_check 1 "fusion-probe"
+expect_summary 1 "fusion-probe part skipped: no tr_experiments in build/bin"
 
 run_check 2 "mpi scaling scaling-zoo"
 expect_summary 2 "mpi: GPU equivalence tests as 2 process(es) x 1 GPU(s) (exit 0)"

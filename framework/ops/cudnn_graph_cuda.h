@@ -3,7 +3,7 @@
 // tensors, convolution descriptors, the engine configs a heuristic offers, and
 // what an engine says of itself (deterministic or not, compiled at run time or
 // not, tensor cores or not). Used by the convolutions' engine plans
-// (conv_engine_cuda.h) and the cuDNN probes (tests/bench/). Host-only header.
+// (conv_engine_cuda.h) and the cuDNN probes (experiments/). Host-only header.
 #include <cudnn.h>
 
 #include <cstdint>

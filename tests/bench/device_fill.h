@@ -1,5 +1,6 @@
 #pragma once
-// Fills a benchmark input on the GPU (device_fill.cu).
+// Fills a benchmark input on the GPU (device_fill.cu), for tr_bench_ops and
+// the probes of experiments/ (tr_experiments) alike.
 #include <cstdint>
 
 #include "framework/core/dtype.h"

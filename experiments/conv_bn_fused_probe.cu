@@ -32,7 +32,7 @@
 // must be the same bits, y and the sums within f16 rounding (rel_err_y,
 // rel_err_sums, relative L2); the '[ conv bn fused ]' line says so, and a
 // mismatch fails the case.
-//   ./tr_bench_ops --benchmark_filter=BM_ConvBnFused
+//   ./tr_experiments --benchmark_filter=BM_ConvBnFused
 #include <benchmark/benchmark.h>
 
 #ifdef TR_HAVE_CUDA
@@ -44,15 +44,15 @@
 #include <iterator>
 #include <vector>
 
+#include "experiments/conv3x3_fused_cuda.h"
+#include "experiments/cudnn_probe_env.h"
+#include "experiments/fused_probe_case.h"
+#include "experiments/probe_bn_apply_cuda.h"
+#include "experiments/probe_check.h"
+#include "experiments/probe_cudnn_conv3x3.h"
 #include "framework/ops/channel_stats_cuda.h"
 #include "framework/ops/op_call.h"
-#include "tests/bench/conv3x3_fused_cuda.h"
-#include "tests/bench/cudnn_probe_env.h"
 #include "tests/bench/device_fill.h"
-#include "tests/bench/fused_probe_case.h"
-#include "tests/bench/probe_bn_apply_cuda.h"
-#include "tests/bench/probe_check.h"
-#include "tests/bench/probe_cudnn_conv3x3.h"
 
 namespace tr {
 namespace {

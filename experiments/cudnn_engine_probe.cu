@@ -18,7 +18,7 @@
 //   legacy_us, legacy_nodes, plans, best_us / best_nodes / best_engine (the
 //   fastest deterministic plan), one_us / one_engine (the fastest with a
 //   single node; absent where none has one), one_over_legacy.
-//   ./tr_bench_ops --benchmark_filter=cudnn_engine
+//   ./tr_experiments --benchmark_filter=cudnn_engine
 #include <benchmark/benchmark.h>
 
 #ifdef TR_HAVE_CUDA
@@ -32,13 +32,13 @@
 #include <tuple>
 #include <vector>
 
+#include "experiments/cudnn_probe_env.h"
 #include "framework/core/error.h"
 #include "framework/ops/conv.h"
 #include "framework/ops/conv_engine_cuda.h"
 #include "framework/ops/conv_plan_cache_cuda.h"
-#include "framework/ops/gpu_handles.h"
 #include "framework/ops/cudnn_graph_cuda.h"
-#include "tests/bench/cudnn_probe_env.h"
+#include "framework/ops/gpu_handles.h"
 #include "tests/bench/device_fill.h"
 
 namespace tr {

@@ -10,7 +10,7 @@
 #include <functional>
 #include <vector>
 
-#include "tests/bench/cudnn_probe_env.h"
+#include "experiments/cudnn_probe_env.h"
 
 namespace tr::probe {
 

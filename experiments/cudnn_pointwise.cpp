@@ -1,5 +1,5 @@
 #ifdef TR_HAVE_CUDA
-#include "tests/bench/cudnn_pointwise.h"
+#include "experiments/cudnn_pointwise.h"
 
 namespace tr::cudnn_graph {
 

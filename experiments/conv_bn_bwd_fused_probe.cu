@@ -30,7 +30,7 @@
 // dy_a and a's sums within f16 rounding (rel_err_dx, rel_err_dy,
 // rel_err_sums); whether dx_b is the same bits is printed too. One
 // '[ conv bn bwd fused ]' line per case; a mismatch fails it.
-//   ./tr_bench_ops --benchmark_filter=BM_ConvBnBwdFused
+//   ./tr_experiments --benchmark_filter=BM_ConvBnBwdFused
 #include <benchmark/benchmark.h>
 
 #ifdef TR_HAVE_CUDA
@@ -42,15 +42,15 @@
 #include <iterator>
 #include <vector>
 
+#include "experiments/conv3x3_fused_cuda.h"
+#include "experiments/cudnn_probe_env.h"
+#include "experiments/fused_probe_case.h"
+#include "experiments/probe_check.h"
+#include "experiments/probe_cudnn_conv3x3.h"
 #include "framework/ops/bn_rows_cuda.h"
 #include "framework/ops/channel_stats_cuda.h"
 #include "framework/ops/op_call.h"
-#include "tests/bench/conv3x3_fused_cuda.h"
-#include "tests/bench/cudnn_probe_env.h"
 #include "tests/bench/device_fill.h"
-#include "tests/bench/fused_probe_case.h"
-#include "tests/bench/probe_check.h"
-#include "tests/bench/probe_cudnn_conv3x3.h"
 
 namespace tr {
 namespace {

@@ -16,9 +16,9 @@
 #include <utility>
 #include <vector>
 
-#include "tests/bench/conv3x3_fused_cuda.h"
-#include "tests/bench/cudnn_probe_env.h"
-#include "tests/bench/probe_check.h"
+#include "experiments/conv3x3_fused_cuda.h"
+#include "experiments/cudnn_probe_env.h"
+#include "experiments/probe_check.h"
 
 namespace tr::probe {
 

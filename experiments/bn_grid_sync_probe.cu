@@ -35,11 +35,11 @@
 #include <cstring>
 #include <vector>
 
+#include "experiments/probe_bn_apply_cuda.h"
+#include "experiments/probe_check.h"
+#include "experiments/probe_fixed_sums_cuda.h"
 #include "framework/ops/bn_affine_cuda.h"
 #include "framework/ops/channel_stats_cuda.h"
-#include "tests/bench/probe_bn_apply_cuda.h"
-#include "tests/bench/probe_check.h"
-#include "tests/bench/probe_fixed_sums_cuda.h"
 
 namespace {
 

@@ -34,12 +34,12 @@
 
 #include <cstdint>
 
+#include "experiments/probe_fixed_sums_cuda.h"
 #include "framework/core/gpu_check_cuda.h"
 #include "framework/ops/bn_affine_cuda.h"
 #include "framework/ops/bn_rows_cuda.h"
 #include "framework/ops/kernel_launch_cuda.h"
 #include "framework/ops/mma_sync_cuda.h"
-#include "tests/bench/probe_fixed_sums_cuda.h"
 
 namespace tr::cuda::fused3x3 {
 

@@ -18,9 +18,10 @@
 // out_rel_err, sum_rel_err, out_repeatable, sums_repeatable, repeatable (both),
 // scale_bias_f32. Output and statistics repeat apart: an engine whose output
 // repeats could still serve with tr's own statistics after it. Compare best_det_us
-// with the unfused cases of the same shape in the same run (cnn/bB/conv_fwd,
-// conv_bwd_filter, bn_relu_apply, bn_stats).
-//   ./tr_bench_ops --benchmark_filter=cudnn_fusion
+// with tr_bench_ops's unfused cases of the same shape on the same GPU
+// (cnn/bB/conv_fwd, conv_bwd_filter, bn_relu_apply, bn_stats), which the GPU
+// check's fusion-probe part runs after it.
+//   ./tr_experiments --benchmark_filter=cudnn_fusion
 #include <benchmark/benchmark.h>
 
 #ifdef TR_HAVE_CUDA
@@ -36,10 +37,10 @@
 #include <string>
 #include <vector>
 
+#include "experiments/cudnn_pointwise.h"
+#include "experiments/cudnn_probe_env.h"
 #include "framework/core/error.h"
 #include "framework/core/rng.h"
-#include "tests/bench/cudnn_pointwise.h"
-#include "tests/bench/cudnn_probe_env.h"
 
 namespace tr {
 namespace {

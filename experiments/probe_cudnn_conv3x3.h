@@ -9,7 +9,7 @@
 
 #include <algorithm>
 
-#include "tests/bench/cudnn_probe_env.h"
+#include "experiments/cudnn_probe_env.h"
 
 namespace tr::probe {
 
