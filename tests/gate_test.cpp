@@ -6,6 +6,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <regex>
+#include <set>
 
 #include "framework/core/error.h"
 #include "tests/golden_files.h"
@@ -365,6 +369,35 @@ TEST(Gate, GoldenPair) {
             Verdict::kRegression);
   EXPECT_EQ(row_of(g, "train_step/model:cnn/variant:train_base/mode:eager/gpus:1/batch:256", kStep).verdict,
             Verdict::kImprovement);
+}
+
+}  // namespace
+}  // namespace tr::bench
+
+namespace tr::bench {
+namespace {
+
+// reports/schema.md lists the deterministic counters for readers of the
+// reports; the gate reads deterministic_counters(). A counter added to one and
+// not the other would be gated without a word in the schema, or promised and
+// not gated.
+TEST(GateTest, SchemaListsTheDeterministicCounters) {
+  namespace fs = std::filesystem;
+  const fs::path schema = fs::path(golden_dir()).parent_path().parent_path() / "reports/schema.md";
+  std::ifstream in(schema);
+  ASSERT_TRUE(in) << "cannot read " << schema;
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  const size_t begin = text.find("- **deterministic**");
+  const size_t end = text.find("- **measured**", begin);
+  ASSERT_NE(begin, std::string::npos) << schema << " has no '- **deterministic**' list";
+  ASSERT_NE(end, std::string::npos) << schema << " has no '- **measured**' list after it";
+  std::set<std::string> listed;
+  const std::regex name("`([a-z_0-9]+)`");
+  const std::string list = text.substr(begin, end - begin);
+  for (std::sregex_iterator it(list.begin(), list.end(), name), stop; it != stop; ++it) {
+    listed.insert((*it)[1]);  // every lower-case name in backticks there is a counter
+  }
+  EXPECT_EQ(listed, deterministic_counters());
 }
 
 }  // namespace

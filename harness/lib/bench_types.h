@@ -3,6 +3,7 @@
 // chart (html_report.h). One BenchCase per (model, mode, variant, ranks, batch).
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -83,13 +84,12 @@ struct BenchCase {
   int iterations = 0;        // steps per repetition
   std::vector<double> step_ms;  // per repetition: wall time per step (real_time)
   std::vector<double> cpu_ms;   // per repetition: host CPU time per step (cpu_time)
-  // Deterministic counters (exact on any machine; CI gates on them):
-  //   graph_launches_per_step, kernel_launches_per_step (own kernels, eager),
-  //   library_calls_per_step, memcpy_per_step, event_ops_per_step, node_launches_per_step,
-  //   captured_graphs, unique_graphs, atlas_slots, reused_slots, arena_bytes, graph_kernel_nodes,
-  //   grad_allreduce_bytes_per_step, grad_allreduce_messages_per_step (DEEP_COMM + FIRST_COMM),
-  //   grad_allreduce_in_backward_bytes_per_step, grad_allreduce_in_backward_messages_per_step
-  //   (the gradient buckets all-reduced inside the backward, Note [gradient buckets])
+  // Deterministic counters (exact on any machine; CI gates on them): the
+  //   launches per step (graph, kernel (own kernels, eager), library call,
+  //   memcpy, memset, event, node), the graph and arena counts, side_streams,
+  //   and the gradient all-reduce's bytes and messages per step, after
+  //   (DEEP_COMM + FIRST_COMM) and inside the backward (Note [gradient
+  //   buckets]); deterministic_counters() below names them.
   // Measured counters (timing-dependent): samples_per_second, samples_per_second_per_gpu,
   //   capture_ms, gpu_busy_fraction(_raw), gpu_idle_us_per_step, traced_step_ms, gpu_kernel_ms_per_step, cupti_* cross-checks,
   //   weak_scaling_efficiency (weak_scaling.h), grad_allreduce_ms_per_step,
@@ -112,7 +112,10 @@ struct BenchReport {
   std::vector<BenchCase> cases;
 };
 
-// Which counters are deterministic (gated exactly) vs measured (gated as ratios).
+// The deterministic counters: exact on any machine, gated exactly (every other
+// counter is measured and not gated). reports/schema.md lists the same names,
+// and GateTest.SchemaListsTheDeterministicCounters holds the two together.
+const std::set<std::string>& deterministic_counters();
 bool is_deterministic_counter(const std::string& key);
 
 }  // namespace tr::bench

@@ -3,11 +3,13 @@
 // says, per case, what regressed. Pure logic (no files); gate_cli.h is the
 // `tr-bench gate` command around it. The rules (also in reports/schema.md):
 //
-//  1. Reports are comparable only when their context agrees on device_kind,
-//     device_name and build type, and they hold the same set of cases;
-//     otherwise check_comparable throws a one-line UserError (exit 2) that
-//     names every difference. Other context differences (driver, library
-//     versions, host) are notes, not refusals.
+//  1. Reports are comparable only when their context agrees on the device,
+//     the build type and every setting that changes the step (precision,
+//     BN sync, buckets, fusion, algorithms, launch, ...; the full list is in
+//     check_comparable and reports/schema.md, "The gate"), and they hold the
+//     same set of cases; otherwise check_comparable throws a one-line
+//     UserError (exit 2) that names every difference. Other context
+//     differences (driver, library versions, host) are notes, not refusals.
 //  2. Deterministic counters (is_deterministic_counter) must be identical per
 //     case: any change, or a counter that disappeared, is a regression naming
 //     both values. A counter that only the current report has is "new".
