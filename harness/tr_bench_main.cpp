@@ -11,6 +11,7 @@
 #include "harness/lib/allreduce_table.h"
 #include "harness/lib/atomic_file.h"
 #include "harness/lib/conv_plans_file.h"
+#include "harness/lib/process_launch.h"
 #include "harness/lib/weak_scaling.h"
 #include "harness/lib/cli_main.h"
 #include "harness/lib/gate_cli.h"
@@ -34,6 +35,7 @@ int run(int argc, char** argv, tr::World* world) {
   const BenchOptions o = parse_bench_options(argc, argv, world);
   if (o.help) {
     std::printf(kBenchUsage, tr::model_names().c_str());
+    std::fputs(tr::kProcessFlagsUsage, stdout);
     return 0;
   }
   const bool writes_report = !o.json_path.empty() && (!world || world->process() == 0);  // one report, process 0's

@@ -95,6 +95,8 @@ TEST(TrTrainCli, BadFlagsAndValues) {
   expect_user_error("tr-train --device cpu --grid-sync", "--grid-sync is for --device cuda");
   expect_user_error("tr-bench --device cpu --conv-plans p.json", "--conv-plans is for --device cuda");
   expect_user_error("tr-train --device cpu --conv-plans p.json", "--conv-plans is for --device cuda");
+  expect_user_error("tr-bench --device cpu --cudnn-benchmark", "--cudnn-benchmark is for --device cuda");
+  expect_user_error("tr-train --device cpu --cudnn-benchmark", "--cudnn-benchmark is for --device cuda");
   expect_user_error("tr-bench --device cpu --conv-plans", "--conv-plans needs a value");
   expect_user_error("tr-train --device cpu --conv-plans ''", "--conv-plans needs a non-empty value");
   // The zoo: a width that rounds a layer to nothing, an image the pools cannot take.

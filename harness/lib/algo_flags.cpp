@@ -8,6 +8,8 @@ namespace tr {
 AlgoChoice algo_flags(const CliArgs& a, Backend backend) {
   AlgoChoice c;
   c.benchmark = a.flag("--cudnn-benchmark");
+  TR_USER_CHECK(!c.benchmark || backend == Backend::Cuda,
+                "--cudnn-benchmark is for --device cuda (the CPU has no cuDNN plans to time)");
   c.deterministic = !a.flag("--nondeterministic");
   TR_USER_CHECK(c.deterministic || backend == Backend::Cuda,
                 "--nondeterministic is for --device cuda (the CPU kernels are deterministic)");
