@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "datasets/idx_reader.h"
 #include "framework/core/error.h"
@@ -42,6 +44,26 @@ std::string split_stem(const std::string& dir, Split split) {
     throw UserError(cat(dir, ": several ", split_name(split), " splits (", found[0], ", ", found[1],
                         ", ...); give a directory holding one"));
   return found.empty() ? prefix : found[0];  // a missing file is reported by resolve_idx_path
+}
+
+// The model's class count is the data's, not its registry entry's (an EMNIST
+// set has 26 to 62 classes, the entries' designs 10 or 1000): 1 + the largest
+// training label. So labels are checked against what the rest of the training
+// labels imply: every class from 1 to the largest must have a training image.
+// A label past a class no image has (a stray 255 among 0..9) would otherwise
+// build a model of 256 classes, 246 of them never trained. Class 0 alone may
+// go unused: EMNIST's letters number their 26 classes 1..26.
+void check_training_labels(const std::vector<int32_t>& labels, const std::string& path) {
+  const int32_t top = *std::max_element(labels.begin(), labels.end());
+  std::vector<bool> present(size_t(top) + 1, false);
+  for (int32_t l : labels) present[size_t(l)] = true;
+  const auto gap = std::find(present.begin() + 1, present.end(), false);
+  if (gap == present.end()) return;
+  const int32_t missing = int32_t(gap - present.begin());
+  const auto bad = std::find_if(labels.begin(), labels.end(), [&](int32_t l) { return l > missing; });
+  throw UserError(cat(path, ": label ", *bad, " at index ", bad - labels.begin(), " is past class ", missing,
+                      ", which no training image has (the largest label, ", top, ", would make ", top + 1,
+                      " classes; each from 1 up needs a training image)"));
 }
 
 }  // namespace
@@ -85,6 +107,7 @@ ImageDataset load_idx_split(const std::string& dir, Split split) {
   out.labels.assign(labels.data.begin(), labels.data.end());
   const int32_t top = *std::max_element(out.labels.begin(), out.labels.end());
   if (top < 1) throw UserError(cat(labels_path, ": every label is 0; a classifier needs at least 2 classes"));
+  if (split == Split::Train) check_training_labels(out.labels, labels_path);
   out.count = count;
   out.height = int(images.dims[1]);
   out.width = int(images.dims[2]);

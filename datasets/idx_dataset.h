@@ -23,6 +23,8 @@ const char* split_name(Split split);
 std::string default_data_dir();
 
 // The split as NHWC [count, H, W, 1] images; num_classes = 1 + the largest label.
+// In the training split, which sets the model's class count, every label from 1
+// up to the largest must occur (a label past a class without images is refused).
 ImageDataset load_idx_split(const std::string& dir, Split split);
 
 }  // namespace tr::data

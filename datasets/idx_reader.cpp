@@ -1,5 +1,8 @@
 #include "datasets/idx_reader.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -8,6 +11,8 @@
 #include <cstring>
 #include <filesystem>
 #include <optional>
+#include <system_error>
+#include <vector>
 
 #include "framework/core/error.h"
 
@@ -67,56 +72,166 @@ std::string describe(const std::vector<int64_t>& dims, const std::string& noun, 
   return cat(s, " (", bytes, " bytes)");
 }
 
-// One open IDX file, gzip or plain. Reads fail loudly on corrupt gzip data; a
-// gzip stream that is cut off reads short and leaves cut_off() set, so the
-// caller can say how much was there.
+// What `path` names, from its metadata alone: opening a FIFO blocks until a
+// writer comes, so only a regular file is ever opened. A symbolic link is
+// followed; a loop of them, or a path that cannot be looked up, is named as
+// such rather than called missing.
+enum class PathKind { Missing, Regular, Directory };
+
+PathKind path_kind(const std::string& path) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory) {
+    if (ec == std::errc::too_many_symbolic_link_levels)
+      fail(path, "cannot be resolved: a symbolic link loop (too many levels of symbolic links)");
+    fail(path, cat("cannot be resolved: ", ec.message()));
+  }
+  switch (st.type()) {
+    case fs::file_type::not_found: return PathKind::Missing;
+    case fs::file_type::regular: return PathKind::Regular;
+    case fs::file_type::directory: return PathKind::Directory;
+    case fs::file_type::fifo: fail(path, "not a regular file (a FIFO), expected an IDX file");
+    case fs::file_type::socket: fail(path, "not a regular file (a socket), expected an IDX file");
+    case fs::file_type::block: fail(path, "not a regular file (a block device), expected an IDX file");
+    case fs::file_type::character: fail(path, "not a regular file (a character device), expected an IDX file");
+    default: fail(path, "not a regular file, expected an IDX file");
+  }
+}
+
+// One open IDX file, gzip or plain (a file is gzip when it starts with the gzip
+// magic bytes 1f 8b, as zlib's gzread decides). A gzip file is a series of
+// members read as one stream; anything after the last member that does not
+// start another is trailing data and refused, where gzread would drop it
+// unseen. Reads fail loudly on corrupt gzip data; a gzip stream that is cut
+// off reads short and leaves cut_off() set, so the caller can say how much was
+// there.
 class GzReader {
  public:
-  explicit GzReader(const std::string& path) : path_(path) {
-    errno = 0;
-    file_ = gzopen(path.c_str(), "rb");
-    if (!file_) fail(path, errno ? cat("cannot open: ", std::strerror(errno)) : "cannot open");
-    gzbuffer(file_, 1u << 18);  // larger than the 8 KiB default: fewer read() calls
+  explicit GzReader(const std::string& path) : path_(path), in_(kInputBuffer) {
+    // O_NONBLOCK: should the path have become a FIFO since path_kind() looked,
+    // the open returns at once and the check below refuses it.
+    fd_.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd_.fd < 0) fail(path, cat("cannot open: ", std::strerror(errno)));
+    struct stat st;
+    if (::fstat(fd_.fd, &st) != 0 || !S_ISREG(st.st_mode)) fail(path, "not a regular file, expected an IDX file");
+    ::fcntl(fd_.fd, F_SETFL, ::fcntl(fd_.fd, F_GETFL) & ~O_NONBLOCK);
+    fill(2);
+    const bool gzip = in_end_ - in_pos_ >= 2 && in_[in_pos_] == 0x1f && in_[in_pos_ + 1] == 0x8b;
+    // 16 + MAX_WBITS: a gzip header and trailer (CRC32, size) around deflate data.
+    if (gzip && inflateInit2(&strm_, 16 + MAX_WBITS) != Z_OK) fail(path, "cannot start zlib's inflate");
+    gzip_ = gzip;  // last: the destructor ends the inflate state only when there is one
   }
-  ~GzReader() { gzclose_r(file_); }
+  ~GzReader() {
+    if (gzip_) inflateEnd(&strm_);
+  }
   GzReader(const GzReader&) = delete;
   GzReader& operator=(const GzReader&) = delete;
 
   // Reads up to n bytes into dst; fewer only when the data ends.
-  size_t read(uint8_t* dst, size_t n) {
-    size_t done = 0;
-    while (done < n) {
-      const unsigned want = unsigned(std::min(n - done, kReadChunk));
-      const int got = gzread(file_, dst + done, want);
-      if (got < 0) fail(path_, cat("corrupt gzip data (zlib: ", zlib_message(), ")"));
-      if (got == 0) {
-        int errnum = Z_OK;
-        gzerror(file_, &errnum);
-        // Z_BUF_ERROR: the compressed stream ended mid-way ("unexpected end of file").
-        if (errnum != Z_OK) cut_off_ = zlib_message();
-        break;
-      }
-      done += size_t(got);
+  size_t read(uint8_t* dst, size_t n) { return gzip_ ? inflate_into(dst, n) : copy_into(dst, n); }
+
+  // Why a gzip read was short when the stream was cut off ("unexpected end of file").
+  const std::optional<std::string>& cut_off() const { return cut_off_; }
+
+ private:
+  static constexpr size_t kInputBuffer = size_t(1) << 18;
+
+  // Reads from the file into in_ until it holds at least `want` unread bytes or
+  // the file ends; returns the unread count.
+  size_t fill(size_t want) {
+    if (in_end_ - in_pos_ >= want) return in_end_ - in_pos_;
+    std::memmove(in_.data(), in_.data() + in_pos_, in_end_ - in_pos_);
+    in_end_ -= in_pos_;
+    in_pos_ = 0;
+    while (in_end_ < want && !file_ended_) {
+      const size_t got = read_file(in_.data() + in_end_, in_.size() - in_end_);
+      if (got == 0) file_ended_ = true;
+      in_end_ += got;
+    }
+    return in_end_;
+  }
+
+  size_t read_file(uint8_t* dst, size_t n) {
+    while (true) {
+      const ssize_t got = ::read(fd_.fd, dst, std::min(n, kReadChunk));
+      if (got >= 0) return size_t(got);
+      if (errno != EINTR) fail(path_, cat("cannot read: ", std::strerror(errno)));
+    }
+  }
+
+  size_t copy_into(uint8_t* dst, size_t n) {
+    size_t done = std::min(n, in_end_ - in_pos_);
+    std::memcpy(dst, in_.data() + in_pos_, done);
+    in_pos_ += done;
+    while (done < n && !file_ended_) {
+      const size_t got = read_file(dst + done, n - done);
+      if (got == 0) file_ended_ = true;
+      done += got;
     }
     return done;
   }
 
-  // zlib's message for a cut-off gzip stream, when that is why a read was short.
-  const std::optional<std::string>& cut_off() const { return cut_off_; }
-
- private:
-  // zlib prefixes its messages with the path it was opened with; drop that so
-  // the error keeps one "<path>: " prefix.
-  std::string zlib_message() const {
-    int errnum = Z_OK;
-    std::string msg = gzerror(file_, &errnum);
-    const std::string prefix = path_ + ": ";
-    if (msg.rfind(prefix, 0) == 0) msg.erase(0, prefix.size());
-    return msg;
+  size_t inflate_into(uint8_t* dst, size_t n) {
+    size_t done = 0;
+    while (done < n && !stream_ended_) {
+      if (in_pos_ == in_end_ && fill(1) == 0) {
+        cut_off_ = "unexpected end of file";
+        stream_ended_ = true;
+        break;
+      }
+      strm_.next_in = in_.data() + in_pos_;
+      strm_.avail_in = uInt(in_end_ - in_pos_);
+      strm_.next_out = dst + done;
+      strm_.avail_out = uInt(std::min(n - done, kReadChunk));
+      const uInt out_before = strm_.avail_out;
+      const int rc = inflate(&strm_, Z_NO_FLUSH);
+      in_pos_ = in_end_ - strm_.avail_in;
+      done += out_before - strm_.avail_out;
+      if (rc == Z_STREAM_END) {
+        next_member();
+      } else if (rc != Z_OK && !(rc == Z_BUF_ERROR && in_pos_ == in_end_)) {
+        fail(path_, cat("corrupt gzip data (zlib: ", strm_.msg ? strm_.msg : zError(rc), ")"));
+      }
+    }
+    return done;
   }
 
+  // After a member's trailer: the file ends, another member starts, or what
+  // follows is trailing data.
+  void next_member() {
+    const size_t left = fill(2);
+    if (left == 0) {
+      stream_ended_ = true;
+      return;
+    }
+    if (left >= 2 && in_[in_pos_] == 0x1f && in_[in_pos_ + 1] == 0x8b) {
+      inflateReset(&strm_);
+      return;
+    }
+    uint64_t extra = in_end_ - in_pos_;
+    in_pos_ = in_end_;
+    while (size_t got = read_file(in_.data(), in_.size())) extra += got;
+    fail(path_, cat("trailing data: ", extra, " bytes after the end of the gzip stream are not another gzip member"));
+  }
+
+  // Closes the file however the constructor or a read ends.
+  struct Fd {
+    int fd = -1;
+    Fd() = default;
+    Fd(const Fd&) = delete;
+    Fd& operator=(const Fd&) = delete;
+    ~Fd() {
+      if (fd >= 0) ::close(fd);
+    }
+  };
+
   std::string path_;
-  gzFile file_ = nullptr;
+  Fd fd_;
+  bool gzip_ = false;
+  z_stream strm_{};
+  std::vector<uint8_t> in_;  // file bytes read ahead: [in_pos_, in_end_) not yet used
+  size_t in_pos_ = 0, in_end_ = 0;
+  bool file_ended_ = false, stream_ended_ = false;
   std::optional<std::string> cut_off_;
 };
 
@@ -231,10 +346,11 @@ int64_t IdxArray::item_bytes() const {
 IdxArray read_idx_u8(const std::string& path, const IdxExpectation& expect) {
   TR_CHECK(!expect.dims.empty() && expect.dims.size() <= 255,
            "an IDX file has 1..255 dimensions, asked for ", expect.dims.size());
-  std::error_code ec;
-  const fs::file_status st = fs::status(path, ec);
-  if (!fs::exists(st)) fail(path, "no such file");
-  if (fs::is_directory(st)) fail(path, "is a directory, expected an IDX file");
+  switch (path_kind(path)) {
+    case PathKind::Missing: fail(path, "no such file");
+    case PathKind::Directory: fail(path, "is a directory, expected an IDX file");
+    case PathKind::Regular: break;
+  }
 
   GzReader in(path);
   IdxArray out;
@@ -253,12 +369,12 @@ IdxArray read_idx_u8(const std::string& path, int expected_ndim) {
 std::string resolve_idx_path(const std::string& dir, const std::string& name) {
   const std::string gz = (fs::path(dir) / (name + ".gz")).string();
   const std::string plain = (fs::path(dir) / name).string();
-  std::error_code ec;
   for (const std::string& p : {gz, plain}) {
-    const fs::file_status st = fs::status(p, ec);
-    if (!fs::exists(st)) continue;
-    if (fs::is_directory(st)) fail(p, "is a directory, expected an IDX file");
-    return p;
+    switch (path_kind(p)) {
+      case PathKind::Missing: continue;
+      case PathKind::Directory: fail(p, "is a directory, expected an IDX file");
+      case PathKind::Regular: return p;
+    }
   }
   fail(gz, cat("missing (also tried ", plain, ")"));
 }

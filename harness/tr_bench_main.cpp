@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <string>
+#include <vector>
 
 #include "framework/core/error.h"
 #include "framework/graph/model_registry.h"
@@ -38,10 +40,18 @@ int run(int argc, char** argv, tr::World* world) {
     std::fputs(tr::kProcessFlagsUsage, stdout);
     return 0;
   }
+  // The plans file is this run's input; the report and the trace may not
+  // replace it, nor each other (Note [output paths]).
+  std::vector<std::string> inputs;
+  if (o.algos.conv_plans && !o.algos.conv_plans->source().empty()) inputs.push_back(o.algos.conv_plans->source());
   const bool writes_report = !o.json_path.empty() && (!world || world->process() == 0);  // one report, process 0's
-  if (writes_report) tr::check_writable(o.json_path);  // before the runs, not after them
+  if (writes_report) tr::check_writable(o.json_path, inputs);  // before the runs, not after them
   const bool writes_trace = !o.kernel_trace_path.empty() && (!world || world->process() == 0);
-  if (writes_trace) tr::check_writable(o.kernel_trace_path);
+  if (writes_trace) {
+    TR_USER_CHECK(!writes_report || !tr::same_file(o.json_path, o.kernel_trace_path), "--kernel-trace ",
+                  o.kernel_trace_path, " names the --json report's file; give each its own");
+    tr::check_writable(o.kernel_trace_path, inputs);
+  }
   const BenchReport r = run_bench(o, world);
   const std::string launch = world ? tr::cat(", ranks in ", r.context.processes,
                                              r.context.processes == 1 ? " process (" : " processes (", r.context.launch, ": ",

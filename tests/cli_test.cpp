@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "harness/lib/conv_plans_file.h"
 #include "harness/lib/gate.h"
@@ -181,6 +182,35 @@ TEST(TrTrainCli, BadDataFilesExitTwo) {
   expect_user_error("tr-train --data-dir /nonexistent/tr-data", "/nonexistent/tr-data");
 }
 
+// The model has the training labels' classes: a test label past them is
+// named with its index, before any training.
+TEST(TrTrainCli, TestLabelOutsideTheTrainingClassesExitsTwo) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(testing::TempDir()) / ("tr_cli_labels_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  // IDX files of n 2x2 images and their labels.
+  const auto write_split = [&](const std::string& prefix, const std::vector<unsigned char>& labels) {
+    const auto n = static_cast<unsigned char>(labels.size());
+    std::ofstream images(dir / (prefix + "-images-idx3-ubyte"), std::ios::binary);
+    const unsigned char images_hdr[] = {0, 0, 8, 3, 0, 0, 0, n, 0, 0, 0, 2, 0, 0, 0, 2};
+    images.write(reinterpret_cast<const char*>(images_hdr), sizeof(images_hdr));
+    images.write(std::string(4 * size_t(n), '\x40').data(), 4 * n);
+    std::ofstream lab(dir / (prefix + "-labels-idx1-ubyte"), std::ios::binary);
+    const unsigned char labels_hdr[] = {0, 0, 8, 1, 0, 0, 0, n};
+    lab.write(reinterpret_cast<const char*>(labels_hdr), sizeof(labels_hdr));
+    lab.write(reinterpret_cast<const char*>(labels.data()), n);
+  };
+  write_split("train", {0, 1, 2, 1});
+  write_split("t10k", {0, 2, 5, 7});
+  expect_user_error("tr-train --data-dir " + dir.string(),
+                    dir.string() + ": test label 5 at index 2 is not one of the training labels' 3 classes (0..2)");
+  write_split("train", {0, 1, 2, 255});
+  expect_user_error("tr-train --data-dir " + dir.string(),
+                    (dir / "train-labels-idx1-ubyte").string() + ": label 255 at index 3 is past class 3");
+  fs::remove_all(dir);
+}
+
 }  // namespace
 
 namespace {
@@ -193,7 +223,7 @@ TEST(TrBenchCli, HelpAndBadInput) {
   expect_user_error("tr-bench --device cpu --bogus", "unknown flag --bogus");
   expect_user_error("tr-bench --device cpu --mode turbo", "unknown mode 'turbo'");
   expect_user_error("tr-bench --device cpu --batch 64,x", "--batch expects integers");
-  expect_user_error("tr-bench --device cpu --batch 64,,128", "empty item");
+  expect_user_error("tr-bench --device cpu --batch 64,,128", "--batch: empty item in '64,,128'");
   expect_user_error("tr-bench --device cpu --variants train_first", "unknown variant 'train_first'");
   expect_user_error("tr-bench --device cpu --model resnet51", "unknown model 'resnet51' (known: mlp, cnn, resnet18, resnet50, vgg16bn)");
   expect_user_error("tr-bench --device cpu --model cnn --image-size 4 --batch 2", "smaller than its");
@@ -234,6 +264,32 @@ TEST(TrBenchCli, HelpAndBadInput) {
   expect_user_error("tr-bench tta --model cnn --width 0.125 --synthetic --train-subset 64 --val-subset 32 "
                     "--epochs 1 --batch 32 --no-amp --mllog /nonexistent-dir/t.mllog",
                     "cannot write '/nonexistent-dir/t.mllog'");
+  expect_user_error("tr-bench tta --model cnn --width 0.125 --synthetic --train-subset 64 --val-subset 32 "
+                    "--epochs 1 --batch 32 --no-amp --json /tmp/tr_tta_same.out --mllog /tmp/./tr_tta_same.out",
+                    "names the --json report's file");
+}
+
+// A list names each case once: an empty item or a repeat is refused before
+// any case runs, naming the flag and the item (a repeat used to run the whole
+// sweep and then fail on the report's two cases of one name).
+TEST(TrBenchCli, ListFlagsRefuseEmptyAndRepeatedItemsBeforeRunning) {
+  expect_user_error("tr-bench --device cpu --batch 8,8", "--batch: 8 is given twice");
+  expect_user_error("tr-bench --device cpu --batch 8,", "--batch: empty item in '8,'");
+  expect_user_error("tr-bench --device cpu --batch ,", "--batch: empty item in ','");
+  expect_user_error("tr-bench --device cpu --batch-per-gpu 8,16,8", "--batch-per-gpu: 8 is given twice");
+  expect_user_error("tr-bench --device cpu --ranks 1,1", "--ranks: 1 is given twice");
+  expect_user_error("tr-bench --device cpu --model mlp,mlp", "--model: mlp is given twice");
+  expect_user_error("tr-bench --device cpu --mode eager,eager", "--mode: eager is given twice");
+  expect_user_error("tr-bench --device cpu --mode all,eager", "--mode: eager is given twice (all includes it)");
+  expect_user_error("tr-bench --device cpu --variants train_base,", "--variants: empty item in 'train_base,'");
+  // The list's form is checked before the GPUs are counted, so this holds on any machine.
+  expect_user_error("tr-bench --device cuda --gpus 2,2", "--gpus: 2 is given twice");
+  const std::string json = testing::TempDir() + "tr_bench_cli_repeat_" + std::to_string(getpid()) + ".json";
+  const Result r = run("tr-bench --device cpu --model mlp --batch 16,16 --mode eager --warmup 0 --iters 1 "
+                       "--repetitions 1 --json " + json);
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_EQ(r.out.find("eager"), std::string::npos) << "it ran first:\n" << r.out;
+  EXPECT_FALSE(std::filesystem::exists(json));
 }
 
 TEST(TrBenchCli, ShortCpuRunWritesAReport) {

@@ -2,13 +2,16 @@
 // Helpers for the datasets/ tests: craft IDX files (plain or gzip) in a fresh
 // temporary directory, and check that a bad input gives one tr::UserError line
 // "<path>: <specific problem>".
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 #include <zlib.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <future>
 #include <string>
 #include <vector>
 
@@ -103,6 +106,23 @@ inline std::string user_error(const std::function<void()>& f) {
   }
   ADD_FAILURE() << "expected tr::UserError, nothing was thrown";
   return "";
+}
+
+// Runs f as user_error does, on a thread, for a test of a FIFO at `fifo`: a
+// loader that opens a FIFO blocks in open() until a writer comes. Should f
+// still be running after 10 s, the test fails and plays that writer, opening
+// and closing the FIFO until f ends: the open returns, the read sees the end
+// of the file, and the test ends instead of hanging.
+inline std::string user_error_not_blocked_by(const fs::path& fifo, const std::function<void()>& f) {
+  std::future<std::string> done = std::async(std::launch::async, [&] { return user_error(f); });
+  if (done.wait_for(std::chrono::seconds(10)) == std::future_status::timeout) {
+    ADD_FAILURE() << "still waiting after 10 s: the FIFO " << fifo << " was opened";
+    while (done.wait_for(std::chrono::milliseconds(10)) == std::future_status::timeout) {
+      const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);  // fails while no reader waits
+      if (fd >= 0) ::close(fd);
+    }
+  }
+  return done.get();
 }
 
 // The message is "<path>: ..." and mentions every fragment.

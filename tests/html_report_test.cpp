@@ -143,5 +143,27 @@ TEST(HtmlReport, Cli) {
   EXPECT_NE(r.out.find("-o, --output"), std::string::npos);
 }
 
+// `report X.json -o X.json` would replace the report it reads with HTML: it
+// exits 2 with one line before rendering, and X.json is as it was, whichever
+// of the inputs it is and however -o spells it (Note [output paths]).
+TEST(HtmlReport, TheOutputIsNeverAnInput) {
+  const std::string a = golden_dir() + "/report_small.json";
+  const std::string dir = testing::TempDir() + "tr_html_report_input_" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  const std::string b = dir + "/b.json";
+  std::filesystem::copy_file(golden_dir() + "/report_small_b.json", b);
+  std::ifstream f(b);
+  const std::string before((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  for (const std::string& out : {b, dir + "/./b.json"}) {
+    const CliRun r = report_cli({a, b, "-o", out});
+    EXPECT_EQ(r.code, 2);
+    EXPECT_EQ(r.err, "tr-bench report: error: cannot write '" + out + "': it is also an input of this run" +
+                         (out == b ? "" : " (as '" + b + "')") + "\n");
+  }
+  std::ifstream g(b);
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(g)), std::istreambuf_iterator<char>()), before);
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace tr::bench

@@ -2,6 +2,7 @@
 // named with its problem; any count and size whose two files agree), EMNIST
 // file names, padding, TR_DATA_DIR, and the installed Fashion-MNIST when present.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <array>
 #include <chrono>
@@ -240,6 +241,80 @@ TEST(FashionMnistTest, AllLabelsZeroIsRefused) {
   expect_message(
       user_error([&] { tr::data::load_idx_split(dir.path().string(), Split::Test); }),
       dir.file("t10k-labels-idx1-ubyte.gz"), {"every label is 0"});
+}
+
+// A training split of 4x4 images, one per label.
+void write_train_split(const TempDir& dir, const Bytes& labels) {
+  const uint32_t n = uint32_t(labels.size());
+  write_gz(dir.file("train-images-idx3-ubyte.gz"), idx_file(kImagesMagic, {n, 4, 4}, Bytes(size_t(n) * 16, 7)));
+  write_gz(dir.file("train-labels-idx1-ubyte.gz"), idx_file(kLabelsMagic, {n}, labels));
+}
+
+// The training labels set the model's class count (1 + the largest), so a
+// label past a class no training image has would add classes never trained:
+// a stray 255 among 0..9 made a 256-class model. The first such label is named.
+TEST(FashionMnistTest, TrainingLabelPastAClassWithoutImagesIsRefused) {
+  TempDir dir;
+  Bytes labels = crafted_labels(20);
+  labels[7] = 255;
+  labels[12] = 200;
+  write_train_split(dir, labels);
+  expect_message(user_error([&] { tr::data::load_idx_split(dir.path().string(), Split::Train); }),
+                 dir.file("train-labels-idx1-ubyte.gz"),
+                 {"label 255 at index 7 is past class 10, which no training image has (the largest label, 255, "
+                  "would make 256 classes; each from 1 up needs a training image)"});
+  labels = crafted_labels(20);
+  labels[3] = labels[13] = 0;  // class 3 without images
+  write_train_split(dir, labels);
+  expect_message(user_error([&] { tr::data::load_idx_split(dir.path().string(), Split::Train); }),
+                 dir.file("train-labels-idx1-ubyte.gz"), {"label 4 at index 4 is past class 3"});
+}
+
+// Class 0 alone may go without images: EMNIST's letters number their 26
+// classes 1..26. A test split is only read, not counted: it may miss classes.
+TEST(FashionMnistTest, TrainingLabelsMayLeaveClassZeroUnused) {
+  TempDir dir;
+  Bytes labels;
+  for (int i = 0; i < 52; ++i) labels.push_back(uint8_t(1 + i % 26));
+  write_train_split(dir, labels);
+  EXPECT_EQ(tr::data::load_idx_split(dir.path().string(), Split::Train).num_classes, 27);
+  write_gz(dir.file("t10k-images-idx3-ubyte.gz"), idx_file(kImagesMagic, {2, 4, 4}, Bytes(32, 7)));
+  write_gz(dir.file("t10k-labels-idx1-ubyte.gz"), idx_file(kLabelsMagic, {2}, Bytes{1, 9}));
+  EXPECT_EQ(tr::data::load_idx_split(dir.path().string(), Split::Test).num_classes, 10);
+}
+
+// A FIFO where a data file should be is refused by name; opening it would
+// wait for a writer forever.
+TEST(FashionMnistTest, FifoInTheDataDirectoryIsRefused) {
+  TempDir dir;
+  write_test_split(dir);
+  const std::string fifo = dir.file("t10k-labels-idx1-ubyte.gz");
+  fs::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  expect_message(
+      user_error_not_blocked_by(fifo, [&] { tr::data::load_idx_split(dir.path().string(), Split::Test); }), fifo,
+      {"not a regular file (a FIFO)"});
+}
+
+TEST(FashionMnistTest, SymlinkLoopInTheDataDirectoryIsNamed) {
+  TempDir dir;
+  write_test_split(dir);
+  const std::string images = dir.file("t10k-images-idx3-ubyte.gz");
+  fs::remove(images);
+  fs::create_symlink("t10k-images-idx3-ubyte.gz", images);  // itself
+  expect_message(user_error([&] { tr::data::load_idx_split(dir.path().string(), Split::Test); }), images,
+                 {"symbolic link loop"});
+}
+
+TEST(FashionMnistTest, TrailingDataAfterTheGzipStreamOfALabelsFile) {
+  TempDir dir;
+  write_test_split(dir);
+  const std::string p = dir.file("t10k-labels-idx1-ubyte.gz");
+  Bytes gz = read_all(p);
+  gz.push_back(0);
+  write_plain(p, gz);
+  expect_message(user_error([&] { tr::data::load_idx_split(dir.path().string(), Split::Test); }), p,
+                 {"trailing data: 1 bytes after the end of the gzip stream"});
 }
 
 // Sets or unsets an environment variable for one scope, restoring it afterwards.

@@ -1,8 +1,11 @@
 // Specification of the IDX reader: every bad input, crafted by hand in a fresh
 // temporary directory, gives one tr::UserError line "<path>: <specific problem>".
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <array>
+#include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -86,6 +89,37 @@ TEST(IdxReaderTest, DirectoryInsteadOfFile) {
   expect_message(user_error([&] { tr::data::read_idx_u8(p, kSmallImages); }), p, {"is a directory"});
   expect_message(user_error([&] { tr::data::resolve_idx_path(dir.path().string(), "sub"); }), p,
                  {"is a directory"});
+}
+
+// Only regular files are opened: opening a FIFO would wait for a writer that
+// never comes, and a device or socket is no data file either.
+TEST(IdxReaderTest, FifoIsRefusedWithoutOpeningIt) {
+  TempDir dir;
+  const std::string p = dir.file("fifo-idx1-ubyte.gz");
+  ASSERT_EQ(::mkfifo(p.c_str(), 0600), 0) << std::strerror(errno);
+  expect_message(user_error_not_blocked_by(p, [&] { tr::data::read_idx_u8(p, kSmallImages); }), p,
+                 {"not a regular file (a FIFO), expected an IDX file"});
+  expect_message(
+      user_error_not_blocked_by(p, [&] { tr::data::resolve_idx_path(dir.path().string(), "fifo-idx1-ubyte"); }), p,
+      {"not a regular file (a FIFO)"});
+}
+
+TEST(IdxReaderTest, DeviceIsRefused) {
+  expect_message(user_error([] { tr::data::read_idx_u8("/dev/null", kSmallImages); }), "/dev/null",
+                 {"not a regular file (a character device), expected an IDX file"});
+}
+
+// A loop of symbolic links exists but leads nowhere: it is named as a loop,
+// not as a missing file, and not passed over for the other candidate.
+TEST(IdxReaderTest, SymlinkLoopIsNamedNotMissing) {
+  TempDir dir;
+  fs::create_symlink("loop-b", dir.path() / "loop-idx1-ubyte.gz");
+  fs::create_symlink("loop-idx1-ubyte.gz", dir.path() / "loop-b");
+  write_plain(dir.file("loop-idx1-ubyte"), idx_file(kLabelsMagic, {1}, {0}));
+  const std::string p = dir.file("loop-idx1-ubyte.gz");
+  const std::vector<std::string> loop = {"cannot be resolved: a symbolic link loop (too many levels of symbolic links)"};
+  expect_message(user_error([&] { tr::data::read_idx_u8(p, 1); }), p, loop);
+  expect_message(user_error([&] { tr::data::resolve_idx_path(dir.path().string(), "loop-idx1-ubyte"); }), p, loop);
 }
 
 TEST(IdxReaderTest, EmptyFile) {
@@ -202,6 +236,38 @@ TEST(IdxReaderTest, TrailingGarbage) {
                    {"trailing data: header declares 5 images of 2x3 (30 bytes) but 3 more bytes "
                     "follow them"});
   }
+}
+
+// zlib's gzread stops at the end of the gzip stream and drops what follows;
+// the reader refuses it, as it refuses bytes after a plain file's payload.
+TEST(IdxReaderTest, TrailingDataAfterTheGzipStream) {
+  TempDir dir;
+  const std::string p = dir.file("tail.gz");
+  write_gz(p, idx_file(kImagesMagic, {5, 2, 3}, pattern(30)));
+  const Bytes gz = read_all(p);
+  // A few bytes, and more than one read of the file holds.
+  for (const size_t extra : {size_t(4), size_t(300000)}) {
+    Bytes spoiled = gz;
+    spoiled.insert(spoiled.end(), extra, 'x');
+    write_plain(p, spoiled);
+    expect_message(user_error([&] { tr::data::read_idx_u8(p, kSmallImages); }), p,
+                   {"trailing data: " + std::to_string(extra) +
+                    " bytes after the end of the gzip stream are not another gzip member"});
+  }
+}
+
+// A gzip file is a series of members (RFC 1952), decompressed as one stream.
+TEST(IdxReaderTest, ConcatenatedGzipMembersReadAsOne) {
+  TempDir dir;
+  const Bytes file = idx_file(kImagesMagic, {5, 2, 3}, pattern(30));
+  const Bytes head(file.begin(), file.begin() + 10), tail(file.begin() + 10, file.end());
+  write_gz(dir.file("m1.gz"), head);
+  write_gz(dir.file("m2.gz"), tail);
+  Bytes both = read_all(dir.file("m1.gz"));
+  const Bytes second = read_all(dir.file("m2.gz"));
+  both.insert(both.end(), second.begin(), second.end());
+  write_plain(dir.file("both.gz"), both);
+  EXPECT_EQ(tr::data::read_idx_u8(dir.file("both.gz"), kSmallImages).data, pattern(30));
 }
 
 // A valid gzip file whose bytes the corruption tests edit. Its 768 KiB payload

@@ -2,7 +2,7 @@
 
 #include <unistd.h>
 
-#include <sstream>
+#include <algorithm>
 
 #include "framework/graph/model_registry.h"
 #include "framework/runtime/context_factory.h"
@@ -107,26 +107,36 @@ Examples:
 
 namespace {
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    TR_USER_CHECK(!item.empty(), "empty item in list '", s, "'");
-    out.push_back(item);
-  }
-  return out;
-}
-
 std::vector<int64_t> int_list(const std::string& flag, const std::string& s, int64_t lo, int64_t hi) {
   std::vector<int64_t> out;
-  for (const auto& it : split(s)) {
+  std::vector<std::string> values;
+  for (const auto& it : list_items(flag, s)) {
     const auto v = parse_int(it);
     TR_USER_CHECK(v.has_value(), flag, " expects integers, got '", it, "'");
     TR_USER_CHECK(*v >= lo && *v <= hi, flag, " values must be in [", lo, ", ", hi, "], got ", *v);
     out.push_back(*v);
+    values.push_back(std::to_string(*v));
   }
+  check_distinct(flag, values);  // 8,08
   return out;
+}
+
+// --mode's list, where `all` stands for every mode: `all,eager` names eager twice.
+std::vector<ExecMode> mode_list(const std::string& s) {
+  const std::vector<std::string> items = list_items("--mode", s);
+  std::vector<ExecMode> modes;
+  for (const auto& m : items) {
+    if (m == "all") {
+      for (ExecMode e : {ExecMode::Eager, ExecMode::PartialCapture, ExecMode::FullCapture}) modes.push_back(e);
+    } else {
+      modes.push_back(parse_mode(m));
+    }
+  }
+  std::vector<std::string> names;
+  for (ExecMode m : modes) names.push_back(mode_name(m));
+  const bool has_all = std::find(items.begin(), items.end(), "all") != items.end();
+  check_distinct("--mode", names, has_all ? " (all includes it)" : "");
+  return modes;
 }
 
 Variant parse_variant(const std::string& s) {
@@ -191,16 +201,18 @@ BenchOptions parse_bench_options(int argc, char** argv, World* world) {
     o.ranks = launched_ranks(a, world, o.backend, &o.per_process);
   } else if (o.backend == Backend::Cuda) {
     (void)process_ranks(a, nullptr, o.backend);  // refuses --gpus-per-process without a launcher
-    const int gpus = cuda_device_count();
-    TR_USER_CHECK(gpus > 0, "--device cuda but no CUDA GPU is visible");
     TR_USER_CHECK(!a.has("--ranks"), "--ranks is for --device cpu; use --gpus");
     const std::string g = a.str("--gpus", "1");
+    // The list itself before the GPU count: its form is wrong on any machine.
+    const std::vector<int64_t> asked = g == "auto" ? std::vector<int64_t>{} : int_list("--gpus", g, 1, 1024);
+    const int gpus = cuda_device_count();
+    TR_USER_CHECK(gpus > 0, "--device cuda but no CUDA GPU is visible");
     o.ranks.clear();
     if (g == "auto") {
       for (int n = 1; n <= gpus; n *= 2) o.ranks.push_back(n);
       if (o.ranks.back() != gpus) o.ranks.push_back(gpus);
     } else {
-      for (int64_t n : int_list("--gpus", g, 1, 1024)) {
+      for (int64_t n : asked) {
         TR_USER_CHECK(n <= gpus, "--gpus asks for ", n, " GPUs but ", gpus, " are visible");
         o.ranks.push_back(static_cast<int>(n));
       }
@@ -211,13 +223,9 @@ BenchOptions parse_bench_options(int argc, char** argv, World* world) {
     o.ranks.clear();
     for (int64_t n : int_list("--ranks", a.str("--ranks", "1"), 1, 64)) o.ranks.push_back(static_cast<int>(n));
   }
-  const std::string modes = a.str("--mode", "all");
-  if (modes != "all") {
-    o.modes.clear();
-    for (const auto& m : split(modes)) o.modes.push_back(parse_mode(m));
-  }
+  o.modes = mode_list(a.str("--mode", "all"));
   o.models.clear();
-  for (const auto& m : split(a.str("--model", "cnn,mlp"))) o.models.push_back(std::string(model_entry(m).name));
+  for (const auto& m : list_items("--model", a.str("--model", "cnn,mlp"))) o.models.push_back(std::string(model_entry(m).name));
   TR_USER_CHECK(!(a.has("--batch") && a.has("--batch-per-gpu")), "give --batch (global) or --batch-per-gpu, not both");
   if (a.has("--batch")) o.batches = int_list("--batch", a.str("--batch", ""), 1, 1 << 20);
   if (a.has("--batch-per-gpu")) {
@@ -226,7 +234,7 @@ BenchOptions parse_bench_options(int argc, char** argv, World* world) {
   }
   if (a.has("--variants")) {
     o.variants.clear();
-    for (const auto& v : split(a.str("--variants", ""))) o.variants.push_back(parse_variant(v));
+    for (const auto& v : list_items("--variants", a.str("--variants", ""))) o.variants.push_back(parse_variant(v));
   }
   o.width = a.real("--width", 1.0, 1e-3, 16.0);
   o.image_size = static_cast<int>(a.integer("--image-size", 0, 1, 4096));

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <set>
 
 #include "framework/core/error.h"
 
@@ -25,6 +26,27 @@ std::optional<double> parse_real(const std::string& s) {
   const double v = std::strtod(s.c_str(), &end);
   if (errno != 0 || end != s.c_str() + s.size() || !std::isfinite(v)) return std::nullopt;
   return v;
+}
+
+std::vector<std::string> list_items(const std::string& flag, const std::string& value) {
+  std::vector<std::string> items;
+  size_t begin = 0;
+  while (true) {
+    const size_t comma = value.find(',', begin);
+    const size_t end = comma == std::string::npos ? value.size() : comma;
+    TR_USER_CHECK(end > begin, flag, ": empty item in '", value, "'");
+    items.push_back(value.substr(begin, end - begin));
+    if (comma == std::string::npos) break;
+    begin = comma + 1;
+  }
+  check_distinct(flag, items);
+  return items;
+}
+
+void check_distinct(const std::string& flag, const std::vector<std::string>& items, const std::string& why) {
+  std::set<std::string> seen;
+  for (const std::string& item : items)
+    TR_USER_CHECK(seen.insert(item).second, flag, ": ", item, " is given twice", why);
 }
 
 CliArgs::CliArgs(int argc, char** argv, const std::vector<std::string>& value_flags,

@@ -27,6 +27,19 @@ class CliArgs {
   std::vector<std::string> positional_;
 };
 
+// The items of a list flag's value: "8,16" -> {"8", "16"}. A list names the
+// cases a tool sweeps, so an empty item (a leading, trailing or doubled comma)
+// or an item given twice is a UserError naming the flag and the item, before
+// any case runs: a repeated case would run twice and then collide in the report.
+std::vector<std::string> list_items(const std::string& flag, const std::string& value);
+
+// Refuses a repeat among a list's items once each is resolved to one spelling
+// (a parsed number, a canonical name: "8" and "08", "partial" and
+// "partial-capture" are one item each), for a spelled-apart repeat that
+// list_items cannot see. `why` ends the message where a repeat needs it
+// explained (" (all includes it)").
+void check_distinct(const std::string& flag, const std::vector<std::string>& items, const std::string& why = "");
+
 // Parses a whole string as an integer / real; nullopt when it is not one.
 std::optional<int64_t> parse_int(const std::string& s);
 std::optional<double> parse_real(const std::string& s);

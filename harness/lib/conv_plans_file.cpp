@@ -219,7 +219,10 @@ std::shared_ptr<ConvPlanBook> open_conv_plans(const std::string& file, bool benc
                 ": no such file; time the plans into it first with --cudnn-benchmark --conv-plans ", file);
   auto book = std::make_shared<ConvPlanBook>(benchmark ? ConvPlanUse::Record : ConvPlanUse::Replay, file);
   if (exists) read_conv_plans_json(read_text(file), *book);
-  if (benchmark) check_writable(file);  // before the timing, not after it
+  // Before the timing, not after it. Unlike a report's, this check lists no
+  // inputs: the file is read and rewritten by design (Note [output paths]),
+  // its plans the start of the book that is saved back with the new ones.
+  if (benchmark) check_writable(file);
   return book;
 }
 

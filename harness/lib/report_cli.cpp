@@ -59,6 +59,7 @@ int run(int argc, char** argv) {
   TR_USER_CHECK(!a.positional().empty(), "no reports given (usage: tr-bench report A.json [B.json ...] -o out.html)");
   TR_USER_CHECK(a.has("--output"), "-o out.html is required");
   const std::string out = a.str("--output", "");
+  check_writable(out, a.positional());  // not one of the reports it reads (Note [output paths])
   std::vector<LabeledReport> reports;
   std::vector<std::string> tta_sections;
   for (const std::string& path : a.positional()) {

@@ -130,8 +130,13 @@ RunData load_data(const CliArgs& a, const ModelEntry& e, int image_size, uint64_
     TR_USER_CHECK(d.train.height == d.test.height && d.train.width == d.test.width, dir, ": the train images are ",
                   d.train.height, "x", d.train.width, " but the test images are ", d.test.height, "x",
                   d.test.width);
-    TR_USER_CHECK(d.test.num_classes <= d.train.num_classes, dir, ": the test split has label ",
-                  d.test.num_classes - 1, ", but the training split only labels ", d.train.num_classes, " classes");
+    // The model has the training labels' classes; a test label past them
+    // names a class the model cannot output.
+    const auto bad = std::find_if(d.test.labels.begin(), d.test.labels.end(),
+                                  [&](int32_t l) { return l >= d.train.num_classes; });
+    TR_USER_CHECK(bad == d.test.labels.end(), dir, ": test label ", *bad, " at index ", bad - d.test.labels.begin(),
+                  " is not one of the training labels' ", d.train.num_classes, " classes (0..",
+                  d.train.num_classes - 1, ")");
     d.test.num_classes = d.train.num_classes;
     TR_USER_CHECK(d.train.height <= image_size && d.train.width <= image_size, "model ", e.name, " takes ",
                   image_size, "x", image_size, " images but the data's are ", d.train.height, "x", d.train.width,

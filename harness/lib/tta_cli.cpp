@@ -123,7 +123,12 @@ int run(int argc, char** argv) {
   if (!json_path.empty()) check_writable(json_path);  // before the runs, not after them
   const bool mllog = a.has("--mllog");
   const std::string mllog_path = a.str("--mllog", "");
-  if (mllog) check_writable(mllog_path);
+  if (mllog) {
+    // Two outputs of one run never share a file (Note [output paths]).
+    TR_USER_CHECK(json_path.empty() || !same_file(json_path, mllog_path), "--mllog ", mllog_path,
+                  " names the --json report's file; give each its own");
+    check_writable(mllog_path);
+  }
   for (int k = 0; k < spec.runs; ++k) {
     report.runs.push_back(run_tta_seed(spec, spec.run.seed + uint64_t(k), [&](const TtaRun& run, const TtaEpoch& e) {
       print_tta_epoch(run, e, spec.target_acc, stdout);

@@ -1,5 +1,5 @@
 // Fuzzes CliArgs (harness/lib/cli_args.h) with a small flag table: the parse,
-// then every typed read. A tr::UserError is the expected answer to bad input;
+// then every typed read, and --name read as a list. A tr::UserError is the expected answer to bad input;
 // anything else escaping (or a sanitizer report) is a finding.
 #include <cstddef>
 #include <cstdint>
@@ -13,6 +13,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     const tr::CliArgs a(args.argc(), args.argv(), {"--name", "--count", "--rate"}, {"--flag", "--help"});
     (void)a.str("--name", "x");
+    (void)tr::list_items("--name", a.str("--name", "x"));
     (void)a.integer("--count", 1, -5, 1 << 20);
     (void)a.real("--rate", 0.5, 0.0, 1e3);
     (void)a.flag("--flag");

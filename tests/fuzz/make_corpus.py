@@ -46,6 +46,11 @@ def idx_seeds():
     put("idx_reader", "truncated_gz", bytes([2]) + gzip.compress(small, mtime=0)[:-6])
     put("idx_reader", "empty_items", bytes([2]) + idx([0, 7, 9]))
     put("idx_reader", "empty_items_overflowing", bytes([2]) + idx([0, 0xFFFFFFFF, 0xFFFFFFFF], b""))
+    # A gzip file is a series of members; bytes after the last that start none are refused.
+    half = len(small) // 2
+    put("idx_reader", "gz_two_members", bytes([2]) + gzip.compress(small[:half], mtime=0) +
+        gzip.compress(small[half:], mtime=0))
+    put("idx_reader", "gz_trailing_garbage", bytes([2]) + gzip.compress(small, mtime=0) + b"junk")
 
 
 def trimmed_bench_report(path, cases):
@@ -84,6 +89,7 @@ def lines(*args):
 def cli_seeds():
     put("cli_args", "typical", lines("--name", "a", "--count=3", "--rate", "0.25", "--flag", "pos"))
     put("cli_args", "errors", lines("--count", "x", "--", "--rate=inf"))
+    put("cli_args", "lists", lines("--name", "a,b,,a", "--count", "2"))
     put("bench_options", "default", lines("run"))
     put("bench_options", "gate_sweep", lines("--device", "cpu", "--model", "cnn,mlp", "--batch", "32",
                                              "--warmup", "1", "--iters", "2", "--repetitions", "2",
@@ -91,6 +97,8 @@ def cli_seeds():
     put("bench_options", "modes", lines("--device=cpu", "--mode", "eager,full-capture", "--ranks", "1,2",
                                         "--variants", "train_base,val_last", "--optimizer", "lars",
                                         "--bn-sync", "running", "--bucket-mb", "0", "--split-steps"))
+    put("bench_options", "repeats", lines("--device", "cpu", "--batch", "8,08", "--mode", "all,eager",
+                                          "--model", "mlp,mlp", "--variants", "val_last,"))
     put("bench_options", "per_gpu", lines("--device", "cpu", "--batch-per-gpu", "64,256", "--precision", "fp32",
                                           "--image-size", "32", "--model", "resnet18"))
     put("train_flags", "mlp", lines("--model", "mlp", "--epochs", "1", "--batch", "4"))
