@@ -16,6 +16,7 @@
 #include "harness/lib/conv_plans_file.h"
 #include "harness/lib/gate.h"
 #include "harness/lib/json_report.h"
+#include "tests/bin_dir.h"
 #include "tests/gpu_test_util.h"
 
 namespace {
@@ -25,12 +26,7 @@ struct Result {
   std::string out, err;
 };
 
-// The tools sit beside this test executable (build/bin, or a packed copy).
-std::string bin_dir() {
-  std::error_code ec;
-  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string(TR_BIN_DIR) : self.parent_path().string();
-}
+using tr::testing::bin_dir;  // the tools sit beside this test executable (tests/bin_dir.h)
 
 Result run(const std::string& args) {
   // ctest runs test cases as parallel processes: one stderr file per call.

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <string>
 
+#include "tests/bin_dir.h"
 #include "tests/gpu_test_util.h"
 
 namespace tr {
@@ -19,7 +20,7 @@ struct Child {
 };
 
 Child run_tr_tests(const std::string& env) {
-  const std::string cmd = env + " " + std::string(TR_BIN_DIR) + "/tr_tests --gtest_filter=" +
+  const std::string cmd = env + " " + testing::bin_dir() + "/tr_tests --gtest_filter=" +
                           "OpsGpu.BnFoldMatchesCpu 2>&1";
   Child c;
   FILE* p = popen(cmd.c_str(), "r");

@@ -10,6 +10,7 @@
 
 #include "harness/lib/json_report.h"
 #include "harness/lib/launch_crosscheck.h"
+#include "tests/bin_dir.h"
 #include "tests/gpu_test_util.h"
 
 namespace tr::bench {
@@ -30,8 +31,8 @@ TEST(LaunchCrosscheck, TheRuleCaseByCase) {
   EXPECT_FALSE(launch_counts_agree(eager, {0, 0, 80})) << "a memcpy CUPTI did not see";
 }
 
-// The tools' path to tr-bench (tests/cli_test.cpp's TR_BIN_DIR).
-std::string tr_bench() { return std::string(TR_BIN_DIR) + "/tr-bench"; }
+// tr-bench beside this test executable (tests/bin_dir.h).
+std::string tr_bench() { return testing::bin_dir() + "/tr-bench"; }
 
 TEST(LaunchCrosscheckGpu, TrBenchAgreesWithCuptiInEveryMode) {
   SKIP_WITHOUT_GPU();

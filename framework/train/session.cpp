@@ -77,7 +77,9 @@ TrainingSession::TrainingSession(const RunOptions& opt, DataView train, DataView
   TrainConfig tc = opt.train;
   tc.schedule_len = int64_t(opt.epochs) * steps_per_epoch_;
   tc.augment.seed = opt.seed;  // Note [augmentation]: the run's seed keys every decision
-  tc.bn_sums = bn_sums_dtype(opt.backend);
+  tc.bn_sums = opt.bn_sums.value_or(bn_sums_dtype(opt.backend));
+  TR_CHECK(tc.bn_sums == DType::F32 || (tc.bn_sums == DType::F64 && opt.backend == Backend::Cpu),
+           "BatchNorm sums are F32, or F64 on the CPU");
   int64_t max_batch = 0;
   for (const auto& d : dims) max_batch = std::max(max_batch, d.batch);
   {

@@ -41,6 +41,10 @@ struct RunOptions {
   int first_device = 0;         // CUDA: ranks use devices first_device .. + ranks-1
   int watchdog_ms = 120000;     // a rank waiting this long in a collective is an error
   bool step_graphs = true;      // full capture: a training step is one graph (step_graphs.h)
+  // The element type of BatchNorm's sums; unset: bn_sums_dtype(backend), F64 on
+  // the CPU (Note [BatchNorm sums in double]). F32 on the CPU rounds them as
+  // the GPU does, for tests that hold the GPU to the CPU.
+  std::optional<DType> bn_sums;
   std::optional<CaptureFault> capture_fault;  // tests: fail the capture of one graph (pre_capture.h)
   // Several processes (mpirun, srun): this process holds train.ranks /
   // processes() consecutive ranks, on devices first_device ... Null: this
