@@ -15,6 +15,7 @@
 #include "harness/lib/gate.h"
 #include "harness/lib/gate_cli.h"
 #include "harness/lib/json_report.h"
+#include "harness/lib/statistics.h"
 
 namespace tr::bench {
 namespace {
@@ -152,19 +153,36 @@ TEST(Gate, WithinThresholdIsOkEvenWhenSignificant) {
   EXPECT_TRUE(run_gate(make_report(kBase), make_report(scaled(kBase, 1.03)), tight).regressed());
 }
 
-TEST(Gate, TooFewRepetitionsAreNotJudged) {
-  // 50% slower, but two repetitions on one side: never a regression.
-  const GateResult r = run_gate(make_report({10, 10.1}), make_report({15, 15.2, 15.1}), {});
-  EXPECT_FALSE(r.regressed());
-  EXPECT_EQ(r.not_judged, 1);
-  const GateRow& x = row_of(r, kFull, kStep);
-  EXPECT_EQ(x.verdict, Verdict::kNotJudged);
-  EXPECT_NE(x.detail.find("2 vs 3 reps"), std::string::npos) << x.detail;
-  // Three each is judged, but cannot reach p < 0.05 (floor 0.1): the table says so.
-  const GateResult r3 = run_gate(make_report({10, 10.1, 10.2}), make_report({15, 15.2, 15.1}), {});
-  const GateRow& y = row_of(r3, kFull, kStep);
-  EXPECT_EQ(y.verdict, Verdict::kNotSignificant);
-  EXPECT_NE(y.detail.find("cannot reach p<0.05"), std::string::npos) << y.detail;
+TEST(Gate, RepetitionsThatCannotReachAlphaAreRefused) {
+  // 50% slower, but 3 vs 3 repetitions reach p = 0.1 at best (2 / C(6, 3)):
+  // such a gate could never fail, so it is not run.
+  const BenchReport a = make_report({10, 10.1, 10.2}), b = make_report({15, 15.2, 15.1});
+  try {
+    run_gate(a, b, {});
+    ADD_FAILURE() << "3 vs 3 repetitions were gated";
+  } catch (const UserError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("the step times cannot fail this gate: " + kFull + " (3 vs 3 reps)"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("no p below 0.1, and alpha is 0.05"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("--repetitions 4 or more"), std::string::npos) << msg;  // 2 / C(8, 4) = 0.029
+  }
+  // The counters alone are still judged.
+  GateOptions counters;
+  counters.counters_only = true;
+  EXPECT_FALSE(run_gate(a, b, counters).regressed());
+  // A looser alpha is reachable by 3 vs 3, and then the slowdown fails.
+  GateOptions loose;
+  loose.alpha = 0.15;
+  EXPECT_TRUE(run_gate(a, b, loose).regressed());
+  // 4 vs 4 reaches 0.029 < 0.05: judged, and the slowdown fails.
+  EXPECT_TRUE(run_gate(make_report({10, 10.1, 10.2, 10.05}), make_report({15, 15.2, 15.1, 15.3}), {}).regressed());
+}
+
+TEST(Gate, RepetitionsNeededForAlpha) {
+  EXPECT_EQ(repetitions_for_alpha(0.05), 4);   // 2/70 = 0.029; 3 a side give 0.1
+  EXPECT_EQ(repetitions_for_alpha(0.01), 5);   // 2/252 = 0.0079; 4 a side give 0.029
+  EXPECT_EQ(repetitions_for_alpha(1.0), 2);    // 2/6 = 0.33; 1 a side gives 1
+  EXPECT_DOUBLE_EQ(min_two_sided_p(1000, 1000), 0.0);  // C(2000, 1000) is past a double: no overflow trap
 }
 
 void expect_refusal(const BenchReport& a, const BenchReport& b, const std::string& needle) {
@@ -319,6 +337,13 @@ TEST(Gate, CliExitCodes) {
   BenchReport other = make_report(kBase);
   other.context.device_name = "NVIDIA A100";
   const std::string a100 = temp_report("a100.json", other);
+  const std::string three = temp_report("three.json", make_report({10, 10.1, 10.2}, {9.8, 9.7, 9.9}));
+  BenchReport none = make_report(kBase);
+  none.cases.clear();
+  const std::string empty = temp_report("empty.json", none);
+  // Only the top-level "tta" key marks a time-to-accuracy report (is_tta_json).
+  const std::string tta = testing::TempDir() + "tr_gate_" + std::to_string(getpid()) + "_tta.json";
+  std::ofstream(tta) << R"({"context": {"task": "tta"}, "tta": {"runs": []}})";
 
   CliRun r = gate_cli({"--baseline", a, "--current", a});
   EXPECT_EQ(r.code, 0) << r.err;
@@ -344,6 +369,10 @@ TEST(Gate, CliExitCodes) {
            {{"--baseline", a, "--current", a, "--bogus"}, "unknown flag --bogus"},
            {{"--baseline", a, "--current", a, "extra.json"}, "unexpected argument 'extra.json'"},
            {{"--baseline", a, "--current", "/nonexistent.json"}, "report '/nonexistent.json': no such file"},
+           {{"--baseline", a, "--current", a, "--alpha", "0"}, "--alpha must be above 0"},
+           {{"--baseline", three, "--current", three}, "--repetitions 4 or more, or gate with --counters-only"},
+           {{"--baseline", a, "--current", empty}, "holds no cases: there is nothing to gate"},
+           {{"--baseline", tta, "--current", a}, "is a time-to-accuracy report (tr-bench tta); the gate compares"},
        }) {
     r = gate_cli(args);
     EXPECT_EQ(r.code, 2) << needle;

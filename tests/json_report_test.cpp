@@ -7,6 +7,7 @@
 //   TR_UPDATE_GOLDEN=1 build/bin/tr_tests --gtest_filter='JsonReport.Golden*'
 // and review the diff.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -328,7 +329,11 @@ std::string edited(const std::string& name, const std::function<void(nlohmann::j
 
 TEST(JsonReport, BadFiles) {
   expect_bad(temp_path("does-not-exist.json"), "no such file");
-  expect_bad(testing::TempDir(), "not a regular file");
+  expect_bad(testing::TempDir(), "is a directory, not a file");
+  const std::string fifo = temp_path("fifo.json");
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  expect_bad(fifo, "not a regular file");  // refused before it is opened: no hang
   const std::string garbage = temp_path("garbage.json");
   write_file(garbage, "{\"context\": {\n\"date\": ");
   expect_bad(garbage, "not valid JSON");
@@ -369,6 +374,50 @@ TEST(JsonReport, BadFiles) {
              "deterministic counter 'kernel_launches_per_step' differs between repetitions");
   expect_bad(edited("lost.json", [](nlohmann::json& j) { j["benchmarks"][4].erase("arena_bytes"); }),
              "counter 'arena_bytes' is missing from repetition 4");
+}
+
+// Values a writer never produces: each names its place; numbers past a
+// double's range and repeated keys are caught while parsing.
+TEST(JsonReport, RefusesValuesOutOfRangeAndRepeatedKeys) {
+  const std::string good = to_json(small_report()).dump(1);
+  auto with_text = [&](const std::string& name, const std::string& from, const std::string& to) {
+    std::string t = good;
+    const size_t at = t.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    t.replace(at, from.size(), to);
+    const std::string path = temp_path(name);
+    write_file(path, t);
+    return path;
+  };
+  expect_bad(with_text("e999.json", "\"num_cpus\": ", "\"num_cpus\": 1e999, \"x\": "),
+             "a number is out of range (number overflow parsing '1e999')");
+  const std::string digits = with_text("digits.json", "\"num_cpus\": ", "\"num_cpus\": " + std::string(400, '9') + ", \"x\": ");
+  expect_bad(digits, "a number is out of range");
+  try {
+    read_report(digits);
+  } catch (const UserError& e) {
+    EXPECT_LT(std::string(e.what()).size(), 400u) << "the 400 digits are not quoted whole";
+  }
+  expect_bad(with_text("dupkey.json", "\"real_time\": ", "\"real_time\": 1, \"real_time\": "),
+             "key 'benchmarks[0].real_time' appears twice");
+  expect_bad(with_text("dupctx.json", "\"date\": ", "\"date\": \"x\", \"date\": "), "key 'context.date' appears twice");
+  const std::string where = "benchmarks[0] ('train_step/model:mlp/variant:train_base/mode:eager/gpus:1/batch:200'): ";
+  expect_bad(edited("negreal.json", [](nlohmann::json& j) { j["benchmarks"][0]["real_time"] = -13.5; }),
+             where + "real_time must be > 0, got -13.5");
+  expect_bad(edited("zeroreal.json", [](nlohmann::json& j) { j["benchmarks"][0]["real_time"] = 0; }),
+             where + "real_time must be > 0, got 0");
+  expect_bad(edited("negcpu.json", [](nlohmann::json& j) { j["benchmarks"][0]["cpu_time"] = -1; }),
+             where + "cpu_time must be >= 0, got -1");
+  expect_bad(edited("strctr.json", [](nlohmann::json& j) { j["benchmarks"][0]["arena_bytes"] = "12"; }),
+             where + "counter 'arena_bytes' is not a number (\"12\")");
+  expect_bad(edited("negctr.json", [](nlohmann::json& j) { j["benchmarks"][0]["samples_per_second"] = -5; }),
+             where + "counter 'samples_per_second' must be >= 0, got -5");
+  expect_bad(edited("busy.json", [](nlohmann::json& j) { j["benchmarks"][0]["gpu_busy_fraction"] = 1.25; }),
+             where + "counter 'gpu_busy_fraction' is a fraction and must be <= 1, got 1.25");
+  expect_bad(edited("ranks0.json", [](nlohmann::json& j) { j["benchmarks"][0]["ranks"] = 0; }),
+             "ranks must be >= 1, got 0");
+  expect_bad(edited("iters0.json", [](nlohmann::json& j) { j["benchmarks"][0]["iterations"] = 0; }),
+             "iterations must be >= 1, got 0");
 }
 
 // Note [processes and ranks]: how the ranks ran travels with the report, and

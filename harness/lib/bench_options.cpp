@@ -44,7 +44,7 @@ and writes a Google-Benchmark-compatible JSON report.
                         (default: amp on cuda, fp32 on cpu)
   --warmup N            steps before measuring (default 10 on cuda, 2 on cpu)
   --iters N             steps per repetition (default 50 on cuda, 5 on cpu)
-  --repetitions N       repetitions per case (default 5 on cuda, 3 on cpu)
+  --repetitions N       repetitions per case (default 5: the gate needs 4 a side)
   --json FILE           write the report here
   --no-cupti            do not use CUPTI (launch cross-check and GPU busy time)
   --top-kernels N       after the table, each case's N kernels with the most GPU time per step
@@ -250,7 +250,7 @@ BenchOptions parse_bench_options(int argc, char** argv, World* world) {
   const bool gpu = o.backend == Backend::Cuda;
   o.warmup = static_cast<int>(a.integer("--warmup", gpu ? 10 : 2, 0, 1000000));
   o.iters = static_cast<int>(a.integer("--iters", gpu ? 50 : 5, 1, 1000000));
-  o.repetitions = static_cast<int>(a.integer("--repetitions", gpu ? 5 : 3, 1, 1000));
+  o.repetitions = static_cast<int>(a.integer("--repetitions", 5, 1, 1000));
   o.json_path = a.str("--json", "");
   o.cupti = !a.flag("--no-cupti");
   o.top_kernels = static_cast<int>(a.integer("--top-kernels", 0, 0, 1000));

@@ -87,10 +87,6 @@ void add_timing_row(GateResult& res, const std::string& name, const BenchCase& b
     } else {
       row.verdict = Verdict::kNotSignificant;
       ++res.not_significant;
-      const double floor_p = min_two_sided_p(t.n1, t.n2);
-      if (floor_p >= opt.alpha)
-        row.detail += cat("; so few reps cannot reach p<", fixed("%g", opt.alpha), " (min p ",
-                          fixed("%.2g", floor_p), ")");
     }
   }
   res.rows.push_back(std::move(row));
@@ -195,8 +191,34 @@ void check_comparable(const BenchReport& baseline, const BenchReport& current, b
   throw UserError(msg);
 }
 
+void check_timing_power(const BenchReport& baseline, const BenchReport& current, double alpha) {
+  TR_CHECK(alpha > 0 && alpha <= 1, "alpha ", alpha);
+  std::map<std::string, size_t> cur;
+  for (const BenchCase& c : current.cases) cur[c.name(current.context.device_kind)] = c.step_ms.size();
+  std::string weak;
+  int cases = 0;
+  double floor_p = 0;
+  for (const BenchCase& b : baseline.cases) {
+    const std::string name = b.name(baseline.context.device_kind);
+    const auto it = cur.find(name);
+    if (it == cur.end()) continue;  // check_comparable names it
+    const double p = min_two_sided_p(static_cast<int>(b.step_ms.size()), static_cast<int>(it->second));
+    if (p < alpha) continue;
+    if (cases++ == 0) {
+      weak = cat(name, " (", reps(b.step_ms.size(), it->second), ")");
+      floor_p = p;
+    }
+  }
+  if (cases == 0) return;
+  throw UserError(cat("the step times cannot fail this gate: ", weak, cases > 1 ? cat(" and ", cases - 1, " more case(s)") : "",
+                      " can reach no p below ", fixed("%.3g", floor_p), ", and alpha is ", fixed("%g", alpha),
+                      "; run both reports with --repetitions ", repetitions_for_alpha(alpha),
+                      " or more, or gate with --counters-only"));
+}
+
 GateResult run_gate(const BenchReport& baseline, const BenchReport& current, const GateOptions& opt) {
   check_comparable(baseline, current, opt.counters_only, opt.allow_launch_mismatch);
+  if (!opt.counters_only) check_timing_power(baseline, current, opt.alpha);
   GateResult res;
   const BenchContext &bx = baseline.context, &cx = current.context;
   auto note = [&](const std::string& x, const std::string& y, const char* what) {

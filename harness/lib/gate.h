@@ -17,8 +17,9 @@
 //     than `threshold` (relative) AND the two-sided Mann-Whitney U test over
 //     the repetitions gives p < alpha. The same shrink with p < alpha is an
 //     improvement; a change beyond the threshold with p >= alpha is "not
-//     significant". With fewer than kMinRepetitionsForUTest repetitions on
-//     either side the timing is "not judged", never a regression.
+//     significant". Repetitions too few for any p below alpha (3 vs 3
+//     reach 0.1 at best) are refused up front (check_timing_power): a gate
+//     that cannot fail is not run. --counters-only skips rule 3.
 //  Measured counters (samples/s, capture time, ...) are not gated: they follow
 //  the step time or are noisy by nature.
 #include <string>
@@ -69,7 +70,12 @@ struct GateResult {
 void check_comparable(const BenchReport& baseline, const BenchReport& current, bool counters_only = false,
                       bool allow_launch_mismatch = false);
 
-// check_comparable, then rules 2 and 3.
+// Throws UserError when some case's repetitions (baseline vs current) could
+// not give p < alpha even for completely separated samples, naming the case
+// and the repetitions needed (rule 3).
+void check_timing_power(const BenchReport& baseline, const BenchReport& current, double alpha);
+
+// check_comparable, check_timing_power unless counters_only, then rules 2 and 3.
 GateResult run_gate(const BenchReport& baseline, const BenchReport& current, const GateOptions& opt);
 
 // An aligned table (case, metric, baseline, current, change, verdict, detail),

@@ -11,6 +11,7 @@
 
 #include "framework/core/error.h"
 #include "harness/lib/atomic_file.h"
+#include "harness/lib/json_file.h"
 #include "harness/lib/statistics.h"
 
 namespace tr::bench {
@@ -329,6 +330,9 @@ BenchReport report_from_json(const json& j, const std::string& path) {
     c.ranks = static_cast<int>(rd.integer(e, "ranks", where));
     c.batch = rd.integer(e, "batch", where);
     c.iterations = static_cast<int>(rd.integer(e, "iterations", where));
+    if (c.ranks < 1) rd.fail(where, cat("ranks must be >= 1, got ", c.ranks));
+    if (c.batch < 1) rd.fail(where, cat("batch must be >= 1, got ", c.batch));
+    if (c.iterations < 1) rd.fail(where, cat("iterations must be >= 1, got ", c.iterations));
     if (const std::string expect = c.name(x.device_kind); name != expect)
       rd.fail(where, cat("name does not match its model/variant/mode/ranks/batch keys (expected '", expect, "')"));
     const std::string run_name = e.contains("run_name") ? rd.str(e, "run_name", where) : name;
@@ -340,9 +344,20 @@ BenchReport report_from_json(const json& j, const std::string& path) {
     const double unit = ms_per_unit(rd, rd.str(e, "time_unit", where), where);
     const double real = rd.num(e, "real_time", where) * unit;
     const double cpu = rd.num(e, "cpu_time", where) * unit;
+    if (!(real > 0)) rd.fail(where, cat("real_time must be > 0, got ", e["real_time"].dump()));
+    if (!(cpu >= 0)) rd.fail(where, cat("cpu_time must be >= 0, got ", e["cpu_time"].dump()));
+    // Every other key is a counter: a count, bytes, a time, a rate or a
+    // fraction, so a number >= 0 (reports/schema.md, "What a reader refuses").
     std::map<std::string, double> counters;
-    for (auto it = e.begin(); it != e.end(); ++it)
-      if (!is_reserved_entry_key(it.key()) && it->is_number()) counters[it.key()] = it->get<double>();
+    for (auto it = e.begin(); it != e.end(); ++it) {
+      if (is_reserved_entry_key(it.key())) continue;
+      if (!it->is_number()) rd.fail(where, cat("counter '", it.key(), "' is not a number (", it->dump(), ")"));
+      const double v = it->get<double>();
+      if (!(v >= 0)) rd.fail(where, cat("counter '", it.key(), "' must be >= 0, got ", it->dump()));
+      if (is_fraction_counter(it.key()) && v > 1)
+        rd.fail(where, cat("counter '", it.key(), "' is a fraction and must be <= 1, got ", it->dump()));
+      counters[it.key()] = v;
+    }
 
     auto [pit, fresh] = parts.try_emplace(name);
     Partial& p = pit->second;
@@ -399,24 +414,6 @@ BenchReport report_from_json(const json& j, const std::string& path) {
   return r;
 }
 
-BenchReport read_report(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (!fs::exists(path, ec)) throw UserError(cat("report '", path, "': no such file"));
-  if (!fs::is_regular_file(path, ec)) throw UserError(cat("report '", path, "': not a regular file"));
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw UserError(cat("report '", path, "': cannot open (", std::strerror(errno), ")"));
-  json j;
-  try {
-    j = json::parse(f);
-  } catch (const json::parse_error& e) {
-    // "[json.exception.parse_error.101] parse error at line 1, ..." -> drop the tag
-    std::string what = e.what();
-    if (const auto close = what.find("] "); what.rfind("[json.exception", 0) == 0 && close != std::string::npos)
-      what = what.substr(close + 2);
-    throw UserError(one_line(cat("report '", path, "': not valid JSON (", what, ")")));
-  }
-  return report_from_json(j, path);
-}
+BenchReport read_report(const std::string& path) { return report_from_json(read_json_file(path, "report"), path); }
 
 }  // namespace tr::bench

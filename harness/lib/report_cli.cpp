@@ -13,6 +13,7 @@
 #include "harness/lib/atomic_file.h"
 #include "harness/lib/cli_args.h"
 #include "harness/lib/html_report.h"
+#include "harness/lib/json_file.h"
 #include "harness/lib/json_report.h"
 #include "harness/lib/tta_html.h"
 #include "harness/lib/tta_report.h"
@@ -20,15 +21,6 @@
 namespace tr::bench {
 
 namespace {
-
-// The file as JSON, or nothing when it is not JSON (read_report then says why).
-std::optional<nlohmann::json> read_json_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return std::nullopt;
-  nlohmann::json j = nlohmann::json::parse(f, nullptr, false);
-  if (j.is_discarded()) return std::nullopt;
-  return j;
-}
 
 constexpr const char* kUsage =
     "usage: tr-bench report A.json [B.json ...] -o out.html\n"
@@ -64,11 +56,11 @@ int run(int argc, char** argv) {
   std::vector<std::string> tta_sections;
   for (const std::string& path : a.positional()) {
     const std::string label = std::filesystem::path(path).filename().string();
-    const std::optional<nlohmann::json> j = read_json_file(path);
-    if (j && is_tta_json(*j))
-      tta_sections.push_back(render_tta_section(label, tta_report_from_json(*j, path)));
+    const nlohmann::json j = read_json_file(path, "report");
+    if (is_tta_json(j))
+      tta_sections.push_back(render_tta_section(label, tta_report_from_json(j, path)));
     else
-      reports.push_back({label, read_report(path)});
+      reports.push_back({label, report_from_json(j, path)});
   }
   const std::string html = render_html(reports, tta_sections);
   write_file_atomically(out, html);

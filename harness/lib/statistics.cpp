@@ -101,7 +101,21 @@ double mann_whitney_exact_sf(double u, int n1, int n2) {
 
 double min_two_sided_p(int n1, int n2) {
   if (n1 < 1 || n2 < 1) return 1;
-  return std::min(1.0, 2 * mann_whitney_exact_sf(static_cast<double>(n1) * n2, n1, n2));
+  // Complete separation is one arrangement of C(n1 + n2, n1): build the
+  // binomial by its product (exact while it fits 2^53, +inf past a double's
+  // range, where p is 0 for every purpose) instead of the whole distribution,
+  // which grows with n1 * n2.
+  const int k = std::min(n1, n2), n = n1 + n2;
+  double c = 1;
+  for (int i = 1; i <= k; ++i) c = c * (n - k + i) / i;
+  return std::min(1.0, 2 / c);
+}
+
+int repetitions_for_alpha(double alpha) {
+  TR_CHECK(alpha > 0 && alpha <= 1, "alpha ", alpha);
+  int k = 1;
+  while (min_two_sided_p(k, k) >= alpha) ++k;  // 2 / C(2k, k) falls about 4x per step
+  return k;
 }
 
 MannWhitney mann_whitney_u(const std::vector<double>& a, const std::vector<double>& b) {

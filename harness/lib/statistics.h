@@ -52,6 +52,10 @@ MannWhitney mann_whitney_u(const std::vector<double>& a, const std::vector<doubl
 // (complete separation, exact distribution): 2 / C(n1 + n2, n1), at most 1.
 double min_two_sided_p(int n1, int n2);
 
+// The fewest repetitions k on each side for which min_two_sided_p(k, k) <
+// alpha (0 < alpha <= 1): 4 for alpha = 0.05, 5 for 0.01.
+int repetitions_for_alpha(double alpha);
+
 // P(U >= u) under the null hypothesis for sample sizes n1, n2 (no ties).
 double mann_whitney_exact_sf(double u, int n1, int n2);
 

@@ -1,5 +1,6 @@
 // Fuzzes the report readers of `tr-bench gate` and `tr-bench report`: bytes
-// parsed by nlohmann (a parse error is a fine answer), then read both as a
+// parsed as they are from a file (harness/lib/json_file.h: not JSON, a number
+// out of range and a repeated key are UserErrors), then read both as a
 // bench report (harness/lib/json_report.h) and as a time-to-accuracy report
 // (harness/lib/tta_report.h). A bench report that reads must also survive
 // being written and read back. Bad input must end in a tr::UserError;
@@ -7,18 +8,20 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
 #include "framework/core/error.h"
+#include "harness/lib/json_file.h"
 #include "harness/lib/json_report.h"
 #include "harness/lib/tta_report.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(data, data + size);
-  } catch (const nlohmann::json::exception&) {  // not JSON, or a number past double
+    j = tr::bench::parse_json_text(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz.json");
+  } catch (const tr::UserError&) {
     return 0;
   }
   try {
