@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "framework/core/error.h"
+#include "framework/core/host_memory.h"
 #include "framework/core/rng.h"
 
 namespace tr::data {
@@ -84,6 +85,10 @@ ImageDataset make_synthetic(int64_t count, int height, int width, int channels, 
                     uint64_t(total) <= uint64_t(ds.images.max_size()),
                 "synthetic data: ", count, " images of ", height, "x", width, "x", channels,
                 " do not fit in memory");
+  const int64_t available = host_available_bytes();
+  TR_USER_CHECK(available < 0 || total <= available, "synthetic data: ", count, " images of ", height, "x", width, "x",
+                channels, " need ", bytes_and_gib(total), " of host memory but ", bytes_and_gib(available),
+                " is available; use a smaller --batch");
   ds.images.resize(size_t(total));
   ds.labels.resize(size_t(count));
 

@@ -224,6 +224,11 @@ TEST(TrBenchCli, HelpAndBadInput) {
   expect_user_error("tr-bench --device cpu --model resnet51", "unknown model 'resnet51' (known: mlp, cnn, resnet18, resnet50, vgg16bn)");
   expect_user_error("tr-bench --device cpu --model cnn --image-size 4 --batch 2", "smaller than its");
   expect_user_error("tr-bench --device cpu --gpus 2", "--gpus needs --device cuda");
+  // Data larger than any host (2^21 images of 4096x4096, 35 TB): one line
+  // with the bytes wanted and available, before anything is allocated
+  // (HostMemory.* covers the arena).
+  expect_user_error("tr-bench --device cpu --model mlp --image-size 4096 --batch 1048576 --mode eager",
+                    "need 35184372088832 bytes (3.28e+04 GiB) of host memory but ");
   if (tr::cuda_device_count() > 0) {
     expect_user_error("tr-bench --device cuda --gpus 64", "--gpus asks for 64 GPUs but");
     // A batch the device cannot hold is one line, not a crash. fp32 resnet50 at

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <map>
 
+#include "framework/core/gpu_check_cuda.h"
 #include "framework/runtime/capture_guard_cuda.h"
 #include "framework/runtime/context_factory.h"
 #include "framework/runtime/cuda_context_cuda.h"
@@ -230,6 +231,29 @@ TEST(GpuRuntime, AnArenaPastTheFreeMemoryIsAUserError) {
     EXPECT_NE(m.find("use a smaller --batch"), std::string::npos) << m;
   }
   EXPECT_EQ(ctx.allocations(), 0);
+}
+
+// Past that check (another process took the memory meanwhile, a plan timer's
+// buffers), a failed allocation is still one UserError with the bytes wanted
+// and free, and leaves no error behind for the next call.
+TEST(GpuRuntime, AFailedDeviceAllocationIsAUserError) {
+  SKIP_WITHOUT_GPU();
+  void* p = nullptr;
+  const size_t huge = size_t(1) << 50;  // 1 PiB
+  try {
+    TR_GPU_ALLOC(cudaMalloc(&p, huge), huge);
+    ADD_FAILURE() << "a 1 PiB cudaMalloc succeeded";
+  } catch (const UserError& e) {
+    const std::string m = e.what();
+    std::printf("[ memory ] %s\n", m.c_str());
+    EXPECT_NE(m.find("out of device memory on device "), std::string::npos) << m;
+    EXPECT_NE(m.find("wanting 1125899906842624 bytes (1.05e+06 GiB) failed with "), std::string::npos) << m;
+    EXPECT_NE(m.find(" free of "), std::string::npos) << m;
+    EXPECT_NE(m.find("use a smaller --batch"), std::string::npos) << m;
+  }
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  EXPECT_EQ(cudaMalloc(&p, 256), cudaSuccess);
+  EXPECT_EQ(cudaFree(p), cudaSuccess);
 }
 
 TEST(GpuRuntime, NoDeviceAllocationAfterPlanning) {

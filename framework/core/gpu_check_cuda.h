@@ -1,6 +1,7 @@
 #pragma once
 // One status checker for every CUDA library (runtime, cuDNN, cuBLAS, NCCL).
-// A failure throws tr::Error naming the call, file:line and the current device.
+// A failure throws tr::Error naming the call, file:line and the current device;
+// running out of memory throws a UserError instead (throw_out_of_memory).
 // Only included from CUDA-backend files (*_cuda.cu / *_cuda.cpp).
 #include <cublasLt.h>
 #include <cublas_v2.h>
@@ -11,6 +12,7 @@
 #include <string>
 
 #include "framework/core/error.h"
+#include "framework/core/host_memory.h"
 #include "framework/core/launch_tally.h"
 
 namespace tr {
@@ -25,9 +27,38 @@ inline bool status_ok(cudnnStatus_t s) { return s == CUDNN_STATUS_SUCCESS; }
 inline bool status_ok(cublasStatus_t s) { return s == CUBLAS_STATUS_SUCCESS; }
 inline bool status_ok(ncclResult_t s) { return s == ncclSuccess; }
 
+// Running out of memory is the user's to change (a smaller batch), not a bug
+// in tr: a UserError (exit 2) naming the call, the bytes wanted where known,
+// and what the device has free.
+inline bool out_of_memory(cudaError_t s) { return s == cudaErrorMemoryAllocation; }
+inline bool out_of_memory(cudnnStatus_t s) { return s == CUDNN_STATUS_ALLOC_FAILED; }
+inline bool out_of_memory(cublasStatus_t s) { return s == CUBLAS_STATUS_ALLOC_FAILED; }
+inline bool out_of_memory(ncclResult_t) { return false; }  // ncclSystemError has other causes too
+
+[[noreturn]] inline void throw_out_of_memory(const char* call, size_t wanted, bool pinned_host, const char* file,
+                                             int line) {
+  (void)cudaGetLastError();  // not sticky: clear it so later calls do not report it again
+  int dev = -1;
+  cudaGetDevice(&dev);
+  const std::string want = wanted > 0 ? cat(" wanting ", bytes_and_gib(int64_t(wanted))) : "";
+  if (pinned_host) {
+    const int64_t avail = host_available_bytes();
+    throw UserError(cat("out of pinned host memory: ", call, want, " failed with ",
+                        avail < 0 ? "an unknown amount" : bytes_and_gib(avail), " of host memory available (", file,
+                        ":", line, "); use a smaller --batch"));
+  }
+  size_t free_b = 0, total_b = 0;
+  const bool known = cudaMemGetInfo(&free_b, &total_b) == cudaSuccess;
+  throw UserError(cat("out of device memory on device ", dev, ": ", call, want, " failed with ",
+                      known ? cat(bytes_and_gib(int64_t(free_b)), " free of ", bytes_and_gib(int64_t(total_b)))
+                            : std::string("an unknown amount free"),
+                      " (", file, ":", line, "); use a smaller --batch"));
+}
+
 template <typename Status>
 inline void check_status(Status s, const char* call, const char* file, int line) {
   if (status_ok(s)) return;
+  if (out_of_memory(s)) throw_out_of_memory(call, 0, false, file, line);
   int dev = -1;
   cudaGetDevice(&dev);
   throw Error(cat(call, " failed: ", status_string(s), " (", file, ":", line, ", device ", dev, ")"));
@@ -42,6 +73,22 @@ inline void warn_status(Status s, const char* call, const char* file, int line) 
 }  // namespace tr
 
 #define TR_GPU_CHECK(call) ::tr::check_status((call), #call, __FILE__, __LINE__)
+// An allocation of `bytes`: out of memory names them (device memory, or pinned
+// host memory for cudaMallocHost).
+#define TR_GPU_ALLOC(call, bytes)                                                                    \
+  do {                                                                                               \
+    const cudaError_t tr_alloc_status_ = (call);                                                     \
+    if (::tr::out_of_memory(tr_alloc_status_))                                                       \
+      ::tr::throw_out_of_memory(#call, (bytes), false, __FILE__, __LINE__);                          \
+    ::tr::check_status(tr_alloc_status_, #call, __FILE__, __LINE__);                                 \
+  } while (0)
+#define TR_GPU_HOST_ALLOC(call, bytes)                                                               \
+  do {                                                                                               \
+    const cudaError_t tr_alloc_status_ = (call);                                                     \
+    if (::tr::out_of_memory(tr_alloc_status_))                                                       \
+      ::tr::throw_out_of_memory(#call, (bytes), true, __FILE__, __LINE__);                           \
+    ::tr::check_status(tr_alloc_status_, #call, __FILE__, __LINE__);                                 \
+  } while (0)
 #define TR_GPU_WARN(call) ::tr::warn_status((call), #call, __FILE__, __LINE__)
 // After every kernel launch: catches bad launch configurations at once.
 // Counts the launch (Note [launch accounting]).

@@ -130,7 +130,7 @@ class PlanTimer {
                                size_t(key.k * key.r * key.r * key.c) * es,
                                size_t(key.n * key.ho() * key.wo() * key.k) * es, std::max<size_t>(workspace_bytes, 1)};
       for (int i = 0; i < 4; ++i) {
-        TR_GPU_CHECK(cudaMalloc(&buf_[i], bytes[i]));
+        TR_GPU_ALLOC(cudaMalloc(&buf_[i], bytes[i]), bytes[i]);
         TR_GPU_CHECK(cudaMemsetAsync(buf_[i], 0x3C, bytes[i], stream_));  // f16 1.06, f32 0.0115
       }
       TR_GPU_CHECK(cudaEventCreate(&e0_));

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "framework/core/error.h"
+#include "framework/core/host_memory.h"
 
 namespace tr {
 
@@ -15,8 +16,18 @@ void CpuContext::allocate(const ContextSpec& spec) {
   TR_CHECK(!base_, "arena allocated twice");
   TR_CHECK(spec.arena_bytes > 0 && spec.arena_bytes % kArenaAlign == 0, "bad arena size ", spec.arena_bytes);
   spec_ = spec;
+  // A batch the host cannot hold is the user's to change: one line with the
+  // bytes wanted and available, before malloc (Linux overcommits: a too-large
+  // arena could be granted and the process killed while zeroing it).
+  const int64_t available = host_available_bytes();
+  auto too_big = [&] {
+    return UserError(cat("rank ", spec.rank, ": this model and batch need an arena of ", bytes_and_gib(spec.arena_bytes),
+                         " of host memory but ", available < 0 ? "an unknown amount" : bytes_and_gib(available),
+                         " is available; use a smaller --batch or fewer --ranks"));
+  };
+  if (available >= 0 && spec.arena_bytes > available) throw too_big();
   base_ = static_cast<std::byte*>(std::aligned_alloc(kArenaAlign, static_cast<size_t>(spec.arena_bytes)));
-  if (!base_) throw Error(cat("cannot allocate a host arena of ", spec.arena_bytes, " bytes"));
+  if (!base_) throw too_big();
   // Zero once: region padding must read as zero forever (casts, NaN checks, all-reduces walk it).
   std::memset(base_, 0, static_cast<size_t>(spec.arena_bytes));
   for (int s = 0; s < 2; ++s) {

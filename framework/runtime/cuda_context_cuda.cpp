@@ -142,7 +142,7 @@ void CudaContext::allocate(const ContextSpec& spec) {
                 " GiB) of device memory but ", free_bytes, " bytes (", double(free_bytes) / gib, " GiB) of ",
                 double(total_bytes) / gib, " GiB are free; use a smaller --batch");
   void* p = nullptr;
-  TR_GPU_CHECK(cudaMalloc(&p, static_cast<size_t>(spec.arena_bytes)));
+  TR_GPU_ALLOC(cudaMalloc(&p, static_cast<size_t>(spec.arena_bytes)), static_cast<size_t>(spec.arena_bytes));
   ++allocations_;
   base_ = static_cast<std::byte*>(p);
   // Zero once: region padding must read as zero forever.
@@ -150,7 +150,7 @@ void CudaContext::allocate(const ContextSpec& spec) {
   for (int s = 0; s < 2; ++s) {
     const size_t img = static_cast<size_t>(spec.staging_image_bytes);
     const size_t lab = static_cast<size_t>(spec.staging_label_count) * sizeof(int32_t);
-    TR_GPU_CHECK(cudaMallocHost(&pinned_[s], img + lab + 256));
+    TR_GPU_HOST_ALLOC(cudaMallocHost(&pinned_[s], img + lab + 256), img + lab + 256);
     ++allocations_;
     staging_images_[s] = static_cast<uint8_t*>(pinned_[s]);
     staging_labels_[s] = reinterpret_cast<int32_t*>(static_cast<uint8_t*>(pinned_[s]) + (img + 255) / 256 * 256);

@@ -1,6 +1,7 @@
 #pragma once
 // The exit-code contract of every tr tool: a UserError (bad flags, files,
-// values) prints one line and exits 2; any other failure exits 1.
+// values, a batch that does not fit) and a failed host allocation print one
+// line and exit 2; any other failure exits 1.
 //
 // Under mpirun or srun (Note [processes and ranks]) run_cli_world joins the
 // MPI world first. Only process 0 writes to stdout (one table, one report);
@@ -12,10 +13,12 @@
 #include <cstdio>
 #include <exception>
 #include <memory>
+#include <new>
 #include <string>
 
 #include "framework/comm/world.h"
 #include "framework/core/error.h"
+#include "framework/core/host_memory.h"
 
 namespace tr {
 
@@ -25,6 +28,13 @@ int run_cli(const char* tool, Fn&& fn) {
     return fn();
   } catch (const UserError& e) {
     std::fprintf(stderr, "%s: error: %s\n", tool, e.what());
+    return 2;
+  } catch (const std::bad_alloc&) {
+    // Too little host memory for what was asked (a batch, a dataset): the
+    // user's to change, so exit 2 like any input that cannot be run.
+    const int64_t available = host_available_bytes();
+    std::fprintf(stderr, "%s: error: out of host memory: an allocation failed with %s available; use a smaller --batch or fewer --ranks\n",
+                 tool, available < 0 ? "an unknown amount" : bytes_and_gib(available).c_str());
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: internal error: %s\n", tool, e.what());
