@@ -11,6 +11,7 @@
 #include "harness/lib/cli_args.h"
 #include "harness/lib/cli_main.h"
 #include "harness/lib/conv_plans_file.h"
+#include "harness/lib/process_agreement.h"
 #include "harness/lib/process_launch.h"
 #include "harness/lib/state_digest.h"
 #include "harness/lib/train_flags.h"
@@ -46,6 +47,8 @@ int run(int argc, char** argv, tr::World* world) {
     std::fputs(kUsageTail, stdout);
     return 0;
   }
+  // Before anything else that the processes do together (Note [processes agree]).
+  if (world) check_processes_agree(*world, run_settings("tr-train", a), watchdog_flag(a));
   const std::string recipe = a.str("--recipe", "plain");
   TR_USER_CHECK(recipe == "plain" || recipe == "tta", "--recipe must be plain or tta, got '", recipe, "'");
   const TrainSetup setup = parse_train_setup(a, recipe == "tta", world);

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "framework/comm/process_comm.h"
+#include "harness/lib/process_agreement.h"
 #include "framework/comm/shared_memory_comm.h"
 #include "tests/thread_world.h"
 #include "tests/train_test_util.h"
@@ -142,7 +143,43 @@ TEST(ProcessComm, AProcessThatNeverArrivesTripsTheWatchdog) {
   });
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_NE(message.find("watchdog: process 0 of 2 waited 300 ms in all-reduce #0"), std::string::npos) << message;
+  EXPECT_NE(message.find("for the other processes: process 1 did not arrive"), std::string::npos) << message;
   EXPECT_LT(s, 5.0);
+}
+
+// Note [processes agree]: every process sees every list, so every process
+// refuses with the same message, naming the setting and who holds what.
+TEST(ProcessAgreement, ProcessesStartedDifferentlyAllRefuseNamingTheSetting) {
+  std::vector<std::string> messages(3);
+  on_processes(3, [&](World& w) {
+    std::vector<RunSetting> mine = {{"tool", "tr-train"}, {"--epochs", "2"}, {"--seed", w.process() == 2 ? "7" : "1"}};
+    if (w.process() == 1) mine.push_back({"TR_X", "on"});
+    try {
+      check_processes_agree(w, mine, std::chrono::milliseconds(20000));
+    } catch (const UserError& e) {
+      messages[size_t(w.process())] = e.what();
+    }
+  });
+  const std::string want =
+      "the processes were started differently: --seed is '1' on processes 0, 1 but '7' on process 2; TR_X is "
+      "(not given) on processes 0, 2 but 'on' on process 1. Every process of a run must have the same flags, TR_* "
+      "environment and data";
+  for (const std::string& m : messages) EXPECT_EQ(m, want);
+  // The same lists pass.
+  on_processes(2, [&](World& w) {
+    check_processes_agree(w, {{"data", "00ff00ff00ff00ff"}, {"--note", "a\nb"}}, std::chrono::milliseconds(20000));
+  });
+}
+
+TEST(ProcessAgreement, NamesAtMostThreeSettings) {
+  std::vector<std::vector<RunSetting>> lists(2);
+  for (int i = 0; i < 5; ++i) {
+    lists[0].push_back({cat("--f", i), "1"});
+    lists[1].push_back({cat("--f", i), "2"});
+  }
+  const std::string m = disagreement(lists);
+  EXPECT_NE(m.find("--f2 is '1' on process 0 but '2' on process 1; and 2 more setting(s)"), std::string::npos) << m;
+  EXPECT_EQ(disagreement({lists[0], lists[0]}), "");
 }
 
 // P "processes" x L rank threads train to the bits of P*L rank threads, and a

@@ -4,6 +4,7 @@
 // sequence check across processes, the metrics gathered across processes) run
 // without MPI, so CI can check them under ASan and TSan too. Each thread
 // makes its ThreadWorld from one shared ThreadWorldHub.
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -21,7 +22,8 @@ namespace tr::testing {
 // bytes and leaving with everyone's.
 class ThreadWorldHub {
  public:
-  explicit ThreadWorldHub(int processes) : posted_(static_cast<size_t>(processes)) {}
+  explicit ThreadWorldHub(int processes)
+      : posted_(static_cast<size_t>(processes)), here_(static_cast<size_t>(processes), false) {}
   int processes() const { return int(posted_.size()); }
 
   std::vector<std::vector<std::byte>> exchange(int p, std::vector<std::byte> mine, const std::string& what,
@@ -29,18 +31,25 @@ class ThreadWorldHub {
     std::unique_lock<std::mutex> lock(mu_);
     const uint64_t gen = generation_;
     posted_[size_t(p)] = std::move(mine);
+    here_[size_t(p)] = true;
     if (++arrived_ == processes()) {
       done_ = posted_;  // the last to arrive publishes this round
       arrived_ = 0;
+      std::fill(here_.begin(), here_.end(), false);
       ++generation_;
       cv_.notify_all();
       return done_;
     }
     // Nobody starts the next round before every thread has left this one (it
     // needs all of them), so done_ still holds this round when a waiter wakes.
-    if (!cv_.wait_for(lock, timeout, [&] { return generation_ != gen; }))
-      throw Error(cat("watchdog: process ", p, " of ", processes(), " waited ", timeout.count(), " ms in ", what,
-                      " for the other processes; one of them stalled or died"));
+    if (!cv_.wait_for(lock, timeout, [&] { return generation_ != gen; })) {
+      // As the MPI world says it (framework/comm/mpi_world_mpi.cpp): who did not come.
+      std::string missing;
+      for (int q = 0; q < processes(); ++q)
+        if (!here_[size_t(q)]) missing += cat(missing.empty() ? "" : "; ", "process ", q, " did not arrive");
+      throw Fault(cat("watchdog: process ", p, " of ", processes(), " waited ", timeout.count(), " ms in ", what,
+                      " for the other processes: ", missing));
+    }
     return done_;
   }
 
@@ -48,6 +57,7 @@ class ThreadWorldHub {
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<std::vector<std::byte>> posted_, done_;
+  std::vector<bool> here_;  // this round
   int arrived_ = 0;
   uint64_t generation_ = 0;
 };

@@ -11,7 +11,7 @@ RankBarrier::RankBarrier(int ranks, std::chrono::milliseconds timeout)
 
 void RankBarrier::arrive_and_wait(int rank, const std::string& what) {
   std::unique_lock<std::mutex> lock(mu_);
-  if (!aborted_.empty()) throw Error(cat("rank ", rank, ": ", what, ": ", aborted_));
+  if (!aborted_.empty()) throw Fault(cat("rank ", rank, ": ", what, ": ", aborted_));
   const uint64_t gen = generation_;
   here_[static_cast<size_t>(rank)] = true;
   if (++arrived_ == ranks_) {
@@ -22,7 +22,7 @@ void RankBarrier::arrive_and_wait(int rank, const std::string& what) {
     return;
   }
   const bool done = cv_.wait_for(lock, timeout_, [&] { return generation_ != gen || !aborted_.empty(); });
-  if (!aborted_.empty() && generation_ == gen) throw Error(cat("rank ", rank, ": ", what, ": ", aborted_));
+  if (!aborted_.empty() && generation_ == gen) throw Fault(cat("rank ", rank, ": ", what, ": ", aborted_));
   if (!done) {
     std::string missing;
     for (int r = 0; r < ranks_; ++r) {
@@ -32,7 +32,7 @@ void RankBarrier::arrive_and_wait(int rank, const std::string& what) {
     }
     aborted_ = cat("watchdog: rank(s) ", missing, " did not reach ", what, " within ", timeout_.count(), " ms");
     cv_.notify_all();
-    throw Error(cat("rank ", rank, ": ", aborted_));
+    throw Fault(cat("rank ", rank, ": ", aborted_));
   }
 }
 

@@ -4,6 +4,9 @@
 //                   its one-line message and exits with code 2.
 //   Error         - a failed library call or a broken internal invariant; carries
 //                   file:line (and the device where it applies).
+//   Fault         - an Error outside tr and its input: another process stalled
+//                   or died (the watchdog). The CLI prints it as an error, not
+//                   an internal one, and exits 1.
 // Destructors never throw: they call warn_in_destructor() instead.
 #include <sstream>
 #include <stdexcept>
@@ -19,6 +22,11 @@ class Error : public std::runtime_error {
 class UserError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+class Fault : public Error {
+ public:
+  using Error::Error;
 };
 
 [[noreturn]] void throw_internal(const char* file, int line, const std::string& what);

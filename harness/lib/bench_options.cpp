@@ -8,6 +8,7 @@
 #include "framework/runtime/context_factory.h"
 #include "harness/lib/algo_flags.h"
 #include "harness/lib/cli_args.h"
+#include "harness/lib/process_agreement.h"
 #include "harness/lib/process_launch.h"
 
 namespace tr::bench {
@@ -46,6 +47,8 @@ and writes a Google-Benchmark-compatible JSON report.
   --iters N             steps per repetition (default 50 on cuda, 5 on cpu)
   --repetitions N       repetitions per case (default 5: the gate needs 4 a side)
   --json FILE           write the report here
+  --watchdog-ms N       a rank that waits this long for the others fails, naming who did not
+                        arrive (default 120000)
   --no-cupti            do not use CUPTI (launch cross-check and GPU busy time)
   --top-kernels N       after the table, each case's N kernels with the most GPU time per step
                         (CUPTI's traced repetition), with their share of the step's kernel time
@@ -178,7 +181,8 @@ BenchOptions parse_bench_options(int argc, char** argv, World* world) {
   std::vector<std::string> values = {"--mode", "--device", "--gpus", "--ranks", "--model", "--batch", "--variants",
                                      "--width", "--warmup", "--iters", "--repetitions", "--json", "--precision",
                                      "--optimizer", "--cnn-optimizer", "--batch-per-gpu", "--bn-sync",
-                                     "--image-size", "--bucket-mb", "--top-kernels", "--kernel-trace", "--conv-plans"};
+                                     "--image-size", "--bucket-mb", "--top-kernels", "--kernel-trace", "--conv-plans",
+                                     "--watchdog-ms"};
   for (const std::string& p : process_value_flags()) values.push_back(p);
   CliArgs a(argc, argv, values, {"--no-cupti", "--side-streams", "--no-side-streams", "--split-steps", "--cudnn-benchmark", "--no-fusion", "--nondeterministic", "--no-pdl", "--cudnn-filter-grad", "--keep-memset-nodes", "--grid-sync", "--help"});
   BenchOptions o;
@@ -190,6 +194,9 @@ BenchOptions parse_bench_options(int argc, char** argv, World* world) {
     o.help = true;
     return o;
   }
+  o.watchdog_ms = a.integer("--watchdog-ms", o.watchdog_ms, 100, 86400000);
+  // Before anything else that the processes do together (Note [processes agree]).
+  if (world) check_processes_agree(*world, run_settings("tr-bench", a), std::chrono::milliseconds(o.watchdog_ms));
   TR_USER_CHECK(a.positional().empty() || (a.positional().size() == 1 && a.positional()[0] == "run"),
                 "unexpected argument '", a.positional().empty() ? "" : a.positional().back(), "' (see --help)");
   // The GPUs are counted only where they matter: --device cpu runs on a

@@ -27,6 +27,7 @@ struct BenchOptions {
   int warmup = 10;
   int iters = 50;
   int repetitions = 5;
+  int64_t watchdog_ms = 120000;        // --watchdog-ms: a rank that waits longer for the others fails
   double width = 1.0;
   int image_size = 0;                  // 0: each model's own input side
   bool amp = false;

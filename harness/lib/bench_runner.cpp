@@ -118,6 +118,7 @@ BenchReport run_bench(const BenchOptions& o, World* world) {
           ro.step_graphs = o.step_graphs;
           ro.train.init_loss_scale = o.amp ? 65536.f : 1.f;
           ro.train.ranks = ranks;
+          ro.watchdog_ms = static_cast<int>(o.watchdog_ms);
           ro.world = part.get();
           if (part) ro.first_device = first_device_of(*part, o.per_process);
           ro.backend = o.backend;

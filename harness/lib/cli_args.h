@@ -21,6 +21,8 @@ class CliArgs {
   double real(const std::string& flag, double def, double lo, double hi) const;
   bool flag(const std::string& flag) const { return has(flag); }
   const std::vector<std::string>& positional() const { return positional_; }
+  // Every flag given, with its value ("1" for a boolean flag).
+  const std::map<std::string, std::string>& given() const { return values_; }
 
  private:
   std::map<std::string, std::string> values_;

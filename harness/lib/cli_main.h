@@ -1,7 +1,8 @@
 #pragma once
 // The exit-code contract of every tr tool: a UserError (bad flags, files,
 // values, a batch that does not fit) and a failed host allocation print one
-// line and exit 2; any other failure exits 1.
+// line and exit 2; a Fault (a stalled or dead peer) prints one line and exits
+// 1; anything else is an internal error, exit 1.
 //
 // Under mpirun or srun (Note [processes and ranks]) run_cli_world joins the
 // MPI world first. Only process 0 writes to stdout (one table, one report);
@@ -36,6 +37,9 @@ int run_cli(const char* tool, Fn&& fn) {
     std::fprintf(stderr, "%s: error: out of host memory: an allocation failed with %s available; use a smaller --batch or fewer --ranks\n",
                  tool, available < 0 ? "an unknown amount" : bytes_and_gib(available).c_str());
     return 2;
+  } catch (const Fault& e) {
+    std::fprintf(stderr, "%s: error: %s\n", tool, e.what());
+    return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: internal error: %s\n", tool, e.what());
     return 1;

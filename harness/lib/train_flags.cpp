@@ -2,13 +2,16 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
 
 #include "datasets/idx_dataset.h"
 #include "datasets/pad.h"
 #include "datasets/synthetic.h"
 #include "framework/core/error.h"
+#include "framework/core/fnv1a.h"
 #include "framework/runtime/context_factory.h"
 #include "harness/lib/algo_flags.h"
+#include "harness/lib/process_agreement.h"
 #include "harness/lib/process_launch.h"
 
 namespace tr {
@@ -153,6 +156,25 @@ RunData load_data(const CliArgs& a, const ModelEntry& e, int image_size, uint64_
 
 }  // namespace
 
+std::chrono::milliseconds watchdog_flag(const CliArgs& a) {
+  return std::chrono::milliseconds(a.integer("--watchdog-ms", RunOptions{}.watchdog_ms, 100, 86400000));
+}
+
+std::string data_digest(const RunData& d) {
+  Fnv1a h;
+  auto add = [&](const data::ImageDataset& ds, int64_t count) {
+    for (int64_t v : {count, int64_t(ds.height), int64_t(ds.width), int64_t(ds.channels), int64_t(ds.num_classes)})
+      h.u64(uint64_t(v));
+    h.bytes(ds.images.data(), size_t(count * ds.image_bytes()));
+    h.bytes(ds.labels.data(), size_t(count) * sizeof ds.labels[0]);
+  };
+  add(d.train, d.train_count);
+  add(d.test, d.test_count);
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h.h));
+  return hex;
+}
+
 TrainSetup parse_train_setup(const CliArgs& a, bool recipe_defaults, World* world) {
   TR_USER_CHECK(a.positional().empty(), "unexpected argument '", a.positional().front(), "' (see --help)");
   TrainSetup s;
@@ -228,11 +250,14 @@ TrainSetup parse_train_setup(const CliArgs& a, bool recipe_defaults, World* worl
   }
   o.train.side_streams = use_side_streams(side_streams, o.backend, entry, o.batch / o.train.ranks);
   o.train.force_collectives = a.flag("--force-collectives");
-  o.watchdog_ms = static_cast<int>(a.integer("--watchdog-ms", o.watchdog_ms, 100, 86400000));
+  o.watchdog_ms = static_cast<int>(watchdog_flag(a).count());
   o.seed = static_cast<uint64_t>(a.integer("--seed", 1, 0, INT64_MAX));
   o.shuffle = !a.flag("--no-shuffle");
 
   s.data = load_data(a, entry, image_size, o.seed);
+  if (world)  // the same bits on every process (Note [processes agree])
+    check_processes_agree(*world, {{"data (digest of the training and test sets as used)", data_digest(s.data)}},
+                          watchdog_flag(a));
   o.model = model_config(entry.name, width, image_size, s.data.train.channels, s.data.train.num_classes);
   return s;
 }

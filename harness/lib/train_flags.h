@@ -3,6 +3,7 @@
 // on what data. Their defaults are the model's plain training defaults, or its
 // time-to-accuracy recipe (framework/graph/model_registry.h, Recipe) where the
 // caller asks for it; every flag overrides either.
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -38,5 +39,12 @@ struct TrainSetup {
 // With a World (mpirun, srun), the ranks are processes x --gpus-per-process
 // (harness/lib/process_launch.h) and --gpus / --ranks, if given, must say so.
 TrainSetup parse_train_setup(const CliArgs& a, bool recipe_defaults, World* world = nullptr);
+
+// --watchdog-ms, or RunOptions' default.
+std::chrono::milliseconds watchdog_flag(const CliArgs& a);
+
+// FNV-1a of the images and labels a run uses (after the subsets), as 16 hex
+// digits: the processes of one run compare it (Note [processes agree]).
+std::string data_digest(const RunData& d);
 
 }  // namespace tr

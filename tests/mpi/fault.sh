@@ -35,6 +35,7 @@ echo "fault.sh: $fault of process 1 (pid $victim): mpirun exited $rc after $ms m
 grep -E 'error|watchdog|exited|signal|MPI_ABORT' "$log" | head -8
 [ $rc -ne 0 ] || { echo "fault.sh: exit 0 after a $fault"; exit 1; }
 if [ "$fault" = stall ]; then
-  grep -q 'watchdog: process 0 of 2 waited 2000 ms' "$log" || { echo "fault.sh: process 0 did not name the watchdog"; cat "$log"; exit 1; }
+  grep -q "watchdog: process 0 of 2 waited 2000 ms in .*: process 1 did not answer within 1000 ms" "$log" ||
+    { echo "fault.sh: process 0 did not name process 1 as the one that stalled"; cat "$log"; exit 1; }
 fi
 echo "fault.sh: ok"
