@@ -186,6 +186,7 @@ void expect_same(const BenchReport& a, const BenchReport& b) {
   EXPECT_EQ(x.conv_plans_file, y.conv_plans_file);
   EXPECT_EQ(x.conv_plans_digest, y.conv_plans_digest);
   EXPECT_EQ(x.schema_version, y.schema_version);
+  EXPECT_EQ(x.launcher, y.launcher);
   ASSERT_EQ(a.cases.size(), b.cases.size());
   for (size_t i = 0; i < a.cases.size(); ++i) {
     const BenchCase &c = a.cases[i], &d = b.cases[i];
@@ -428,6 +429,7 @@ TEST(JsonReport, LaunchContextRoundTripsAndDefaultsToThreads) {
   r.context.processes = 16;
   r.context.hosts = "node1,node2";
   r.context.mpi_version = "Open MPI v4.1.4";
+  r.context.launcher = "srun";
   const std::string path = temp_path("launch.json");
   write_report(r, path);
   const BenchReport back = read_report(path);
@@ -435,9 +437,13 @@ TEST(JsonReport, LaunchContextRoundTripsAndDefaultsToThreads) {
   EXPECT_EQ(back.context.processes, 16);
   EXPECT_EQ(back.context.hosts, "node1,node2");
   EXPECT_EQ(back.context.mpi_version, "Open MPI v4.1.4");
+  EXPECT_EQ(back.context.launcher, "srun");
   const BenchReport old = read_report(edited("old.json", [](nlohmann::json& j) {
-    for (const char* k : {"launch", "processes", "hosts", "mpi_version"}) j["context"].erase(k);
+    for (const char* k : {"launch", "processes", "hosts", "mpi_version", "launcher"}) j["context"].erase(k);
   }));
+  EXPECT_EQ(old.context.launcher, "none");
+  expect_bad(edited("launcher.json", [](nlohmann::json& j) { j["context"]["launcher"] = "qsub"; }),
+             "launcher must be none, mpirun, srun or pmi, got 'qsub'");
   EXPECT_EQ(old.context.launch, "threads");
   EXPECT_EQ(old.context.processes, 1);
   EXPECT_EQ(old.context.mpi_version, "none");

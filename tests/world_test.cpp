@@ -15,7 +15,8 @@ class LauncherEnv : public ::testing::Test {
     for (const char* v : kVars) unsetenv(v);
   }
   void TearDown() override { SetUp(); }
-  static constexpr const char* kVars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE", "SLURM_STEP_NUM_TASKS"};
+  static constexpr const char* kVars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE", "SLURM_STEP_NUM_TASKS",
+                                          "SLURM_STEP_ID"};
 };
 
 TEST_F(LauncherEnv, APlainLaunchHasNoWorld) {
@@ -37,6 +38,22 @@ TEST_F(LauncherEnv, MpirunAndPmiAreLaunchers) {
   EXPECT_EQ(launcher_in_environment(), "PMIX_RANK");
   setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
   EXPECT_EQ(launcher_in_environment(), "OMPI_COMM_WORLD_SIZE");
+}
+
+// The report's context names the launcher (World::launcher): srun's step with
+// PMIx, mpirun even inside a Slurm step, and other PMI launchers apart.
+TEST_F(LauncherEnv, TheLauncherIsNamed) {
+  EXPECT_EQ(launcher_name(), "");
+  setenv("PMIX_RANK", "0", 1);
+  EXPECT_EQ(launcher_name(), "pmi");
+  setenv("SLURM_STEP_ID", "3", 1);
+  EXPECT_EQ(launcher_name(), "srun");
+  unsetenv("PMIX_RANK");
+  unsetenv("SLURM_STEP_ID");
+  setenv("SLURM_STEP_NUM_TASKS", "2", 1);
+  EXPECT_EQ(launcher_name(), "srun");
+  setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
+  EXPECT_EQ(launcher_name(), "mpirun");
 }
 
 }  // namespace

@@ -40,7 +40,8 @@ void check_mpi(int rc, const std::string& what) {
 class MpiWorld final : public World {
  public:
   // Takes ownership of `comm` unless it is MPI_COMM_WORLD (then `top` ends MPI).
-  MpiWorld(MPI_Comm comm, bool top) : comm_(comm), top_(top) {
+  MpiWorld(MPI_Comm comm, bool top, std::string launcher) : comm_(comm), top_(top) {
+    launcher_ = std::move(launcher);
     check_mpi(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "set_errhandler");
     check_mpi(MPI_Comm_rank(comm_, &process_), "Comm_rank");
     check_mpi(MPI_Comm_size(comm_, &processes_), "Comm_size");
@@ -107,7 +108,7 @@ class MpiWorld final : public World {
     MPI_Comm sub = MPI_COMM_NULL;
     check_mpi(MPI_Comm_split(comm_, process_ < n ? 0 : MPI_UNDEFINED, process_, &sub), "Comm_split");
     if (sub == MPI_COMM_NULL) return nullptr;
-    return std::make_unique<MpiWorld>(sub, false);
+    return std::make_unique<MpiWorld>(sub, false, launcher_);
   }
 
   void fail(int code, ms grace) override {
@@ -235,7 +236,8 @@ class MpiWorld final : public World {
 }  // namespace
 
 std::unique_ptr<World> join_world(int* argc, char*** argv) {
-  if (launcher_in_environment().empty()) return nullptr;
+  const std::string launcher = launcher_name();  // before MPI adds variables of its own
+  if (launcher.empty()) return nullptr;
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {
@@ -247,7 +249,7 @@ std::unique_ptr<World> join_world(int* argc, char*** argv) {
       throw Error(cat("MPI provides thread level ", provided, ", tr needs MPI_THREAD_SERIALIZED"));
   }
   trace("MPI: joined the world");
-  return std::make_unique<MpiWorld>(MPI_COMM_WORLD, true);
+  return std::make_unique<MpiWorld>(MPI_COMM_WORLD, true, launcher);
 }
 
 }  // namespace tr

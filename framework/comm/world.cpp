@@ -40,6 +40,14 @@ std::string launcher_in_environment() {
   return "";
 }
 
+std::string launcher_name() {
+  const std::string var = launcher_in_environment();
+  if (var.empty()) return "";
+  if (var == "OMPI_COMM_WORLD_SIZE") return "mpirun";
+  if (var == "SLURM_STEP_NUM_TASKS" || std::getenv("SLURM_STEP_ID")) return "srun";
+  return "pmi";
+}
+
 #ifndef TR_HAVE_MPI
 std::unique_ptr<World> join_world(int*, char***) {
   const std::string var = launcher_in_environment();

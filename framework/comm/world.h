@@ -31,6 +31,9 @@ class World {
   virtual std::string library() const = 0;                    // "Open MPI v4.1.4, ..."
   // "processes" (one host) or "nodes" (several hosts).
   std::string launch_kind() const;
+  // Which launcher started the processes: "mpirun", "srun" or "pmi" (another
+  // PMI launcher), as launcher_name() read it before MPI started.
+  const std::string& launcher() const { return launcher_; }
 
   virtual void barrier(const std::string& what, ms timeout) = 0;
   virtual void broadcast(void* data, size_t bytes, int root, const std::string& what, ms timeout) = 0;
@@ -53,6 +56,9 @@ class World {
 
   // Variable-length allgather built on allgather(): each process's string.
   std::vector<std::string> allgather_strings(const std::string& mine, const std::string& what, ms timeout);
+
+ protected:
+  std::string launcher_ = "pmi";
 };
 
 // The MPI world when this process was started by mpirun or srun (their
@@ -64,5 +70,9 @@ std::unique_ptr<World> join_world(int* argc, char*** argv);
 // PMIX_RANK, PMI_SIZE, or SLURM_STEP_NUM_TASKS above 1 (a batch script's own
 // step has 1 task and is a plain launch). For messages and tests.
 std::string launcher_in_environment();
+// The launcher those variables name: "mpirun" (Open MPI's OMPI_COMM_WORLD_SIZE),
+// "srun" (a Slurm step of more than one task, or PMI variables inside a Slurm
+// step), "pmi" (PMI variables from another launcher), "" for none.
+std::string launcher_name();
 
 }  // namespace tr

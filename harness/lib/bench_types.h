@@ -58,6 +58,7 @@ struct BenchContext {
   int processes = 1;
   std::string hosts;               // per process, comma-separated ("" for threads: host_name)
   std::string mpi_version = "none";
+  std::string launcher = "none";   // "mpirun", "srun", "pmi" (World::launcher), "none" for threads
   int schema_version = kReportSchemaVersion;
 };
 

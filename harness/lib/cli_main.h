@@ -49,6 +49,9 @@ int run_cli(const char* tool, Fn&& fn) {
 // fn(World*): the world, or null for a plain launch.
 template <typename Fn>
 int run_cli_world(const char* tool, int* argc, char*** argv, Fn&& fn) {
+  // Line by line even into a pipe: a launcher's pipe (srun, mpirun) would
+  // otherwise hold the lines of a step that is cancelled or killed.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   std::unique_ptr<World> world;
   int code = run_cli(tool, [&] {
     world = join_world(argc, argv);

@@ -70,6 +70,7 @@ BenchContext collect_context(Backend b, const std::string& command_line, World* 
     c.launch = world->launch_kind();
     c.processes = world->processes();
     c.mpi_version = world->library();
+    c.launcher = world->launcher();
     c.hosts.clear();
     for (const std::string& h : world->hosts()) c.hosts += (c.hosts.empty() ? "" : ",") + h;
   }

@@ -229,6 +229,7 @@ GateResult run_gate(const BenchReport& baseline, const BenchReport& current, con
   note(bx.cuda_runtime_version, cx.cuda_runtime_version, "cuda_runtime_version");
   note(bx.cudnn_version, cx.cudnn_version, "cudnn_version");
   note(bx.nccl_version, cx.nccl_version, "nccl_version");
+  note(bx.launcher, cx.launcher, "launcher");
   if (!bx.conv_plans_digest.empty() && !cx.conv_plans_digest.empty())  // the heuristic's, with another cuDNN
     note(bx.conv_plans_digest, cx.conv_plans_digest, "convolution plans");
 

@@ -103,6 +103,7 @@ ojson context_to_json(const BenchContext& x) {
   ctx["processes"] = x.processes;
   ctx["hosts"] = x.hosts;
   ctx["mpi_version"] = x.mpi_version;
+  ctx["launcher"] = x.launcher;
   return ctx;
 }
 
@@ -307,6 +308,9 @@ BenchReport report_from_json(const json& j, const std::string& path) {
   if (x.processes < 1) rd.fail("context", cat("processes must be >= 1, got ", x.processes));
   x.hosts = text("hosts", "");
   x.mpi_version = text("mpi_version", "none");
+  x.launcher = text("launcher", "none");  // reports from before it was recorded
+  if (x.launcher != "none" && x.launcher != "mpirun" && x.launcher != "srun" && x.launcher != "pmi")
+    rd.fail("context", cat("launcher must be none, mpirun, srun or pmi, got '", x.launcher, "'"));
 
   const json& benchmarks = rd.field(j, "benchmarks", "");
   if (!benchmarks.is_array()) rd.fail("", "'benchmarks' is not an array");
