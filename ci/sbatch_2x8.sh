@@ -18,7 +18,9 @@ export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
 # export NCCL_IB_HCA=mlx5_0,mlx5_1     # the InfiniBand adapters NCCL may use
 export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}
 # Weak scaling over 1, 2, 4, 8 and 16 processes (--gpus auto), every mode.
-srun --mpi=pmix build/bin/tr-bench --device cuda --mode all --gpus auto --model resnet50 \
+# --mpi=pmix: the only --mpi Debian's Open MPI starts under. --cpus-per-task is
+# given again: srun in Slurm 22.05 to 23.02 does not take it from sbatch.
+srun --mpi=pmix --cpus-per-task="$SLURM_CPUS_PER_TASK" build/bin/tr-bench --device cuda --mode all --gpus auto --model resnet50 \
   --batch-per-gpu 32,256 --optimizer sgd --json "reports/resnet50_2x8_${SLURM_JOB_ID}.json"
-srun --mpi=pmix build/bin/tr-bench --device cuda --mode all --gpus auto --model resnet18 \
+srun --mpi=pmix --cpus-per-task="$SLURM_CPUS_PER_TASK" build/bin/tr-bench --device cuda --mode all --gpus auto --model resnet18 \
   --batch-per-gpu 128,512 --optimizer sgd --json "reports/resnet18_2x8_${SLURM_JOB_ID}.json"

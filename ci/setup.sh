@@ -4,7 +4,8 @@
 set -euo pipefail
 packages=(cmake ninja-build g++ pkg-config libgtest-dev libbenchmark-dev libbenchmark-tools
           nlohmann-json3-dev zlib1g-dev libopenblas-dev dataset-fashion-mnist python3
-          python3-numpy python3-scipy chromium fonts-dejavu-core openmpi-bin libopenmpi-dev libclang-rt-14-dev)
+          python3-numpy python3-scipy chromium fonts-dejavu-core openmpi-bin libopenmpi-dev libclang-rt-14-dev
+          slurmd slurmctld slurm-client munge)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
