@@ -117,6 +117,11 @@ namespace {
 constexpr int64_t kSyntheticTrain = 60000, kSyntheticTest = 10000;
 
 RunData load_data(const CliArgs& a, const ModelEntry& e, int image_size, uint64_t seed) {
+  // The subsets' values are checked before any data is read or made (their
+  // upper bounds, the sets' sizes, after): a typo must not wait for a dataset
+  // padded to a zoo model's 224x224.
+  for (const char* f : {"--train-subset", "--val-subset"})
+    if (a.has(f)) (void)a.integer(f, 1, 1, INT64_MAX);
   RunData d;
   if (a.flag("--synthetic")) {
     TR_USER_CHECK(!a.has("--data-dir"), "give --synthetic or --data-dir, not both");
