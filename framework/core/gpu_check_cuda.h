@@ -64,6 +64,12 @@ inline void check_status(Status s, const char* call, const char* file, int line)
   throw Error(cat(call, " failed: ", status_string(s), " (", file, ":", line, ", device ", dev, ")"));
 }
 
+// check_status for an allocation of `wanted` bytes (TR_GPU_ALLOC).
+inline void check_alloc(cudaError_t s, const char* call, size_t wanted, bool pinned_host, const char* file, int line) {
+  if (out_of_memory(s)) throw_out_of_memory(call, wanted, pinned_host, file, line);
+  check_status(s, call, file, line);
+}
+
 // For destructors: report, never throw.
 template <typename Status>
 inline void warn_status(Status s, const char* call, const char* file, int line) noexcept {
@@ -75,20 +81,8 @@ inline void warn_status(Status s, const char* call, const char* file, int line) 
 #define TR_GPU_CHECK(call) ::tr::check_status((call), #call, __FILE__, __LINE__)
 // An allocation of `bytes`: out of memory names them (device memory, or pinned
 // host memory for cudaMallocHost).
-#define TR_GPU_ALLOC(call, bytes)                                                                    \
-  do {                                                                                               \
-    const cudaError_t tr_alloc_status_ = (call);                                                     \
-    if (::tr::out_of_memory(tr_alloc_status_))                                                       \
-      ::tr::throw_out_of_memory(#call, (bytes), false, __FILE__, __LINE__);                          \
-    ::tr::check_status(tr_alloc_status_, #call, __FILE__, __LINE__);                                 \
-  } while (0)
-#define TR_GPU_HOST_ALLOC(call, bytes)                                                               \
-  do {                                                                                               \
-    const cudaError_t tr_alloc_status_ = (call);                                                     \
-    if (::tr::out_of_memory(tr_alloc_status_))                                                       \
-      ::tr::throw_out_of_memory(#call, (bytes), true, __FILE__, __LINE__);                           \
-    ::tr::check_status(tr_alloc_status_, #call, __FILE__, __LINE__);                                 \
-  } while (0)
+#define TR_GPU_ALLOC(call, bytes) ::tr::check_alloc((call), #call, (bytes), false, __FILE__, __LINE__)
+#define TR_GPU_HOST_ALLOC(call, bytes) ::tr::check_alloc((call), #call, (bytes), true, __FILE__, __LINE__)
 #define TR_GPU_WARN(call) ::tr::warn_status((call), #call, __FILE__, __LINE__)
 // After every kernel launch: catches bad launch configurations at once.
 // Counts the launch (Note [launch accounting]).
