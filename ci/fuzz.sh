@@ -4,9 +4,14 @@
 # then runs each for SECONDS (default 20) on a fresh copy of its seed corpus
 # (tests/fuzz/corpus/<name>/). Prints one line per target: executions, and ok
 # or the crash file; exits 1 when any target crashed.
+# Usage: ci/fuzz.sh [SECONDS [TARGET...]]; TARGETs are names without fuzz_
+# (idx_reader ...); none means all. With TR_FUZZ_NO_BUILD=1 it uses the targets
+# already built, so a second run beside the first shares its build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-20}"
+shift || true
+if [ "${TR_FUZZ_NO_BUILD:-0}" != 1 ]; then
 bash ci/setup.sh
 missing=()
 for p in clang libclang-rt-14-dev; do
@@ -23,14 +28,24 @@ fi
 cmake -S . -B build-fuzz -G Ninja -DTR_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 ninja -C build-fuzz -j"${TR_JOBS:-$(nproc)}" tr_fuzz
+fi
 
+bins=()
+if (($#)); then
+  for target in "$@"; do
+    [ -x "build-fuzz/bin/fuzz_$target" ] || { echo "ci/fuzz.sh: no fuzz target '$target' in build-fuzz/bin"; exit 2; }
+    bins+=("build-fuzz/bin/fuzz_$target")
+  done
+else
+  bins=(build-fuzz/bin/fuzz_*)
+fi
 work=build-fuzz/work
-rm -rf "$work"
 failed=0
 summary=()
-for bin in build-fuzz/bin/fuzz_*; do
+for bin in "${bins[@]}"; do
   name="$(basename "$bin")"
   target="${name#fuzz_}"
+  rm -rf "$work/$target"
   mkdir -p "$work/$target/corpus" "$work/$target/crashes"
   cp tests/fuzz/corpus/"$target"/* "$work/$target/corpus/"
   log="$work/$target/log.txt"

@@ -12,6 +12,7 @@
 #include "framework/ops/batchnorm.h"
 #include "framework/ops/bn_relu_pool.h"
 #include "framework/ops/fc.h"
+#include "framework/ops/op_signature.h"
 #include "framework/ops/pool.h"
 #include "framework/ops/relu.h"
 #include "tests/fusion_test_util.h"
@@ -25,21 +26,21 @@ using test::HostTensor;
 using test::OpRunner;
 
 struct NodeTally {
-  int residual_apply = 0;  // BnReluApply with a residual input
-  int two_grad_relu = 0;   // ReluBwd with a second gradient, alone or in front of a reduce
-  int relu_bwd = 0;        // ReluBwd nodes left in the training graphs
-  int relu_grad_reduce = 0;  // BnReluBwdReduce with the ReLU's gradient in front
-  int pool_stats = 0;      // MaxPoolFwd with the BatchNorm statistics
+  int residual_apply = 0;  // BnAddReluApply
+  int two_grad_relu = 0;   // ReluBwdAdd, alone or in front of a reduce
+  int relu_bwd = 0;        // ReluBwd and ReluBwdAdd nodes left in the training graphs
+  int relu_grad_reduce = 0;  // a BatchNorm backward reduce with the ReLU's gradient in front
+  int pool_stats = 0;      // a max pool with the BatchNorm statistics (MaxPoolStatsFwd, PoolBnReluApply)
   int bn_pool = 0;         // BnReluPool
-  int head = 0;            // ClassifierHead
+  int head = 0;            // ClassifierHead, BnReluClassifierHead
   int fc_fwd = 0;          // FcFwd nodes left in the training graphs
   int add = 0;             // Add nodes left in the training graphs
   int bn_stats = 0;        // BnStats nodes left in the training graphs
-  int bn_apply = 0;        // BnReluApply nodes left in the training graphs
-  int stats_apply = 0;     // BnReluApply with its statistics inside
-  int pool_bn = 0;         // MaxPoolFwd with its BatchNorm inside
-  int bwd_phases = 0;      // BnReluBwdApply with its reduce inside
-  int bwd_reduce = 0;      // BnReluBwdReduce nodes left in the training graphs
+  int bn_apply = 0;        // BatchNorm forward applies left in the training graphs
+  int stats_apply = 0;     // BnStatsReluApply
+  int pool_bn = 0;         // PoolBnReluApply
+  int bwd_phases = 0;      // BnReluBwdReduceApply
+  int bwd_reduce = 0;      // BatchNorm backward reduces left in the training graphs
 };
 
 NodeTally tally(const CompiledModel& m) {
@@ -48,22 +49,22 @@ NodeTally tally(const CompiledModel& m) {
                     GraphId::DEEP_FWD_BWD})
     for (const Node& n : m.cg.nodes(g)) {
       if (n.kind != Node::Kind::Compute) continue;
-      t.residual_apply += n.op == OpKind::BnReluApply && n.in.size() == 5;
-      t.two_grad_relu += (n.op == OpKind::ReluBwd && n.in.size() == 3) ||
-                         (n.op == OpKind::BnReluBwdReduce && n.in.size() == 6);
-      t.relu_bwd += n.op == OpKind::ReluBwd;
-      t.relu_grad_reduce += n.op == OpKind::BnReluBwdReduce && n.in.size() >= 5;
-      t.pool_stats += n.op == OpKind::MaxPoolFwd && n.out.size() >= 3;
-      t.pool_bn += n.op == OpKind::MaxPoolFwd && n.out.size() == 6;
-      t.stats_apply += n.op == OpKind::BnReluApply && n.in.size() == 3;
-      t.bwd_phases += n.op == OpKind::BnReluBwdApply && n.in.size() == 5;
-      t.bwd_reduce += n.op == OpKind::BnReluBwdReduce;
-      t.bn_pool += n.op == OpKind::BnReluPool;
-      t.head += n.op == OpKind::ClassifierHead;
-      t.fc_fwd += n.op == OpKind::FcFwd;
-      t.add += n.op == OpKind::Add;
-      t.bn_stats += n.op == OpKind::BnStats;
-      t.bn_apply += n.op == OpKind::BnReluApply;
+      const OpKind k = n.op;
+      t.residual_apply += k == OpKind::BnAddReluApply;
+      t.two_grad_relu += k == OpKind::ReluBwdAdd || k == OpKind::ReluBwdAddBnReduce;
+      t.relu_bwd += k == OpKind::ReluBwd || k == OpKind::ReluBwdAdd;
+      t.relu_grad_reduce += k == OpKind::ReluBwdBnReduce || k == OpKind::ReluBwdAddBnReduce;
+      t.pool_stats += k == OpKind::MaxPoolStatsFwd || k == OpKind::PoolBnReluApply;
+      t.pool_bn += k == OpKind::PoolBnReluApply;
+      t.stats_apply += k == OpKind::BnStatsReluApply;
+      t.bwd_phases += k == OpKind::BnReluBwdReduceApply;
+      t.bwd_reduce += k == OpKind::BnReluBwdReduce || k == OpKind::ReluBwdBnReduce || k == OpKind::ReluBwdAddBnReduce;
+      t.bn_pool += k == OpKind::BnReluPool;
+      t.head += k == OpKind::ClassifierHead || k == OpKind::BnReluClassifierHead;
+      t.fc_fwd += k == OpKind::FcFwd;
+      t.add += k == OpKind::Add;
+      t.bn_stats += k == OpKind::BnStats;
+      t.bn_apply += k == OpKind::BnReluApply || k == OpKind::BnStatsReluApply || k == OpKind::BnAddReluApply;
     }
   return t;
 }
@@ -205,7 +206,7 @@ TEST(Fusion, BatchNormPoolLeavesItsOutputUnstored) {
   const CompiledModel fused = build("vgg16bn", true), plain = build("vgg16bn", false);
   std::map<TensorId, TensorId> y_to_x;  // pooled BatchNorm outputs of the unfused build -> the BatchNorm's input
   for (const Node& pool : plain.cg.nodes(GraphId::DEEP_FWD_BWD)) {
-    if (pool.kind != Node::Kind::Compute || pool.op != OpKind::MaxPoolFwd) continue;
+    if (pool.kind != Node::Kind::Compute || pool.op != OpKind::MaxPoolArgmaxFwd) continue;
     for (const Node& bn : plain.cg.nodes(GraphId::DEEP_FWD_BWD))
       if (bn.kind == Node::Kind::Compute && bn.op == OpKind::BnReluApply && bn.out[0] == pool.in[0])
         y_to_x[bn.out[0]] = bn.in[0];
@@ -217,7 +218,7 @@ TEST(Fusion, BatchNormPoolLeavesItsOutputUnstored) {
       if (n.kind != Node::Kind::Compute) continue;
       for (TensorId t : n.in) EXPECT_EQ(y_to_x.count(t), 0u) << n.label << " reads " << fused.cg.tensor(t).name;
       for (TensorId t : n.out) EXPECT_EQ(y_to_x.count(t), 0u) << n.label << " writes " << fused.cg.tensor(t).name;
-      if (n.op != OpKind::MaxPoolBwd) continue;
+      if (n.op != OpKind::MaxPoolArgmaxBwd) continue;
       for (const auto& [y, x] : y_to_x) pool_bwd_from_x += n.in[1] == x;
     }
   EXPECT_EQ(pool_bwd_from_x, 5);
@@ -234,7 +235,7 @@ TEST(Fusion, BatchNormPoolLeavesItsOutputUnstored) {
               static_cast<long long>(pp.activation_no_reuse_bytes));
 }
 
-// g = ReluBwd(a, y, b) gives the bits of ReluBwd(Add(a, b), y), f16 included.
+// g = ReluBwdAdd(a, y, b) gives the bits of ReluBwd(Add(a, b), y), f16 included.
 TEST(Fusion, TwoGradientReluBackwardIsAddThenReluBackward) {
   Rng rng(61);
   for (DType t : {DType::F32, DType::F16, DType::F64}) {
@@ -247,7 +248,7 @@ TEST(Fusion, TwoGradientReluBackwardIsAddThenReluBackward) {
     run.attrs.relu = false;  // the fan-in Add sums only
     run.run(add_cpu, {&a, &b}, {&sum});
     run.run(relu_bwd_cpu, {&sum, &y}, {&want});
-    run.run(relu_bwd_cpu, {&a, &y, &b}, {&got});
+    run.run(relu_bwd_add_cpu, {&a, &y, &b}, {&got});
     int64_t masked = 0;
     for (int64_t i = 0; i < y.numel(); ++i) masked += !(y.get(i) > 0);
     EXPECT_GT(masked, 0);
@@ -255,10 +256,9 @@ TEST(Fusion, TwoGradientReluBackwardIsAddThenReluBackward) {
   }
 }
 
-// BnReluBwdReduce with the ReLU's gradient in front (Note [the ReLU's gradient
-// in the reduce]) against ReluBwd then BnReluBwdReduce, bit for bit, with one
-// gradient and with two; its shapes are those of the two ops, and any other
-// arity is refused.
+// ReluBwdBnReduce and ReluBwdAddBnReduce (Note [the ReLU's gradient in the
+// reduce]) against ReluBwd (ReluBwdAdd) then BnReluBwdReduce, bit for bit; its
+// shapes are those of the two ops, and any other operand count is refused.
 TEST(Fusion, ReluGradientInTheReduceIsReluBwdThenReduce) {
   Rng rng(67);
   for (DType t : {DType::F32, DType::F16, DType::F64})
@@ -273,13 +273,13 @@ TEST(Fusion, ReluGradientInTheReduceIsReluBwdThenReduce) {
           std::vector<const HostTensor*> relu_in = {&a, &y};
           if (two) relu_in.push_back(&b);
           HostTensor g(t, xs);
-          bn.run.run(relu_bwd_cpu, relu_in, {&g});
+          bn.run.run(two ? relu_bwd_add_cpu : relu_bwd_cpu, relu_in, {&g});
           bn.backward(g);
           const int64_t C = xs[3];
           HostTensor got_g(t, xs), dgamma(t, {C}), dbeta(t, {C}), dsums(bn.dsums.dtype(), {2, C});
           std::vector<const HostTensor*> in = {&a, &bn.affine, &bn.x, &bn.batch, &y};
           if (two) in.push_back(&b);
-          bn.run.run(bn_relu_bwd_reduce_cpu, in, {&dgamma, &dbeta, &dsums, &got_g});
+          bn.run.run(two ? relu_bwd_add_bn_reduce_cpu : relu_bwd_bn_reduce_cpu, in, {&dgamma, &dbeta, &dsums, &got_g});
           EXPECT_TRUE(test::bitwise_equal(got_g, g));
           EXPECT_TRUE(test::bitwise_equal(dgamma, bn.dgamma));
           EXPECT_TRUE(test::bitwise_equal(dbeta, bn.dbeta));
@@ -288,20 +288,22 @@ TEST(Fusion, ReluGradientInTheReduceIsReluBwdThenReduce) {
 
           const Shape ps{2, C}, in_shapes[6] = {xs, ps, xs, ps, xs, xs};
           Shape out[4];
-          bn_relu_bwd_reduce_shapes(ShapeCtx{in_shapes, two ? 6 : 5, &bn.run.attrs, &bn.run.variant}, out, 4);
+          const ShapeFn rule = two ? relu_bwd_add_bn_reduce_shapes : relu_bwd_bn_reduce_shapes;
+          rule(ShapeCtx{in_shapes, two ? 6 : 5, &bn.run.attrs, &bn.run.variant}, out, 4);
           EXPECT_EQ(out[0], (Shape{C}));
           EXPECT_EQ(out[2], ps);
           EXPECT_EQ(out[3], xs);
-          EXPECT_THROW(bn_relu_bwd_reduce_shapes(ShapeCtx{in_shapes, 5, &bn.run.attrs, &bn.run.variant}, out, 3),
+          EXPECT_THROW(check_operand_counts(two ? OpKind::ReluBwdAddBnReduce : OpKind::ReluBwdBnReduce,
+                                            two ? 6 : 5, 3, bn.run.attrs),
                        Error);
           const Shape bad_y[5] = {xs, ps, xs, ps, Shape{xs[0], xs[1], xs[2], C + 1}};
-          EXPECT_THROW(bn_relu_bwd_reduce_shapes(ShapeCtx{bad_y, 5, &bn.run.attrs, &bn.run.variant}, out, 4),
+          EXPECT_THROW(relu_bwd_bn_reduce_shapes(ShapeCtx{bad_y, 5, &bn.run.attrs, &bn.run.variant}, out, 4),
                        UserError);
         }
 }
 
-// MaxPoolFwd with the statistics output against MaxPoolFwd then BnStats, bit
-// for bit; any window but 2x2 / stride 2 without padding is refused.
+// MaxPoolStatsFwd against MaxPoolArgmaxFwd then BnStats, bit for bit; any
+// window but 2x2 / stride 2 without padding is refused.
 TEST(Fusion, PoolWithStatsIsPoolThenBnStats) {
   Rng rng(63);
   for (DType t : {DType::F32, DType::F16, DType::F64})
@@ -315,9 +317,9 @@ TEST(Fusion, PoolWithStatsIsPoolThenBnStats) {
       run.attrs.kernel = 2;
       run.attrs.stride = 2;
       run.variant.batch = run.variant.global_batch = s[0];
-      run.run(maxpool_fwd_cpu, {&x}, {&y, &argmax});
+      run.run(maxpool_argmax_fwd_cpu, {&x}, {&y, &argmax});
       run.run(bn_stats_cpu, {&y}, {&sums});
-      run.run(maxpool_fwd_cpu, {&x}, {&fy, &fargmax, &fsums});
+      run.run(maxpool_stats_fwd_cpu, {&x}, {&fy, &fargmax, &fsums});
       EXPECT_TRUE(test::bitwise_equal(y, fy));
       EXPECT_TRUE(test::bitwise_equal(argmax, fargmax));
       EXPECT_TRUE(test::bitwise_equal(sums, fsums));
@@ -329,10 +331,10 @@ TEST(Fusion, PoolWithStatsIsPoolThenBnStats) {
   run.attrs.kernel = 3;
   run.attrs.stride = 2;
   run.attrs.pad = 1;
-  EXPECT_THROW(run.run(maxpool_fwd_cpu, {&x}, {&y, &argmax, &sums}), Error);
+  EXPECT_THROW(run.run(maxpool_stats_fwd_cpu, {&x}, {&y, &argmax, &sums}), Error);
 }
 
-// BnReluPool against BnReluApply then MaxPoolFwd, bit for bit, odd H and W
+// BnReluPool against BnReluApply then MaxPoolArgmaxFwd, bit for bit, odd H and W
 // included; without the ReLU too.
 TEST(Fusion, BatchNormPoolIsApplyThenPool) {
   Rng rng(64);
@@ -348,7 +350,7 @@ TEST(Fusion, BatchNormPoolIsApplyThenPool) {
         OpRunner run = bn.run;
         run.attrs.kernel = 2;
         run.attrs.stride = 2;
-        run.run(maxpool_fwd_cpu, {&bn.y}, {&want, &want_arg});
+        run.run(maxpool_argmax_fwd_cpu, {&bn.y}, {&want, &want_arg});
         run.run(bn_relu_pool_cpu, {&bn.x, &bn.sums, &bn.gamma, &bn.beta}, {&got, &got_arg, &batch, &affine});
         EXPECT_TRUE(test::bitwise_equal(want, got));
         EXPECT_TRUE(test::bitwise_equal(want_arg, got_arg));
@@ -361,11 +363,11 @@ TEST(Fusion, BatchNormPoolIsApplyThenPool) {
 }
 
 // A BatchNorm's phases in one node (Note [one kernel per BatchNorm]) against
-// the nodes apart, bit for bit: BnReluApply(x, gamma, beta) is BnStats then
-// BnReluApply; BnReluBwdApply(dy, affine, x, batch, gamma) is BnReluBwdReduce
-// then BnReluBwdApply; MaxPoolFwd(x, gamma, beta) is the pool with its
-// statistics, then BnReluApply of its y. Shape inference gives each merged
-// node the outputs of the nodes apart and refuses any other arity.
+// the nodes apart, bit for bit: BnStatsReluApply is BnStats then BnReluApply;
+// BnReluBwdReduceApply is BnReluBwdReduce then BnReluBwdApply;
+// PoolBnReluApply is MaxPoolStatsFwd, then BnReluApply of its y. Shape
+// inference gives each merged node the outputs of the nodes apart, and any
+// other operand count is refused.
 TEST(Fusion, BatchNormPhasesInOneNodeAreThePhasesApart) {
   Rng rng(66);
   for (DType t : {DType::F32, DType::F16, DType::F64})
@@ -379,14 +381,14 @@ TEST(Fusion, BatchNormPhasesInOneNodeAreThePhasesApart) {
         const DType st = bn.sums.dtype();
         const int64_t C = xs[3];
         HostTensor y(t, xs), batch(st, {2, C}), affine(st, {2, C}), sums(st, {2, C});
-        bn.run.run(bn_relu_apply_cpu, {&bn.x, &bn.gamma, &bn.beta}, {&y, &batch, &affine, &sums});
+        bn.run.run(bn_stats_relu_apply_cpu, {&bn.x, &bn.gamma, &bn.beta}, {&y, &batch, &affine, &sums});
         EXPECT_TRUE(test::bitwise_equal(y, bn.y));
         EXPECT_TRUE(test::bitwise_equal(batch, bn.batch));
         EXPECT_TRUE(test::bitwise_equal(affine, bn.affine));
         EXPECT_TRUE(test::bitwise_equal(sums, bn.sums));
 
         HostTensor dx(t, xs), dgamma(t, {C}), dbeta(t, {C}), dsums(st, {2, C});
-        bn.run.run(bn_relu_bwd_apply_cpu, {&dy, &bn.affine, &bn.x, &bn.batch, &bn.gamma},
+        bn.run.run(bn_relu_bwd_reduce_apply_cpu, {&dy, &bn.affine, &bn.x, &bn.batch, &bn.gamma},
                    {&dx, &dgamma, &dbeta, &dsums});
         EXPECT_TRUE(test::bitwise_equal(dx, bn.dx));
         EXPECT_TRUE(test::bitwise_equal(dgamma, bn.dgamma));
@@ -399,11 +401,12 @@ TEST(Fusion, BatchNormPhasesInOneNodeAreThePhasesApart) {
         run.attrs.kernel = 2;
         run.attrs.stride = 2;
         HostTensor p(t, ps), arg(DType::U8, ps), psums(st, {2, C}), py(t, ps), pbatch(st, {2, C}), paff(st, {2, C});
-        run.run(maxpool_fwd_cpu, {&bn.x}, {&p, &arg, &psums});
+        run.run(maxpool_stats_fwd_cpu, {&bn.x}, {&p, &arg, &psums});
         run.run(bn_relu_apply_cpu, {&p, &psums, &bn.gamma, &bn.beta}, {&py, &pbatch, &paff});
         std::vector<HostTensor> got;
         for (const HostTensor* h : {&p, &arg, &psums, &py, &pbatch, &paff}) got.emplace_back(h->dtype(), h->shape());
-        run.run(maxpool_fwd_cpu, {&bn.x, &bn.gamma, &bn.beta}, {&got[0], &got[1], &got[2], &got[3], &got[4], &got[5]});
+        run.run(pool_bn_relu_apply_cpu, {&bn.x, &bn.gamma, &bn.beta},
+                {&got[0], &got[1], &got[2], &got[3], &got[4], &got[5]});
         const HostTensor* want[6] = {&p, &arg, &psums, &py, &pbatch, &paff};
         for (size_t i = 0; i < 6; ++i) EXPECT_TRUE(test::bitwise_equal(got[i], *want[i])) << "output " << i;
 
@@ -411,25 +414,25 @@ TEST(Fusion, BatchNormPhasesInOneNodeAreThePhasesApart) {
         const Shape gs{C};
         Shape out[6];
         const Shape fwd_in[3] = {xs, gs, gs};
-        bn_relu_apply_shapes(ShapeCtx{fwd_in, 3, &bn.run.attrs, &bn.run.variant}, out, 4);
+        bn_stats_relu_apply_shapes(ShapeCtx{fwd_in, 3, &bn.run.attrs, &bn.run.variant}, out, 4);
         EXPECT_EQ(out[0], xs);
         EXPECT_EQ(out[3], (Shape{2, C}));
-        EXPECT_THROW(bn_relu_apply_shapes(ShapeCtx{fwd_in, 3, &bn.run.attrs, &bn.run.variant}, out, 3), Error);
+        EXPECT_THROW(check_operand_counts(OpKind::BnStatsReluApply, 3, 3, bn.run.attrs), Error);
         const Shape bwd_in[5] = {xs, Shape{2, C}, xs, Shape{2, C}, gs};
-        bn_relu_bwd_apply_shapes(ShapeCtx{bwd_in, 5, &bn.run.attrs, &bn.run.variant}, out, 4);
+        bn_relu_bwd_reduce_apply_shapes(ShapeCtx{bwd_in, 5, &bn.run.attrs, &bn.run.variant}, out, 4);
         EXPECT_EQ(out[0], xs);
         EXPECT_EQ(out[1], gs);
         EXPECT_EQ(out[3], (Shape{2, C}));
-        EXPECT_THROW(bn_relu_bwd_apply_shapes(ShapeCtx{bwd_in, 5, &bn.run.attrs, &bn.run.variant}, out, 1), Error);
-        maxpool_fwd_shapes(ShapeCtx{fwd_in, 3, &run.attrs, &run.variant}, out, 6);
+        EXPECT_THROW(check_operand_counts(OpKind::BnReluBwdReduceApply, 5, 1, bn.run.attrs), Error);
+        pool_bn_relu_apply_shapes(ShapeCtx{fwd_in, 3, &run.attrs, &run.variant}, out, 6);
         EXPECT_EQ(out[0], ps);
         EXPECT_EQ(out[3], ps);
         EXPECT_EQ(out[5], (Shape{2, C}));
-        EXPECT_THROW(maxpool_fwd_shapes(ShapeCtx{fwd_in, 3, &run.attrs, &run.variant}, out, 3), Error);
+        EXPECT_THROW(check_operand_counts(OpKind::PoolBnReluApply, 3, 3, run.attrs), Error);
       }
 }
 
-// BnReluApply with a residual against BnReluApply then Add (+ ReLU): bit for
+// BnAddReluApply against BnReluApply then Add (+ ReLU): bit for
 // bit in f32 and f64 (the BatchNorm's output is exact there before the sum);
 // in f16 within one rounding of the output.
 TEST(Fusion, ResidualApplyIsApplyThenAdd) {
@@ -447,7 +450,7 @@ TEST(Fusion, ResidualApplyIsApplyThenAdd) {
       add.run(add_cpu, {&bn.y, &r}, {&want});
       OpRunner fused = bn.run;
       fused.attrs.relu = relu;
-      fused.run(bn_relu_apply_cpu, {&bn.x, &bn.sums, &bn.gamma, &bn.beta, &r}, {&got, &batch, &affine});
+      fused.run(bn_add_relu_apply_cpu, {&bn.x, &bn.sums, &bn.gamma, &bn.beta, &r}, {&got, &batch, &affine});
       if (t == DType::F16) {
         // Apart, the BatchNorm's output is rounded to f16 before the sum; fused,
         // only the sum is: one f16 rounding (2^-11 relative, 4.9e-4) of the

@@ -133,7 +133,9 @@ TEST(MemoryPlan, ShapeInferenceFollowsVariants) {
   TensorId logits = kNoTensor;
   for (const Node& n : m.cg.nodes(GraphId::DEEP_FWD_BWD)) {
     if (n.kind == Node::Kind::Compute && n.op == OpKind::SoftmaxXent) logits = n.out[0];
-    if (n.kind == Node::Kind::Compute && n.op == OpKind::ClassifierHead) logits = n.out[1];
+    if (n.kind == Node::Kind::Compute &&
+        (n.op == OpKind::ClassifierHead || n.op == OpKind::BnReluClassifierHead))
+      logits = n.out[1];
   }
   ASSERT_NE(logits, kNoTensor);
   EXPECT_EQ(ps.plan(Variant::TrainBase).shape_of(logits), (Shape{64, 10}));

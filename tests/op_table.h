@@ -3,10 +3,11 @@
 // Every COMPUTE op kind (framework/ops/op_kind.h) lists its cases once, in
 // op_table_cases.cpp: each case's inputs (element kind, shape, how they are
 // filled), its attributes and variant, and the error each backend may show
-// against the CPU reference, with the reason in one line. Each form a kind
-// takes (BnReluApply with its residual, MaxPoolFwd with its statistics, ...)
-// is a case of its own. Gradient kinds list gradient cases beside them: the
-// backward against central differences of its forward. The runners:
+// against the CPU reference, with the reason in one line. Every kind has its
+// cases (a fused or variant form is a kind of its own: Note [operands by
+// name]), and an operand an attribute brings is tested present and absent.
+// Gradient kinds list gradient cases beside them: the backward against
+// central differences of its forward. The runners:
 //   OpTable.EveryKindHasCases             a kind without a case (or a gradient
 //                                         kind without a gradient case) fails;
 //   OpTable.CpuF32MatchesTheF64Reference  every case on the CPU in f32 against

@@ -155,10 +155,12 @@ void bn_cases(std::vector<OpCase>& t) {
     c.out = {Elem::T, Elem::Stat, Elem::Stat};
     c.derive = [a, v](std::vector<HostTensor>& in) { in[1] = sums_of(in[0], a, v); };
     t.push_back(c);
-    c.name = "bn_relu_apply " + shape + " + residual" + tag;
+    c.name = "bn_add_relu_apply " + shape + tag;
+    c.kind = OpKind::BnAddReluApply;
     c.in.push_back({Elem::T, xs, Fill::Uniform, -1, 1});
     t.push_back(c);
-    c.name = "bn_relu_apply " + shape + ", the statistics inside" + tag;
+    c.name = "bn_stats_relu_apply " + shape + tag;
+    c.kind = OpKind::BnStatsReluApply;
     c.in = {{Elem::T, xs, Fill::Distinct, -1, 2}, {Elem::T, {C}, Fill::Uniform, 0.5, 1.5},
             {Elem::T, {C}, Fill::Uniform, -0.5, 0.5}};
     c.out = {Elem::T, Elem::Stat, Elem::Stat, Elem::Stat};
@@ -178,12 +180,14 @@ void bn_cases(std::vector<OpCase>& t) {
     c.out = {Elem::T, Elem::T, Elem::Stat};
     c.derive = with_forward(1, 3, 2);
     t.push_back(c);
-    c.name = "bn_relu_bwd_reduce " + shape + ", the ReLU's gradient in front" + tag;
+    c.name = "relu_bwd_bn_reduce " + shape + tag;
+    c.kind = OpKind::ReluBwdBnReduce;
     c.in = {{Elem::T, xs}, {Elem::Stat, {2, C}}, {Elem::T, xs, Fill::Distinct, -1, 2}, {Elem::Stat, {2, C}},
             {Elem::T, xs, Fill::Distinct, -1, 1}};
     c.out = {Elem::T, Elem::T, Elem::Stat, Elem::T};
     t.push_back(c);
-    c.name = "bn_relu_bwd_reduce " + shape + ", two gradients and the ReLU's in front" + tag;
+    c.name = "relu_bwd_add_bn_reduce " + shape + tag;
+    c.kind = OpKind::ReluBwdAddBnReduce;
     c.in.push_back({Elem::T, xs});
     t.push_back(c);
     c.name = "bn_relu_bwd_apply " + shape + tag;
@@ -198,7 +202,8 @@ void bn_cases(std::vector<OpCase>& t) {
       in[5] = ds;
     };
     t.push_back(c);
-    c.name = "bn_relu_bwd_apply " + shape + ", the reduce inside" + tag;
+    c.name = "bn_relu_bwd_reduce_apply " + shape + tag;
+    c.kind = OpKind::BnReluBwdReduceApply;
     c.in.pop_back();
     c.out = {Elem::T, Elem::T, Elem::T, Elem::Stat};
     c.derive = with_forward(1, 3, 2);
@@ -239,7 +244,8 @@ void pool_cases(std::vector<OpCase>& t) {
     c.out = {Elem::T};
     c.derive = nullptr;
     t.push_back(c);
-    c.name = "maxpool_fwd " + geom + " with its argmax";
+    c.name = "maxpool_argmax_fwd " + geom;
+    c.kind = OpKind::MaxPoolArgmaxFwd;
     c.out = {Elem::T, Elem::U8};
     t.push_back(c);
     const Shape ys = case_outputs(c, case_inputs(c, DType::F32), DType::F32)[0].shape();
@@ -253,11 +259,12 @@ void pool_cases(std::vector<OpCase>& t) {
     c.out = {Elem::T};
     c.derive = [w, v](std::vector<HostTensor>& in) { cpu_op(maxpool_fwd_cpu, {&in[1]}, {&in[2]}, w, v); };
     t.push_back(c);
-    c.name = "maxpool_bwd " + geom + " from the argmax";
+    c.name = "maxpool_argmax_bwd " + geom;
+    c.kind = OpKind::MaxPoolArgmaxBwd;
     c.in = {{Elem::T, ys}, {Elem::T, xs, Fill::Distinct}, {Elem::U8, ys}};
     c.derive = [w, v](std::vector<HostTensor>& in) {
       HostTensor y(in[1].dtype(), in[2].shape());
-      cpu_op(maxpool_fwd_cpu, {&in[1]}, {&y, &in[2]}, w, v);
+      cpu_op(maxpool_argmax_fwd_cpu, {&in[1]}, {&y, &in[2]}, w, v);
     };
     t.push_back(c);
     c.cpu_f32 = kExact, c.gpu_f32 = kExact, c.gpu_f16 = kExact;
@@ -267,15 +274,16 @@ void pool_cases(std::vector<OpCase>& t) {
   two.relu = true;
   two.eps = 1e-3f;
   c.attrs = two;
-  c.name = "maxpool_fwd " + xs.str() + " 2x2/s2 with its argmax and the statistics of y";
-  c.kind = OpKind::MaxPoolFwd;
+  c.name = "maxpool_stats_fwd " + xs.str() + " 2x2/s2";
+  c.kind = OpKind::MaxPoolStatsFwd;
   c.in = {{Elem::T, xs, Fill::Distinct}};
   c.out = {Elem::T, Elem::U8, Elem::Stat};
   c.derive = nullptr;
   c.cpu_f32 = 2e-6, c.gpu_f32 = kGpuF32, c.gpu_f16 = kGpuF16;
   c.why = "the pool is exact; the statistics sum 24 values per channel (double on the CPU, f32 partials on the GPU)";
   t.push_back(c);
-  c.name = "maxpool_fwd " + xs.str() + " 2x2/s2 with the BatchNorm of its output inside";
+  c.name = "pool_bn_relu_apply " + xs.str() + " 2x2/s2";
+  c.kind = OpKind::PoolBnReluApply;
   c.in = {{Elem::T, xs, Fill::Distinct}, {Elem::T, {xs[3]}, Fill::Uniform, 0.5, 1.5},
           {Elem::T, {xs[3]}, Fill::Uniform, -0.5, 0.5}};
   c.out = {Elem::T, Elem::U8, Elem::Stat, Elem::T, Elem::Stat, Elem::Stat};
@@ -355,11 +363,11 @@ void dense_cases(std::vector<OpCase>& t) {
   c.why = "dot products of 7 f32 products; cuBLAS or tr's kernels sum in other orders";
   c.name = cat("fc_bwd_data ", N, "x", M, " -> ", K);
   c.kind = OpKind::FcBwdData;
-  c.in = {{Elem::T, {N, M}}, {Elem::T, {M, K}, Fill::Uniform, -0.5, 0.5}};
+  c.in = {{Elem::T, {N, M}}, {Elem::T, {M, K}, Fill::Uniform, -0.5, 0.5}, {Elem::T, {N, K}}};
   c.out = {Elem::T};
   t.push_back(c);
   c.name = cat("fc_bwd_data ", N, "x", M, " -> ", N, "x2x2x3 (x's shape)");
-  c.in.push_back({Elem::T, {N, 2, 2, 3}});
+  c.in.back() = {Elem::T, {N, 2, 2, 3}};
   t.push_back(c);
 
   c = {};
@@ -375,7 +383,8 @@ void dense_cases(std::vector<OpCase>& t) {
   c.kind = OpKind::ReluBwd;
   c.in = {{Elem::T, s}, {Elem::T, s, Fill::Distinct}};
   t.push_back(c);
-  c.name = "relu_bwd " + s.str() + " of two gradients";
+  c.name = "relu_bwd_add " + s.str();
+  c.kind = OpKind::ReluBwdAdd;
   c.in.push_back({Elem::T, s});
   c.cpu_f32 = kOneRounding, c.gpu_f32 = kExact, c.gpu_f16 = kExact;
   c.why = "the two gradients' sum rounded once, the same sum on the GPU";
@@ -421,7 +430,8 @@ void loss_cases(std::vector<OpCase>& t) {
   c.cpu_f32 = 1e-6, c.gpu_f32 = kGpuF32, c.gpu_f16 = 2e-3;
   c.why = "the five ops' f32 sums (16 and 10 terms); f16 rounds each intermediate as the ops store it";
   t.push_back(c);
-  c.name = "classifier_head " + xs.str() + " -> " + std::to_string(M) + " with its BatchNorm in front";
+  c.name = "bn_relu_classifier_head " + xs.str() + " -> " + std::to_string(M);
+  c.kind = OpKind::BnReluClassifierHead;
   const OpAttrs a = [&] {
     OpAttrs x = c.attrs;
     x.relu = true;

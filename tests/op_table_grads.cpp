@@ -103,7 +103,7 @@ void dense_grads(std::vector<GradCase>& t) {
   g.wrt = 0;
   g.grad = [=](const std::vector<HostTensor>& in) {
     const HostTensor r = proj({N, M});
-    return op(fc_bwd_data_cpu, {&r, &in[1]}, {like({N, K})}, a)[0];
+    return op(fc_bwd_data_cpu, {&r, &in[1], &in[0]}, {like({N, K})}, a)[0];
   };
   t.push_back(g);
   g.kind = OpKind::FcBwdWeight;

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "framework/ops/op_signature.h"
 #include "tests/op_table.h"
 
 namespace tr::test {
@@ -28,6 +29,59 @@ TEST(OpTable, EveryKindHasCases) {
   }
   std::printf("[ op table ] %zu cases over %d op kinds, %zu gradient cases over %zu gradient kinds\n",
               op_cases().size(), int(OpKind::Count), grad_cases().size(), gradient_kinds().size());
+}
+
+// Note [operands by name]: every kind's line in the op table names each
+// operand once, on each side, with only attributes the table knows; every case
+// of the kind gives exactly the operands its line lists under the case's
+// attributes, and each attribute-borne operand is tested both there and left
+// out; one operand more or fewer is refused; the kind has its CPU function
+// (and its CUDA one in a CUDA build).
+TEST(OpTable, EveryKindsOperandsMatchItsCases) {
+  std::map<OpKind, std::set<std::string>> borne_seen;  // "b on" / "b off"
+  for (const OpCase& c : op_cases()) {
+    SCOPED_TRACE(c.name);
+    EXPECT_NO_THROW(check_operand_counts(c.kind, int(c.in.size()), int(c.out.size()), c.attrs));
+    for (Side side : {Side::In, Side::Out})
+      for (const OperandName& o : operand_names(c.kind, side))
+        if (!o.when.empty())
+          borne_seen[c.kind].insert(std::string(o.name) + (operand_present(o, c.attrs) ? " on" : " off"));
+  }
+  for (int i = 0; i < int(OpKind::Count); ++i) {
+    const OpKind k = OpKind(i);
+    SCOPED_TRACE(op_name(k));
+    const OpDef& def = op_def(k);
+    EXPECT_NE(def.cpu, nullptr);
+#ifdef TR_HAVE_CUDA
+    EXPECT_NE(def.cuda, nullptr);
+#endif
+    EXPECT_FALSE(operand_names(k, Side::Out).empty()) << "a kind that gives nothing";
+    for (Side side : {Side::In, Side::Out}) {
+      std::set<std::string_view> names;
+      for (const OperandName& o : operand_names(k, side)) {
+        EXPECT_FALSE(o.name.empty());
+        EXPECT_TRUE(names.insert(o.name).second) << o.name << " is named twice";
+        EXPECT_NO_THROW(operand_present(o, OpAttrs{})) << o.name << " depends on " << o.when;
+        if (o.when.empty()) continue;
+        EXPECT_EQ(borne_seen[k].count(std::string(o.name) + " on"), 1u) << o.name << " is never tested present";
+        EXPECT_EQ(borne_seen[k].count(std::string(o.name) + " off"), 1u) << o.name << " is never tested absent";
+      }
+    }
+    const OpAttrs a;
+    const int n_in = operand_count(k, Side::In, a), n_out = operand_count(k, Side::Out, a);
+    EXPECT_NO_THROW(check_operand_counts(k, n_in, n_out, a));
+    EXPECT_THROW(check_operand_counts(k, n_in + 1, n_out, a), Error);
+    EXPECT_THROW(check_operand_counts(k, n_in - 1, n_out, a), Error);
+    EXPECT_THROW(check_operand_counts(k, n_in, n_out + 1, a), Error);
+    EXPECT_THROW(check_operand_counts(k, n_in, n_out - 1, a), Error);
+    for (Side side : {Side::In, Side::Out}) {  // positions among the operands present, -1 for one left out
+      int at = 0;
+      for (const OperandName& o : operand_names(k, side))
+        EXPECT_EQ(operand_index(k, side, o.name, a), operand_present(o, a) ? at++ : -1) << o.name;
+      EXPECT_EQ(at, side == Side::In ? n_in : n_out);
+    }
+    EXPECT_THROW(operand_index(k, Side::In, "no such operand", a), Error);
+  }
 }
 
 // The CPU kernels in f32 against themselves in f64 on the same input values:

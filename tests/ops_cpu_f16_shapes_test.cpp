@@ -110,7 +110,7 @@ TEST(OpsCpuF16, EveryOpMatchesF32) {
   HostTensor fx = rt({2, 6, 5, 8}), fw = rt({10, 240}), fb = rt({10}), fdy = rt({2, 10});
   run.attrs.has_bias = true;
   expect_f16_matches_f32("fc_fwd", fc_fwd_cpu, run, {{fx}, {fw}, {fb}}, {{HostTensor(F32, {2, 10})}});
-  expect_f16_matches_f32("fc_bwd_data", fc_bwd_data_cpu, run, {{fdy}, {fw}}, {{HostTensor(F32, {2, 240})}});
+  expect_f16_matches_f32("fc_bwd_data", fc_bwd_data_cpu, run, {{fdy}, {fw}, {fx}}, {{HostTensor(F32, fx.shape())}});
   expect_f16_matches_f32("fc_bwd_weight", fc_bwd_weight_cpu, run, {{fx}, {fdy}},
                          {{HostTensor(F32, {10, 240})}, {HostTensor(F32, {10})}});
 
@@ -158,10 +158,10 @@ TEST(OpsCpuShapes, Fc) {
   OpRunner r;
   const Shape x{3, 2, 2, 3}, w{5, 12}, dy{3, 5};
   EXPECT_EQ(r.shapes(fc_fwd_shapes, {x, w}, 1)[0], dy);
-  EXPECT_EQ(r.shapes(fc_bwd_data_shapes, {dy, w}, 1)[0], (Shape{3, 12}));
+  EXPECT_EQ(r.shapes(fc_bwd_data_shapes, {dy, w, Shape{3, 12}}, 1)[0], (Shape{3, 12}));
   EXPECT_EQ(r.shapes(fc_bwd_weight_shapes, {x, dy}, 1)[0], w);
   EXPECT_THROW(r.shapes(fc_fwd_shapes, {x, {5, 11}}, 1), UserError);
-  EXPECT_THROW(r.shapes(fc_bwd_data_shapes, {{3, 6}, w}, 1), UserError);
+  EXPECT_THROW(r.shapes(fc_bwd_data_shapes, {{3, 6}, w, Shape{3, 12}}, 1), UserError);
   EXPECT_THROW(r.shapes(fc_bwd_weight_shapes, {x, {4, 5}}, 1), UserError);
   r.attrs.has_bias = true;
   EXPECT_EQ(r.shapes(fc_fwd_shapes, {x, w, {5}}, 1)[0], dy);

@@ -176,7 +176,7 @@ TEST(OpsCpuFc, BackwardMatchesFiniteDifferences) {
   OpRunner run;
   run.attrs.scale = 0.375f;
   run.attrs.has_bias = true;
-  run.run(fc_bwd_data_cpu, {&r, &w}, {&dx});
+  run.run(fc_bwd_data_cpu, {&r, &w, &x}, {&dx});
   run.run(fc_bwd_weight_cpu, {&x, &r}, {&dw, &db});
   auto loss = [&] {
     run.run(fc_fwd_cpu, {&x, &w, &b}, {&y});

@@ -186,11 +186,11 @@ TEST(OpsCpuPool, RecordedWinnersGiveTheSearchsBits) {
       const HostTensor dy = random_tensor(t, ys, rng);
       OpRunner run = runner(pc.w);
       run.run(maxpool_fwd_cpu, {&x}, {&y});
-      run.run(maxpool_fwd_cpu, {&x}, {&y2, &argmax});
+      run.run(maxpool_argmax_fwd_cpu, {&x}, {&y2, &argmax});
       EXPECT_TRUE(bitwise_equal(y, y2));
       for (int64_t i = 0; i < argmax.numel(); ++i) ASSERT_LT(argmax.as<uint8_t>()[i], pc.w.k * pc.w.k);
       run.run(maxpool_bwd_cpu, {&dy, &x, &y}, {&want});
-      run.run(maxpool_bwd_cpu, {&dy, &x, &argmax}, {&got});
+      run.run(maxpool_argmax_bwd_cpu, {&dy, &x, &argmax}, {&got});
       EXPECT_TRUE(bitwise_equal(want, got));
     }
 }

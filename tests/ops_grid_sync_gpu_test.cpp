@@ -103,7 +103,7 @@ TEST_F(OpsGpuGridSync, PoolStatisticsAndBiasGradientAreFinalizeSumsBitsInOneKern
     // Its statistics kernel takes 90 registers at four rows in flight: two
     // blocks per SM, so its grid (four per SM) does not fit at once, and
     // finalize_sums adds its partials either way.
-    expect_same_bits(maxpool_fwd_cuda, p, false);
+    expect_same_bits(maxpool_stats_fwd_cuda, p, false);
 
     Case g;
     g.name = cat(tname("FcBwdWeight+bias", t), " x[4097,70] M=40");
@@ -180,10 +180,10 @@ TEST_F(OpsGpuOneKernel, BatchNormPhasesInOneKernelAreTheKernelsApart) {
         Apart fwd = apart({{bn_stats_cuda, &st}, {bn_relu_apply_cuda, &ap}});
         std::rotate(fwd.out.begin(), fwd.out.begin() + 1, fwd.out.end());  // (sums, y, batch, affine) -> merged order
         Case mf = base;
-        mf.name = cat("BnReluApply(x, gamma, beta)", tag);
+        mf.name = cat("BnStatsReluApply(x, gamma, beta)", tag);
         mf.in = {x, gamma, beta};
         mf.out = {HostTensor(t, s.x), HostTensor(F32, {2, C}), HostTensor(F32, {2, C}), HostTensor(F32, {2, C})};
-        expect_like_apart(bn_relu_apply_cuda, mf, fwd);
+        expect_like_apart(bn_stats_relu_apply_cuda, mf, fwd);
 
         // backward: BnReluBwdReduce, BnReluBwdApply -> BnReluBwdApply(dy, affine, x, batch, gamma)
         const HostTensor &batch = fwd.out[1], &affine = fwd.out[2];
@@ -197,10 +197,10 @@ TEST_F(OpsGpuOneKernel, BatchNormPhasesInOneKernelAreTheKernelsApart) {
         Apart bwd = apart({{bn_relu_bwd_reduce_cuda, &br}, {bn_relu_bwd_apply_cuda, &ba}});
         std::rotate(bwd.out.begin(), bwd.out.begin() + 3, bwd.out.end());  // dx first
         Case mb = base;
-        mb.name = cat("BnReluBwdApply(dy, affine, x, batch, gamma)", tag);
+        mb.name = cat("BnReluBwdReduceApply(dy, affine, x, batch, gamma)", tag);
         mb.in = {dy, affine, x, batch, gamma};
         mb.out = {HostTensor(t, s.x), HostTensor(t, {C}), HostTensor(t, {C}), HostTensor(F32, {2, C})};
-        expect_like_apart(bn_relu_bwd_apply_cuda, mb, bwd);
+        expect_like_apart(bn_relu_bwd_reduce_apply_cuda, mb, bwd);
       }
 }
 
@@ -222,17 +222,17 @@ TEST_F(OpsGpuOneKernel, PoolWithItsBatchNormInOneKernelIsTheKernelsApart) {
         Case pool = base;
         pool.in = {x};
         pool.out = {HostTensor(t, ps), HostTensor(DType::U8, ps), HostTensor(F32, {2, C})};
-        const std::vector<HostTensor> pooled = run_with(maxpool_fwd_cuda, pool, false).out;
+        const std::vector<HostTensor> pooled = run_with(maxpool_stats_fwd_cuda, pool, false).out;
         Case ap = base;
         ap.in = {pooled[0], pooled[2], gamma, beta};
         ap.out = {HostTensor(t, ps), HostTensor(F32, {2, C}), HostTensor(F32, {2, C})};
-        const Apart want = apart({{maxpool_fwd_cuda, &pool}, {bn_relu_apply_cuda, &ap}});
+        const Apart want = apart({{maxpool_stats_fwd_cuda, &pool}, {bn_relu_apply_cuda, &ap}});
         Case m = base;
-        m.name = cat(tname("MaxPoolFwd(x, gamma, beta)", t), " x", xs.str(), relu ? " relu" : "");
+        m.name = cat(tname("PoolBnReluApply(x, gamma, beta)", t), " x", xs.str(), relu ? " relu" : "");
         m.in = {x, gamma, beta};
         m.out = {HostTensor(t, ps), HostTensor(DType::U8, ps), HostTensor(F32, {2, C}),
                  HostTensor(t, ps),  HostTensor(F32, {2, C}),     HostTensor(F32, {2, C})};
-        expect_like_apart(maxpool_fwd_cuda, m, want);
+        expect_like_apart(pool_bn_relu_apply_cuda, m, want);
       }
 }
 

@@ -81,9 +81,9 @@ TEST_F(OpsGpuBn, AllPhasesMatchCpu) {
         check(bn_relu_apply_cpu, bn_relu_apply_cuda, ap);
 
         Case ar = ap;  // with a residual (Note [fusion])
-        ar.name = cat("BnReluApply + residual", tag);
+        ar.name = cat("BnAddReluApply", tag);
         ar.in.push_back(rnd(t, s.x, rng));
-        check(bn_relu_apply_cpu, bn_relu_apply_cuda, ar);
+        check(bn_add_relu_apply_cpu, bn_add_relu_apply_cuda, ar);
 
         Case br = base;
         br.name = cat("BnReluBwdReduce", tag);
@@ -153,7 +153,7 @@ TEST_F(OpsGpu, FcMatchesCpu) {
         Case d;
         d.name = cat("FcBwdData", tag);
         d.attrs.scale = scale;
-        d.in = {dy, w};
+        d.in = {dy, w, x};
         d.out = {HostTensor(t, s.x)};
         check(fc_bwd_data_cpu, fc_bwd_data_cuda, d);
 
@@ -190,9 +190,9 @@ TEST_F(OpsGpu, ReluMatchesCpu) {
       b.tol = {0.0};  // a select: the same bits
       check(relu_bwd_cpu, relu_bwd_cuda, b);
       Case b2 = b;  // with a second gradient (Note [fusion]): the sum rounded once, as Add does
-      b2.name = cat(tname("ReluBwd dy + dy2", t), " ", s.str());
+      b2.name = cat(tname("ReluBwdAdd", t), " ", s.str());
       b2.in.push_back(rnd(t, s, rng));
-      check(relu_bwd_cpu, relu_bwd_cuda, b2);
+      check(relu_bwd_add_cpu, relu_bwd_add_cuda, b2);
     }
 }
 
@@ -338,7 +338,7 @@ TEST_F(OpsGpu, ClassifierHeadWithItsBatchNormIsTheBatchNormThenTheHead) {
                                   HeadShape{{1101, 3, 3, 40}, 7}}) {
         const int64_t N = hs.x[0], C = hs.x[3], M = hs.m;
         Case k;
-        k.name = cat(tname("ClassifierHead + BatchNorm", t), " x", hs.x.str(), " M=", M, relu ? " relu" : "");
+        k.name = cat(tname("BnReluClassifierHead", t), " x", hs.x.str(), " M=", M, relu ? " relu" : "");
         SCOPED_TRACE(k.name);
         k.attrs.scale = 0.125f;
         k.attrs.label_smoothing = 0.1f;
@@ -363,7 +363,8 @@ TEST_F(OpsGpu, ClassifierHeadWithItsBatchNormIsTheBatchNormThenTheHead) {
         fused.out = head_out;
         fused.out.emplace_back(F32, Shape{2, C});
         fused.out.emplace_back(F32, Shape{2, C});
-        const std::vector<HostTensor> a = run_gpu(classifier_head_cuda, fused), b = run_gpu(classifier_head_cuda, fused);
+        const std::vector<HostTensor> a = run_gpu(bn_relu_classifier_head_cuda, fused),
+                                      b = run_gpu(bn_relu_classifier_head_cuda, fused);
         Case bn = k;
         bn.in = {x, sums, gamma, beta};
         bn.out = {HostTensor(t, hs.x), HostTensor(F32, {2, C}), HostTensor(F32, {2, C})};
@@ -374,7 +375,7 @@ TEST_F(OpsGpu, ClassifierHeadWithItsBatchNormIsTheBatchNormThenTheHead) {
         std::vector<HostTensor> want = run_gpu(classifier_head_cuda, head);
         want.push_back(y[1]);
         want.push_back(y[2]);
-        const std::vector<HostTensor> cpu = run_cpu(classifier_head_cpu, fused);
+        const std::vector<HostTensor> cpu = run_cpu(bn_relu_classifier_head_cpu, fused);
         ASSERT_EQ(a.size(), 6u);
         const int64_t differ = expect_the_ops_apart(a, b, want, cpu, t);
         std::printf("[ head + bn ] %s: %lld elements differ from BnReluApply then the head, dx %.2e from the CPU\n",
@@ -424,7 +425,7 @@ TEST_F(OpsGpu, CapturedChainReplaysBitwiseLikeEager) {
     call(fc_fwd_cuda, {g.ref(), fcw.ref()}, {logits.ref()}, a, v);
     call(softmax_xent_cuda, {logits.ref(), labels.ref()}, {dlogits.ref(), metrics.ref()}, a, v);
     call(fc_bwd_weight_cuda, {g.ref(), dlogits.ref()}, {dfc.ref()}, a, v);
-    call(fc_bwd_data_cuda, {dlogits.ref(), fcw.ref()}, {dg.ref()}, a, v);
+    call(fc_bwd_data_cuda, {dlogits.ref(), fcw.ref(), g.ref()}, {dg.ref()}, a, v);
     call(global_maxpool_bwd_cuda, {dg.ref(), pool.ref(), g.ref()}, {dpool.ref()}, a, v);
     call(maxpool_bwd_cuda, {dpool.ref(), z.ref(), pool.ref()}, {dz.ref()}, pa, v);
     call(conv_bwd_filter_cuda, {x.ref(), dz.ref()}, {dwc.ref()}, ca, v);

@@ -62,11 +62,11 @@ class OpsGpuPool : public OpsGpuBitwise {
     Case fa = f;
     fa.name += " +argmax";
     fa.out.push_back(HostTensor(DType::U8, ys));
-    check_bitwise(maxpool_fwd_cpu, maxpool_fwd_cuda, fa);
+    check_bitwise(maxpool_argmax_fwd_cpu, maxpool_argmax_fwd_cuda, fa);
     Case ba = b;
     ba.name += " from argmax";
-    ba.in[2] = run_cpu(maxpool_fwd_cpu, fa)[1];
-    check_bitwise(maxpool_bwd_cpu, maxpool_bwd_cuda, ba);
+    ba.in[2] = run_cpu(maxpool_argmax_fwd_cpu, fa)[1];
+    check_bitwise(maxpool_argmax_bwd_cpu, maxpool_argmax_bwd_cuda, ba);
   }
 };
 
@@ -98,8 +98,8 @@ TEST_F(OpsGpuPool, MaxPool2WithStatsIsPoolThenBnStats) {
       f.attrs = win_attrs({2, 2, 0});
       f.in = {rnd(t, s, rng, 0.5, 2.0)};
       f.out = {HostTensor(t, ys), HostTensor(DType::U8, ys), HostTensor(DType::F32, Shape{2, s[3]})};
-      const std::vector<HostTensor> cpu = run_cpu(maxpool_fwd_cpu, f);
-      const std::vector<HostTensor> a = run_gpu(maxpool_fwd_cuda, f), b = run_gpu(maxpool_fwd_cuda, f);
+      const std::vector<HostTensor> cpu = run_cpu(maxpool_stats_fwd_cpu, f);
+      const std::vector<HostTensor> a = run_gpu(maxpool_stats_fwd_cuda, f), b = run_gpu(maxpool_stats_fwd_cuda, f);
       Case st;
       st.in = {a[0]};
       st.out = {HostTensor(DType::F32, Shape{2, s[3]})};
@@ -123,7 +123,7 @@ TEST_F(OpsGpuPool, MaxPool2WithStatsIsPoolThenBnStats) {
   bad.in = {rnd(F32, Shape{2, 8, 8, 16}, rng)};
   const Shape ys = pooled(bad.in[0].shape(), {3, 2, 1});
   bad.out = {HostTensor(F32, ys), HostTensor(DType::U8, ys), HostTensor(DType::F32, Shape{2, 16})};
-  EXPECT_THROW(run_gpu(maxpool_fwd_cuda, bad), Error);
+  EXPECT_THROW(run_gpu(maxpool_stats_fwd_cuda, bad), Error);
 }
 
 // BnReluPool (BatchNorm + ReLU + 2x2 max pool, y never stored): the bits of
@@ -161,7 +161,7 @@ TEST_F(OpsGpuPool, BnReluPoolIsApplyThenPool) {
         Case pl = f;
         pl.in = {y[0]};
         pl.out = {f.out[0], f.out[1]};
-        const std::vector<HostTensor> pool = run_gpu(maxpool_fwd_cuda, pl);
+        const std::vector<HostTensor> pool = run_gpu(maxpool_argmax_fwd_cuda, pl);
         const std::vector<HostTensor> want = {pool[0], pool[1], y[1], y[2]};
         const std::vector<HostTensor> cpu = run_cpu(bn_relu_pool_cpu, f);
         int64_t differ = 0;

@@ -49,8 +49,9 @@ TEST_F(OpsGpuReluGrad, ReluGradientInTheReduceIsReluBwdThenReduce) {
           rb.in = two ? std::vector<HostTensor>{a, y, b} : std::vector<HostTensor>{a, y};
           rb.out = {HostTensor(t, xs)};
           Case fused = base;
-          fused.name = cat(tname(two ? "BnReluBwdReduce(a, affine, x, batch, y, b)" : "BnReluBwdReduce(a, affine, x, batch, y)", t),
-                           " x", xs.str(), relu ? " relu" : "");
+          fused.name = cat(tname(two ? "ReluBwdAddBnReduce" : "ReluBwdBnReduce", t), " x", xs.str(), relu ? " relu" : "");
+          const OpFn fused_fn = two ? relu_bwd_add_bn_reduce_cuda : relu_bwd_bn_reduce_cuda;
+          const OpFn relu_fn = two ? relu_bwd_add_cuda : relu_bwd_cuda;
           fused.in = {a, affine, x, batch, y};
           if (two) fused.in.push_back(b);
           fused.out = {HostTensor(t, {C}), HostTensor(t, {C}), HostTensor(F32, {2, C}), HostTensor(t, xs)};
@@ -58,13 +59,13 @@ TEST_F(OpsGpuReluGrad, ReluGradientInTheReduceIsReluBwdThenReduce) {
 
           for (bool grid_sync : {false, true}) {
             gh_.grid_sync_sums = grid_sync;
-            const CountedRun relu_run = run_counted(relu_bwd_cuda, rb);
+            const CountedRun relu_run = run_counted(relu_fn, rb);
             const HostTensor& g = relu_run.out[0];
             Case br = base;
             br.in = {g, affine, x, batch};
             br.out = {HostTensor(t, {C}), HostTensor(t, {C}), HostTensor(F32, {2, C})};
             const CountedRun reduce_run = run_counted(bn_relu_bwd_reduce_cuda, br);
-            const CountedRun got = run_counted(bn_relu_bwd_reduce_cuda, fused);
+            const CountedRun got = run_counted(fused_fn, fused);
             gh_.grid_sync_sums = GpuHandles{}.grid_sync_sums;
 
             std::vector<HostTensor> want = reduce_run.out;
@@ -85,7 +86,8 @@ TEST_F(OpsGpuReluGrad, ReluGradientInTheReduceIsReluBwdThenReduce) {
             EXPECT_EQ(got.kernels + 1, apart);
           }
           // g is ReluBwd's: the CPU's bits.
-          EXPECT_EQ(differing_elements(run_gpu(bn_relu_bwd_reduce_cuda, fused)[3], run_cpu(relu_bwd_cpu, rb)[0]), 0);
+          EXPECT_EQ(differing_elements(run_gpu(fused_fn, fused)[3], run_cpu(two ? relu_bwd_add_cpu : relu_bwd_cpu, rb)[0]),
+                    0);
         }
 }
 
@@ -121,7 +123,7 @@ TEST_F(OpsGpuReluGrad, MisalignedReluOutputRunsTheOpsApart) {
   };
   const auto fused = outputs(), apart = outputs();
   const int64_t k0 = launch_tally().kernels;
-  call(bn_relu_bwd_reduce_cuda, {da.ref(), daffine.ref(), dx.ref(), dbatch.ref(), y_ref},
+  call(relu_bwd_bn_reduce_cuda, {da.ref(), daffine.ref(), dx.ref(), dbatch.ref(), y_ref},
        {fused[0]->ref(), fused[1]->ref(), fused[2]->ref(), fused[3]->ref()}, base.attrs, base.variant);
   const int64_t k1 = launch_tally().kernels;
   call(relu_bwd_cuda, {da.ref(), y_ref}, {apart[3]->ref()}, base.attrs, base.variant);
@@ -152,10 +154,10 @@ TEST_F(OpsGpuReluGrad, RefusesOperandsThatDoNotMatch) {
   k.in = {rnd(F16, xs, rng), HostTensor(F32, {2, C}), rnd(F16, xs, rng), HostTensor(F32, {2, C}),
           rnd(F16, {4, 6, 5, 8}, rng)};
   k.out = {HostTensor(F16, {C}), HostTensor(F16, {C}), HostTensor(F32, {2, C}), HostTensor(F16, xs)};
-  EXPECT_THROW(run_gpu(bn_relu_bwd_reduce_cuda, k), Error);
+  EXPECT_THROW(run_gpu(relu_bwd_bn_reduce_cuda, k), Error);
   k.in[4] = rnd(F16, xs, rng);
   k.out[3] = HostTensor(F32, xs);
-  EXPECT_THROW(run_gpu(bn_relu_bwd_reduce_cuda, k), Error);
+  EXPECT_THROW(run_gpu(relu_bwd_bn_reduce_cuda, k), Error);
 }
 
 }  // namespace

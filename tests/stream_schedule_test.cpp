@@ -136,9 +136,7 @@ TEST(StreamSchedule, DeepWeightGradientsMayFinishBesideTheFirstLayerBackward) {
   ASSERT_NE(side, nullptr);
   std::vector<Node> first = cg.nodes(GraphId::FIRST_LAYER_BWD);
   ASSERT_FALSE(first.empty());
-  Node reader = first.back();
-  reader.in.push_back(side->out[0]);
-  first.push_back(reader);
+  first.push_back(compute(OpKind::ReluFwd, {side->out[0]}, {first.back().out[0]}, "reads a deep weight gradient"));
   cg.set_nodes(GraphId::FIRST_LAYER_BWD, first);
   EXPECT_FALSE(deep_side_stream_may_stay_open(cg));
   // So must a first-layer node on COMP_2 (it would share COMP_2's workspace).

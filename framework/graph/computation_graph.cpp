@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "framework/ops/op_signature.h"
+
 namespace tr {
 
 TensorId ComputationGraph::add_tensor(TensorInfo info) {
@@ -14,6 +16,13 @@ TensorId ComputationGraph::add_tensor(TensorInfo info) {
 void ComputationGraph::add(GraphId g, Node n) {
   for (TensorId t : n.in) TR_CHECK(t >= 0 && t < num_tensors(), n.label, ": bad input id");
   for (TensorId t : n.out) TR_CHECK(t >= 0 && t < num_tensors(), n.label, ": bad output id");
+  if (n.kind == Node::Kind::Compute) {  // the kind's operand list (Note [operands by name])
+    try {
+      check_operand_counts(n.op, int(n.in.size()), int(n.out.size()), n.attrs);
+    } catch (const Error& e) {
+      throw Error(cat(n.label, ": ", e.what()));
+    }
+  }
   buckets_[static_cast<size_t>(g)].push_back(std::move(n));
 }
 

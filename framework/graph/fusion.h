@@ -3,54 +3,67 @@
 // After a model's graphs are emitted, fuse_graph() merges pairs of nodes that
 // walk the same activations one after the other, so each pair reads and writes
 // memory once instead of twice (TrainConfig::fusion; --no-fusion keeps the
-// unfused graphs, to measure the gain in one run):
+// unfused graphs, to measure the gain in one run). Each rewrite below is a
+// rule of the table in fusion_rules.h (pattern, guard, rewrite, over operands
+// by name), with its name:
 //
+//   [bn_add]
 //   forward:  t = BnReluApply(x, sums, gamma, beta) without ReLU, then
 //             y = Add(t, r) [+ ReLU]                (a residual block's end)
-//          -> y = BnReluApply(x, sums, gamma, beta, r) [+ ReLU]
-//   forward:  y, argmax = MaxPoolFwd(x) (2x2, stride 2), then
+//          -> y = BnAddReluApply(x, sums, gamma, beta, r) [+ ReLU]
+//   [pool_stats]
+//   forward:  y, argmax = MaxPoolArgmaxFwd(x) (2x2, stride 2), then
 //             sums = BnStats(y)                     (a BatchNorm after a pool: cnn)
-//          -> y, argmax, sums = MaxPoolFwd(x)
+//          -> y, argmax, sums = MaxPoolStatsFwd(x)
+//   [bn_pool]
 //   forward:  y, batch, affine = BnReluApply(x, sums, gamma, beta), then
-//             p, argmax = MaxPoolFwd(y) (2x2, stride 2)   (a VGG block's end)
+//             p, argmax = MaxPoolArgmaxFwd(y) (2x2, stride 2)   (a VGG block's end)
 //          -> p, argmax, batch, affine = BnReluPool(x, sums, gamma, beta)
 //             when only pools read y (their backward, from the winners, takes
 //             y's shape: it now reads x instead), so y is never stored
+//   [add_relu_bwd]
 //   backward: s = Add(a, b), the gradient fan-in of a tensor, then
 //             g = ReluBwd(s, y)                     (the ReLU that produced it)
-//          -> g = ReluBwd(a, y, b)
-//   backward: g = ReluBwd(a, y[, b]), then
+//          -> g = ReluBwdAdd(a, y, b)
+//   [relu_grad_reduce]
+//   backward: g = ReluBwd(a, y) or ReluBwdAdd(a, y, b), then
 //             dgamma, dbeta, dsums = BnReluBwdReduce(g, affine, x, batch)
 //                                                   (a residual block's last BatchNorm)
-//          -> dgamma, dbeta, dsums, g = BnReluBwdReduce(a, affine, x, batch, y[, b])
+//          -> dgamma, dbeta, dsums, g = ReluBwdBnReduce(a, affine, x, batch, y)
+//             or ReluBwdAddBnReduce(a, affine, x, batch, y, b)
 //             in the ReluBwd's place, g still stored for its other readers
 //             (Note [the ReLU's gradient in the reduce], batchnorm.h)
+//   [head]
 //   head:     p = GlobalMaxPoolFwd(x), z = FcFwd(p, w) without bias,
 //             dl, metrics = SoftmaxXent(z, labels), then in the backward
-//             dp = FcBwdData(dl, w), dx = GlobalMaxPoolBwd(dp, x, p)   (the cnn)
+//             dp = FcBwdData(dl, w, p), dx = GlobalMaxPoolBwd(dp, x, p)   (the cnn)
 //          -> p, dl, metrics, dx = ClassifierHead(x, w, labels)
 //             in the pool's place, with at most kSmallFcMaxOutputs classes
 //             (fc.h) and z, dp read by nothing else; the fc's weight gradient
 //             stays a node of its own (it reads p and dl).
+//   [head_bn]
 //   head's BatchNorm (Note [the head's BatchNorm]):
 //             y, batch, affine = BnReluApply(x, sums, gamma, beta), then
 //             p, dl, metrics, dy = ClassifierHead(y, w, labels)      (the cnn)
 //          -> p, dl, metrics, dy, batch, affine =
-//                 ClassifierHead(x, w, labels, sums, gamma, beta)
+//                 BnReluClassifierHead(x, w, labels, sums, gamma, beta)
 //             when the head's pool and pool backward are all that read y: the
 //             head recomputes y as it pools and as it routes the gradient, so
 //             y is never stored and its kernel is gone. The BatchNorm's
 //             backward reads x and affine, not y (batchnorm.h).
 //   a BatchNorm's phases, once the pairs above are made (Note [one kernel per
 //   BatchNorm], framework/ops/bn_train_cuda.h: one cooperative kernel each):
+//   [stats_apply]
 //   forward:  sums = BnStats(x), then y, batch, affine = BnReluApply(x, sums, gamma, beta)
-//          -> y, batch, affine, sums = BnReluApply(x, gamma, beta)
-//   forward:  p, argmax, sums = MaxPoolFwd(x) (the pool with its statistics), then
+//          -> y, batch, affine, sums = BnStatsReluApply(x, gamma, beta)
+//   [pool_bn]
+//   forward:  p, argmax, sums = MaxPoolStatsFwd(x) (the pool with its statistics), then
 //             y, batch, affine = BnReluApply(p, sums, gamma, beta)
-//          -> p, argmax, sums, y, batch, affine = MaxPoolFwd(x, gamma, beta)
+//          -> p, argmax, sums, y, batch, affine = PoolBnReluApply(x, gamma, beta)
+//   [bwd_phases]
 //   backward: dgamma, dbeta, dsums = BnReluBwdReduce(dy, affine, x, batch), then
 //             dx = BnReluBwdApply(dy, affine, x, batch, gamma, dsums)
-//          -> dx, dgamma, dbeta, dsums = BnReluBwdApply(dy, affine, x, batch, gamma)
+//          -> dx, dgamma, dbeta, dsums = BnReluBwdReduceApply(dy, affine, x, batch, gamma)
 //             each when the sums have no other reader (synchronised BN
 //             all-reduces them in between: no fusion), and the reduce has no
 //             ReLU gradient in front, in the apply's place.
@@ -89,14 +102,14 @@ namespace tr {
 struct FusionCounts {
   int bn_add = 0;        // BnReluApply + Add
   int add_relu_bwd = 0;  // Add + ReluBwd
-  int pool_stats = 0;    // MaxPoolFwd + BnStats
-  int bn_pool = 0;       // BnReluApply + MaxPoolFwd
+  int pool_stats = 0;    // MaxPoolArgmaxFwd + BnStats
+  int bn_pool = 0;       // BnReluApply + MaxPoolArgmaxFwd
   int head = 0;          // GlobalMaxPoolFwd + FcFwd + SoftmaxXent + FcBwdData + GlobalMaxPoolBwd
   int head_bn = 0;       // BnReluApply + that ClassifierHead
   int stats_apply = 0;   // BnStats + BnReluApply (the statistics inside the apply)
-  int pool_bn = 0;       // MaxPoolFwd with the statistics + BnReluApply of its y
+  int pool_bn = 0;       // MaxPoolStatsFwd + BnReluApply of its y
   int bwd_phases = 0;    // BnReluBwdReduce + BnReluBwdApply
-  int relu_grad_reduce = 0;  // ReluBwd + BnReluBwdReduce
+  int relu_grad_reduce = 0;  // ReluBwd or ReluBwdAdd + BnReluBwdReduce
 
   int total() const {
     return bn_add + add_relu_bwd + pool_stats + bn_pool + head + head_bn + stats_apply + pool_bn + bwd_phases +

@@ -5,7 +5,7 @@
 // The sum is rounded once to T (f16 adds in f32), so the CPU and CUDA agree bit
 // for bit. Its backward needs no op of its own: without ReLU the gradient
 // passes to both inputs unchanged; with ReLU it is ReluBwd(dy, y).
-#include "framework/ops/op_registry.h"
+#include "framework/ops/shape_ctx.h"
 
 namespace tr {
 

@@ -2,6 +2,7 @@
 #include "framework/ops/add.h"
 
 #include "framework/ops/cpu_kernel_util.h"
+#include "framework/ops/op_signature.h"
 
 namespace tr {
 namespace {
@@ -24,8 +25,7 @@ void add_impl(const OpCall& c, int64_t n, bool relu) {
 
 }  // namespace
 
-void add_shapes(const ShapeCtx& c, Shape* out, int n_out) {
-  TR_CHECK(c.n_in == 2 && n_out == 1, "add: arity");
+void add_shapes(const ShapeCtx& c, Shape* out, int) {
   const Shape &a = c.in[0], &b = c.in[1];
   TR_USER_CHECK(a.rank >= 1, "add: a has no dims");
   for (int i = 0; i < a.rank; ++i) TR_USER_CHECK(a[i] > 0, "add: a has a non-positive dim: ", a.str());
@@ -35,7 +35,7 @@ void add_shapes(const ShapeCtx& c, Shape* out, int n_out) {
 
 void add_cpu(const OpCall& c) {
   const char* op = "add";
-  cpu::check_arity(c, op, 2, 2, 1, 1);
+  check_operands(OpKind::Add, c);
   const int64_t n = c.in[0].shape.numel();
   cpu::check_dtype(c.in[1], c.in[0].dtype, op, "b");
   cpu::check_numel(c.in[1], n, op, "b");

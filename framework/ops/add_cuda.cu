@@ -3,6 +3,7 @@
 // first threads one element each. No workspace.
 #include "framework/ops/add.h"
 #include "framework/ops/cuda_kernel_util_cuda.h"
+#include "framework/ops/op_signature.h"
 
 namespace tr {
 namespace {
@@ -41,7 +42,7 @@ __global__ void add_kernel(const T* __restrict__ a, const T* __restrict__ b, T* 
 // a[...], b[...] -> y[...] (same numel and dtype)
 void add_cuda(const OpCall& c) {
   const char* op = "Add";
-  check_arity(c, 2, 1, op);
+  check_operands(OpKind::Add, c);
   const TensorRef &a = c.in[0], &b = c.in[1], &y = c.out[0];
   const int64_t n = a.shape.numel();
   TR_CHECK(b.dtype == a.dtype && b.shape.numel() == n, op, ": b is ", dtype_name(b.dtype), b.shape.str(), ", a is ",

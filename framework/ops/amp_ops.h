@@ -14,7 +14,7 @@
 //                    lr = table[min(step-1, schedule_len-1)]. (lr is that of the step being applied.)
 //                    ops[1], ops[2] (f32, same elems, optional): also Accumulate's ops[1] += ops[2].
 //                    attrs.update_scale: then UpdateLossScale (one kernel for the step's scalars).
-#include "framework/ops/op_registry.h"
+#include "framework/ops/op_call.h"
 
 namespace tr {
 

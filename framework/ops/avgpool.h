@@ -15,7 +15,7 @@
 // Sums run in f32 (f64 for F64) from 0 in the order above, then one IEEE
 // division by the count, then one rounding to the storage type: two runs agree
 // bit for bit and so do the CPU and CUDA implementations.
-#include "framework/ops/op_registry.h"
+#include "framework/ops/shape_ctx.h"
 
 namespace tr {
 

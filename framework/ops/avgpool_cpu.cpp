@@ -8,6 +8,7 @@
 
 #include "framework/ops/avgpool.h"
 #include "framework/ops/cpu_kernel_util.h"
+#include "framework/ops/op_signature.h"
 #include "framework/ops/pool_window.h"
 
 namespace tr {
@@ -114,10 +115,10 @@ const OpAttrs& attrs_of(const OpAttrs* a, const char* op) {
 }
 
 // in[0] of in_numel elements (and x of its dtype); one output of out_numel elements, same dtype.
-void check_call(const OpCall& c, const char* op, int n_in, int64_t in_numel, int64_t out_numel) {
-  cpu::check_arity(c, op, n_in, n_in, 1, 1);
+// The kind's operand counts are checked by the caller.
+void check_call(const OpCall& c, const char* op, int64_t in_numel, int64_t out_numel) {
   const DType t = c.in[0].dtype;
-  for (int i = 1; i < n_in; ++i) cpu::check_dtype(c.in[i], t, op, "x");
+  for (int i = 1; i < c.n_in; ++i) cpu::check_dtype(c.in[i], t, op, "x");
   cpu::check_dtype(c.out[0], t, op, "the output");
   cpu::check_numel(c.in[0], in_numel, op, "the input");
   cpu::check_numel(c.out[0], out_numel, op, "the output");
@@ -125,30 +126,26 @@ void check_call(const OpCall& c, const char* op, int n_in, int64_t in_numel, int
 
 }  // namespace
 
-void avgpool_fwd_shapes(const ShapeCtx& c, Shape* out, int n_out) {
+void avgpool_fwd_shapes(const ShapeCtx& c, Shape* out, int) {
   const char* op = "avgpool_fwd";
-  TR_CHECK(c.n_in == 1 && n_out == 1, op, ": arity");
   out[0] = pooled_shape(c.in[0], checked_pool_window(attrs_of(c.attrs, op), c.in[0], op, false));
 }
 
-void avgpool_bwd_shapes(const ShapeCtx& c, Shape* out, int n_out) {
+void avgpool_bwd_shapes(const ShapeCtx& c, Shape* out, int) {
   const char* op = "avgpool_bwd";
-  TR_CHECK(c.n_in == 2 && n_out == 1, op, ": arity");
   const Shape& x = c.in[1];
   const Shape y = pooled_shape(x, checked_pool_window(attrs_of(c.attrs, op), x, op, false));
   TR_USER_CHECK(c.in[0] == y, op, ": dy ", c.in[0].str(), " must be ", y.str(), " for x ", x.str());
   out[0] = x;
 }
 
-void global_avgpool_fwd_shapes(const ShapeCtx& c, Shape* out, int n_out) {
-  TR_CHECK(c.n_in == 1 && n_out == 1, "global_avgpool_fwd: arity");
+void global_avgpool_fwd_shapes(const ShapeCtx& c, Shape* out, int) {
   check_x(c.in[0], "global_avgpool_fwd");
   out[0] = Shape{c.in[0][0], c.in[0][3]};
 }
 
-void global_avgpool_bwd_shapes(const ShapeCtx& c, Shape* out, int n_out) {
+void global_avgpool_bwd_shapes(const ShapeCtx& c, Shape* out, int) {
   const char* op = "global_avgpool_bwd";
-  TR_CHECK(c.n_in == 2 && n_out == 1, op, ": arity");
   const Shape& x = c.in[1];
   check_x(x, op);
   const Shape y{x[0], x[3]};
@@ -158,35 +155,37 @@ void global_avgpool_bwd_shapes(const ShapeCtx& c, Shape* out, int n_out) {
 
 void avgpool_fwd_cpu(const OpCall& c) {
   const char* op = "avgpool_fwd";
-  TR_CHECK(c.n_in == 1, op, ": bad call");
+  check_operands(OpKind::AvgPoolFwd, c);
   const Shape& x = c.in[0].shape;
   const PoolWindow pw = checked_pool_window(attrs_of(c.attrs, op), x, op, false);
-  check_call(c, op, 1, x.numel(), pooled_shape(x, pw).numel());
+  check_call(c, op, x.numel(), pooled_shape(x, pw).numel());
   cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { avgpool_fwd_impl<typename decltype(tag)::type>(c, pw); });
 }
 
 void avgpool_bwd_cpu(const OpCall& c) {
   const char* op = "avgpool_bwd";
-  TR_CHECK(c.n_in == 2, op, ": bad call");
+  check_operands(OpKind::AvgPoolBwd, c);
   const Shape& x = c.in[1].shape;
   const PoolWindow pw = checked_pool_window(attrs_of(c.attrs, op), x, op, false);
-  check_call(c, op, 2, pooled_shape(x, pw).numel(), x.numel());
+  check_call(c, op, pooled_shape(x, pw).numel(), x.numel());
   cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { avgpool_bwd_impl<typename decltype(tag)::type>(c, pw); });
 }
 
 void global_avgpool_fwd_cpu(const OpCall& c) {
   const char* op = "global_avgpool_fwd";
-  TR_CHECK(c.n_in == 1 && c.in[0].shape.rank == 4, op, ": bad call");
+  check_operands(OpKind::GlobalAvgPoolFwd, c);
+  TR_CHECK(c.in[0].shape.rank == 4, op, ": x must be [N,H,W,C], got ", c.in[0].shape.str());
   const Shape& x = c.in[0].shape;
-  check_call(c, op, 1, x.numel(), x[0] * x[3]);
+  check_call(c, op, x.numel(), x[0] * x[3]);
   cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { global_avgpool_fwd_impl<typename decltype(tag)::type>(c); });
 }
 
 void global_avgpool_bwd_cpu(const OpCall& c) {
   const char* op = "global_avgpool_bwd";
-  TR_CHECK(c.n_in == 2 && c.in[1].shape.rank == 4, op, ": bad call");
+  check_operands(OpKind::GlobalAvgPoolBwd, c);
+  TR_CHECK(c.in[1].shape.rank == 4, op, ": x must be [N,H,W,C], got ", c.in[1].shape.str());
   const Shape& x = c.in[1].shape;
-  check_call(c, op, 2, x[0] * x[3], x.numel());
+  check_call(c, op, x[0] * x[3], x.numel());
   cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { global_avgpool_bwd_impl<typename decltype(tag)::type>(c); });
 }
 

@@ -7,6 +7,7 @@
 // No workspace, no atomics.
 #include "framework/ops/avgpool.h"
 #include "framework/ops/cuda_kernel_util_cuda.h"
+#include "framework/ops/op_signature.h"
 #include "framework/ops/pool_vec_cuda.h"
 #include "framework/ops/pool_window.h"
 
@@ -145,7 +146,7 @@ void check_t(const TensorRef& t, const TensorRef& like, const Shape& want, const
 
 void avgpool_fwd_cuda(const OpCall& c) {
   const char* op = "AvgPoolFwd";
-  check_arity(c, 1, 1, op);
+  check_operands(OpKind::AvgPoolFwd, c);
   const TensorRef& x = c.in[0];
   const TensorRef& y = c.out[0];
   const PoolWindow pw = checked_pool_window(attrs_of(c, op), x.shape, op, false);
@@ -165,7 +166,7 @@ void avgpool_fwd_cuda(const OpCall& c) {
 
 void avgpool_bwd_cuda(const OpCall& c) {
   const char* op = "AvgPoolBwd";
-  check_arity(c, 2, 1, op);
+  check_operands(OpKind::AvgPoolBwd, c);
   const TensorRef& dy = c.in[0];
   const TensorRef& x = c.in[1];
   const TensorRef& dx = c.out[0];
@@ -187,7 +188,7 @@ void avgpool_bwd_cuda(const OpCall& c) {
 
 void global_avgpool_fwd_cuda(const OpCall& c) {
   const char* op = "GlobalAvgPoolFwd";
-  check_arity(c, 1, 1, op);
+  check_operands(OpKind::GlobalAvgPoolFwd, c);
   const TensorRef& x = c.in[0];
   const TensorRef& y = c.out[0];
   const Shape& s = x.shape;
@@ -207,7 +208,7 @@ void global_avgpool_fwd_cuda(const OpCall& c) {
 
 void global_avgpool_bwd_cuda(const OpCall& c) {
   const char* op = "GlobalAvgPoolBwd";
-  check_arity(c, 2, 1, op);
+  check_operands(OpKind::GlobalAvgPoolBwd, c);
   const TensorRef& dy = c.in[0];
   const TensorRef& x = c.in[1];
   const TensorRef& dx = c.out[0];

@@ -10,16 +10,21 @@
 //                    y = relu(scale * x + shift), scale = gamma * rsqrt(var + eps), shift = beta - mean * scale
 //   BnReluBwdReduce: dy, affine, x, batch                -> dgamma[C], dbeta[C], dsums[2,C]
 //                    g = dy * (scale * x + shift > 0); dsums = (sum g, sum g*xhat); dgamma = dsums[1], dbeta = dsums[0]
-//   BnReluBwdReduce may take the ReLU's gradient in front (Note [the ReLU's
-//   gradient in the reduce]): a, affine, x, batch, y[, b] -> dgamma, dbeta, dsums, g
-//                    g = ReluBwd(a, y[, b]) = (a [+ b]) * (y > 0), rounded to T as
-//                    ReluBwd stores it; then the reduce with dy = g
+//   ReluBwdBnReduce, ReluBwdAddBnReduce: the reduce with the ReLU's gradient in
+//   front (Note [the ReLU's gradient in the reduce]):
+//                    a, affine, x, batch, y[, b]         -> dgamma, dbeta, dsums, g
+//                    g = ReluBwd(a, y) or ReluBwdAdd(a, y, b) = (a [+ b]) * (y > 0),
+//                    rounded to T as ReluBwd stores it; then the reduce with dy = g
 //   BnReluBwdApply:  dy, affine, x, batch, gamma, dsums  -> dx
 //                    dx = gamma*rstd*(g - dsums[0]/count - xhat*dsums[1]/count)
-//   BnReluApply may take a fifth input, residual (x's shape):
+//   BnAddReluApply:  x, sums, gamma, beta, residual (x's shape) -> y, batch, affine
 //                    y = relu(scale * x + shift + residual), the sum rounded once to T
 //                    (the fusion of a BatchNorm and the residual Add + ReLU after it,
 //                    Note [fusion] in framework/graph/fusion.h).
+//   BnStatsReluApply:     x, gamma, beta -> y, batch, affine, sums: BnStats, then
+//                    BnReluApply (Note [one kernel per BatchNorm], bn_train_cuda.h)
+//   BnReluBwdReduceApply: dy, affine, x, batch, gamma -> dx, dgamma, dbeta, dsums:
+//                    BnReluBwdReduce, then BnReluBwdApply
 //   The backward recomputes the ReLU's input from the forward's own affine (the
 //   same float it clamped, bn_pre_relu) instead of reading y: one activation
 //   read fewer in each backward phase. y > 0 and the pre-activation > 0 agree
@@ -72,7 +77,8 @@
 // down to summation order again.
 #include "framework/core/backend.h"
 #include "framework/core/dtype.h"
-#include "framework/ops/op_registry.h"
+#include "framework/ops/op_kind.h"
+#include "framework/ops/shape_ctx.h"
 
 namespace tr {
 
@@ -80,7 +86,27 @@ namespace tr {
 // [BatchNorm sums in double]).
 constexpr DType bn_sums_dtype(Backend b) { return b == Backend::Cpu ? DType::F64 : DType::F32; }
 
+// The BatchNorm kinds' operands by name (Note [operands by name],
+// op_signature.h), checked once for both backends: x is [N,...,C] with C > 0;
+// y, residual, dy, a, relu_y (the ReLU's y), b, g and dx have x's type and
+// shape; gamma, beta, dgamma and dbeta x's type and C elements; sums, batch,
+// affine and dsums 2*C statistics in f32 or f64 (bn_sums_dtype). What the
+// kind does not take is null. BnFold (no x) checks its own.
+struct BnOperands {
+  int64_t C = 0;
+  const TensorRef *x = nullptr, *sums = nullptr, *gamma = nullptr, *beta = nullptr, *residual = nullptr;
+  const TensorRef *y = nullptr, *batch = nullptr, *affine = nullptr;
+  const TensorRef *dy = nullptr, *a = nullptr, *relu_y = nullptr, *b = nullptr;
+  const TensorRef *g = nullptr, *dsums = nullptr, *dx = nullptr, *dgamma = nullptr, *dbeta = nullptr;
+};
+BnOperands bn_operands(OpKind kind, const OpCall& c);
+
 void bn_stats_shapes(const ShapeCtx& c, Shape* out, int n_out);
+void bn_stats_relu_apply_shapes(const ShapeCtx& c, Shape* out, int n_out);
+void bn_add_relu_apply_shapes(const ShapeCtx& c, Shape* out, int n_out);
+void relu_bwd_bn_reduce_shapes(const ShapeCtx& c, Shape* out, int n_out);
+void relu_bwd_add_bn_reduce_shapes(const ShapeCtx& c, Shape* out, int n_out);
+void bn_relu_bwd_reduce_apply_shapes(const ShapeCtx& c, Shape* out, int n_out);
 void bn_relu_apply_shapes(const ShapeCtx& c, Shape* out, int n_out);
 void bn_relu_bwd_reduce_shapes(const ShapeCtx& c, Shape* out, int n_out);
 void bn_relu_bwd_apply_shapes(const ShapeCtx& c, Shape* out, int n_out);
@@ -90,6 +116,16 @@ void bn_stats_cpu(const OpCall& c);
 void bn_stats_cuda(const OpCall& c);
 void bn_relu_apply_cpu(const OpCall& c);
 void bn_relu_apply_cuda(const OpCall& c);
+void bn_stats_relu_apply_cpu(const OpCall& c);
+void bn_stats_relu_apply_cuda(const OpCall& c);
+void bn_add_relu_apply_cpu(const OpCall& c);
+void bn_add_relu_apply_cuda(const OpCall& c);
+void relu_bwd_bn_reduce_cpu(const OpCall& c);
+void relu_bwd_bn_reduce_cuda(const OpCall& c);
+void relu_bwd_add_bn_reduce_cpu(const OpCall& c);
+void relu_bwd_add_bn_reduce_cuda(const OpCall& c);
+void bn_relu_bwd_reduce_apply_cpu(const OpCall& c);
+void bn_relu_bwd_reduce_apply_cuda(const OpCall& c);
 void bn_relu_bwd_reduce_cpu(const OpCall& c);
 void bn_relu_bwd_reduce_cuda(const OpCall& c);
 void bn_relu_bwd_apply_cpu(const OpCall& c);

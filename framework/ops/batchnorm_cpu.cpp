@@ -10,6 +10,7 @@
 #include <initializer_list>
 
 #include "framework/ops/cpu_kernel_util.h"
+#include "framework/ops/op_signature.h"
 #include "framework/ops/relu.h"
 
 namespace tr {
@@ -44,8 +45,8 @@ inline A bn_pre_relu(A scale, A shift, A x) {
 }
 
 template <class S>
-void stats_impl(const OpCall& c, const BnDims& d) {
-  const S* x = c.in[0].as<S>();
+void stats_impl(const BnOperands& o, const BnDims& d) {
+  const S* x = o.x->as<S>();
   const int64_t C = d.C;
   double* s = cpu::scratch<double>(cpu::kDoubleSlot, size_t(2 * C));  // (sum x, sum x^2)
   std::fill(s, s + 2 * C, 0.0);
@@ -59,20 +60,20 @@ void stats_impl(const OpCall& c, const BnDims& d) {
       s2[ch] += v * v;
     }
   }
-  cpu::write_stats(c.out[0], 2 * C, s, "bn_stats", "sums");
+  cpu::write_stats(*o.sums, 2 * C, s, "bn_stats", "sums");
 }
 
 template <class S>
-void apply_impl(const OpCall& c, const BnDims& d) {
+void apply_impl(const OpCall& c, const BnOperands& o, const BnDims& d) {
   using A = acc_t<S>;
   const char* op = "bn_relu_apply";
   const int64_t C = d.C;
   double* st = cpu::scratch<double>(cpu::kDoubleSlot, size_t(4 * C));
   double* sums = st;
   double* batch = st + 2 * C;
-  cpu::read_stats(c.in[1], 2 * C, sums, op, "sums");
-  const S* gamma = c.in[2].as<S>();
-  const S* beta = c.in[3].as<S>();
+  cpu::read_stats(*o.sums, 2 * C, sums, op, "sums");
+  const S* gamma = o.gamma->as<S>();
+  const S* beta = o.beta->as<S>();
   A* aff = cpu::scratch<A>(0, size_t(2 * C));  // y = relu(scale * x + shift)
   for (int64_t ch = 0; ch < C; ++ch) {
     const double mean = sums[ch] / d.count;
@@ -83,9 +84,9 @@ void apply_impl(const OpCall& c, const BnDims& d) {
     aff[ch] = A(scale);
     aff[C + ch] = A(cpu::load<double>(beta[ch]) - mean * scale);
   }
-  const S* x = c.in[0].as<S>();
-  const S* res = c.n_in == 5 ? c.in[4].as<S>() : nullptr;
-  S* y = c.out[0].as<S>();
+  const S* x = o.x->as<S>();
+  const S* res = o.residual != nullptr ? o.residual->as<S>() : nullptr;
+  S* y = o.y->as<S>();
   const bool relu = c.attrs->relu;
   for (int64_t p = 0; p < d.pixels; ++p) {
     const S* xr = x + p * C;
@@ -97,9 +98,9 @@ void apply_impl(const OpCall& c, const BnDims& d) {
       yr[ch] = cpu::store<S>(v);
     }
   }
-  cpu::write_stats(c.out[1], 2 * C, batch, op, "batch");
+  cpu::write_stats(*o.batch, 2 * C, batch, op, "batch");
   for (int64_t i = 0; i < 2 * C; ++i) st[i] = double(aff[i]);  // sums are no longer needed
-  cpu::write_stats(c.out[2], 2 * C, st, op, "affine");
+  cpu::write_stats(*o.affine, 2 * C, st, op, "affine");
 }
 
 // Per-channel mean and rstd (in A) from the batch statistics tensor.
@@ -129,20 +130,20 @@ inline A relu_grad(A dy, A pre, bool relu) {
 }
 
 template <class S>
-void bwd_reduce_impl(const OpCall& c, const BnDims& d) {
+void bwd_reduce_impl(const OpCall& c, const BnOperands& o, const BnDims& d) {
   using A = acc_t<S>;
   const char* op = "bn_relu_bwd_reduce";
   const int64_t C = d.C;
   A* mr = cpu::scratch<A>(0, size_t(2 * C));
   A* mean = mr;
   A* rstd = mr + C;
-  mean_rstd(c, c.in[3], C, op, mean, rstd);
+  mean_rstd(c, *o.batch, C, op, mean, rstd);
   A* aff = cpu::scratch<A>(1, size_t(2 * C));
-  train_affine(c.in[1], C, op, aff);
+  train_affine(*o.affine, C, op, aff);
   double* ds = cpu::scratch<double>(cpu::kDoubleSlot, size_t(2 * C));  // (sum g, sum g*xhat)
   std::fill(ds, ds + 2 * C, 0.0);
-  const S* dy = c.in[0].as<S>();
-  const S* x = c.in[2].as<S>();
+  const S* dy = o.dy->as<S>();
+  const S* x = o.x->as<S>();
   const bool relu = c.attrs->relu;
   for (int64_t p = 0; p < d.pixels; ++p) {
     const int64_t o = p * C;
@@ -154,17 +155,17 @@ void bwd_reduce_impl(const OpCall& c, const BnDims& d) {
       ds[C + ch] += double(g * xhat);
     }
   }
-  S* dgamma = c.out[0].as<S>();
-  S* dbeta = c.out[1].as<S>();
+  S* dgamma = o.dgamma->as<S>();
+  S* dbeta = o.dbeta->as<S>();
   for (int64_t ch = 0; ch < C; ++ch) {
     dgamma[ch] = cpu::store<S>(ds[C + ch]);
     dbeta[ch] = cpu::store<S>(ds[ch]);
   }
-  cpu::write_stats(c.out[2], 2 * C, ds, op, "dsums");
+  cpu::write_stats(*o.dsums, 2 * C, ds, op, "dsums");
 }
 
 template <class S>
-void bwd_apply_impl(const OpCall& c, const BnDims& d) {
+void bwd_apply_impl(const OpCall& c, const BnOperands& o, const BnDims& d) {
   using A = acc_t<S>;
   const char* op = "bn_relu_bwd_apply";
   const int64_t C = d.C;
@@ -173,21 +174,21 @@ void bwd_apply_impl(const OpCall& c, const BnDims& d) {
   A* rstd = k + C;
   A* m0 = k + 2 * C;  // dsums[0] / count
   A* m1 = k + 3 * C;  // dsums[1] / count
-  mean_rstd(c, c.in[3], C, op, mean, rstd);
+  mean_rstd(c, *o.batch, C, op, mean, rstd);
   double* ds = cpu::scratch<double>(cpu::kDoubleSlot, size_t(2 * C));
-  cpu::read_stats(c.in[5], 2 * C, ds, op, "dsums");
-  const S* gamma = c.in[4].as<S>();
+  cpu::read_stats(*o.dsums, 2 * C, ds, op, "dsums");
+  const S* gamma = o.gamma->as<S>();
   A* aff = cpu::scratch<A>(2, size_t(2 * C));
-  train_affine(c.in[1], C, op, aff);
+  train_affine(*o.affine, C, op, aff);
   A* gr = cpu::scratch<A>(1, size_t(C));  // gamma * rstd
   for (int64_t ch = 0; ch < C; ++ch) {
     gr[ch] = cpu::load<A>(gamma[ch]) * rstd[ch];
     m0[ch] = A(ds[ch] / d.count);
     m1[ch] = A(ds[C + ch] / d.count);
   }
-  const S* dy = c.in[0].as<S>();
-  const S* x = c.in[2].as<S>();
-  S* dx = c.out[0].as<S>();
+  const S* dy = o.dy->as<S>();
+  const S* x = o.x->as<S>();
+  S* dx = o.dx->as<S>();
   const bool relu = c.attrs->relu;
   for (int64_t p = 0; p < d.pixels; ++p) {
     const int64_t o = p * C;
@@ -201,14 +202,15 @@ void bwd_apply_impl(const OpCall& c, const BnDims& d) {
 }
 
 template <class S>
-void infer_impl(const OpCall& c, int64_t C, int64_t pixels) {
+void infer_impl(const OpCall& c, const BnOperands& o, int64_t pixels) {
   using A = acc_t<S>;
+  const int64_t C = o.C;
   double* aff_d = cpu::scratch<double>(cpu::kDoubleSlot, size_t(2 * C));
-  cpu::read_stats(c.in[1], 2 * C, aff_d, "bn_relu_infer", "affine");
+  cpu::read_stats(*o.affine, 2 * C, aff_d, "bn_relu_infer", "affine");
   A* aff = cpu::scratch<A>(0, size_t(2 * C));
   for (int64_t i = 0; i < 2 * C; ++i) aff[i] = A(aff_d[i]);
-  const S* x = c.in[0].as<S>();
-  S* y = c.out[0].as<S>();
+  const S* x = o.x->as<S>();
+  S* y = o.y->as<S>();
   const bool relu = c.attrs->relu;
   for (int64_t p = 0; p < pixels; ++p) {
     const int64_t o = p * C;
@@ -218,15 +220,6 @@ void infer_impl(const OpCall& c, int64_t C, int64_t pixels) {
       y[o + ch] = cpu::store<S>(v);
     }
   }
-}
-
-void check_same_dtype(const OpCall& c, const char* op, std::initializer_list<const TensorRef*> ts) {
-  const DType t = c.in[0].dtype;
-  for (const TensorRef* r : ts) cpu::check_dtype(*r, t, op, "T tensor");
-}
-
-void check_act_shape(const TensorRef& t, const Shape& want, const char* op, const char* what) {
-  TR_CHECK(t.shape == want, op, ": ", what, " is ", t.shape.str(), ", expected ", want.str());
 }
 
 // --- shape rules ---
@@ -251,24 +244,14 @@ void check_pair(const Shape& s, int64_t C, const char* op, const char* what) {
 
 }  // namespace
 
-void bn_stats_shapes(const ShapeCtx& c, Shape* out, int n_out) {
-  TR_CHECK(c.n_in == 1 && n_out == 1, "bn_stats: arity");
+void bn_stats_shapes(const ShapeCtx& c, Shape* out, int) {
   const int64_t C = check_act(c.in[0], "bn_stats", "x");
   out[0] = Shape{2, C};
 }
 
-void bn_relu_apply_shapes(const ShapeCtx& c, Shape* out, int n_out) {
+void bn_relu_apply_shapes(const ShapeCtx& c, Shape* out, int) {
   const char* op = "bn_relu_apply";
-  if (c.n_in == 3) {  // the statistics inside: x, gamma, beta -> y, batch, affine, sums
-    TR_CHECK(n_out == 4, op, ": arity");
-    const Shape in[4] = {c.in[0], Shape{2, check_act(c.in[0], op, "x")}, c.in[1], c.in[2]};
-    bn_relu_apply_shapes(ShapeCtx{in, 4, c.attrs, c.variant}, out, 3);
-    out[3] = in[1];
-    return;
-  }
-  TR_CHECK((c.n_in == 4 || c.n_in == 5) && n_out == 3, op, ": arity");
   const int64_t C = check_act(c.in[0], op, "x");
-  if (c.n_in == 5) check_same(c.in[4], c.in[0], op, "residual");
   check_pair(c.in[1], C, op, "sums");
   check_vec(c.in[2], C, op, "gamma");
   check_vec(c.in[3], C, op, "beta");
@@ -277,17 +260,19 @@ void bn_relu_apply_shapes(const ShapeCtx& c, Shape* out, int n_out) {
   out[2] = Shape{2, C};
 }
 
-void bn_relu_bwd_reduce_shapes(const ShapeCtx& c, Shape* out, int n_out) {
+void bn_stats_relu_apply_shapes(const ShapeCtx& c, Shape* out, int) {
+  const Shape in[4] = {c.in[0], Shape{2, check_act(c.in[0], "bn_stats_relu_apply", "x")}, c.in[1], c.in[2]};
+  bn_relu_apply_shapes(ShapeCtx{in, 4, c.attrs, c.variant}, out, 3);
+  out[3] = in[1];  // sums
+}
+
+void bn_add_relu_apply_shapes(const ShapeCtx& c, Shape* out, int n_out) {
+  bn_relu_apply_shapes(c, out, n_out);
+  check_same(c.in[4], c.in[0], "bn_add_relu_apply", "residual");
+}
+
+void bn_relu_bwd_reduce_shapes(const ShapeCtx& c, Shape* out, int) {
   const char* op = "bn_relu_bwd_reduce";
-  if (c.n_in == 5 || c.n_in == 6) {  // the ReLU's gradient in front: a, affine, x, batch, y[, b] -> ..., g
-    TR_CHECK(n_out == 4, op, ": arity");
-    const Shape relu_in[3] = {c.in[0], c.in[4], c.n_in == 6 ? c.in[5] : Shape{}};
-    relu_bwd_shapes(ShapeCtx{relu_in, c.n_in - 3, c.attrs, c.variant}, out + 3, 1);
-    const Shape in[4] = {out[3], c.in[1], c.in[2], c.in[3]};
-    bn_relu_bwd_reduce_shapes(ShapeCtx{in, 4, c.attrs, c.variant}, out, 3);
-    return;
-  }
-  TR_CHECK(c.n_in == 4 && n_out == 3, op, ": arity");
   const Shape& x = c.in[2];
   const int64_t C = check_act(x, op, "x");
   check_same(c.in[0], x, op, "dy");
@@ -298,16 +283,28 @@ void bn_relu_bwd_reduce_shapes(const ShapeCtx& c, Shape* out, int n_out) {
   out[2] = Shape{2, C};
 }
 
-void bn_relu_bwd_apply_shapes(const ShapeCtx& c, Shape* out, int n_out) {
+namespace {
+
+// a, affine, x, batch, y[, b] -> dgamma, dbeta, dsums, g: the ReLU's gradient
+// g of a, y (and b), then the reduce of g.
+void reduce_with_relu_grad_shapes(const ShapeCtx& c, const Shape* b, Shape* out) {
+  const Shape relu_in[3] = {c.in[0], c.in[4], b != nullptr ? *b : Shape{}};
+  if (b != nullptr) relu_bwd_add_shapes(ShapeCtx{relu_in, 3, c.attrs, c.variant}, out + 3, 1);
+  else relu_bwd_shapes(ShapeCtx{relu_in, 2, c.attrs, c.variant}, out + 3, 1);
+  const Shape in[4] = {out[3], c.in[1], c.in[2], c.in[3]};
+  bn_relu_bwd_reduce_shapes(ShapeCtx{in, 4, c.attrs, c.variant}, out, 3);
+}
+
+}  // namespace
+
+void relu_bwd_bn_reduce_shapes(const ShapeCtx& c, Shape* out, int) { reduce_with_relu_grad_shapes(c, nullptr, out); }
+
+void relu_bwd_add_bn_reduce_shapes(const ShapeCtx& c, Shape* out, int) {
+  reduce_with_relu_grad_shapes(c, &c.in[5], out);
+}
+
+void bn_relu_bwd_apply_shapes(const ShapeCtx& c, Shape* out, int) {
   const char* op = "bn_relu_bwd_apply";
-  if (c.n_in == 5) {  // the reduce inside: dy, affine, x, batch, gamma -> dx, dgamma, dbeta, dsums
-    TR_CHECK(n_out == 4, op, ": arity");
-    bn_relu_bwd_reduce_shapes(ShapeCtx{c.in, 4, c.attrs, c.variant}, out + 1, 3);
-    const Shape in[6] = {c.in[0], c.in[1], c.in[2], c.in[3], c.in[4], out[3]};
-    bn_relu_bwd_apply_shapes(ShapeCtx{in, 6, c.attrs, c.variant}, out, 1);
-    return;
-  }
-  TR_CHECK(c.n_in == 6 && n_out == 1, op, ": arity");
   const Shape& x = c.in[2];
   const int64_t C = check_act(x, op, "x");
   check_same(c.in[0], x, op, "dy");
@@ -318,17 +315,22 @@ void bn_relu_bwd_apply_shapes(const ShapeCtx& c, Shape* out, int n_out) {
   out[0] = x;
 }
 
-void bn_relu_infer_shapes(const ShapeCtx& c, Shape* out, int n_out) {
+// dy, affine, x, batch, gamma -> dx, dgamma, dbeta, dsums: the reduce, then the apply.
+void bn_relu_bwd_reduce_apply_shapes(const ShapeCtx& c, Shape* out, int) {
+  bn_relu_bwd_reduce_shapes(ShapeCtx{c.in, 4, c.attrs, c.variant}, out + 1, 3);
+  const Shape in[6] = {c.in[0], c.in[1], c.in[2], c.in[3], c.in[4], out[3]};
+  bn_relu_bwd_apply_shapes(ShapeCtx{in, 6, c.attrs, c.variant}, out, 1);
+}
+
+void bn_relu_infer_shapes(const ShapeCtx& c, Shape* out, int) {
   const char* op = "bn_relu_infer";
-  TR_CHECK(c.n_in == 2 && n_out == 1, op, ": arity");
   const int64_t C = check_act(c.in[0], op, "x");
   check_pair(c.in[1], C, op, "affine");
   out[0] = c.in[0];
 }
 
-void bn_fold_shapes(const ShapeCtx& c, Shape* out, int n_out) {
+void bn_fold_shapes(const ShapeCtx& c, Shape* out, int) {
   const char* op = "bn_fold";
-  TR_CHECK(c.n_in == 3 && n_out == 1, op, ": arity");
   TR_USER_CHECK(c.in[0].rank == 1 && c.in[0][0] > 0, op, ": gamma must be [C], got ", c.in[0].str());
   const int64_t C = c.in[0][0];
   check_vec(c.in[1], C, op, "beta");
@@ -338,88 +340,156 @@ void bn_fold_shapes(const ShapeCtx& c, Shape* out, int n_out) {
 
 // --- kernels ---
 
-void bn_stats_cpu(const OpCall& c) {
-  const char* op = "bn_stats";
-  cpu::check_arity(c, op, 1, 1, 1, 1);
-  const BnDims d = bn_dims(c, c.in[0], op);
-  cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { stats_impl<typename decltype(tag)::type>(c, d); });
+namespace {
+
+// Which BnOperands field each operand name fills, on each side.
+using BnField = const TensorRef* BnOperands::*;
+struct BnName {
+  std::string_view name;
+  BnField field;
+};
+constexpr BnName kBnInputs[] = {{"x", &BnOperands::x},           {"sums", &BnOperands::sums},
+                                {"gamma", &BnOperands::gamma},   {"beta", &BnOperands::beta},
+                                {"residual", &BnOperands::residual}, {"dy", &BnOperands::dy},
+                                {"a", &BnOperands::a},           {"y", &BnOperands::relu_y},
+                                {"b", &BnOperands::b},           {"affine", &BnOperands::affine},
+                                {"batch", &BnOperands::batch},   {"dsums", &BnOperands::dsums}};
+constexpr BnName kBnOutputs[] = {{"y", &BnOperands::y},         {"batch", &BnOperands::batch},
+                                 {"affine", &BnOperands::affine}, {"sums", &BnOperands::sums},
+                                 {"dgamma", &BnOperands::dgamma}, {"dbeta", &BnOperands::dbeta},
+                                 {"dsums", &BnOperands::dsums},   {"g", &BnOperands::g},
+                                 {"dx", &BnOperands::dx}};
+
+template <size_t N>
+void fill(BnOperands& r, const BnName (&names)[N], OpKind kind, Side side, const TensorRef* refs) {
+  int i = 0;
+  for (const OperandName& o : operand_names(kind, side)) {
+    const BnName* hit = nullptr;
+    for (const BnName& n : names)
+      if (n.name == o.name) hit = &n;
+    TR_CHECK(hit != nullptr, op_name(kind), ": operand ", o.name, " is not a BatchNorm operand");
+    r.*(hit->field) = &refs[i++];
+  }
 }
 
-void bn_relu_apply_cpu(const OpCall& c) {
-  const char* op = "bn_relu_apply";
-  if (c.n_in == 3) {  // the statistics inside (Note [one kernel per BatchNorm]): BnStats, then the apply
-    cpu::check_arity(c, op, 3, 3, 4, 4);
-    const OpCall stats{c.in, 1, &c.out[3], 1, c.attrs, c.variant, c.env};
-    bn_stats_cpu(stats);
-    const TensorRef in[4] = {c.in[0], c.out[3], c.in[1], c.in[2]};
-    bn_relu_apply_cpu(OpCall{in, 4, c.out, 3, c.attrs, c.variant, c.env});
-    return;
-  }
-  cpu::check_arity(c, op, 4, 5, 3, 3);
-  const BnDims d = bn_dims(c, c.in[0], op);
-  check_same_dtype(c, op, {&c.in[2], &c.in[3], &c.out[0]});
-  if (c.n_in == 5) {
-    check_same_dtype(c, op, {&c.in[4]});
-    check_act_shape(c.in[4], c.in[0].shape, op, "residual");
-  }
-  cpu::check_numel(c.in[2], d.C, op, "gamma");
-  cpu::check_numel(c.in[3], d.C, op, "beta");
-  check_act_shape(c.out[0], c.in[0].shape, op, "y");
-  cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { apply_impl<typename decltype(tag)::type>(c, d); });
+}  // namespace
+
+BnOperands bn_operands(OpKind kind, const OpCall& c) {
+  const std::string op(op_name(kind));
+  const OpOperands named(kind, c);  // checks the counts
+  BnOperands r;
+  fill(r, kBnInputs, kind, Side::In, c.in);
+  fill(r, kBnOutputs, kind, Side::Out, c.out);
+  TR_CHECK(r.x != nullptr, op, ": no x");
+  const TensorRef& x = *r.x;
+  TR_CHECK(x.shape.rank >= 2 && x.shape[x.shape.rank - 1] > 0, op, ": x must be [N,...,C], got ", x.shape.str());
+  TR_CHECK(is_float(x.dtype), op, ": x is ", dtype_name(x.dtype), ", not a float type");
+  r.C = x.shape[x.shape.rank - 1];
+  for (auto [t, what] : {std::pair{r.y, "y"}, {r.residual, "residual"}, {r.dy, "dy"}, {r.a, "a"},
+                         {r.relu_y, "y"}, {r.b, "b"}, {r.g, "g"}, {r.dx, "dx"}})
+    if (t != nullptr)
+      TR_CHECK(t->dtype == x.dtype && t->shape == x.shape, op, ": ", what, " is ", dtype_name(t->dtype),
+               t->shape.str(), ", expected x's ", dtype_name(x.dtype), x.shape.str());
+  for (auto [t, what] : {std::pair{r.gamma, "gamma"}, {r.beta, "beta"}, {r.dgamma, "dgamma"}, {r.dbeta, "dbeta"}})
+    if (t != nullptr)
+      TR_CHECK(t->dtype == x.dtype && t->shape.numel() == r.C, op, ": ", what, " is ", dtype_name(t->dtype),
+               t->shape.str(), ", expected ", dtype_name(x.dtype), " with C = ", r.C, " elements");
+  for (auto [t, what] : {std::pair{r.sums, "sums"}, {r.batch, "batch"}, {r.affine, "affine"}, {r.dsums, "dsums"}})
+    if (t != nullptr)
+      TR_CHECK((t->dtype == DType::F32 || t->dtype == DType::F64) && t->shape.numel() == 2 * r.C, op, ": ", what,
+               " is ", dtype_name(t->dtype), t->shape.str(), ", expected f32 or f64 with 2*C = ", 2 * r.C,
+               " elements");
+  return r;
+}
+
+namespace {
+
+template <class F>
+void on_float(const BnOperands& o, const char* op, F&& f) {
+  cpu::dispatch_float(o.x->dtype, op, [&](auto tag) { f(typename decltype(tag)::type{}); });
+}
+
+void stats(const OpCall& c, const BnOperands& o, const char* op) {
+  const BnDims d = bn_dims(c, *o.x, op);
+  on_float(o, op, [&](auto s) { stats_impl<decltype(s)>(o, d); });
+}
+
+void apply(const OpCall& c, const BnOperands& o, const char* op) {
+  const BnDims d = bn_dims(c, *o.x, op);
+  on_float(o, op, [&](auto s) { apply_impl<decltype(s)>(c, o, d); });
+}
+
+void bwd_reduce(const OpCall& c, const BnOperands& o, const char* op) {
+  const BnDims d = bn_dims(c, *o.x, op);
+  on_float(o, op, [&](auto s) { bwd_reduce_impl<decltype(s)>(c, o, d); });
+}
+
+void bwd_apply(const OpCall& c, const BnOperands& o, const char* op) {
+  const BnDims d = bn_dims(c, *o.x, op);
+  on_float(o, op, [&](auto s) { bwd_apply_impl<decltype(s)>(c, o, d); });
+}
+
+// The ReLU's gradient g of a, y (and b) as ReluBwd / ReluBwdAdd store it, then
+// the reduce of g (Note [the ReLU's gradient in the reduce]): the two ops apart.
+void relu_grad_then_reduce(const OpCall& c, const BnOperands& o, const char* op) {
+  const TensorRef relu_in[3] = {*o.a, *o.relu_y, o.b != nullptr ? *o.b : TensorRef{}};
+  const OpCall relu{relu_in, o.b != nullptr ? 3 : 2, o.g, 1, c.attrs, c.variant, c.env};
+  if (o.b != nullptr) relu_bwd_add_cpu(relu);
+  else relu_bwd_cpu(relu);
+  BnOperands reduce = o;
+  reduce.dy = o.g;
+  bwd_reduce(c, reduce, op);
+}
+
+}  // namespace
+
+void bn_stats_cpu(const OpCall& c) { stats(c, bn_operands(OpKind::BnStats, c), "bn_stats"); }
+
+void bn_relu_apply_cpu(const OpCall& c) { apply(c, bn_operands(OpKind::BnReluApply, c), "bn_relu_apply"); }
+
+void bn_add_relu_apply_cpu(const OpCall& c) {
+  apply(c, bn_operands(OpKind::BnAddReluApply, c), "bn_add_relu_apply");
+}
+
+// The statistics inside (Note [one kernel per BatchNorm]): BnStats, then the apply.
+void bn_stats_relu_apply_cpu(const OpCall& c) {
+  const BnOperands o = bn_operands(OpKind::BnStatsReluApply, c);
+  stats(c, o, "bn_stats_relu_apply");
+  apply(c, o, "bn_stats_relu_apply");
 }
 
 void bn_relu_bwd_reduce_cpu(const OpCall& c) {
-  const char* op = "bn_relu_bwd_reduce";
-  if (c.n_in == 5 || c.n_in == 6) {  // the ReLU's gradient in front: ReluBwd, then the reduce of its g
-    cpu::check_arity(c, op, 5, 6, 4, 4);
-    const TensorRef relu_in[3] = {c.in[0], c.in[4], c.n_in == 6 ? c.in[5] : TensorRef{}};
-    relu_bwd_cpu(OpCall{relu_in, c.n_in - 3, &c.out[3], 1, c.attrs, c.variant, c.env});
-    const TensorRef in[4] = {c.out[3], c.in[1], c.in[2], c.in[3]};
-    bn_relu_bwd_reduce_cpu(OpCall{in, 4, c.out, 3, c.attrs, c.variant, c.env});
-    return;
-  }
-  cpu::check_arity(c, op, 4, 4, 3, 3);
-  const BnDims d = bn_dims(c, c.in[2], op);
-  check_same_dtype(c, op, {&c.in[2], &c.out[0], &c.out[1]});
-  check_act_shape(c.in[0], c.in[2].shape, op, "dy");
-  cpu::check_numel(c.out[0], d.C, op, "dgamma");
-  cpu::check_numel(c.out[1], d.C, op, "dbeta");
-  cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { bwd_reduce_impl<typename decltype(tag)::type>(c, d); });
+  bwd_reduce(c, bn_operands(OpKind::BnReluBwdReduce, c), "bn_relu_bwd_reduce");
+}
+
+void relu_bwd_bn_reduce_cpu(const OpCall& c) {
+  relu_grad_then_reduce(c, bn_operands(OpKind::ReluBwdBnReduce, c), "relu_bwd_bn_reduce");
+}
+
+void relu_bwd_add_bn_reduce_cpu(const OpCall& c) {
+  relu_grad_then_reduce(c, bn_operands(OpKind::ReluBwdAddBnReduce, c), "relu_bwd_add_bn_reduce");
 }
 
 void bn_relu_bwd_apply_cpu(const OpCall& c) {
-  const char* op = "bn_relu_bwd_apply";
-  if (c.n_in == 5) {  // the reduce inside (Note [one kernel per BatchNorm]): the reduce, then the apply
-    cpu::check_arity(c, op, 5, 5, 4, 4);
-    bn_relu_bwd_reduce_cpu(OpCall{c.in, 4, c.out + 1, 3, c.attrs, c.variant, c.env});
-    const TensorRef in[6] = {c.in[0], c.in[1], c.in[2], c.in[3], c.in[4], c.out[3]};
-    bn_relu_bwd_apply_cpu(OpCall{in, 6, c.out, 1, c.attrs, c.variant, c.env});
-    return;
-  }
-  cpu::check_arity(c, op, 6, 6, 1, 1);
-  const BnDims d = bn_dims(c, c.in[2], op);
-  check_same_dtype(c, op, {&c.in[2], &c.in[4], &c.out[0]});
-  check_act_shape(c.in[0], c.in[2].shape, op, "dy");
-  check_act_shape(c.out[0], c.in[2].shape, op, "dx");
-  cpu::check_numel(c.in[4], d.C, op, "gamma");
-  cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { bwd_apply_impl<typename decltype(tag)::type>(c, d); });
+  bwd_apply(c, bn_operands(OpKind::BnReluBwdApply, c), "bn_relu_bwd_apply");
+}
+
+// The reduce inside (Note [one kernel per BatchNorm]): the reduce, then the apply.
+void bn_relu_bwd_reduce_apply_cpu(const OpCall& c) {
+  const BnOperands o = bn_operands(OpKind::BnReluBwdReduceApply, c);
+  bwd_reduce(c, o, "bn_relu_bwd_reduce_apply");
+  bwd_apply(c, o, "bn_relu_bwd_reduce_apply");
 }
 
 void bn_relu_infer_cpu(const OpCall& c) {
-  const char* op = "bn_relu_infer";
-  cpu::check_arity(c, op, 2, 2, 1, 1);
-  const Shape& x = c.in[0].shape;
-  TR_CHECK(x.rank >= 2, op, ": x must be [N,...,C], got ", x.str());
-  const int64_t C = x[x.rank - 1];
-  check_same_dtype(c, op, {&c.out[0]});
-  check_act_shape(c.out[0], x, op, "y");
-  cpu::dispatch_float(c.in[0].dtype, op,
-                      [&](auto tag) { infer_impl<typename decltype(tag)::type>(c, C, x.numel() / C); });
+  const BnOperands o = bn_operands(OpKind::BnReluInfer, c);
+  const int64_t pixels = o.x->shape.numel() / o.C;
+  on_float(o, "bn_relu_infer", [&](auto s) { infer_impl<decltype(s)>(c, o, pixels); });
 }
 
 void bn_fold_cpu(const OpCall& c) {
   const char* op = "bn_fold";
-  cpu::check_arity(c, op, 3, 3, 1, 1);
+  const OpOperands named(OpKind::BnFold, c);
   const int64_t C = c.in[0].shape.numel();
   double* v = cpu::scratch<double>(cpu::kDoubleSlot, size_t(6 * C));
   double* gamma = v;

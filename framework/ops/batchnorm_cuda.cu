@@ -6,6 +6,7 @@
 //   BnReluBwdReduce (<= 4 * SMs * 2 * C * 4), nothing for the others.
 #include "framework/ops/batchnorm.h"
 #include "framework/ops/bn_train_cuda.h"
+#include "framework/ops/op_signature.h"
 #include "framework/ops/relu.h"
 
 namespace tr {
@@ -124,23 +125,29 @@ int pick_vec(int64_t C, std::initializer_list<const void*> ptrs) {
   return v;
 }
 
-void check_activation(const TensorRef& t, const TensorRef& like, const char* op, const char* what) {
-  TR_CHECK(t.dtype == like.dtype && t.shape == like.shape, op, ": ", what, " is ", dtype_name(t.dtype),
-           t.shape.str(), ", expected ", dtype_name(like.dtype), like.shape.str());
+// The statistics of a BatchNorm on CUDA are f32 (bn_sums_dtype); the rest of
+// its operands are checked by bn_operands (batchnorm.h), for both backends.
+void require_f32_stats(const BnOperands& o, const char* op) {
+  for (auto [t, what] : {std::pair{o.sums, "sums"}, {o.batch, "batch"}, {o.affine, "affine"}, {o.dsums, "dsums"}})
+    if (t != nullptr) check_dtype(*t, DType::F32, op, what);
+}
+
+BnOperands cuda_operands(OpKind kind, const OpCall& c, const char* op) {
+  const BnOperands o = bn_operands(kind, c);
+  require_f32_stats(o, op);
+  return o;
 }
 
 }  // namespace
 
 // ---------------------------------------------------------------- launchers
 
-void bn_stats_cuda(const OpCall& c) {
-  const char* op = "BnStats";
-  check_arity(c, 1, 1, op);
-  const TensorRef& x = c.in[0];
-  const TensorRef& sums = c.out[0];
+namespace {
+
+void stats_cuda(const OpCall& c, const BnOperands& o, const char* op) {
+  const TensorRef& x = *o.x;
+  const TensorRef& sums = *o.sums;
   const RowsC rc = rows_c(x, op);
-  check_dtype(sums, DType::F32, op, "sums");
-  check_numel(sums, 2 * rc.c, op, "sums");
   const GpuHandles& gh = handles_of(c, op);
   dispatch_float(x.dtype, op, [&](auto tag) {
     using T = decltype(tag);
@@ -152,55 +159,12 @@ void bn_stats_cuda(const OpCall& c) {
   });
 }
 
-void bn_relu_apply_cuda(const OpCall& c) {
-  const char* op = "BnReluApply";
-  if (c.n_in == 3) {  // the statistics inside: x, gamma, beta -> y, batch, affine, sums
-    check_arity(c, 3, 4, op);
-    const TensorRef &x = c.in[0], &gamma = c.in[1], &beta = c.in[2];
-    const TensorRef &y = c.out[0], &batch = c.out[1], &affine = c.out[2], &sums = c.out[3];
-    const RowsC rc = rows_c(x, op);
-    check_bn_train_operands(sums, gamma, beta, batch, affine, x.dtype, rc.c, op);
-    check_activation(y, x, op, "y");
-    const double inv_count = bn_inv_count(c, x, rc.rows, op);
-    const GpuHandles& gh = handles_of(c, op);
-    const float eps = attrs_of(c, op).eps;
-    const bool relu = attrs_of(c, op).relu;
-    bool one_kernel = false;
-    dispatch_float(x.dtype, op, [&](auto tag) {
-      using T = decltype(tag);
-      auto launch = [&](auto vtag) {
-        constexpr int V = decltype(vtag)::value;
-        return launch_bn_relu_train<V, 4>(c.env, gh, RowSource<T>{x.as<T>(), rc.c}, x.as<T>(), rc.rows, rc.c,
-                                          sums.as<float>(), gamma.as<T>(), beta.as<T>(), y.as<T>(),
-                                          batch.as<float>(), affine.as<float>(), inv_count, eps, relu, op);
-      };
-      // BnStats's vector width (the sums' grid), which y must allow too.
-      const int vec = stats_vec<T>(rc.c, {x.data});
-      if (vec == kVec16<T> && aligned_to(y.data, 16)) one_kernel = launch(std::integral_constant<int, kVec16<T>>{});
-      else if (vec == 1) one_kernel = launch(std::integral_constant<int, 1>{});
-    });
-    if (one_kernel) return;
-    // The two ops apart: their own kernels, grids and vector widths.
-    const OpCall stats{&x, 1, &sums, 1, c.attrs, c.variant, c.env};
-    const TensorRef apply_in[4] = {x, sums, gamma, beta};
-    bn_stats_cuda(stats);
-    bn_relu_apply_cuda(OpCall{apply_in, 4, c.out, 3, c.attrs, c.variant, c.env});
-    return;
-  }
-  TR_CHECK(c.n_in == 4 || c.n_in == 5, op, ": expected 3, 4 or 5 inputs, got ", c.n_in);
-  check_arity(c, c.n_in, 3, op);
-  const TensorRef& x = c.in[0];
-  const TensorRef& sums = c.in[1];
-  const TensorRef& gamma = c.in[2];
-  const TensorRef& beta = c.in[3];
-  const void* residual = c.n_in == 5 ? c.in[4].data : nullptr;
-  if (residual != nullptr) check_activation(c.in[4], x, op, "residual");
-  const TensorRef& y = c.out[0];
-  const TensorRef& batch = c.out[1];
-  const TensorRef& affine = c.out[2];
+// BnReluApply, and BnAddReluApply with its residual.
+void apply_cuda(const OpCall& c, const BnOperands& o, const char* op) {
+  const TensorRef &x = *o.x, &sums = *o.sums, &gamma = *o.gamma, &beta = *o.beta;
+  const TensorRef &y = *o.y, &batch = *o.batch, &affine = *o.affine;
+  const void* residual = o.residual != nullptr ? o.residual->data : nullptr;
   const RowsC rc = rows_c(x, op);
-  check_bn_train_operands(sums, gamma, beta, batch, affine, x.dtype, rc.c, op);
-  check_activation(y, x, op, "y");
   const double inv_count = bn_inv_count(c, x, rc.rows, op);
   const GpuHandles& gh = handles_of(c, op);
   dispatch_float(x.dtype, op, [&](auto tag) {
@@ -218,66 +182,65 @@ void bn_relu_apply_cuda(const OpCall& c) {
   });
 }
 
-namespace {
+}  // namespace
 
-// The backward's inputs that reduce and apply share, checked: dy, affine and
-// x at in[0..2], batch at in[3]; x's rows and channels.
-RowsC check_bwd_inputs(const OpCall& c, const char* op) {
-  const TensorRef& x = c.in[2];
+void bn_stats_cuda(const OpCall& c) { stats_cuda(c, cuda_operands(OpKind::BnStats, c, "BnStats"), "BnStats"); }
+
+void bn_relu_apply_cuda(const OpCall& c) {
+  apply_cuda(c, cuda_operands(OpKind::BnReluApply, c, "BnReluApply"), "BnReluApply");
+}
+
+void bn_add_relu_apply_cuda(const OpCall& c) {
+  apply_cuda(c, cuda_operands(OpKind::BnAddReluApply, c, "BnAddReluApply"), "BnAddReluApply");
+}
+
+// The statistics inside: one cooperative kernel where it fits (Note [one
+// kernel per BatchNorm]), else BnStats and BnReluApply apart.
+void bn_stats_relu_apply_cuda(const OpCall& c) {
+  const char* op = "BnStatsReluApply";
+  const BnOperands o = cuda_operands(OpKind::BnStatsReluApply, c, op);
+  const TensorRef &x = *o.x, &gamma = *o.gamma, &beta = *o.beta;
+  const TensorRef &y = *o.y, &batch = *o.batch, &affine = *o.affine, &sums = *o.sums;
   const RowsC rc = rows_c(x, op);
-  check_activation(c.in[0], x, op, "dy");
-  check_dtype(c.in[1], DType::F32, op, "affine");
-  check_numel(c.in[1], 2 * rc.c, op, "affine");
-  check_dtype(c.in[3], DType::F32, op, "batch");
-  check_numel(c.in[3], 2 * rc.c, op, "batch");
-  return rc;
+  const double inv_count = bn_inv_count(c, x, rc.rows, op);
+  const GpuHandles& gh = handles_of(c, op);
+  const float eps = attrs_of(c, op).eps;
+  const bool relu = attrs_of(c, op).relu;
+  bool one_kernel = false;
+  dispatch_float(x.dtype, op, [&](auto tag) {
+    using T = decltype(tag);
+    auto launch = [&](auto vtag) {
+      constexpr int V = decltype(vtag)::value;
+      return launch_bn_relu_train<V, 4>(c.env, gh, RowSource<T>{x.as<T>(), rc.c}, x.as<T>(), rc.rows, rc.c,
+                                        sums.as<float>(), gamma.as<T>(), beta.as<T>(), y.as<T>(),
+                                        batch.as<float>(), affine.as<float>(), inv_count, eps, relu, op);
+    };
+    // BnStats's vector width (the sums' grid), which y must allow too.
+    const int vec = stats_vec<T>(rc.c, {x.data});
+    if (vec == kVec16<T> && aligned_to(y.data, 16)) one_kernel = launch(std::integral_constant<int, kVec16<T>>{});
+    else if (vec == 1) one_kernel = launch(std::integral_constant<int, 1>{});
+  });
+  if (one_kernel) return;
+  // The two ops apart: their own kernels, grids and vector widths.
+  stats_cuda(c, o, op);
+  apply_cuda(c, o, op);
 }
 
-// BnReluBwdReduce's operands (dy, affine, x, batch -> dgamma, dbeta, dsums), checked;
-// with the ReLU's gradient in front also y[, b] -> g, all of x's dtype and shape.
-RowsC check_bwd_reduce(const OpCall& c, const char* op) {
-  TR_CHECK(c.n_in >= 4 && c.n_in <= 6, op, ": expected 4, 5 or 6 inputs, got ", c.n_in);
-  check_arity(c, c.n_in, c.n_in == 4 ? 3 : 4, op);
-  const RowsC rc = check_bwd_inputs(c, op);
-  for (int i = 4; i < c.n_in; ++i) check_activation(c.in[i], c.in[2], op, i == 4 ? "y" : "b");
-  if (c.n_in > 4) check_activation(c.out[3], c.in[2], op, "g");
-  const DType dt = c.in[2].dtype;
-  check_dtype(c.out[0], dt, op, "dgamma");
-  check_dtype(c.out[1], dt, op, "dbeta");
-  check_numel(c.out[0], rc.c, op, "dgamma");
-  check_numel(c.out[1], rc.c, op, "dbeta");
-  check_dtype(c.out[2], DType::F32, op, "dsums");
-  check_numel(c.out[2], 2 * rc.c, op, "dsums");
-  return rc;
-}
-
-// BnReluBwdApply's operands (dy, affine, x, batch, gamma, dsums -> dx), checked.
-RowsC check_bwd_apply(const OpCall& c, const char* op) {
-  check_arity(c, 6, 1, op);
-  const RowsC rc = check_bwd_inputs(c, op);
-  const TensorRef& x = c.in[2];
-  check_activation(c.out[0], x, op, "dx");
-  check_dtype(c.in[4], x.dtype, op, "gamma");
-  check_numel(c.in[4], rc.c, op, "gamma");
-  check_dtype(c.in[5], DType::F32, op, "dsums");
-  check_numel(c.in[5], 2 * rc.c, op, "dsums");
-  return rc;
-}
+namespace {
 
 // The backward's reduce and apply as one cooperative kernel (Note [one kernel
 // per BatchNorm]); false when it does not fit or is off, or when the apply's
 // vector width would change the reduce's grid (the sums' bits).
-bool bwd_in_one_kernel(const OpCall& reduce, const OpCall& apply, const char* op) {
-  const RowsC rc = check_bwd_reduce(reduce, op);
-  check_bwd_apply(apply, op);
-  const GpuHandles& gh = handles_of(apply, op);
+bool bwd_in_one_kernel(const OpCall& c, const BnOperands& o, const char* op) {
+  const GpuHandles& gh = handles_of(c, op);
   if (!gh.grid_sync_sums) return false;
-  const TensorRef &dy = apply.in[0], &affine = apply.in[1], &x = apply.in[2], &batch = apply.in[3];
-  const TensorRef &gamma = apply.in[4], &dx = apply.out[0];
-  const TensorRef &dgamma = reduce.out[0], &dbeta = reduce.out[1], &dsums = reduce.out[2];
-  const double inv_count = bn_inv_count(apply, x, rc.rows, op);
-  const float eps = attrs_of(apply, op).eps;
-  const bool relu = attrs_of(apply, op).relu;
+  const TensorRef &dy = *o.dy, &affine = *o.affine, &x = *o.x, &batch = *o.batch;
+  const TensorRef &gamma = *o.gamma, &dx = *o.dx;
+  const TensorRef &dgamma = *o.dgamma, &dbeta = *o.dbeta, &dsums = *o.dsums;
+  const RowsC rc = rows_c(x, op);
+  const double inv_count = bn_inv_count(c, x, rc.rows, op);
+  const float eps = attrs_of(c, op).eps;
+  const bool relu = attrs_of(c, op).relu;
   bool launched = false;
   dispatch_float(x.dtype, op, [&](auto tag) {
     using T = decltype(tag);
@@ -296,7 +259,7 @@ bool bwd_in_one_kernel(const OpCall& reduce, const OpCall& apply, const char* op
       LaunchShape shape{g.grid, g.block, sum_smem_bytes<2, V>()};
       shape.cooperative = true;
       if (!fits_at_once(kernel, shape, sm_count(gh))) return;
-      launch_kernel(apply.env, shape, kernel, dy.as<T>(), affine.as<float>(), x.as<T>(), batch.as<float>(),
+      launch_kernel(c.env, shape, kernel, dy.as<T>(), affine.as<float>(), x.as<T>(), batch.as<float>(),
                     gamma.as<T>(), dx.as<T>(), rc.rows, rc.c, inv_count, eps, relu, out);
       launched = true;
     };
@@ -306,22 +269,18 @@ bool bwd_in_one_kernel(const OpCall& reduce, const OpCall& apply, const char* op
   return launched;
 }
 
-}  // namespace
-
-void bn_relu_bwd_reduce_cuda(const OpCall& c) {
-  const char* op = "BnReluBwdReduce";
-  const RowsC rc = check_bwd_reduce(c, op);
-  const bool relu_grad_in = c.n_in > 4;
-  const TensorRef& dy = c.in[0];
-  const TensorRef& affine = c.in[1];
-  const TensorRef& x = c.in[2];
-  const TensorRef& batch = c.in[3];
-  const TensorRef& dgamma = c.out[0];
-  const TensorRef& dbeta = c.out[1];
-  const TensorRef& dsums = c.out[2];
-  const void* y = relu_grad_in ? c.in[4].data : nullptr;
-  const void* b = c.n_in == 6 ? c.in[5].data : nullptr;
-  void* g_out = relu_grad_in ? c.out[3].data : nullptr;
+// The reduce of dy, or with the ReLU's gradient in front (o.a set) of
+// g = ReluBwd(a, y[, b]), which it also stores. False when the ReLU's tensors
+// do not allow the reduce's vector width: nothing was launched.
+bool reduce_cuda(const OpCall& c, const BnOperands& o, const char* op) {
+  const bool relu_grad_in = o.a != nullptr;
+  const TensorRef& dy = relu_grad_in ? *o.a : *o.dy;
+  const TensorRef &affine = *o.affine, &x = *o.x, &batch = *o.batch;
+  const TensorRef &dgamma = *o.dgamma, &dbeta = *o.dbeta, &dsums = *o.dsums;
+  const void* y = relu_grad_in ? o.relu_y->data : nullptr;
+  const void* b = o.b != nullptr ? o.b->data : nullptr;
+  void* g_out = relu_grad_in ? o.g->data : nullptr;
+  const RowsC rc = rows_c(x, op);
   const GpuHandles& gh = handles_of(c, op);
   const bool relu = attrs_of(c, op).relu;
   bool launched = false;
@@ -357,36 +316,28 @@ void bn_relu_bwd_reduce_cuda(const OpCall& c) {
     else with_vec(std::false_type{});
     launched = true;
   });
-  if (launched) return;
-  // A width the ReLU's tensors do not allow: ReluBwd, then the reduce of g.
-  const TensorRef relu_in[3] = {c.in[0], c.in[4], c.n_in == 6 ? c.in[5] : TensorRef{}};
-  relu_bwd_cuda(OpCall{relu_in, c.n_in - 3, &c.out[3], 1, c.attrs, c.variant, c.env});
-  const TensorRef reduce_in[4] = {c.out[3], c.in[1], c.in[2], c.in[3]};
-  bn_relu_bwd_reduce_cuda(OpCall{reduce_in, 4, c.out, 3, c.attrs, c.variant, c.env});
+  return launched;
 }
 
-void bn_relu_bwd_apply_cuda(const OpCall& c) {
-  const char* op = "BnReluBwdApply";
-  if (c.n_in == 5) {  // the reduce inside: dy, affine, x, batch, gamma -> dx, dgamma, dbeta, dsums
-    check_arity(c, 5, 4, op);
-    const TensorRef reduce_in[4] = {c.in[0], c.in[1], c.in[2], c.in[3]};
-    const TensorRef reduce_out[3] = {c.out[1], c.out[2], c.out[3]};
-    const TensorRef apply_in[6] = {c.in[0], c.in[1], c.in[2], c.in[3], c.in[4], c.out[3]};
-    const OpCall reduce{reduce_in, 4, reduce_out, 3, c.attrs, c.variant, c.env};
-    const OpCall apply{apply_in, 6, c.out, 1, c.attrs, c.variant, c.env};
-    if (bwd_in_one_kernel(reduce, apply, op)) return;
-    bn_relu_bwd_reduce_cuda(reduce);
-    bn_relu_bwd_apply_cuda(apply);
-    return;
-  }
-  const RowsC rc = check_bwd_apply(c, op);
-  const TensorRef& dy = c.in[0];
-  const TensorRef& affine = c.in[1];
-  const TensorRef& x = c.in[2];
-  const TensorRef& batch = c.in[3];
-  const TensorRef& gamma = c.in[4];
-  const TensorRef& dsums = c.in[5];
-  const TensorRef& dx = c.out[0];
+// ReluBwdBnReduce and ReluBwdAddBnReduce (Note [the ReLU's gradient in the
+// reduce]): one kernel, or where the ReLU's tensors do not allow the reduce's
+// vector width, ReluBwd(Add) and then the reduce of g.
+void reduce_with_relu_grad_cuda(const OpCall& c, const BnOperands& o, const char* op) {
+  if (reduce_cuda(c, o, op)) return;
+  const TensorRef relu_in[3] = {*o.a, *o.relu_y, o.b != nullptr ? *o.b : TensorRef{}};
+  const OpCall relu{relu_in, o.b != nullptr ? 3 : 2, o.g, 1, c.attrs, c.variant, c.env};
+  if (o.b != nullptr) relu_bwd_add_cuda(relu);
+  else relu_bwd_cuda(relu);
+  BnOperands reduce = o;
+  reduce.dy = o.g;
+  reduce.a = reduce.relu_y = reduce.b = reduce.g = nullptr;
+  reduce_cuda(c, reduce, op);
+}
+
+void bwd_apply_cuda(const OpCall& c, const BnOperands& o, const char* op) {
+  const TensorRef &dy = *o.dy, &affine = *o.affine, &x = *o.x, &batch = *o.batch;
+  const TensorRef &gamma = *o.gamma, &dsums = *o.dsums, &dx = *o.dx;
+  const RowsC rc = rows_c(x, op);
   const double inv_count = bn_inv_count(c, x, rc.rows, op);
   const GpuHandles& gh = handles_of(c, op);
   dispatch_float(x.dtype, op, [&](auto tag) {
@@ -404,16 +355,44 @@ void bn_relu_bwd_apply_cuda(const OpCall& c) {
   });
 }
 
+}  // namespace
+
+void bn_relu_bwd_reduce_cuda(const OpCall& c) {
+  const char* op = "BnReluBwdReduce";
+  const bool launched = reduce_cuda(c, cuda_operands(OpKind::BnReluBwdReduce, c, op), op);
+  TR_CHECK(launched, op, ": the reduce launched nothing");
+}
+
+void relu_bwd_bn_reduce_cuda(const OpCall& c) {
+  const char* op = "ReluBwdBnReduce";
+  reduce_with_relu_grad_cuda(c, cuda_operands(OpKind::ReluBwdBnReduce, c, op), op);
+}
+
+void relu_bwd_add_bn_reduce_cuda(const OpCall& c) {
+  const char* op = "ReluBwdAddBnReduce";
+  reduce_with_relu_grad_cuda(c, cuda_operands(OpKind::ReluBwdAddBnReduce, c, op), op);
+}
+
+void bn_relu_bwd_apply_cuda(const OpCall& c) {
+  const char* op = "BnReluBwdApply";
+  bwd_apply_cuda(c, cuda_operands(OpKind::BnReluBwdApply, c, op), op);
+}
+
+// The reduce inside: one cooperative kernel where it fits, else the two apart.
+void bn_relu_bwd_reduce_apply_cuda(const OpCall& c) {
+  const char* op = "BnReluBwdReduceApply";
+  const BnOperands o = cuda_operands(OpKind::BnReluBwdReduceApply, c, op);
+  if (bwd_in_one_kernel(c, o, op)) return;
+  const bool launched = reduce_cuda(c, o, op);
+  TR_CHECK(launched, op, ": the reduce launched nothing");
+  bwd_apply_cuda(c, o, op);
+}
+
 void bn_relu_infer_cuda(const OpCall& c) {
   const char* op = "BnReluInfer";
-  check_arity(c, 2, 1, op);
-  const TensorRef& x = c.in[0];
-  const TensorRef& affine = c.in[1];
-  const TensorRef& y = c.out[0];
+  const BnOperands o = cuda_operands(OpKind::BnReluInfer, c, op);
+  const TensorRef &x = *o.x, &affine = *o.affine, &y = *o.y;
   const RowsC rc = rows_c(x, op);
-  check_dtype(affine, DType::F32, op, "affine");
-  check_numel(affine, 2 * rc.c, op, "affine");
-  check_activation(y, x, op, "y");
   const GpuHandles& gh = handles_of(c, op);
   dispatch_float(x.dtype, op, [&](auto tag) {
     using T = decltype(tag);
@@ -431,7 +410,7 @@ void bn_relu_infer_cuda(const OpCall& c) {
 
 void bn_fold_cuda(const OpCall& c) {
   const char* op = "BnFold";
-  check_arity(c, 3, 1, op);
+  const OpOperands named(OpKind::BnFold, c);
   const TensorRef& gamma = c.in[0];
   const TensorRef& beta = c.in[1];
   const TensorRef& running = c.in[2];

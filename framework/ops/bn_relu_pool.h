@@ -12,7 +12,7 @@
 //   them. So the op gives the pair's bits.
 //   attrs: BnReluApply's (eps, relu, bn_rank_local) and the window (kernel 2,
 //   stride 2, pad 0; anything else is refused).
-#include "framework/ops/op_registry.h"
+#include "framework/ops/shape_ctx.h"
 
 namespace tr {
 

@@ -7,14 +7,14 @@
 
 #include "framework/core/error.h"
 #include "framework/ops/batchnorm.h"
+#include "framework/ops/op_signature.h"
 #include "framework/ops/pool.h"
 #include "framework/ops/pool_window.h"
 
 namespace tr {
 
-void bn_relu_pool_shapes(const ShapeCtx& c, Shape* out, int n_out) {
+void bn_relu_pool_shapes(const ShapeCtx& c, Shape* out, int) {
   const char* op = "bn_relu_pool";
-  TR_CHECK(c.n_in == 4 && n_out == 4, op, ": arity");
   const Shape& x = c.in[0];
   TR_USER_CHECK(c.attrs != nullptr, op, ": no attributes");
   TR_USER_CHECK(checked_pool_window(*c.attrs, x, op, true).is_2x2(), op,
@@ -30,7 +30,7 @@ void bn_relu_pool_shapes(const ShapeCtx& c, Shape* out, int n_out) {
 
 void bn_relu_pool_cpu(const OpCall& c) {
   const char* op = "bn_relu_pool";
-  TR_CHECK(c.n_in == 4 && c.n_out == 4, op, ": expected 4 inputs and 4 outputs, got ", c.n_in, " and ", c.n_out);
+  check_operands(OpKind::BnReluPool, c);
   const TensorRef& x = c.in[0];
   TR_CHECK(c.attrs != nullptr && checked_pool_window(*c.attrs, x.shape, op, true).is_2x2(), op,
            ": the pool must be 2x2 with stride 2 and no padding");
@@ -40,7 +40,7 @@ void bn_relu_pool_cpu(const OpCall& c) {
   const TensorRef y{y_buf.data(), x.dtype, x.shape};
   const TensorRef apply_out[3] = {y, c.out[2], c.out[3]};
   bn_relu_apply_cpu(OpCall{c.in, 4, apply_out, 3, c.attrs, c.variant, c.env});
-  maxpool_fwd_cpu(OpCall{&y, 1, c.out, 2, c.attrs, c.variant, c.env});
+  maxpool_argmax_fwd_cpu(OpCall{&y, 1, c.out, 2, c.attrs, c.variant, c.env});
 }
 
 }  // namespace tr

@@ -6,6 +6,7 @@
 // 0 writes batch and affine. No workspace, no atomics.
 #include "framework/ops/bn_affine_cuda.h"
 #include "framework/ops/bn_relu_pool.h"
+#include "framework/ops/op_signature.h"
 #include "framework/ops/pool_window.h"
 
 namespace tr {
@@ -59,7 +60,7 @@ __global__ void bn_relu_pool_kernel(const T* __restrict__ x, const float* __rest
 
 void bn_relu_pool_cuda(const OpCall& c) {
   const char* op = "BnReluPool";
-  check_arity(c, 4, 4, op);
+  check_operands(OpKind::BnReluPool, c);
   const OpAttrs& a = attrs_of(c, op);
   const TensorRef& x = c.in[0];
   TR_CHECK(checked_pool_window(a, x.shape, op, true).is_2x2(), op,

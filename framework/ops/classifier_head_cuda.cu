@@ -151,15 +151,13 @@ __global__ void classifier_head_kernel(const T* __restrict__ x, const T* __restr
 
 }  // namespace
 
-void classifier_head_cuda(const OpCall& c) {
-  const char* op = "ClassifierHead";
-  const bool with_bn = c.n_in == 6;
-  if (with_bn) check_arity(c, 6, 6, op);
-  else check_arity(c, 3, 4, op);
+namespace {
+
+void head_cuda(const OpCall& c, const HeadOperands& h, const char* op) {
+  const bool with_bn = h.with_bn();
   const OpAttrs& a = attrs_of(c, op);
-  TR_CHECK(!a.has_bias && a.with_grad, op, ": needs an fc without bias and the loss's gradient");
-  const TensorRef &x = c.in[0], &w = c.in[1], &labels = c.in[2];
-  const TensorRef &p = c.out[0], &dlogits = c.out[1], &metrics = c.out[2], &dx = c.out[3];
+  const TensorRef &x = *h.x, &w = *h.w, &labels = *h.labels;
+  const TensorRef &p = *h.p, &dlogits = *h.dlogits, &metrics = *h.metrics, &dx = *h.dx;
   TR_CHECK(x.shape.rank == 4 && x.shape[1] * x.shape[2] > 0, op, ": x must be [N,H,W,C], got ", x.shape.str());
   struct {
     int64_t n, h, w, c;
@@ -182,7 +180,7 @@ void classifier_head_cuda(const OpCall& c) {
   TR_CHECK(c.variant != nullptr && c.variant->global_batch > 0, op, ": needs variant.global_batch");
   const float inv_gb = float(1.0 / double(c.variant->global_batch));
   if (with_bn) {
-    check_bn_train_operands(c.in[3], c.in[4], c.in[5], c.out[4], c.out[5], x.dtype, d.c, op);
+    check_bn_train_operands(*h.sums, *h.gamma, *h.beta, *h.batch, *h.affine, x.dtype, d.c, op);
     TR_CHECK(size_t(2 * d.c) * sizeof(float) <= kMaxHeadBnSmem, op, ": ", d.c,
              " channels are more than the BatchNorm in front keeps in shared memory");
   }
@@ -196,7 +194,7 @@ void classifier_head_cuda(const OpCall& c) {
       HeadBn<T> bn;
       size_t smem = 0;
       if (with_bn) {
-        bn = {c.in[3].as<float>(), c.in[4].as<T>(), c.in[5].as<T>(), c.out[4].as<float>(), c.out[5].as<float>(),
+        bn = {h.sums->as<float>(), h.gamma->as<T>(), h.beta->as<T>(), h.batch->as<float>(), h.affine->as<float>(),
               bn_inv_count(c, x, d.n * d.h * d.w, op), a.eps, a.relu};
         smem = size_t(2 * d.c) * sizeof(float);
       }
@@ -213,6 +211,16 @@ void classifier_head_cuda(const OpCall& c) {
     }
     launch_xent_metrics(c.env, rows, d.n, metrics.as<float>());
   });
+}
+
+}  // namespace
+
+void classifier_head_cuda(const OpCall& c) {
+  head_cuda(c, head_operands(OpKind::ClassifierHead, c), "ClassifierHead");
+}
+
+void bn_relu_classifier_head_cuda(const OpCall& c) {
+  head_cuda(c, head_operands(OpKind::BnReluClassifierHead, c), "BnReluClassifierHead");
 }
 
 }  // namespace tr

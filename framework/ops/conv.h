@@ -9,7 +9,7 @@
 //   ConvBwdFilter: x, dy                                  -> dw[K,R,R,C]   (overwrites, no accumulation)
 #include <cstdint>
 
-#include "framework/ops/op_registry.h"
+#include "framework/ops/shape_ctx.h"
 
 namespace tr {
 

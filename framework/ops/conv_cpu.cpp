@@ -17,6 +17,7 @@
 
 #include "framework/ops/conv.h"
 #include "framework/ops/cpu_kernel_util.h"
+#include "framework/ops/op_signature.h"
 
 namespace tr {
 namespace {
@@ -225,9 +226,8 @@ void check_dy(const Shape& dy, const Shape& x, const OpAttrs& a, const char* op)
 
 }  // namespace
 
-void conv_fwd_shapes(const ShapeCtx& c, Shape* out, int n_out) {
+void conv_fwd_shapes(const ShapeCtx& c, Shape* out, int) {
   const char* op = "conv_fwd";
-  TR_CHECK(c.n_in == 2 && n_out == 1, op, ": arity");
   const Shape &x = c.in[0], &w = c.in[1];
   const OpAttrs& a = check_attrs(c, op);
   check_rank4(x, op, "x");
@@ -236,9 +236,8 @@ void conv_fwd_shapes(const ShapeCtx& c, Shape* out, int n_out) {
   out[0] = fwd_out(x, w[0], a, op);
 }
 
-void conv_bwd_data_shapes(const ShapeCtx& c, Shape* out, int n_out) {
+void conv_bwd_data_shapes(const ShapeCtx& c, Shape* out, int) {
   const char* op = "conv_bwd_data";
-  TR_CHECK(c.n_in == 3 && n_out == 1, op, ": arity");
   const Shape &dy = c.in[0], &w = c.in[1], &x = c.in[2];
   const OpAttrs& a = check_attrs(c, op);
   check_rank4(x, op, "x");
@@ -250,9 +249,8 @@ void conv_bwd_data_shapes(const ShapeCtx& c, Shape* out, int n_out) {
   out[0] = x;
 }
 
-void conv_bwd_filter_shapes(const ShapeCtx& c, Shape* out, int n_out) {
+void conv_bwd_filter_shapes(const ShapeCtx& c, Shape* out, int) {
   const char* op = "conv_bwd_filter";
-  TR_CHECK(c.n_in == 2 && n_out == 1, op, ": arity");
   const Shape &x = c.in[0], &dy = c.in[1];
   const OpAttrs& a = check_attrs(c, op);
   check_rank4(x, op, "x");
@@ -264,7 +262,7 @@ void conv_bwd_filter_shapes(const ShapeCtx& c, Shape* out, int n_out) {
 
 void conv_fwd_cpu(const OpCall& c) {
   const char* op = "conv_fwd";
-  cpu::check_arity(c, op, 2, 2, 1, 1);
+  check_operands(OpKind::ConvFwd, c);
   const ConvGeom g = call_geom(c, op, c.in[0].shape, c.in[1].shape[0]);
   TR_CHECK(c.in[1].shape == g.wt(), op, ": w ", c.in[1].shape.str(), ", expected ", g.wt().str());
   check_shape(c.out[0], g.y(), op, "y");
@@ -274,7 +272,7 @@ void conv_fwd_cpu(const OpCall& c) {
 // x (in[2]) gives the shape only; its data is never read.
 void conv_bwd_data_cpu(const OpCall& c) {
   const char* op = "conv_bwd_data";
-  cpu::check_arity(c, op, 3, 3, 1, 1);
+  check_operands(OpKind::ConvBwdData, c);
   const ConvGeom g = call_geom(c, op, c.in[2].shape, c.in[1].shape[0]);
   TR_CHECK(c.in[1].shape == g.wt(), op, ": w ", c.in[1].shape.str(), ", expected ", g.wt().str());
   check_shape(c.in[0], g.y(), op, "dy");
@@ -284,7 +282,7 @@ void conv_bwd_data_cpu(const OpCall& c) {
 
 void conv_bwd_filter_cpu(const OpCall& c) {
   const char* op = "conv_bwd_filter";
-  cpu::check_arity(c, op, 2, 2, 1, 1);
+  check_operands(OpKind::ConvBwdFilter, c);
   TR_CHECK(c.in[1].shape.rank == 4, op, ": dy ", c.in[1].shape.str());
   const ConvGeom g = call_geom(c, op, c.in[0].shape, c.in[1].shape[3]);
   check_shape(c.in[1], g.y(), op, "dy");

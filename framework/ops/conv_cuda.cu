@@ -18,6 +18,7 @@
 #include "framework/ops/conv.h"
 #include "framework/ops/conv_filter_tc_cuda.h"
 #include "framework/ops/conv_plan_cache_cuda.h"
+#include "framework/ops/op_signature.h"
 #include "framework/ops/conv_small_tc_cuda.h"
 #include "framework/ops/channel_sums_cuda.h"
 
@@ -266,7 +267,7 @@ struct ConvLaunch {
 
 // Checks the call against the plan's key and binds the handle to the op's stream.
 ConvLaunch begin(const OpCall& c, OpKind kind, const char* op) {
-  check_arity(c, kind == OpKind::ConvBwdData ? 3 : 2, 1, op);
+  check_operands(kind, c);
   const GpuHandles& gh = handles_of(c, op);
   TR_CHECK(gh.cudnn != nullptr, op, ": no cuDNN handle");
   TR_CHECK(gh.conv_plans != nullptr, op, ": no ConvPlanCache in GpuHandles");

@@ -4,7 +4,7 @@
 //   FcBwdData:   dy[N,M], w[M,K] (, x)      -> dx = scale * dy w: [N,K], or the shape of x when given
 //                (x is read for its shape only: the image an fc flattened, e.g. [N,7,7,512])
 //   FcBwdWeight: x, dy                      -> dw[M,K] = scale * dy^T x  (, db[M] = sum_n dy)
-#include "framework/ops/op_registry.h"
+#include "framework/ops/shape_ctx.h"
 
 namespace tr {
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "framework/ops/cpu_kernel_util.h"
+#include "framework/ops/op_signature.h"
 
 namespace tr {
 namespace {
@@ -110,10 +111,8 @@ void check_dy(const Shape& dy, const char* op) {
 
 }  // namespace
 
-void fc_fwd_shapes(const ShapeCtx& c, Shape* out, int n_out) {
+void fc_fwd_shapes(const ShapeCtx& c, Shape* out, int) {
   const char* op = "fc_fwd";
-  TR_CHECK(n_out == 1 && c.n_in == (c.attrs->has_bias ? 3 : 2), op, ": arity (has_bias=", c.attrs->has_bias,
-           ", ", c.n_in, " inputs)");
   const Shape &x = c.in[0], &w = c.in[1];
   check_x(x, op);
   check_w(w, op);
@@ -125,28 +124,20 @@ void fc_fwd_shapes(const ShapeCtx& c, Shape* out, int n_out) {
   out[0] = Shape{x[0], w[0]};
 }
 
-// dx has the shape of the forward x; with only dy and w at hand the rule
-// writes the flattened [N,K]. A graph that needs x's own shape (a view) keeps it.
-void fc_bwd_data_shapes(const ShapeCtx& c, Shape* out, int n_out) {
+// dx has the shape of the forward x (a view [N,K..] of the flattened [N,K]).
+void fc_bwd_data_shapes(const ShapeCtx& c, Shape* out, int) {
   const char* op = "fc_bwd_data";
-  TR_CHECK((c.n_in == 2 || c.n_in == 3) && n_out == 1, op, ": arity");
-  const Shape &dy = c.in[0], &w = c.in[1];
+  const Shape &dy = c.in[0], &w = c.in[1], &x = c.in[2];
   check_dy(dy, op);
   check_w(w, op);
   TR_USER_CHECK(dy[1] == w[0], op, ": dy ", dy.str(), " does not match w ", w.str());
-  out[0] = Shape{dy[0], w[1]};
-  if (c.n_in == 3) {
-    const Shape& x = c.in[2];
-    TR_USER_CHECK(x.rank >= 2 && x[0] == dy[0] && x.numel() == dy[0] * w[1], op, ": x ", x.str(),
-                  " is not the [", dy[0], ",", w[1], "] input of w ", w.str());
-    out[0] = x;
-  }
+  TR_USER_CHECK(x.rank >= 2 && x[0] == dy[0] && x.numel() == dy[0] * w[1], op, ": x ", x.str(),
+                " is not the [", dy[0], ",", w[1], "] input of w ", w.str());
+  out[0] = x;
 }
 
-void fc_bwd_weight_shapes(const ShapeCtx& c, Shape* out, int n_out) {
+void fc_bwd_weight_shapes(const ShapeCtx& c, Shape* out, int) {
   const char* op = "fc_bwd_weight";
-  TR_CHECK(c.n_in == 2 && n_out == (c.attrs->has_bias ? 2 : 1), op, ": arity (has_bias=",
-           c.attrs->has_bias, ", ", n_out, " outputs)");
   const Shape &x = c.in[0], &dy = c.in[1];
   check_x(x, op);
   check_dy(dy, op);
@@ -159,8 +150,7 @@ void fc_bwd_weight_shapes(const ShapeCtx& c, Shape* out, int n_out) {
 
 void fc_fwd_cpu(const OpCall& c) {
   const char* op = "fc_fwd";
-  const int nb = c.attrs->has_bias ? 3 : 2;
-  cpu::check_arity(c, op, nb, nb, 1, 1);
+  check_operands(OpKind::FcFwd, c);
   check_dtypes(c, op);
   const Shape &x = c.in[0].shape, &w = c.in[1].shape;
   TR_CHECK(x.rank >= 2 && w.rank == 2 && x.inner() == w[1], op, ": x ", x.str(), " w ", w.str());
@@ -172,7 +162,7 @@ void fc_fwd_cpu(const OpCall& c) {
 
 void fc_bwd_data_cpu(const OpCall& c) {
   const char* op = "fc_bwd_data";
-  cpu::check_arity(c, op, 2, 3, 1, 1);
+  const OpOperands named(OpKind::FcBwdData, c);  // dy, w, x (dx's shape only) -> dx
   check_dtypes(c, op);
   const Shape &dy = c.in[0].shape, &w = c.in[1].shape;
   TR_CHECK(dy.rank == 2 && w.rank == 2 && dy[1] == w[0], op, ": dy ", dy.str(), " w ", w.str());
@@ -184,8 +174,7 @@ void fc_bwd_data_cpu(const OpCall& c) {
 
 void fc_bwd_weight_cpu(const OpCall& c) {
   const char* op = "fc_bwd_weight";
-  const int nb = c.attrs->has_bias ? 2 : 1;
-  cpu::check_arity(c, op, 2, 2, nb, nb);
+  check_operands(OpKind::FcBwdWeight, c);
   check_dtypes(c, op);
   const Shape &x = c.in[0].shape, &dy = c.in[1].shape;
   TR_CHECK(x.rank >= 2 && dy.rank == 2 && x[0] == dy[0], op, ": x ", x.str(), " dy ", dy.str());

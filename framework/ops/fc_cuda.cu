@@ -28,6 +28,7 @@
 #include "framework/ops/channel_sums_cuda.h"
 #include "framework/ops/fc.h"
 #include "framework/ops/fc_small_cuda.h"
+#include "framework/ops/op_signature.h"
 
 namespace tr {
 namespace {
@@ -145,7 +146,7 @@ struct FcDims {
 void fc_fwd_cuda(const OpCall& c) {
   const char* op = "FcFwd";
   const OpAttrs& a = attrs_of(c, op);
-  check_arity(c, a.has_bias ? 3 : 2, 1, op);
+  check_operands(OpKind::FcFwd, c);
   const TensorRef& x = c.in[0];
   const TensorRef& w = c.in[1];
   const TensorRef& y = c.out[0];
@@ -192,7 +193,7 @@ void fc_fwd_cuda(const OpCall& c) {
 void fc_bwd_data_cuda(const OpCall& c) {
   const char* op = "FcBwdData";
   const OpAttrs& a = attrs_of(c, op);
-  check_arity(c, c.n_in == 3 ? 3 : 2, 1, op);  // a third input: x, for dx's shape only
+  const OpOperands named(OpKind::FcBwdData, c);  // dy, w, x (dx's shape only) -> dx
   const TensorRef& dy = c.in[0];
   const TensorRef& w = c.in[1];
   const TensorRef& dx = c.out[0];
@@ -219,7 +220,7 @@ void fc_bwd_data_cuda(const OpCall& c) {
 void fc_bwd_weight_cuda(const OpCall& c) {
   const char* op = "FcBwdWeight";
   const OpAttrs& a = attrs_of(c, op);
-  check_arity(c, 2, a.has_bias ? 2 : 1, op);
+  check_operands(OpKind::FcBwdWeight, c);
   const TensorRef& x = c.in[0];
   const TensorRef& dy = c.in[1];
   const TensorRef& dw = c.out[0];

@@ -5,6 +5,7 @@
 // forward's winner, as in the CPU reference (pool_cpu.cpp). No workspace, no
 // atomics.
 #include "framework/ops/cuda_kernel_util_cuda.h"
+#include "framework/ops/op_signature.h"
 #include "framework/ops/pool.h"
 #include "framework/ops/pool_vec_cuda.h"
 
@@ -68,7 +69,7 @@ __global__ void global_maxpool_bwd_kernel(const T* __restrict__ dy, const T* __r
 
 void global_maxpool_fwd_cuda(const OpCall& c) {
   const char* op = "GlobalMaxPoolFwd";
-  check_arity(c, 1, 1, op);
+  check_operands(OpKind::GlobalMaxPoolFwd, c);
   const TensorRef& x = c.in[0];
   const TensorRef& y = c.out[0];
   const Nhwc d = nhwc(x, op, "x");
@@ -89,7 +90,7 @@ void global_maxpool_fwd_cuda(const OpCall& c) {
 
 void global_maxpool_bwd_cuda(const OpCall& c) {
   const char* op = "GlobalMaxPoolBwd";
-  check_arity(c, 3, 1, op);
+  check_operands(OpKind::GlobalMaxPoolBwd, c);
   const TensorRef& dy = c.in[0];
   const TensorRef& x = c.in[1];
   const TensorRef& y = c.in[2];

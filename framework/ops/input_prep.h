@@ -8,7 +8,7 @@
 // Training graphs augment here (flip, translate, cutout): Note [augmentation]
 // in framework/ops/augment.h. The augmented image is built at h x w, after the
 // downsampling, so a low-resolution epoch shifts by whole low-res pixels.
-#include "framework/ops/op_registry.h"
+#include "framework/ops/shape_ctx.h"
 
 namespace tr {
 

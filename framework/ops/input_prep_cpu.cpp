@@ -11,6 +11,7 @@
 
 #include "framework/ops/augment.h"
 #include "framework/ops/cpu_kernel_util.h"
+#include "framework/ops/op_signature.h"
 
 namespace tr {
 namespace {
@@ -59,9 +60,8 @@ void prep_impl(const OpCall& c, int64_t N, int64_t h, int64_t w) {
 
 }  // namespace
 
-void input_prep_shapes(const ShapeCtx& c, Shape* out, int n_out) {
+void input_prep_shapes(const ShapeCtx& c, Shape* out, int) {
   const char* op = "input_prep";
-  TR_CHECK(c.n_in == 2 && n_out == 2, op, ": arity");
   TR_CHECK(c.variant != nullptr, op, ": needs a variant");
   const Shape &im = c.in[0], &ls = c.in[1];
   TR_USER_CHECK(im.rank == 4, op, ": images must be [B,H,W,C], got ", im.str());
@@ -89,7 +89,7 @@ void input_prep_shapes(const ShapeCtx& c, Shape* out, int n_out) {
 
 void input_prep_cpu(const OpCall& c) {
   const char* op = "input_prep";
-  cpu::check_arity(c, op, 2, 2, 2, 2);
+  check_operands(OpKind::InputPrep, c);
   TR_CHECK(c.variant != nullptr, op, ": needs a variant");
   const Shape& im = c.in[0].shape;
   TR_CHECK(im.rank == 4 && im[3] <= 4, op, ": images ", im.str());

@@ -10,6 +10,7 @@
 #include "framework/ops/augment.h"
 #include "framework/ops/cuda_kernel_util_cuda.h"
 #include "framework/ops/input_prep.h"
+#include "framework/ops/op_signature.h"
 
 namespace tr {
 namespace {
@@ -72,7 +73,7 @@ __global__ void input_prep_kernel(const uint8_t* __restrict__ img, const int32_t
 
 void input_prep_cuda(const OpCall& c) {
   const char* op = "InputPrep";
-  check_arity(c, 2, 2, op);
+  check_operands(OpKind::InputPrep, c);
   const TensorRef& images = c.in[0];
   const TensorRef& labels_src = c.in[1];
   const TensorRef& x = c.out[0];

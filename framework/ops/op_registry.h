@@ -4,24 +4,17 @@
 // once; the hot path never consults the table.
 #include <string_view>
 
-#include "framework/core/variant_dims.h"
 #include "framework/ops/op_call.h"
 #include "framework/ops/op_kind.h"
+#include "framework/ops/shape_ctx.h"
 
 namespace tr {
-
-struct ShapeCtx {
-  const Shape* in = nullptr;  // input shapes, in the node's input order
-  int n_in = 0;
-  const OpAttrs* attrs = nullptr;
-  const VariantDims* variant = nullptr;
-};
-// Writes the shapes of the node's outputs; throws UserError on inconsistent inputs.
-using ShapeFn = void (*)(const ShapeCtx&, Shape* out, int n_out);
 
 struct OpDef {
   OpKind kind = OpKind::Count;  // its index in the table (checked at compile time)
   std::string_view name;
+  std::string_view inputs;   // the operands by name, in order (Note [operands by name], op_signature.h)
+  std::string_view outputs;
   ShapeFn shapes = nullptr;
   OpFn cpu = nullptr;
   OpFn cuda = nullptr;  // null when built without CUDA

@@ -18,7 +18,7 @@
 //   Lars:        ops = param, grad, momentum; operands already restricted to the group's
 //       segments. For decay segments: trust = trust_coef*|p|/(|g| + wd*|p|) (1 when a
 //       norm is 0), g' = trust*(g + wd*p); others g' = g. v = mu*v + g'; p -= lr*v.
-#include "framework/ops/op_registry.h"
+#include "framework/ops/op_call.h"
 
 namespace tr {
 

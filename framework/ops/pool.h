@@ -13,31 +13,46 @@
 //                     are summed in f32 (f64 for F64), outputs in row-major order,
 //                     rounded once. Positions that win nothing (ties after the first,
 //                     rows no window reaches) get 0.
-//   With a second output, MaxPoolFwd also records each output's winner:
+//   MaxPoolArgmaxFwd: x -> y, argmax: MaxPoolFwd that also records each output's winner:
 //                     argmax u8[N,Ho,Wo,C] = kh * k + kw, its position in the window
 //                     (from the window's corner, padding included; k <= 16). Then
-//                     MaxPoolBwd(dy, x, argmax) routes the gradients to the recorded
+//                     MaxPoolArgmaxBwd(dy, x, argmax) routes the gradients to the recorded
 //                     winners in the same order and with the same sums (x gives
 //                     the shape only). The same bits as the search from y, without
 //                     rescanning every window. The max-pool layer records them
 //                     for every window when it trains.
-//   With a third output (2x2 windows, stride 2, no padding), MaxPoolFwd also
-//                     computes the BatchNorm statistics of y, what BnStats(y)
+//   MaxPoolStatsFwd:  x -> y, argmax, sums (2x2 windows, stride 2, no padding): also
+//                     the BatchNorm statistics of y, what BnStats(y)
 //                     would: sums f32[2,C] = (sum y, sum y^2). The fusion of a
 //                     max pool and the BatchNorm after it (Note [fusion]); on
 //                     the GPU the same bits as BnStats, without reading y again.
+//   PoolBnReluApply:  x, gamma, beta -> p, argmax, sums, y, batch, affine: MaxPoolStatsFwd
+//                     of x into p, then BnReluApply of p (Note [one kernel per
+//                     BatchNorm], bn_train_cuda.h)
 //   GlobalMaxPoolFwd: x[N,H,W,C] -> y[N,C]
 //   GlobalMaxPoolBwd: dy, x, y   -> dx[N,H,W,C]
-#include "framework/ops/op_registry.h"
+#include "framework/ops/shape_ctx.h"
 
 namespace tr {
 
 void maxpool_fwd_shapes(const ShapeCtx& c, Shape* out, int n_out);
+void maxpool_argmax_fwd_shapes(const ShapeCtx& c, Shape* out, int n_out);
+void maxpool_stats_fwd_shapes(const ShapeCtx& c, Shape* out, int n_out);
+void pool_bn_relu_apply_shapes(const ShapeCtx& c, Shape* out, int n_out);
 void maxpool_bwd_shapes(const ShapeCtx& c, Shape* out, int n_out);
+void maxpool_argmax_bwd_shapes(const ShapeCtx& c, Shape* out, int n_out);
 void global_maxpool_fwd_shapes(const ShapeCtx& c, Shape* out, int n_out);
 void global_maxpool_bwd_shapes(const ShapeCtx& c, Shape* out, int n_out);
 void maxpool_fwd_cpu(const OpCall& c);
 void maxpool_fwd_cuda(const OpCall& c);
+void maxpool_argmax_fwd_cpu(const OpCall& c);
+void maxpool_argmax_fwd_cuda(const OpCall& c);
+void maxpool_stats_fwd_cpu(const OpCall& c);
+void maxpool_stats_fwd_cuda(const OpCall& c);
+void pool_bn_relu_apply_cpu(const OpCall& c);
+void pool_bn_relu_apply_cuda(const OpCall& c);
+void maxpool_argmax_bwd_cpu(const OpCall& c);
+void maxpool_argmax_bwd_cuda(const OpCall& c);
 void maxpool_bwd_cpu(const OpCall& c);
 void maxpool_bwd_cuda(const OpCall& c);
 void global_maxpool_fwd_cpu(const OpCall& c);

@@ -11,6 +11,7 @@
 
 #include "framework/ops/batchnorm.h"
 #include "framework/ops/cpu_kernel_util.h"
+#include "framework/ops/op_signature.h"
 #include "framework/ops/pool_window.h"
 
 namespace tr {
@@ -33,13 +34,13 @@ inline uint8_t window_pos(const PoolWindow& pw, int64_t oh, int64_t ow, int64_t 
 
 // x[N,H,W,C] -> y[N,Ho,Wo,C]: row-major window scan, padding skipped.
 template <class S>
-void maxpool_fwd_impl(const OpCall& c, const PoolWindow& pw) {
+void maxpool_fwd_impl(const TensorRef& xt, const TensorRef& yt, const TensorRef* argmax_t, const PoolWindow& pw) {
   using A = acc_t<S>;
-  const Dims d = dims_of(c.in[0].shape, pw);
+  const Dims d = dims_of(xt.shape, pw);
   const int64_t C = d.C;
-  const S* x = c.in[0].as<S>();
-  S* y = c.out[0].as<S>();
-  uint8_t* argmax = c.n_out >= 2 ? c.out[1].as<uint8_t>() : nullptr;  // kh * k + kw of the winner
+  const S* x = xt.as<S>();
+  S* y = yt.as<S>();
+  uint8_t* argmax = argmax_t != nullptr ? argmax_t->as<uint8_t>() : nullptr;  // kh * k + kw of the winner
   A* m = cpu::scratch<A>(0, size_t(C));
   for (int64_t n = 0; n < d.N; ++n)
     for (int64_t oh = 0; oh < d.Ho; ++oh)
@@ -210,8 +211,8 @@ const OpAttrs& attrs_of(const OpAttrs* a, const char* op) {
   return *a;
 }
 
+// dy, x, y -> dx, the kind's operand counts checked by the caller.
 void check_bwd_call(const OpCall& c, const char* op, const Shape& y_want) {
-  cpu::check_arity(c, op, 3, 3, 1, 1);
   const Shape& x = c.in[1].shape;
   TR_CHECK(x.rank == 4, op, ": x ", x.str());
   const DType t = c.in[0].dtype;
@@ -223,53 +224,74 @@ void check_bwd_call(const OpCall& c, const char* op, const Shape& y_want) {
   TR_CHECK(c.out[0].shape.numel() == x.numel(), op, ": dx ", c.out[0].shape.str());
 }
 
+// x -> y, the kind's operand counts checked by the caller.
 void check_fwd_call(const OpCall& c, const char* op) {
-  cpu::check_arity(c, op, 1, 1, 1, 1);
   TR_CHECK(c.in[0].shape.rank == 4, op, ": x ", c.in[0].shape.str());
   cpu::check_dtype(c.out[0], c.in[0].dtype, op, "y");
 }
 
 }  // namespace
 
-void maxpool_fwd_shapes(const ShapeCtx& c, Shape* out, int n_out) {
-  const char* op = "maxpool_fwd";
-  if (c.n_in == 3) {  // its BatchNorm inside: x, gamma, beta -> p, argmax, sums, y, batch, affine
-    TR_CHECK(n_out == 6, op, ": arity");
-    maxpool_fwd_shapes(ShapeCtx{c.in, 1, c.attrs, c.variant}, out, 3);
-    const Shape in[4] = {out[0], out[2], c.in[1], c.in[2]};
-    bn_relu_apply_shapes(ShapeCtx{in, 4, c.attrs, c.variant}, out + 3, 3);
-    return;
-  }
-  TR_CHECK(c.n_in == 1 && n_out >= 1 && n_out <= 3, op, ": arity");
+namespace {
+
+// x -> y [, argmax [, sums]]: the pool, its winners, y's statistics.
+void maxpool_shapes(const ShapeCtx& c, Shape* out, bool with_argmax, bool with_stats, const char* op) {
   const PoolWindow pw = checked_pool_window(attrs_of(c.attrs, op), c.in[0], op, true);
-  if (n_out >= 2) TR_USER_CHECK(pw.k <= 16, op, ": a recorded winner needs a window of at most 16x16, got ", pw.k);
-  if (n_out == 3)
+  if (with_argmax)
+    TR_USER_CHECK(pw.k <= 16, op, ": a recorded winner needs a window of at most 16x16, got ", pw.k);
+  if (with_stats)
     TR_USER_CHECK(pw.is_2x2(), op,
                   ": the BatchNorm statistics output needs 2x2 windows of stride 2 without padding");
   out[0] = pooled_shape(c.in[0], pw);
-  if (n_out >= 2) out[1] = out[0];                             // argmax
-  if (n_out == 3) out[2] = Shape{2, c.in[0][c.in[0].rank - 1]};  // sums
+  if (with_argmax) out[1] = out[0];
+  if (with_stats) out[2] = Shape{2, c.in[0][c.in[0].rank - 1]};
 }
 
-void maxpool_bwd_shapes(const ShapeCtx& c, Shape* out, int n_out) {
-  const char* op = "maxpool_bwd";
-  TR_CHECK(c.n_in == 3 && n_out == 1, op, ": arity");
+}  // namespace
+
+void maxpool_fwd_shapes(const ShapeCtx& c, Shape* out, int) { maxpool_shapes(c, out, false, false, "maxpool_fwd"); }
+
+void maxpool_argmax_fwd_shapes(const ShapeCtx& c, Shape* out, int) {
+  maxpool_shapes(c, out, true, false, "maxpool_argmax_fwd");
+}
+
+void maxpool_stats_fwd_shapes(const ShapeCtx& c, Shape* out, int) {
+  maxpool_shapes(c, out, true, true, "maxpool_stats_fwd");
+}
+
+// x, gamma, beta -> p, argmax, sums (the pool), y, batch, affine (BnReluApply of p).
+void pool_bn_relu_apply_shapes(const ShapeCtx& c, Shape* out, int) {
+  maxpool_shapes(ShapeCtx{c.in, 1, c.attrs, c.variant}, out, true, true, "pool_bn_relu_apply");
+  const Shape in[4] = {out[0], out[2], c.in[1], c.in[2]};
+  bn_relu_apply_shapes(ShapeCtx{in, 4, c.attrs, c.variant}, out + 3, 3);
+}
+
+namespace {
+
+// dy, x, y (or argmax) -> dx.
+void maxpool_bwd_rule(const ShapeCtx& c, Shape* out, const char* op, const char* third) {
   const Shape& x = c.in[1];
   const Shape y = pooled_shape(x, checked_pool_window(attrs_of(c.attrs, op), x, op, true));
   TR_USER_CHECK(c.in[0] == y, op, ": dy ", c.in[0].str(), " must be ", y.str(), " for x ", x.str());
-  TR_USER_CHECK(c.in[2] == y, op, ": y (or argmax) ", c.in[2].str(), " must be ", y.str(), " for x ", x.str());
+  TR_USER_CHECK(c.in[2] == y, op, ": ", third, " ", c.in[2].str(), " must be ", y.str(), " for x ", x.str());
   out[0] = x;
 }
 
-void global_maxpool_fwd_shapes(const ShapeCtx& c, Shape* out, int n_out) {
-  TR_CHECK(c.n_in == 1 && n_out == 1, "global_maxpool_fwd: arity");
+}  // namespace
+
+void maxpool_bwd_shapes(const ShapeCtx& c, Shape* out, int) { maxpool_bwd_rule(c, out, "maxpool_bwd", "y"); }
+
+void maxpool_argmax_bwd_shapes(const ShapeCtx& c, Shape* out, int) {
+  maxpool_bwd_rule(c, out, "maxpool_argmax_bwd", "argmax");
+}
+
+void global_maxpool_fwd_shapes(const ShapeCtx& c, Shape* out, int) {
   check_x(c.in[0], "global_maxpool_fwd");
   out[0] = Shape{c.in[0][0], c.in[0][3]};
 }
 
-void global_maxpool_bwd_shapes(const ShapeCtx& c, Shape* out, int n_out) {
+void global_maxpool_bwd_shapes(const ShapeCtx& c, Shape* out, int) {
   const char* op = "global_maxpool_bwd";
-  TR_CHECK(c.n_in == 3 && n_out == 1, op, ": arity");
   const Shape& x = c.in[1];
   check_x(x, op);
   const Shape y{x[0], x[3]};
@@ -278,55 +300,82 @@ void global_maxpool_bwd_shapes(const ShapeCtx& c, Shape* out, int n_out) {
   out[0] = x;
 }
 
-void maxpool_fwd_cpu(const OpCall& c) {
-  const char* op = "maxpool_fwd";
-  if (c.n_in == 3) {  // its BatchNorm inside (Note [one kernel per BatchNorm]): the pool, then the apply of p
-    cpu::check_arity(c, op, 3, 3, 6, 6);
-    maxpool_fwd_cpu(OpCall{c.in, 1, c.out, 3, c.attrs, c.variant, c.env});
-    const TensorRef in[4] = {c.out[0], c.out[2], c.in[1], c.in[2]};
-    bn_relu_apply_cpu(OpCall{in, 4, c.out + 3, 3, c.attrs, c.variant, c.env});
-    return;
-  }
-  cpu::check_arity(c, op, 1, 1, 1, 3);
-  TR_CHECK(c.in[0].shape.rank == 4, op, ": x ", c.in[0].shape.str());
-  cpu::check_dtype(c.out[0], c.in[0].dtype, op, "y");
-  const PoolWindow pw = checked_pool_window(attrs_of(c.attrs, op), c.in[0].shape, op, true);
-  TR_CHECK(c.out[0].shape.numel() == pooled_shape(c.in[0].shape, pw).numel(), op, ": y ", c.out[0].shape.str());
-  if (c.n_out >= 2) {
-    cpu::check_dtype(c.out[1], DType::U8, op, "argmax");
-    cpu::check_numel(c.out[1], c.out[0].shape.numel(), op, "argmax");
+namespace {
+
+// x -> p [, argmax [, sums]]: the pool, its winners, y's statistics (the
+// fused BnStats of p, Note [fusion]: its own reference, on p as stored).
+void maxpool_cpu(const OpCall& c, const TensorRef& x, const TensorRef& p, const TensorRef* argmax,
+                 const TensorRef* sums, const char* op) {
+  TR_CHECK(x.shape.rank == 4, op, ": x ", x.shape.str());
+  cpu::check_dtype(p, x.dtype, op, "y");
+  const PoolWindow pw = checked_pool_window(attrs_of(c.attrs, op), x.shape, op, true);
+  TR_CHECK(p.shape.numel() == pooled_shape(x.shape, pw).numel(), op, ": y ", p.shape.str());
+  if (argmax != nullptr) {
+    cpu::check_dtype(*argmax, DType::U8, op, "argmax");
+    cpu::check_numel(*argmax, p.shape.numel(), op, "argmax");
     TR_CHECK(pw.k <= 16, op, ": a recorded winner needs a window of at most 16x16");
   }
-  if (c.n_out == 3)
-    TR_CHECK(pw.is_2x2(), op,
-             ": the BatchNorm statistics output needs 2x2 windows of stride 2 without padding");
-  cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { maxpool_fwd_impl<typename decltype(tag)::type>(c, pw); });
-  if (c.n_out == 3) {  // the fused BnStats of y (Note [fusion]): its own reference, on y as stored
-    const OpCall stats{&c.out[0], 1, &c.out[2], 1, c.attrs, c.variant, c.env};
-    bn_stats_cpu(stats);
-  }
+  if (sums != nullptr)
+    TR_CHECK(pw.is_2x2(), op, ": the BatchNorm statistics output needs 2x2 windows of stride 2 without padding");
+  cpu::dispatch_float(x.dtype, op,
+                      [&](auto tag) { maxpool_fwd_impl<typename decltype(tag)::type>(x, p, argmax, pw); });
+  if (sums != nullptr) bn_stats_cpu(OpCall{&p, 1, sums, 1, c.attrs, c.variant, c.env});
+}
+
+}  // namespace
+
+void maxpool_fwd_cpu(const OpCall& c) {
+  const OpOperands o(OpKind::MaxPoolFwd, c);
+  maxpool_cpu(c, o.in("x"), o.out("y"), nullptr, nullptr, "maxpool_fwd");
+}
+
+void maxpool_argmax_fwd_cpu(const OpCall& c) {
+  const OpOperands o(OpKind::MaxPoolArgmaxFwd, c);
+  maxpool_cpu(c, o.in("x"), o.out("y"), &o.out("argmax"), nullptr, "maxpool_argmax_fwd");
+}
+
+void maxpool_stats_fwd_cpu(const OpCall& c) {
+  const OpOperands o(OpKind::MaxPoolStatsFwd, c);
+  maxpool_cpu(c, o.in("x"), o.out("y"), &o.out("argmax"), &o.out("sums"), "maxpool_stats_fwd");
+}
+
+// Its BatchNorm inside (Note [one kernel per BatchNorm]): the pool, then the apply of p.
+void pool_bn_relu_apply_cpu(const OpCall& c) {
+  const OpOperands o(OpKind::PoolBnReluApply, c);
+  const TensorRef& p = o.out("p");
+  maxpool_cpu(c, o.in("x"), p, &o.out("argmax"), &o.out("sums"), "pool_bn_relu_apply");
+  const TensorRef in[4] = {p, o.out("sums"), o.in("gamma"), o.in("beta")};
+  const TensorRef out[3] = {o.out("y"), o.out("batch"), o.out("affine")};
+  bn_relu_apply_cpu(OpCall{in, 4, out, 3, c.attrs, c.variant, c.env});
+}
+
+void maxpool_argmax_bwd_cpu(const OpCall& c) {
+  const char* op = "maxpool_argmax_bwd";
+  const OpOperands o(OpKind::MaxPoolArgmaxBwd, c);  // dy, x (its shape only), argmax -> dx
+  TR_CHECK(o.in("x").shape.rank == 4, op, ": x ", o.in("x").shape.str());
+  const PoolWindow pw = checked_pool_window(attrs_of(c.attrs, op), o.in("x").shape, op, true);
+  const Shape y = pooled_shape(o.in("x").shape, pw);
+  cpu::check_numel(o.in("dy"), y.numel(), op, "dy");
+  cpu::check_dtype(o.in("argmax"), DType::U8, op, "argmax");
+  cpu::check_numel(o.in("argmax"), y.numel(), op, "argmax");
+  cpu::check_dtype(o.out("dx"), o.in("dy").dtype, op, "dx");
+  cpu::check_numel(o.out("dx"), o.in("x").shape.numel(), op, "dx");
+  cpu::dispatch_float(o.in("dy").dtype, op,
+                      [&](auto tag) { maxpool_bwd_argmax_impl<typename decltype(tag)::type>(c, pw); });
 }
 
 void maxpool_bwd_cpu(const OpCall& c) {
   const char* op = "maxpool_bwd";
-  TR_CHECK(c.n_in == 3 && c.in[1].shape.rank == 4, op, ": bad call");
-  const PoolWindow pw = checked_pool_window(attrs_of(c.attrs, op), c.in[1].shape, op, true);
-  if (c.in[2].dtype == DType::U8) {  // (dy, x, argmax)
-    const Shape y = pooled_shape(c.in[1].shape, pw);
-    cpu::check_numel(c.in[0], y.numel(), op, "dy");
-    cpu::check_numel(c.in[2], y.numel(), op, "argmax");
-    cpu::check_dtype(c.out[0], c.in[0].dtype, op, "dx");
-    cpu::check_numel(c.out[0], c.in[1].shape.numel(), op, "dx");
-    cpu::dispatch_float(c.in[0].dtype, op,
-                        [&](auto tag) { maxpool_bwd_argmax_impl<typename decltype(tag)::type>(c, pw); });
-    return;
-  }
-  check_bwd_call(c, op, pooled_shape(c.in[1].shape, pw));
+  const OpOperands o(OpKind::MaxPoolBwd, c);  // dy, x, y -> dx
+  TR_CHECK(o.in("x").shape.rank == 4, op, ": bad call");
+  const PoolWindow pw = checked_pool_window(attrs_of(c.attrs, op), o.in("x").shape, op, true);
+  check_bwd_call(c, op, pooled_shape(o.in("x").shape, pw));
   cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { maxpool_bwd_impl<typename decltype(tag)::type>(c, pw); });
 }
 
 void global_maxpool_fwd_cpu(const OpCall& c) {
   const char* op = "global_maxpool_fwd";
+  check_operands(OpKind::GlobalMaxPoolFwd, c);
   check_fwd_call(c, op);
   const Shape& x = c.in[0].shape;
   TR_CHECK(c.out[0].shape.numel() == x[0] * x[3], op, ": y ", c.out[0].shape.str());
@@ -334,8 +383,9 @@ void global_maxpool_fwd_cpu(const OpCall& c) {
 }
 
 void global_maxpool_bwd_cpu(const OpCall& c) {
+  check_operands(OpKind::GlobalMaxPoolBwd, c);
   const char* op = "global_maxpool_bwd";
-  TR_CHECK(c.n_in == 3 && c.in[1].shape.rank == 4, op, ": bad call");
+  TR_CHECK(c.in[1].shape.rank == 4, op, ": x must be [N,H,W,C], got ", c.in[1].shape.str());
   const Shape& x = c.in[1].shape;
   check_bwd_call(c, op, Shape{x[0], x[3]});
   cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { global_bwd_impl<typename decltype(tag)::type>(c); });

@@ -25,6 +25,7 @@
 #include "framework/ops/channel_stats_cuda.h"
 #include "framework/ops/cuda_kernel_util_cuda.h"
 #include "framework/ops/maxpool_3x3s2_cuda.h"
+#include "framework/ops/op_signature.h"
 #include "framework/ops/pool.h"
 #include "framework/ops/pool_vec_cuda.h"
 #include "framework/ops/pool_window.h"
@@ -324,7 +325,7 @@ __global__ void maxpool_bwd_general_kernel(const T* __restrict__ dy, const T* __
 }
 
 void maxpool_bwd_from_argmax(const OpCall& c, const Nhwc& d, const PoolWindow& pw) {
-  const char* op = "MaxPoolBwd";
+  const char* op = "MaxPoolArgmaxBwd";
   const TensorRef& dy = c.in[0];
   const TensorRef& argmax = c.in[2];
   const TensorRef& dx = c.out[0];
@@ -384,8 +385,8 @@ void maxpool_stats_2x2(const OpCall& c, const Nhwc& d, const PoolWindow& pw, uin
 // per BatchNorm], bn_train_cuda.h): x, gamma, beta -> p, argmax, sums as
 // maxpool_stats_2x2 gives them, then y, batch, affine as BnReluApply of p.
 void maxpool_bn_2x2(const OpCall& c) {
-  const char* op = "MaxPoolFwd";
-  check_arity(c, 3, 6, op);
+  const char* op = "PoolBnReluApply";
+  const OpOperands named(OpKind::PoolBnReluApply, c);
   const TensorRef &x = c.in[0], &gamma = c.in[1], &beta = c.in[2];
   const TensorRef &p = c.out[0], &argmax = c.out[1], &sums = c.out[2];
   const TensorRef &y = c.out[3], &batch = c.out[4], &affine = c.out[5];
@@ -422,33 +423,27 @@ void maxpool_bn_2x2(const OpCall& c) {
   if (one_kernel) return;
   // The two ops apart: their own kernels, grids and vector widths.
   const TensorRef apply_in[4] = {p, sums, gamma, beta};
-  maxpool_fwd_cuda(OpCall{&x, 1, c.out, 3, c.attrs, c.variant, c.env});
+  maxpool_stats_fwd_cuda(OpCall{&x, 1, c.out, 3, c.attrs, c.variant, c.env});
   bn_relu_apply_cuda(OpCall{apply_in, 4, c.out + 3, 3, c.attrs, c.variant, c.env});
 }
 
-}  // namespace
-
-void maxpool_fwd_cuda(const OpCall& c) {
-  const char* op = "MaxPoolFwd";
-  if (c.n_in == 3) {
-    maxpool_bn_2x2(c);
-    return;
-  }
-  TR_CHECK(c.n_out >= 1 && c.n_out <= 3, op, ": expected 1 to 3 outputs, got ", c.n_out);
-  check_arity(c, 1, c.n_out, op);
+// MaxPoolFwd (x -> y), with its winners (MaxPoolArgmaxFwd: y, argmax) and
+// y's statistics (MaxPoolStatsFwd: y, argmax, sums); the kinds' own operand
+// lists are checked by the callers.
+void maxpool_cuda(const OpCall& c, bool with_argmax, bool with_stats, const char* op) {
   const TensorRef& x = c.in[0];
   const TensorRef& y = c.out[0];
   const Nhwc d = nhwc(x, op, "x");
   const PoolWindow pw = checked_pool_window(attrs_of(c, op), x.shape, op, true);
   TR_CHECK(y.dtype == x.dtype && y.shape == pooled_shape(x.shape, pw), op, ": y is ", y.shape.str());
   uint8_t* argmax = nullptr;
-  if (c.n_out >= 2) {
+  if (with_argmax) {
     TR_CHECK(c.out[1].dtype == DType::U8 && c.out[1].shape == y.shape, op, ": argmax is ",
              dtype_name(c.out[1].dtype), c.out[1].shape.str());
     TR_CHECK(pw.k <= 16, op, ": a recorded winner needs a window of at most 16x16");
     argmax = static_cast<uint8_t*>(c.out[1].data);
   }
-  if (c.n_out == 3) {
+  if (with_stats) {
     maxpool_stats_2x2(c, d, pw, argmax);
     return;
   }
@@ -475,19 +470,42 @@ void maxpool_fwd_cuda(const OpCall& c) {
   });
 }
 
+}  // namespace
+
+void maxpool_fwd_cuda(const OpCall& c) {
+  const OpOperands named(OpKind::MaxPoolFwd, c);
+  maxpool_cuda(c, false, false, "MaxPoolFwd");
+}
+
+void maxpool_argmax_fwd_cuda(const OpCall& c) {
+  const OpOperands named(OpKind::MaxPoolArgmaxFwd, c);
+  maxpool_cuda(c, true, false, "MaxPoolArgmaxFwd");
+}
+
+void maxpool_stats_fwd_cuda(const OpCall& c) {
+  const OpOperands named(OpKind::MaxPoolStatsFwd, c);
+  maxpool_cuda(c, true, true, "MaxPoolStatsFwd");
+}
+
+void pool_bn_relu_apply_cuda(const OpCall& c) { maxpool_bn_2x2(c); }
+
+void maxpool_argmax_bwd_cuda(const OpCall& c) {
+  const char* op = "MaxPoolArgmaxBwd";
+  const OpOperands named(OpKind::MaxPoolArgmaxBwd, c);
+  const TensorRef& x = named.in("x");
+  TR_CHECK(named.in("argmax").dtype == DType::U8, op, ": argmax is ", dtype_name(named.in("argmax").dtype));
+  maxpool_bwd_from_argmax(c, nhwc(x, op, "x"), checked_pool_window(attrs_of(c, op), x.shape, op, true));
+}
+
 void maxpool_bwd_cuda(const OpCall& c) {
   const char* op = "MaxPoolBwd";
-  check_arity(c, 3, 1, op);
+  const OpOperands named(OpKind::MaxPoolBwd, c);
   const TensorRef& dy = c.in[0];
   const TensorRef& x = c.in[1];
   const TensorRef& y = c.in[2];
   const TensorRef& dx = c.out[0];
   const Nhwc d = nhwc(x, op, "x");
   const PoolWindow pw = checked_pool_window(attrs_of(c, op), x.shape, op, true);
-  if (y.dtype == DType::U8) {  // (dy, x, argmax): x gives the shape only
-    maxpool_bwd_from_argmax(c, d, pw);
-    return;
-  }
   TR_CHECK(y.dtype == x.dtype && y.shape == pooled_shape(x.shape, pw), op, ": y is ", y.shape.str());
   check_same(dy, y, op, "dy");
   check_same(dx, x, op, "dx");

@@ -6,7 +6,7 @@
 //   Lerp:       ops[0] += attrs.t * (ops[1] - ops[0]); f32; no-op when
 //               attrs.skip_on_inf and scalars.found_inf.
 //   Accumulate: ops[0] += ops[1]; f32.
-#include "framework/ops/op_registry.h"
+#include "framework/ops/op_call.h"
 
 namespace tr {
 

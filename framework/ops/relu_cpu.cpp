@@ -4,6 +4,7 @@
 #include "framework/ops/relu.h"
 
 #include "framework/ops/cpu_kernel_util.h"
+#include "framework/ops/op_signature.h"
 
 namespace tr {
 namespace {
@@ -20,14 +21,14 @@ void fwd_impl(const OpCall& c, int64_t n) {
 }
 
 template <class S>
-void bwd_impl(const OpCall& c, int64_t n) {
+void bwd_impl(const ReluBwdOperands& o, int64_t n) {
   using A = acc_t<S>;
-  const S* dy = c.in[0].as<S>();
-  const S* y = c.in[1].as<S>();
-  S* dx = c.out[0].as<S>();
+  const S* dy = o.dy->as<S>();
+  const S* y = o.y->as<S>();
+  S* dx = o.dx->as<S>();
   const S zero = cpu::store<S>(A(0));
-  if (c.n_in == 3) {  // dx = (dy + dy2) * (y > 0), the sum rounded once as Add rounds it
-    const S* dy2 = c.in[2].as<S>();
+  if (o.dy2 != nullptr) {  // ReluBwdAdd: dx = (dy + dy2) * (y > 0), the sum rounded once as Add rounds it
+    const S* dy2 = o.dy2->as<S>();
     for (int64_t i = 0; i < n; ++i)
       dx[i] = cpu::load<A>(y[i]) > A(0) ? cpu::store<S>(cpu::load<A>(dy[i]) + cpu::load<A>(dy2[i])) : zero;
     return;
@@ -53,35 +54,57 @@ void check_call(const OpCall& c, const char* op) {
 
 }  // namespace
 
-void relu_fwd_shapes(const ShapeCtx& c, Shape* out, int n_out) {
-  TR_CHECK(c.n_in == 1 && n_out == 1, "relu_fwd: arity");
+void relu_fwd_shapes(const ShapeCtx& c, Shape* out, int) {
   check_tensor(c.in[0], "relu_fwd", "x");
   out[0] = c.in[0];
 }
 
-void relu_bwd_shapes(const ShapeCtx& c, Shape* out, int n_out) {
-  TR_CHECK((c.n_in == 2 || c.n_in == 3) && n_out == 1, "relu_bwd: arity");
+void relu_bwd_shapes(const ShapeCtx& c, Shape* out, int) {
   check_tensor(c.in[1], "relu_bwd", "y");
   TR_USER_CHECK(c.in[0] == c.in[1], "relu_bwd: dy ", c.in[0].str(), " must match y ", c.in[1].str());
-  if (c.n_in == 3)
-    TR_USER_CHECK(c.in[2] == c.in[1], "relu_bwd: dy2 ", c.in[2].str(), " must match y ", c.in[1].str());
   out[0] = c.in[1];
+}
+
+void relu_bwd_add_shapes(const ShapeCtx& c, Shape* out, int n_out) {
+  relu_bwd_shapes(c, out, n_out);
+  TR_USER_CHECK(c.in[2] == c.in[1], "relu_bwd_add: dy2 ", c.in[2].str(), " must match y ", c.in[1].str());
+}
+
+ReluBwdOperands relu_bwd_operands(OpKind kind, const OpCall& c) {
+  TR_CHECK(kind == OpKind::ReluBwd || kind == OpKind::ReluBwdAdd, "relu_bwd_operands: not a ReLU backward");
+  const OpOperands o(kind, c);
+  ReluBwdOperands r{&o.in("dy"), &o.in("y"), kind == OpKind::ReluBwdAdd ? &o.in("dy2") : nullptr, &o.out("dx")};
+  const std::string op(op_name(kind));
+  const int64_t n = r.dy->shape.numel();
+  for (const TensorRef* t : {r.y, r.dy2, r.dx}) {
+    if (t == nullptr) continue;
+    const char* what = t == r.y ? "y" : t == r.dx ? "dx" : "dy2";
+    TR_CHECK(t->dtype == r.dy->dtype && t->shape.numel() == n, op, ": ", what, " is ", dtype_name(t->dtype),
+             t->shape.str(), ", expected ", dtype_name(r.dy->dtype), " with ", n, " elements (dy ",
+             r.dy->shape.str(), ")");
+  }
+  return r;
 }
 
 void relu_fwd_cpu(const OpCall& c) {
   const char* op = "relu_fwd";
-  cpu::check_arity(c, op, 1, 1, 1, 1);
+  check_operands(OpKind::ReluFwd, c);
   check_call(c, op);
   const int64_t n = c.in[0].shape.numel();
   cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { fwd_impl<typename decltype(tag)::type>(c, n); });
 }
 
-void relu_bwd_cpu(const OpCall& c) {
-  const char* op = "relu_bwd";
-  cpu::check_arity(c, op, 2, 3, 1, 1);
-  check_call(c, op);
-  const int64_t n = c.in[0].shape.numel();
-  cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { bwd_impl<typename decltype(tag)::type>(c, n); });
+namespace {
+
+void relu_bwd_any_cpu(OpKind kind, const OpCall& c) {
+  const ReluBwdOperands o = relu_bwd_operands(kind, c);
+  const int64_t n = o.dy->shape.numel();
+  cpu::dispatch_float(o.dy->dtype, "relu_bwd", [&](auto tag) { bwd_impl<typename decltype(tag)::type>(o, n); });
 }
+
+}  // namespace
+
+void relu_bwd_cpu(const OpCall& c) { relu_bwd_any_cpu(OpKind::ReluBwd, c); }
+void relu_bwd_add_cpu(const OpCall& c) { relu_bwd_any_cpu(OpKind::ReluBwdAdd, c); }
 
 }  // namespace tr

@@ -3,6 +3,7 @@
 // first threads one element each. No workspace.
 #include "framework/ops/cuda_kernel_util_cuda.h"
 #include "framework/ops/relu.h"
+#include "framework/ops/op_signature.h"
 
 namespace tr {
 namespace {
@@ -78,7 +79,7 @@ void check_same(const TensorRef& a, const TensorRef& b, const char* op, const ch
 
 void relu_fwd_cuda(const OpCall& c) {
   const char* op = "ReluFwd";
-  check_arity(c, 1, 1, op);
+  check_operands(OpKind::ReluFwd, c);
   const TensorRef& x = c.in[0];
   const TensorRef& y = c.out[0];
   check_same(y, x, op, "y");
@@ -97,17 +98,13 @@ void relu_fwd_cuda(const OpCall& c) {
   });
 }
 
-void relu_bwd_cuda(const OpCall& c) {
-  const char* op = "ReluBwd";
-  TR_CHECK(c.n_in == 2 || c.n_in == 3, op, ": expected 2 or 3 inputs, got ", c.n_in);
-  check_arity(c, c.n_in, 1, op);
-  const TensorRef& dy = c.in[0];
-  const TensorRef& y = c.in[1];
-  const TensorRef& dx = c.out[0];
-  const void* dy2 = c.n_in == 3 ? c.in[2].data : nullptr;
-  check_same(y, dy, op, "y");
-  check_same(dx, dy, op, "dx");
-  if (dy2 != nullptr) check_same(c.in[2], dy, op, "dy2");
+namespace {
+
+void relu_bwd_any_cuda(OpKind kind, const OpCall& c) {
+  const char* op = kind == OpKind::ReluBwdAdd ? "ReluBwdAdd" : "ReluBwd";
+  const ReluBwdOperands o = relu_bwd_operands(kind, c);
+  const TensorRef &dy = *o.dy, &y = *o.y, &dx = *o.dx;
+  const void* dy2 = o.dy2 != nullptr ? o.dy2->data : nullptr;
   const int64_t n = dy.shape.numel();
   if (n == 0) return;
   const GpuHandles& gh = handles_of(c, op);
@@ -124,5 +121,10 @@ void relu_bwd_cuda(const OpCall& c) {
     }
   });
 }
+
+}  // namespace
+
+void relu_bwd_cuda(const OpCall& c) { relu_bwd_any_cuda(OpKind::ReluBwd, c); }
+void relu_bwd_add_cuda(const OpCall& c) { relu_bwd_any_cuda(OpKind::ReluBwdAdd, c); }
 
 }  // namespace tr

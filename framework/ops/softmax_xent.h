@@ -4,7 +4,7 @@
 //   out: (with_grad) dlogits[N,M] = loss_scale * (softmax - target) / global_batch,
 //        metrics f32[4] = (sum of per-sample loss, correct count, N, 0)  (overwritten)
 //   target = (1-s)*onehot + s/M; loss_scale from env.scalars (read on the device).
-#include "framework/ops/op_registry.h"
+#include "framework/ops/shape_ctx.h"
 
 namespace tr {
 

@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "framework/ops/cpu_kernel_util.h"
+#include "framework/ops/op_signature.h"
 
 namespace tr {
 namespace {
@@ -63,11 +64,9 @@ void xent_impl(const OpCall& c, int64_t N, int64_t M) {
 
 }  // namespace
 
-void softmax_xent_shapes(const ShapeCtx& c, Shape* out, int n_out) {
+void softmax_xent_shapes(const ShapeCtx& c, Shape* out, int) {
   const char* op = "softmax_xent";
   const bool grad = c.attrs->with_grad;
-  TR_CHECK(c.n_in == 2 && n_out == (grad ? 2 : 1), op, ": arity (with_grad=", grad, ", ", n_out,
-           " outputs)");
   const Shape &z = c.in[0], &l = c.in[1];
   TR_USER_CHECK(z.rank == 2 && z[0] > 0 && z[1] > 0, op, ": logits must be [N,M], got ", z.str());
   TR_USER_CHECK(l.rank == 1 && l[0] == z[0], op, ": labels must be [", z[0], "], got ", l.str());
@@ -80,7 +79,7 @@ void softmax_xent_shapes(const ShapeCtx& c, Shape* out, int n_out) {
 void softmax_xent_cpu(const OpCall& c) {
   const char* op = "softmax_xent";
   const bool grad = c.attrs->with_grad;
-  cpu::check_arity(c, op, 2, 2, grad ? 2 : 1, grad ? 2 : 1);
+  check_operands(OpKind::SoftmaxXent, c);
   const Shape& z = c.in[0].shape;
   TR_CHECK(z.rank == 2, op, ": logits ", z.str());
   const int64_t N = z[0], M = z[1];

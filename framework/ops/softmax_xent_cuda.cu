@@ -9,6 +9,7 @@
 //   workspace: 8 * N bytes.
 #include "framework/ops/cuda_kernel_util_cuda.h"
 #include "framework/ops/softmax_xent.h"
+#include "framework/ops/op_signature.h"
 #include "framework/ops/softmax_xent_row_cuda.h"
 
 namespace tr {
@@ -67,7 +68,7 @@ void softmax_xent_cuda(const OpCall& c) {
   const char* op = "SoftmaxXent";
   const OpAttrs& a = attrs_of(c, op);
   const bool grad = a.with_grad;
-  check_arity(c, 2, grad ? 2 : 1, op);
+  check_operands(OpKind::SoftmaxXent, c);
   const TensorRef& logits = c.in[0];
   const TensorRef& labels = c.in[1];
   TR_CHECK(logits.shape.rank == 2 && logits.shape[1] > 0, op, ": logits must be [N,M], got ", logits.shape.str());

@@ -5,7 +5,7 @@
 //   in: x T[2N,M]   out: y T[N,M] = (x[n,k] + x[N+n,k]) / 2
 // Summed in f32 (f64 for F64) and rounded once to T, so the CPU and CUDA agree
 // bit for bit; a symmetric image's mean equals its plain logits exactly.
-#include "framework/ops/op_registry.h"
+#include "framework/ops/shape_ctx.h"
 
 namespace tr {
 

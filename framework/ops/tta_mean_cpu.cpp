@@ -2,6 +2,7 @@
 #include "framework/ops/tta_mean.h"
 
 #include "framework/ops/cpu_kernel_util.h"
+#include "framework/ops/op_signature.h"
 
 namespace tr {
 namespace {
@@ -19,8 +20,7 @@ void tta_mean_impl(const OpCall& c, int64_t half) {
 
 }  // namespace
 
-void tta_mean_shapes(const ShapeCtx& c, Shape* out, int n_out) {
-  TR_CHECK(c.n_in == 1 && n_out == 1, "tta_mean: arity");
+void tta_mean_shapes(const ShapeCtx& c, Shape* out, int) {
   const Shape& x = c.in[0];
   TR_USER_CHECK(x.rank == 2 && x[0] > 0 && x[1] > 0 && x[0] % 2 == 0, "tta_mean: x must be [2N,M], got ",
                 x.str());
@@ -29,7 +29,7 @@ void tta_mean_shapes(const ShapeCtx& c, Shape* out, int n_out) {
 
 void tta_mean_cpu(const OpCall& c) {
   const char* op = "tta_mean";
-  cpu::check_arity(c, op, 1, 1, 1, 1);
+  check_operands(OpKind::TtaMean, c);
   const Shape& x = c.in[0].shape;
   TR_CHECK(x.rank == 2 && x[0] % 2 == 0, op, ": x ", x.str());
   const int64_t half = x.numel() / 2;

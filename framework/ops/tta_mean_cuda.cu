@@ -2,6 +2,7 @@
 // output element (the logits are small: N x classes). No workspace.
 #include "framework/ops/cuda_kernel_util_cuda.h"
 #include "framework/ops/tta_mean.h"
+#include "framework/ops/op_signature.h"
 
 namespace tr {
 namespace {
@@ -24,7 +25,7 @@ __global__ void tta_mean_kernel(const T* __restrict__ x, T* __restrict__ y, int6
 // x[2N,M] -> y[N,M]
 void tta_mean_cuda(const OpCall& c) {
   const char* op = "TtaMean";
-  check_arity(c, 1, 1, op);
+  check_operands(OpKind::TtaMean, c);
   const TensorRef &x = c.in[0], &y = c.out[0];
   TR_CHECK(x.shape.rank == 2 && x.shape[0] % 2 == 0, op, ": x must be [2N,M], got ", x.shape.str());
   const int64_t half = x.shape.numel() / 2;

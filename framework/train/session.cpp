@@ -191,8 +191,22 @@ void TrainingSession::for_each_rank(const std::function<void(int)>& fn) {
     });
   }
   for (auto& t : threads) t.join();
-  // The root cause is the first rank that failed on its own, not a rank the
-  // abort released; prefer a watchdog or mismatch report, else the lowest rank.
+  // The root cause is a rank that failed on its own, not one the abort
+  // released: those throw a Fault naming the cause (rank_barrier.cpp). So the
+  // lowest rank whose error is not a Fault, whose kind sets the exit status;
+  // when every error is a Fault (a watchdog or a collective mismatch report),
+  // the lowest rank's.
+  auto is_fault = [](const std::exception_ptr& e) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const Fault&) {
+      return true;
+    } catch (...) {
+      return false;
+    }
+  };
+  for (auto& e : errors)
+    if (e && !is_fault(e)) std::rethrow_exception(e);
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);
 }

@@ -125,9 +125,12 @@ std::vector<Spec> pool_specs(const std::string& pre, DType t, int64_t B, int64_t
   // backward routes to them.
   r[2] = r[0];
   r[2].name = cat(pre, "maxpool_fwd_argmax", sh);
+  r[2].fn = maxpool_argmax_fwd_cuda;
   r[2].out.push_back({DType::U8, y});
   r[3] = r[1];
   r[3].name = cat(pre, "maxpool_bwd_argmax", sh);
+  r[3].fn = maxpool_argmax_bwd_cuda;
+  r[3].derive = maxpool_argmax_fwd_cuda;
   r[3].in = {{t, y}, {t, x, -1, 1, false, true}, {DType::U8, y}};
   r[3].derive_to = {0, 2};  // (y, argmax) from x; y lands in dy's buffer, whose values do not matter
   return r;
@@ -148,7 +151,7 @@ Spec fc_spec(const std::string& pre, const char* dir, DType t, int64_t N, int64_
     s.out = {{t, {N, M}}};
   } else if (d == "bwd_data") {
     s.fn = fc_bwd_data_cuda;
-    s.in = {{t, {N, M}}, {t, {M, K}, -0.1, 0.1}};
+    s.in = {{t, {N, M}}, {t, {M, K}, -0.1, 0.1}, {t, {N, K}}};  // x: dx's shape only
     s.out = {{t, {N, K}}};
   } else {
     s.fn = fc_bwd_weight_cuda;
@@ -267,8 +270,11 @@ std::vector<Spec> resnet50_pool_specs() {
     // the forward records the winners, the backward routes to them.
     Spec fa = f, ba = b;
     fa.name = cat(pre, "maxpool_fwd_argmax/112x112x64-3x3s2p1/", dn(h));
+    fa.fn = maxpool_argmax_fwd_cuda;
     fa.out.push_back({DType::U8, y});
     ba.name = cat(pre, "maxpool_bwd_argmax/112x112x64-3x3s2p1/", dn(h));
+    ba.fn = maxpool_argmax_bwd_cuda;
+    ba.derive = maxpool_argmax_fwd_cuda;
     ba.in = {{h, y}, {h, x, -1, 1, false, true}, {DType::U8, y}};
     ba.derive_to = {0, 2};  // (y, argmax) from x; y lands in dy's buffer, whose values do not matter
     for (Spec* s : {&f, &b, &fa, &ba}) v.push_back(*s);
@@ -344,10 +350,11 @@ std::vector<Spec> zoo_specs() {
     const DType f = DType::F32;
     Spec relu = relu_spec(pre, false, h, x);
     relu.name = cat(pre, "relu_bwd_two_grads/56x56x256/", dn(h));
+    relu.fn = relu_bwd_add_cuda;
     relu.in.push_back({h, x});
     Spec fused;
     fused.name = cat(pre, "bn_bwd_reduce_relu_grad/56x56x256/", dn(h));
-    fused.fn = bn_relu_bwd_reduce_cuda;
+    fused.fn = relu_bwd_add_bn_reduce_cuda;
     fused.attrs.relu = false;
     fused.variant = {256, 256, 56, 56};
     fused.in = {{h, x}, {f, p2}, {h, x}, {f, p2, 0.5, 1.5}, {h, x}, {h, x}};

@@ -1,6 +1,6 @@
 // Pooling layers: max and average over k x k windows, and global max and
 // average over the whole image ([N,H,W,C] -> [N,C]). No parameters.
-//   MaxPool:       y, argmax = MaxPoolFwd(x); dx = MaxPoolBwd(dy, x, argmax)
+//   MaxPool:       y, argmax = MaxPoolArgmaxFwd(x); dx = MaxPoolArgmaxBwd(dy, x, argmax)
 //                  (inference: y = MaxPoolFwd(x))
 //   AvgPool:       y = AvgPoolFwd(x);        dx = AvgPoolBwd(dy, x)
 //   GlobalMaxPool: y = GlobalMaxPoolFwd(x);  dx = GlobalMaxPoolBwd(dy, x, y)
@@ -58,14 +58,14 @@ struct Max {
     if (f.pass != Pass::Train) return MaxSearch::forward(e, f);
     const TensorId y = e.activation(f.name + ".y");
     const TensorId argmax = e.activation(argmax_name(f.name), DType::U8);
-    e.emit(f.graphs, compute(OpKind::MaxPoolFwd, {f.x[0]}, {y, argmax}, f.name + ".fwd", a));
+    e.emit(f.graphs, compute(OpKind::MaxPoolArgmaxFwd, {f.x[0]}, {y, argmax}, f.name + ".fwd", a));
     return y;
   }
   static std::vector<TensorId> backward(LayerEmitter& e, const LayerBwd& b) {
     if (!b.need_dx[0]) return {kNoTensor};
     const TensorId dx = e.activation(b.name + ".dx");
     const TensorId argmax = e.find_activation(argmax_name(b.name));
-    e.emit(b.graph, compute(OpKind::MaxPoolBwd, {b.dy, b.x[0], argmax}, {dx}, b.name + ".bwd",
+    e.emit(b.graph, compute(OpKind::MaxPoolArgmaxBwd, {b.dy, b.x[0], argmax}, {dx}, b.name + ".bwd",
                             layers::window_attrs(b.spec)));
     return {dx};
   }
