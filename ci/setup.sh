@@ -2,7 +2,7 @@
 # Installs what tr needs on a fresh Debian 12 machine (as root, or with sudo),
 # skipping apt entirely when everything is already there.
 set -euo pipefail
-packages=(cmake ninja-build g++ pkg-config libgtest-dev libbenchmark-dev libbenchmark-tools
+packages=(cmake ninja-build g++ clang-format pkg-config libgtest-dev libbenchmark-dev libbenchmark-tools
           nlohmann-json3-dev zlib1g-dev libopenblas-dev dataset-fashion-mnist python3
           python3-numpy python3-scipy chromium fonts-dejavu-core openmpi-bin libopenmpi-dev libclang-rt-14-dev
           slurmd slurmctld slurm-client munge)

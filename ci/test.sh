@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# The README's test command: install, build, run every test (GPU tests skip
-# without a GPU), again under two more OpenBLAS kernels (ci/blas_kernels.sh),
+# The README's test command: install, check the formatting (ci/format.sh),
+# build, run every test (GPU tests skip without a GPU), again under two more
+# OpenBLAS kernels (ci/blas_kernels.sh),
 # then the harness end to end on the CPU (ci/bench_gate.sh), the parsers' fuzz
 # targets (ci/fuzz.sh), and the sanitizer builds (ci/sanitize.sh: ASan+UBSan
 # over every CPU test, TSan over the threaded ones).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bash ci/format.sh
 bash ci/build.sh
 ctest --test-dir build --output-on-failure -j"${TR_TEST_JOBS:-2}" --timeout 900
 # Again under other OpenBLAS kernels and thread counts (ci/blas_kernels.sh).

@@ -1,11 +1,11 @@
 # Fails when a kernel of framework/ops could race under programmatic dependent
-# launch (Note [programmatic dependent launch], framework/ops/kernel_launch_cuda.h):
+# launch (Note [programmatic dependent launch], framework/ops/kernels/kernel_launch_cuda.h):
 # a launch that bypasses launch_kernel() (a `<<<` launch), or a __global__
 # function whose body does not start with grid_dependency_begin(). Run at build
 # time for tr_ops:
 #   cmake -DROOT=<source dir> -DSTAMP=<file> -P check_kernel_launch.cmake
 cmake_minimum_required(VERSION 3.20)
-file(GLOB files "${ROOT}/framework/ops/*.cu" "${ROOT}/framework/ops/*_cuda.h")
+file(GLOB_RECURSE files "${ROOT}/framework/ops/*.cu" "${ROOT}/framework/ops/*_cuda.h")
 list(FILTER files EXCLUDE REGEX "kernel_launch_cuda\\.h$")  # states the rule
 set(bad "")
 foreach(f IN LISTS files)

@@ -84,7 +84,8 @@ ImageDataset load_idx_split(const std::string& dir, Split split) {
   const std::string root_str = root.string();
   const fs::file_status st = fs::status(root, ec);
   if (!fs::exists(st))
-    throw UserError(cat(root_str, ": data directory does not exist (install the Debian package "
+    throw UserError(cat(root_str,
+                        ": data directory does not exist (install the Debian package "
                         "dataset-fashion-mnist or set TR_DATA_DIR)"));
   if (!fs::is_directory(st)) throw UserError(cat(root_str, ": not a directory"));
 
@@ -96,8 +97,8 @@ ImageDataset load_idx_split(const std::string& dir, Split split) {
   IdxArray images = read_idx_u8(images_path, {.dims = {kAnyDim, kAnyDim, kAnyDim}, .item_noun = "images"});
   IdxArray labels = read_idx_u8(labels_path, {.dims = {kAnyDim}, .item_noun = "labels"});
   if (labels.item_count() != images.item_count())
-    throw UserError(cat(labels_path, ": holds ", labels.item_count(), " labels but ", images_path,
-                        " holds ", images.item_count(), " images"));
+    throw UserError(cat(labels_path, ": holds ", labels.item_count(), " labels but ", images_path, " holds ",
+                        images.item_count(), " images"));
   const int64_t count = images.item_count();
   if (count == 0) throw UserError(cat(images_path, ": holds no images"));
   if (images.dims[1] < 1 || images.dims[2] < 1)

@@ -31,9 +31,7 @@ constexpr size_t kReadChunk = size_t(16) << 20;
 // Fashion-MNIST's 47 MB take six doublings.
 constexpr size_t kInitialPayloadBytes = size_t(1) << 20;
 
-[[noreturn]] void fail(const std::string& path, const std::string& what) {
-  throw UserError(cat(path, ": ", what));
-}
+[[noreturn]] void fail(const std::string& path, const std::string& what) { throw UserError(cat(path, ": ", what)); }
 
 std::string hex32(uint32_t v) {
   char buf[16];
@@ -248,8 +246,7 @@ uint32_t big_endian_u32(const uint8_t* p) {
 }
 
 // Reads and checks the magic number and dimensions; returns the dimensions.
-std::vector<int64_t> read_header(GzReader& in, const std::string& path,
-                                 const IdxExpectation& expect) {
+std::vector<int64_t> read_header(GzReader& in, const std::string& path, const IdxExpectation& expect) {
   const size_t want_ndim = expect.dims.size();
   const uint32_t want_magic = uint32_t(kTypeU8) << 8 | uint32_t(want_ndim);
 
@@ -257,26 +254,23 @@ std::vector<int64_t> read_header(GzReader& in, const std::string& path,
   const size_t got = in.read(magic_bytes, 4);
   if (got == 0) fail(path, cat("empty file, expected an IDX header", cut_off_note(in)));
   if (got < 4)
-    fail(path, cat("truncated header: the file holds ", got, " bytes, the IDX magic number needs 4",
-                   cut_off_note(in)));
+    fail(path, cat("truncated header: the file holds ", got, " bytes, the IDX magic number needs 4", cut_off_note(in)));
   const uint32_t magic = big_endian_u32(magic_bytes);
   if (magic_bytes[0] != 0 || magic_bytes[1] != 0)
-    fail(path, cat("bad magic number ", hex32(magic), ", expected ", hex32(want_magic),
-                   ": not an IDX file"));
+    fail(path, cat("bad magic number ", hex32(magic), ", expected ", hex32(want_magic), ": not an IDX file"));
   const uint8_t type = magic_bytes[2], ndim = magic_bytes[3];
   if (type != kTypeU8)
-    fail(path, cat("bad magic number ", hex32(magic), ", expected ", hex32(want_magic),
-                   ": element type ", hex8(type), " (", type_name(type),
-                   "), only 0x08 (unsigned byte) is supported"));
+    fail(path, cat("bad magic number ", hex32(magic), ", expected ", hex32(want_magic), ": element type ", hex8(type),
+                   " (", type_name(type), "), only 0x08 (unsigned byte) is supported"));
   if (ndim != want_ndim)
-    fail(path, cat("bad magic number ", hex32(magic), ", expected ", hex32(want_magic), ": ",
-                   int(ndim), " dimensions, expected ", want_ndim));
+    fail(path, cat("bad magic number ", hex32(magic), ", expected ", hex32(want_magic), ": ", int(ndim),
+                   " dimensions, expected ", want_ndim));
 
   std::vector<uint8_t> raw(4 * want_ndim);
   const size_t got_dims = in.read(raw.data(), raw.size());
   if (got_dims < raw.size())
-    fail(path, cat("truncated header: ", want_ndim, " dimensions need ", 4 + raw.size(),
-                   " bytes, the file holds ", 4 + got_dims, cut_off_note(in)));
+    fail(path, cat("truncated header: ", want_ndim, " dimensions need ", 4 + raw.size(), " bytes, the file holds ",
+                   4 + got_dims, cut_off_note(in)));
   std::vector<int64_t> dims(want_ndim);
   for (size_t i = 0; i < want_ndim; ++i) dims[i] = big_endian_u32(&raw[4 * i]);
 
@@ -285,8 +279,7 @@ std::vector<int64_t> read_header(GzReader& in, const std::string& path,
     fail(path, cat("header declares ", dims[0], " ", noun, ", expected ", expect.dims[0]));
   for (size_t i = 1; i < want_ndim; ++i) {
     if (expect.dims[i] != kAnyDim && dims[i] != expect.dims[i])
-      fail(path, cat("header declares ", noun, " of ", join_dims(dims, 1), ", expected ",
-                     join_dims(expect.dims, 1)));
+      fail(path, cat("header declares ", noun, " of ", join_dims(dims, 1), ", expected ", join_dims(expect.dims, 1)));
   }
   return dims;
 }
@@ -294,15 +287,13 @@ std::vector<int64_t> read_header(GzReader& in, const std::string& path,
 // prod(dims), or a UserError when a (lying) header declares more than int64 holds.
 // The item (prod(dims[1:])) must fit on its own, even with 0 items: an array
 // read is one whose IdxArray::item_bytes() is defined.
-int64_t payload_bytes(const std::vector<int64_t>& dims, const std::string& path,
-                      const std::string& noun) {
+int64_t payload_bytes(const std::vector<int64_t>& dims, const std::string& path, const std::string& noun) {
   int64_t item = 1, total = 0;
   bool overflow = false;
   for (size_t i = 1; i < dims.size(); ++i) overflow |= __builtin_mul_overflow(item, dims[i], &item);
   overflow |= __builtin_mul_overflow(dims[0], item, &total);
   if (overflow)
-    fail(path, cat("header declares ", dims[0], " ", noun, " of ", join_dims(dims, 1),
-                   ", too large to read"));
+    fail(path, cat("header declares ", dims[0], " ", noun, " of ", join_dims(dims, 1), ", too large to read"));
   return total;
 }
 
@@ -310,32 +301,28 @@ int64_t payload_bytes(const std::vector<int64_t>& dims, const std::string& path,
 // anything more is trailing data, and reaching the end is what makes zlib check
 // the gzip CRC. The buffer grows as data arrives, so a header that claims
 // terabytes cannot make us allocate them before the file runs out.
-std::vector<uint8_t> read_payload(GzReader& in, const std::string& path,
-                                  const std::vector<int64_t>& dims, const std::string& noun,
-                                  int64_t bytes) {
+std::vector<uint8_t> read_payload(GzReader& in, const std::string& path, const std::vector<int64_t>& dims,
+                                  const std::string& noun, int64_t bytes) {
   const size_t header_bytes = 4 + 4 * dims.size();
   const size_t total = size_t(bytes);
   std::vector<uint8_t> data;
   size_t filled = 0;
   while (filled < total) {
-    if (filled == data.size())
-      data.resize(std::min(total, std::max(kInitialPayloadBytes, 2 * data.size())));
+    if (filled == data.size()) data.resize(std::min(total, std::max(kInitialPayloadBytes, 2 * data.size())));
     const size_t got = in.read(data.data() + filled, data.size() - filled);
     filled += got;
     if (filled < data.size())
-      fail(path, cat("truncated: header declares ", describe(dims, noun, bytes),
-                     " but the file holds ", filled, " after its ", header_bytes,
-                     "-byte header", cut_off_note(in)));
+      fail(path, cat("truncated: header declares ", describe(dims, noun, bytes), " but the file holds ", filled,
+                     " after its ", header_bytes, "-byte header", cut_off_note(in)));
   }
 
   uint8_t scratch[1 << 16];
   uint64_t extra = 0;
   while (size_t got = in.read(scratch, sizeof scratch)) extra += got;
   if (extra > 0)
-    fail(path, cat("trailing data: header declares ", describe(dims, noun, bytes), " but ",
-                   extra, " more bytes follow them"));
-  if (in.cut_off())
-    fail(path, cat("truncated gzip stream: ", *in.cut_off(), " (the gzip trailer is missing)"));
+    fail(path, cat("trailing data: header declares ", describe(dims, noun, bytes), " but ", extra,
+                   " more bytes follow them"));
+  if (in.cut_off()) fail(path, cat("truncated gzip stream: ", *in.cut_off(), " (the gzip trailer is missing)"));
   return data;
 }
 
@@ -348,8 +335,8 @@ int64_t IdxArray::item_bytes() const {
 }
 
 IdxArray read_idx_u8(const std::string& path, const IdxExpectation& expect) {
-  TR_CHECK(!expect.dims.empty() && expect.dims.size() <= 255,
-           "an IDX file has 1..255 dimensions, asked for ", expect.dims.size());
+  TR_CHECK(!expect.dims.empty() && expect.dims.size() <= 255, "an IDX file has 1..255 dimensions, asked for ",
+           expect.dims.size());
   switch (path_kind(path)) {
     case PathKind::Missing: fail(path, "no such file");
     case PathKind::Directory: fail(path, "is a directory, expected an IDX file");

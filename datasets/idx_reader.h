@@ -29,12 +29,12 @@ struct IdxExpectation {
 };
 
 struct IdxArray {
-  std::string path;             // the file actually read
-  std::vector<int64_t> dims;    // from the header, e.g. [60000, 28, 28]
-  std::vector<uint8_t> data;    // [dims...] row-major, prod(dims) bytes
+  std::string path;           // the file actually read
+  std::vector<int64_t> dims;  // from the header, e.g. [60000, 28, 28]
+  std::vector<uint8_t> data;  // [dims...] row-major, prod(dims) bytes
 
   int64_t item_count() const { return dims.empty() ? 0 : dims[0]; }
-  int64_t item_bytes() const;   // prod(dims[1:]), 1 for a 1-d array
+  int64_t item_bytes() const;  // prod(dims[1:]), 1 for a 1-d array
 };
 
 // Reads `path` (gzip or plain) and checks it against `expect`: a regular file,

@@ -7,12 +7,12 @@
 
 namespace tr::data {
 
-struct ImageDataset {            // NHWC uint8 images + int32 labels
+struct ImageDataset {  // NHWC uint8 images + int32 labels
   int64_t count = 0;
   int height = 0, width = 0, channels = 0;
   int num_classes = 0;
-  std::vector<uint8_t> images;   // [count, height, width, channels]
-  std::vector<int32_t> labels;   // [count], each in [0, num_classes)
+  std::vector<uint8_t> images;  // [count, height, width, channels]
+  std::vector<int32_t> labels;  // [count], each in [0, num_classes)
   int64_t image_bytes() const { return int64_t(height) * width * channels; }
 };
 

@@ -67,12 +67,11 @@ void fill_waves(Waves& w, int height, int width, int channels, uint64_t class_se
 
 }  // namespace
 
-ImageDataset make_synthetic(int64_t count, int height, int width, int channels, int num_classes,
-                            uint64_t seed) {
+ImageDataset make_synthetic(int64_t count, int height, int width, int channels, int num_classes, uint64_t seed) {
   TR_USER_CHECK(count > 0 && height > 0 && width > 0 && channels > 0 && num_classes > 0,
                 "synthetic data: count, height, width, channels and num_classes must be positive, got "
-                "count=", count, " shape=", height, "x", width, "x", channels,
-                " num_classes=", num_classes);
+                "count=",
+                count, " shape=", height, "x", width, "x", channels, " num_classes=", num_classes);
   ImageDataset ds;
   ds.count = count;
   ds.height = height;
@@ -81,10 +80,8 @@ ImageDataset make_synthetic(int64_t count, int height, int width, int channels, 
   ds.num_classes = num_classes;
   const int64_t item = ds.image_bytes();  // no overflow: three ints fit in int64
   int64_t total = 0;
-  TR_USER_CHECK(!__builtin_mul_overflow(count, item, &total) &&
-                    uint64_t(total) <= uint64_t(ds.images.max_size()),
-                "synthetic data: ", count, " images of ", height, "x", width, "x", channels,
-                " do not fit in memory");
+  TR_USER_CHECK(!__builtin_mul_overflow(count, item, &total) && uint64_t(total) <= uint64_t(ds.images.max_size()),
+                "synthetic data: ", count, " images of ", height, "x", width, "x", channels, " do not fit in memory");
   const int64_t available = host_available_bytes();
   TR_USER_CHECK(available < 0 || total <= available, "synthetic data: ", count, " images of ", height, "x", width, "x",
                 channels, " need ", bytes_and_gib(total), " of host memory but ", bytes_and_gib(available),
@@ -112,7 +109,10 @@ ImageDataset make_synthetic(int64_t count, int height, int width, int channels, 
         const int32_t* col0 = &w.cols[size_t(x) * channels];
         const int32_t* col1 = col0 + col_term;
         for (int c = 0; c < channels; ++c) {
-          if (bits_left == 0) { bits = rng.next_u64(); bits_left = 8; }
+          if (bits_left == 0) {
+            bits = rng.next_u64();
+            bits_left = 8;
+          }
           const int32_t noise = int32_t(((bits & 0xff) * 97) >> 8) - 48;
           bits >>= 8;
           --bits_left;

@@ -14,7 +14,6 @@ namespace tr::data {
 // integer-only, so they are identical on every machine and compiler. Item i
 // depends only on (i, seed, image shape, num_classes): a larger count extends a
 // smaller one. Non-positive sizes or an overflowing total throw tr::UserError.
-ImageDataset make_synthetic(int64_t count, int height, int width, int channels, int num_classes,
-                            uint64_t seed);
+ImageDataset make_synthetic(int64_t count, int height, int width, int channels, int num_classes, uint64_t seed);
 
 }  // namespace tr::data

@@ -38,8 +38,8 @@
 #include "experiments/probe_bn_apply_cuda.h"
 #include "experiments/probe_check.h"
 #include "experiments/probe_fixed_sums_cuda.h"
-#include "framework/ops/bn_affine_cuda.h"
-#include "framework/ops/channel_stats_cuda.h"
+#include "framework/ops/kernels/bn_affine_cuda.h"
+#include "framework/ops/kernels/channel_stats_cuda.h"
 
 namespace {
 
@@ -147,10 +147,11 @@ __global__ void apply_cluster_kernel(const __half* x, const float* partial, int 
                                      const __half* beta, __half* y, int64_t rows, int64_t C, double inv_count) {
   grid_dependency_begin();
   cg::cluster_group cluster = cg::this_cluster();
-  __shared__ float own[2][256];  // [sum k][channel of this block]
+  __shared__ float own[2][256];                               // [sum k][channel of this block]
   const int64_t cb = int64_t(blockIdx.y) * blockDim.x * VEC;  // the block's first channel
   const int nch = int(C - cb < int64_t(blockDim.x) * VEC ? C - cb : int64_t(blockDim.x) * VEC);
-  const int warp = int((threadIdx.y * blockDim.x + threadIdx.x) / 32), lane = int(threadIdx.x + threadIdx.y * blockDim.x) % 32;
+  const int warp = int((threadIdx.y * blockDim.x + threadIdx.x) / 32),
+            lane = int(threadIdx.x + threadIdx.y * blockDim.x) % 32;
   const int warps = int(blockDim.x * blockDim.y / 32);
   const int rank = int(cluster.block_rank());
   for (int j = rank + kCluster * warp; j < nch; j += kCluster * warps) {
@@ -296,8 +297,8 @@ void launch_layers(const ExecEnv& env, const GpuHandles& gh, Buffers& b, int lay
                     RowSource<__half>{b.x[i], l.C}, l.rows, l.C, b.partial, use, other);
       const ChannelGrid ga = channel_grid(l.rows, l.C, 4, gh.sm_count, 8, 8);
       launch_kernel(&env, {ga.grid, ga.block, 0}, apply_fixed_kernel<4>, (const __half*)b.x[i],
-                    (const unsigned long long*)use, (const __half*)b.gamma, (const __half*)b.beta, b.y[i], l.rows,
-                    l.C, inv);
+                    (const unsigned long long*)use, (const __half*)b.gamma, (const __half*)b.beta, b.y[i], l.rows, l.C,
+                    inv);
     } else if (mode == 2) {
       // statistics into partials (no finalize), then the apply that finishes them
       SumOut<float, 2> out;
@@ -308,13 +309,13 @@ void launch_layers(const ExecEnv& env, const GpuHandles& gh, Buffers& b, int lay
       ChannelGrid ga = channel_grid(l.rows, l.C, 4, gh.sm_count, 8, 8);
       LaunchShape shape{dim3(unsigned(ceil_div(ga.grid.x, kCluster) * kCluster), ga.grid.y), ga.block, 0};
       shape.cluster_x = kCluster;
-      launch_kernel(&env, shape, apply_cluster_kernel<4>, (const __half*)b.x[i], (const float*)b.partial,
-                    int(g.grid.x), (const __half*)b.gamma, (const __half*)b.beta, b.y[i], l.rows, l.C, inv);
+      launch_kernel(&env, shape, apply_cluster_kernel<4>, (const __half*)b.x[i], (const float*)b.partial, int(g.grid.x),
+                    (const __half*)b.gamma, (const __half*)b.beta, b.y[i], l.rows, l.C, inv);
     } else if (!coop) {
       launch_channel_stats<kVec>(&env, gh, RowSource<__half>{b.x[i], l.C}, l.rows, l.C, b.sums[i], "probe");
       const ChannelGrid ga = channel_grid(l.rows, l.C, 4, gh.sm_count, 8, 8);
-      launch_kernel(&env, {ga.grid, ga.block, 0}, apply_kernel<4>, b.x[i], b.sums[i], b.gamma, b.beta, b.y[i],
-                    l.rows, l.C, inv);
+      launch_kernel(&env, {ga.grid, ga.block, 0}, apply_kernel<4>, b.x[i], b.sums[i], b.gamma, b.beta, b.y[i], l.rows,
+                    l.C, inv);
     } else {
       cudaLaunchConfig_t cfg = {};
       cfg.gridDim = g.grid;

@@ -20,7 +20,7 @@
 //        for finalize_sums (1), or 64.64 fixed point with integer atomics (2,
 //        probe_fixed_sums_cuda.h: no finalize kernel; block 0 zeroes the other
 //        parity, which the next pass uses).
-// Geometry (as the filter gradient's, framework/ops/conv_filter_tc_cuda.cu):
+// Geometry (as the filter gradient's, framework/ops/conv_plans/conv_filter_tc_cuda.cu):
 // a block takes R flattened image rows q = n*H + h (R*W <= 256 pixels) and 64
 // output channels. Shared memory holds rows q0-1 .. q0+R of 32 input channels
 // (the halo included) plus one zero pixel, and the 64 x 9 x 32 weights, in
@@ -36,10 +36,10 @@
 
 #include "experiments/probe_fixed_sums_cuda.h"
 #include "framework/core/gpu_check_cuda.h"
-#include "framework/ops/bn_affine_cuda.h"
-#include "framework/ops/bn_rows_cuda.h"
-#include "framework/ops/kernel_launch_cuda.h"
-#include "framework/ops/mma_sync_cuda.h"
+#include "framework/ops/kernels/bn_affine_cuda.h"
+#include "framework/ops/kernels/bn_rows_cuda.h"
+#include "framework/ops/kernels/kernel_launch_cuda.h"
+#include "framework/ops/kernels/mma_sync_cuda.h"
 
 namespace tr::cuda::fused3x3 {
 
@@ -95,12 +95,12 @@ struct NoPrologue {
 // rounded to f16 as bn_relu_apply stores it.
 struct BnReluPrologue {
   static constexpr int kParams = 2;
-  const float* sums = nullptr;              // f32[2, C], or
-  const unsigned long long* fx = nullptr;   // fixed point [2][C][2]
+  const float* sums = nullptr;             // f32[2, C], or
+  const unsigned long long* fx = nullptr;  // fixed point [2][C][2]
   const __half* gamma = nullptr;
   const __half* beta = nullptr;
   double inv_count = 0;
-  __half* a = nullptr;                      // [rows, C]
+  __half* a = nullptr;  // [rows, C]
   __device__ void setup(float* p, int C) const {
     for (int c = threadIdx.x; c < C; c += kThreads) {
       if (fx != nullptr) bn_affine_fixed(fx, gamma, beta, C, c, inv_count, 1e-5f, p[c], p[kMaxC + c]);
@@ -201,7 +201,7 @@ struct OutputStats {
 struct BnBwdReduceSums {
   static constexpr int kParams = 4;  // scale, shift, mean, rstd
   static constexpr bool kSums = true;
-  const __half* x = nullptr;         // [rows, K]
+  const __half* x = nullptr;  // [rows, K]
   const float* affine = nullptr;
   const float* batch = nullptr;
   __device__ void setup(float* p, int K) const {
@@ -223,9 +223,9 @@ struct BnBwdReduceSums {
 
 // Where the block's sums go (SUMS 1 or 2).
 struct SumsOut {
-  float* partial = nullptr;               // [gridDim.x][2][K]
-  unsigned long long* fx = nullptr;       // fixed point [2][K][2], this pass's parity
-  unsigned long long* fx_clear = nullptr; // the other parity
+  float* partial = nullptr;                // [gridDim.x][2][K]
+  unsigned long long* fx = nullptr;        // fixed point [2][K][2], this pass's parity
+  unsigned long long* fx_clear = nullptr;  // the other parity
 };
 
 // in[N,H,W,C], w[K,3,3,C] -> out[N,H,W,K]; Q = N*H rows; grid (ceil(Q / R),
@@ -233,8 +233,8 @@ struct SumsOut {
 // take these, 1 (shared memory for MINB blocks per SM) loads them after.
 template <class Pro, class Epi, int SUMS, int MINB>
 __global__ void __launch_bounds__(kThreads, MINB)
-    conv3x3_fused_kernel(const __half* __restrict__ in, const __half* __restrict__ w, __half* __restrict__ out,
-                         Pro pro, Epi epi, SumsOut sums, int H, int W, int C, int K, int Q, int R, int nst) {
+    conv3x3_fused_kernel(const __half* __restrict__ in, const __half* __restrict__ w, __half* __restrict__ out, Pro pro,
+                         Epi epi, SumsOut sums, int H, int W, int C, int K, int Q, int R, int nst) {
   static_assert(Pro::kParams + Epi::kParams <= kMaxParams + 4, "parameters");
   grid_dependency_begin();
   if (SUMS == 2 && blockIdx.x == 0 && blockIdx.y == 0)

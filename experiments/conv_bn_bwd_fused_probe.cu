@@ -47,8 +47,8 @@
 #include "experiments/fused_probe_case.h"
 #include "experiments/probe_check.h"
 #include "experiments/probe_cudnn_conv3x3.h"
-#include "framework/ops/bn_rows_cuda.h"
-#include "framework/ops/channel_stats_cuda.h"
+#include "framework/ops/kernels/bn_rows_cuda.h"
+#include "framework/ops/kernels/channel_stats_cuda.h"
 #include "framework/ops/op_call.h"
 #include "tests/bench/device_fill.h"
 
@@ -73,21 +73,35 @@ struct BnLayer {
   DeviceBuf<__half> x, gamma, beta;
   DeviceBuf<float> sums, batch, affine;
   BnLayer(int64_t rows, int C)
-      : x(size_t(rows * C)), gamma(size_t(C)), beta(size_t(C)), sums(size_t(2 * C)), batch(size_t(2 * C)),
+      : x(size_t(rows * C)),
+        gamma(size_t(C)),
+        beta(size_t(C)),
+        sums(size_t(2 * C)),
+        batch(size_t(2 * C)),
         affine(size_t(2 * C)) {}
 };
 
 struct Buffers {
-  BnLayer a, b;                              // a: after the data gradient, b: before it
+  BnLayer a, b;  // a: after the data gradient, b: before it
   DeviceBuf<__half> dy_b, w, w_t, dx_ref, dx_fused, dy_a_ref, dy_a_fused;
   DeviceBuf<float> dsums_b, dsums_ref, dsums_fused, partial;
   DeviceBuf<unsigned long long> fx_b, fx_acc;  // fixed point: b's backward sums; a's two parities
   explicit Buffers(const FusedShape& s)
-      : a(s.rows(), s.K), b(s.rows(), s.C), dy_b(size_t(s.rows() * s.C)), w(size_t(s.C) * 9 * s.K),
-        w_t(size_t(s.K) * 9 * s.C), dx_ref(size_t(s.rows() * s.C)), dx_fused(size_t(s.rows() * s.C)),
-        dy_a_ref(size_t(s.rows() * s.K)), dy_a_fused(size_t(s.rows() * s.K)), dsums_b(size_t(2 * s.C)),
-        dsums_ref(size_t(2 * s.K)), dsums_fused(size_t(2 * s.K)), partial(size_t(s.row_blocks()) * 2 * s.K),
-        fx_b(size_t(4) * s.C), fx_acc(size_t(8) * s.K) {}
+      : a(s.rows(), s.K),
+        b(s.rows(), s.C),
+        dy_b(size_t(s.rows() * s.C)),
+        w(size_t(s.C) * 9 * s.K),
+        w_t(size_t(s.K) * 9 * s.C),
+        dx_ref(size_t(s.rows() * s.C)),
+        dx_fused(size_t(s.rows() * s.C)),
+        dy_a_ref(size_t(s.rows() * s.K)),
+        dy_a_fused(size_t(s.rows() * s.K)),
+        dsums_b(size_t(2 * s.C)),
+        dsums_ref(size_t(2 * s.K)),
+        dsums_fused(size_t(2 * s.K)),
+        partial(size_t(s.row_blocks()) * 2 * s.K),
+        fx_b(size_t(4) * s.C),
+        fx_acc(size_t(8) * s.K) {}
 };
 
 // batch and affine of a layer from its sums, as the forward's apply writes them.
@@ -128,8 +142,8 @@ void launch_reduce(const ExecEnv& env, const GpuHandles& gh, const __half* dy, c
   SumOut<__half, 2> out;
   out.partial = static_cast<float*>(gh.workspace);
   out.f32 = dsums;
-  launch_kernel(&env, {g.grid, g.block, sum_smem_bytes<2, 4>()}, bwd_reduce_kernel<4>, dy,
-                (const float*)l.affine.p, (const __half*)l.x.p, (const float*)l.batch.p, rows, C, out);
+  launch_kernel(&env, {g.grid, g.block, sum_smem_bytes<2, 4>()}, bwd_reduce_kernel<4>, dy, (const float*)l.affine.p,
+                (const __half*)l.x.p, (const float*)l.batch.p, rows, C, out);
   launch_finalize<__half, 2>(g, C, out, &env);
 }
 
@@ -219,8 +233,8 @@ void BM_ConvBnBwdFused(benchmark::State& state) {
     make_layer(b.b, s.rows(), s.C, 31, env, gh);
     bench::device_fill(b.dy_b.p, DType::F16, s.rows() * s.C, -1.0, 1.0, 41);
     bench::device_fill(b.w.p, DType::F16, int64_t(s.C) * 9 * s.K, -0.06, 0.06, 42);
-    flip_transpose_kernel<<<unsigned(ceil_div(int64_t(s.C) * 9 * s.K, 256)), 256, 0, pe.stream>>>(b.w.p, b.w_t.p,
-                                                                                                   s.C, s.K);
+    flip_transpose_kernel<<<unsigned(ceil_div(int64_t(s.C) * 9 * s.K, 256)), 256, 0, pe.stream>>>(b.w.p, b.w_t.p, s.C,
+                                                                                                  s.K);
     launch_reduce(env, gh, b.dy_b.p, b.b, s.rows(), s.C, b.dsums_b.p);  // b's sums, as the layer above makes them
     check_cuda(cudaMemsetAsync(b.fx_b.p, 0, size_t(4) * s.C * 8, pe.stream), "zero");
     check_cuda(cudaMemsetAsync(b.fx_acc.p, 0, size_t(8) * s.K * 8, pe.stream), "zero");
@@ -235,8 +249,7 @@ void BM_ConvBnBwdFused(benchmark::State& state) {
       launch_path(fused, 0, s, b, conv, pe.h, env, gh);
       check_cuda(cudaStreamSynchronize(pe.stream), "check run");
       const size_t n_in = size_t(s.rows() * s.C), n_out = size_t(s.rows() * s.K);
-      const double err_dy =
-          probe::rel_l2(probe::download(b.dy_a_fused.p, n_out), probe::download(b.dy_a_ref.p, n_out));
+      const double err_dy = probe::rel_l2(probe::download(b.dy_a_fused.p, n_out), probe::download(b.dy_a_ref.p, n_out));
       double err_dx = 0, err_sums = 0;
       bool dx_same = false;
       if (fused != 3) {
@@ -248,7 +261,10 @@ void BM_ConvBnBwdFused(benchmark::State& state) {
       const bool ok = err_dx < 1e-3 && err_dy < 2e-3 && err_sums < 2e-3;
       char detail[192];
       std::snprintf(detail, sizeof detail, "dx %s, rel_err_dx %.2e, rel_err_dy %.2e, rel_err_sums %.2e",
-                    fused == 3 ? "not made" : dx_same ? "same bits" : "not the same bits", err_dx, err_dy, err_sums);
+                    fused == 3 ? "not made"
+                    : dx_same  ? "same bits"
+                               : "not the same bits",
+                    err_dx, err_dy, err_sums);
       probe::print_case("conv bn bwd fused", key, s, ok, detail);
       return probe::CheckResult{ok, {{"rel_err_dx", err_dx}, {"rel_err_dy", err_dy}, {"rel_err_sums", err_sums}}};
     });

@@ -50,7 +50,7 @@
 #include "experiments/probe_bn_apply_cuda.h"
 #include "experiments/probe_check.h"
 #include "experiments/probe_cudnn_conv3x3.h"
-#include "framework/ops/channel_stats_cuda.h"
+#include "framework/ops/kernels/channel_stats_cuda.h"
 #include "framework/ops/op_call.h"
 #include "tests/bench/device_fill.h"
 
@@ -73,10 +73,19 @@ struct Buffers {
   DeviceBuf<float> sums_in, sums_ref, sums_fused, partial;
   DeviceBuf<unsigned long long> fx_in, fx_acc;  // fixed point: sums_in's; the output's two parities
   explicit Buffers(const FusedShape& s)
-      : x(size_t(s.rows() * s.C)), w(size_t(s.K) * 9 * s.C), gamma(size_t(s.C)), beta(size_t(s.C)),
-        a_ref(size_t(s.rows() * s.C)), a_fused(size_t(s.rows() * s.C)), y_ref(size_t(s.rows() * s.K)),
-        y_fused(size_t(s.rows() * s.K)), sums_in(size_t(2 * s.C)), sums_ref(size_t(2 * s.K)),
-        sums_fused(size_t(2 * s.K)), partial(size_t(s.row_blocks()) * 2 * s.K), fx_in(size_t(4) * s.C),
+      : x(size_t(s.rows() * s.C)),
+        w(size_t(s.K) * 9 * s.C),
+        gamma(size_t(s.C)),
+        beta(size_t(s.C)),
+        a_ref(size_t(s.rows() * s.C)),
+        a_fused(size_t(s.rows() * s.C)),
+        y_ref(size_t(s.rows() * s.K)),
+        y_fused(size_t(s.rows() * s.K)),
+        sums_in(size_t(2 * s.C)),
+        sums_ref(size_t(2 * s.K)),
+        sums_fused(size_t(2 * s.K)),
+        partial(size_t(s.row_blocks()) * 2 * s.K),
+        fx_in(size_t(4) * s.C),
         fx_acc(size_t(8) * s.K) {}
 };
 

@@ -34,10 +34,10 @@
 
 #include "experiments/cudnn_probe_env.h"
 #include "framework/core/error.h"
-#include "framework/ops/conv.h"
-#include "framework/ops/conv_engine_cuda.h"
-#include "framework/ops/conv_plan_cache_cuda.h"
-#include "framework/ops/cudnn_graph_cuda.h"
+#include "framework/ops/compute/conv.h"
+#include "framework/ops/conv_plans/conv_engine_cuda.h"
+#include "framework/ops/conv_plans/conv_plan_cache_cuda.h"
+#include "framework/ops/conv_plans/cudnn_graph_cuda.h"
 #include "framework/ops/gpu_handles.h"
 #include "tests/bench/device_fill.h"
 
@@ -48,9 +48,9 @@ using cudnn_graph::check_cuda;
 using cudnn_graph::Desc;
 using cudnn_graph::DeviceBuf;
 
-constexpr int64_t kMaxConfigs = 24;            // per heuristic mode
+constexpr int64_t kMaxConfigs = 24;  // per heuristic mode
 constexpr int kMaxExecsPerGraph = 20;
-constexpr double kGraphBudgetUs = 4000;         // executions per graph: about this long, at least one
+constexpr double kGraphBudgetUs = 4000;              // executions per graph: about this long, at least one
 constexpr int64_t kMaxWorkspace = int64_t(1) << 30;  // engines asking for more are left out
 
 // x[N,H,H,C] -> y[N,Ho,Ho,K] through w[K,R,R,C]; Ho from R, stride and padding.
@@ -127,9 +127,7 @@ double time_captured(cudaStream_t s, cudaEvent_t e0, cudaEvent_t e1, Run run, No
 }
 
 // Executions per timing graph for a run that takes `once_us` alone.
-int execs_for(double once_us) {
-  return std::clamp(int(kGraphBudgetUs / std::max(once_us, 1.0)), 1, kMaxExecsPerGraph);
-}
+int execs_for(double once_us) { return std::clamp(int(kGraphBudgetUs / std::max(once_us, 1.0)), 1, kMaxExecsPerGraph); }
 
 // One execution of `run` on `s`, outside capture: its time in us, negative where it fails.
 template <class Run>
@@ -166,8 +164,8 @@ void probe(benchmark::State& state, const std::string& name, const Case& c) {
     cudaStream_t s = env.stream;
     cudaEvent_t e0 = env.e0, e1 = env.e1;
 
-    const size_t nx = size_t(c.batch * c.side * c.side * c.c),
-                 ny = size_t(c.batch * c.out_side() * c.out_side() * c.k), nw = size_t(c.k * c.r * c.r * c.c);
+    const size_t nx = size_t(c.batch * c.side * c.side * c.c), ny = size_t(c.batch * c.out_side() * c.out_side() * c.k),
+                 nw = size_t(c.k * c.r * c.r * c.c);
     DeviceBuf<__half> x(nx), y(ny), w(nw);
     if (!bench::device_fill(x.p, DType::F16, int64_t(nx), -1, 1, 11) ||
         !bench::device_fill(y.p, DType::F16, int64_t(ny), -1, 1, 12) ||
@@ -240,10 +238,11 @@ void probe(benchmark::State& state, const std::string& name, const Case& c) {
         continue;
       }
       p.us = time_captured(s, e0, e1, run, &p.nodes, execs_for(once));
-      std::printf("[ cudnn engine ] %s: engine %lld, workspace %lld B: %.2f us, %d kernel + %d memset + %d other "
-                  "nodes\n",
-                  name.c_str(), static_cast<long long>(p.info.index), static_cast<long long>(p.workspace), p.us,
-                  p.nodes.kernels, p.nodes.memsets, p.nodes.other);
+      std::printf(
+          "[ cudnn engine ] %s: engine %lld, workspace %lld B: %.2f us, %d kernel + %d memset + %d other "
+          "nodes\n",
+          name.c_str(), static_cast<long long>(p.info.index), static_cast<long long>(p.workspace), p.us,
+          p.nodes.kernels, p.nodes.memsets, p.nodes.other);
       if (p.us < 0) continue;
       if (!best || p.us < best->us) best = &p;
       if (p.nodes.total() == 1 && (!one || p.us < one->us)) one = &p;
@@ -262,11 +261,11 @@ void probe(benchmark::State& state, const std::string& name, const Case& c) {
       state.counters["one_engine"] = double(one->info.index);
       state.counters["one_over_legacy"] = one->us / legacy_us;
     }
-    std::printf("[ cudnn engine ] %s: legacy %.2f us in %d nodes; fastest deterministic engine %lld %.2f us in %d "
-                "nodes; fastest in one node: %s\n",
-                name.c_str(), legacy_us, legacy_nodes.total(), static_cast<long long>(best->info.index), best->us,
-                best->nodes.total(),
-                one ? cat("engine ", one->info.index, " ", one->us, " us").c_str() : "none");
+    std::printf(
+        "[ cudnn engine ] %s: legacy %.2f us in %d nodes; fastest deterministic engine %lld %.2f us in %d "
+        "nodes; fastest in one node: %s\n",
+        name.c_str(), legacy_us, legacy_nodes.total(), static_cast<long long>(best->info.index), best->us,
+        best->nodes.total(), one ? cat("engine ", one->info.index, " ", one->us, " us").c_str() : "none");
     for (auto _ : state) state.SetIterationTime(1e-6 * legacy_us);
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
@@ -291,8 +290,8 @@ std::vector<Case> cases() {
       if (!seen && (d != ConvDir::BwdData || data_grad)) v.push_back(n);
     }
   };
-  for (auto [side, c, k] : {std::tuple{28, 32, 64}, {14, 64, 64}, {14, 64, 128}, {7, 128, 128}, {7, 128, 256},
-                            {3, 256, 256}})
+  for (auto [side, c, k] :
+       {std::tuple{28, 32, 64}, {14, 64, 64}, {14, 64, 128}, {7, 128, 128}, {7, 128, 256}, {3, 256, 256}})
     add("cnn/b256", 256, side, c, k);
   const std::string r50 = "resnet50/b256";
   add(r50, 256, 224, 3, 64, 7, 2, 3, false);  // the stem
@@ -310,16 +309,22 @@ std::vector<Case> cases() {
     add(r50, 256, in_side, in, out, 1, stride, 0);
     add(r50, 256, side, out, mid, 1, 1, 0);
   }
-  for (auto [side, c, k] : {std::tuple{224, 64, 64}, {112, 64, 128}, {112, 128, 128}, {56, 128, 256},
-                            {56, 256, 256}, {28, 256, 512}, {28, 512, 512}, {14, 512, 512}})
+  for (auto [side, c, k] : {std::tuple{224, 64, 64},
+                            {112, 64, 128},
+                            {112, 128, 128},
+                            {56, 128, 256},
+                            {56, 256, 256},
+                            {28, 256, 512},
+                            {28, 512, 512},
+                            {14, 512, 512}})
     add("vgg16bn/b128", 128, side, c, k);
   return v;
 }
 
 const bool registered = [] {
   for (const Case& c : cases()) {
-    const std::string name = cat("cudnn_engine/", c.model, "/", c.side, "x", c.side, "x", c.c, "-", c.k, "/r", c.r,
-                                 "s", c.stride, "/", dir_name(c.dir), "/f16");
+    const std::string name = cat("cudnn_engine/", c.model, "/", c.side, "x", c.side, "x", c.c, "-", c.k, "/r", c.r, "s",
+                                 c.stride, "/", dir_name(c.dir), "/f16");
     benchmark::RegisterBenchmark(name.c_str(), [c, name](benchmark::State& st) { probe(st, name, c); })
         ->UseManualTime()
         ->Iterations(1)

@@ -7,7 +7,7 @@
 //                                  (where a BN follows the conv directly)
 //   scale_bias_relu_wgrad          r and dy[N,H,W,K] f16 -> dw[K,3,3,C] f16
 // With all three, r would never be written or read again. Built with the
-// backend graph API (framework/ops/cudnn_graph_cuda.h); the first kMaxConfigs engine configs of
+// backend graph API (framework/ops/conv_plans/cudnn_graph_cuda.h); the first kMaxConfigs engine configs of
 // heuristic mode A and of the fallback list are built, timed, and marked
 // deterministic or not (CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC). tr keeps its
 // modes bit-identical, so only a deterministic engine could serve; the fastest
@@ -190,16 +190,26 @@ struct CaseData {
   DeviceBuf<float> sb, sums0, sums1;
   DeviceBuf<double> ref_sums;
   explicit CaseData(const Case& c)
-      : C(c.c), K(c.k), x(size_t(c.rows() * c.c)), r(size_t(c.rows() * c.c)), w(size_t(c.k * 9 * c.c)),
-        dy(size_t(c.rows() * c.k)), out0(size_t(c.out_elems())), out1(size_t(c.out_elems())),
-        ref(size_t(c.out_elems())), sb_half(size_t(2 * c.c)), sb(size_t(2 * c.c)), sums0(size_t(2 * c.k)),
-        sums1(size_t(2 * c.k)), ref_sums(size_t(3 * c.k)) {
+      : C(c.c),
+        K(c.k),
+        x(size_t(c.rows() * c.c)),
+        r(size_t(c.rows() * c.c)),
+        w(size_t(c.k * 9 * c.c)),
+        dy(size_t(c.rows() * c.k)),
+        out0(size_t(c.out_elems())),
+        out1(size_t(c.out_elems())),
+        ref(size_t(c.out_elems())),
+        sb_half(size_t(2 * c.c)),
+        sb(size_t(2 * c.c)),
+        sums0(size_t(2 * c.k)),
+        sums1(size_t(2 * c.k)),
+        ref_sums(size_t(3 * c.k)) {
     upload_random_half(x.p, size_t(c.rows() * C), -1.f, 1.f, 11);
     upload_random_half(w.p, size_t(K * 9 * C), -0.1f, 0.1f, 12);
     upload_random_half(dy.p, size_t(c.rows() * K), -0.01f, 0.01f, 13);
     Rng rng(14);
     std::vector<float> h(size_t(2 * C));
-    for (int64_t i = 0; i < C; ++i) h[size_t(i)] = rng.uniform(0.5f, 1.5f);      // scale
+    for (int64_t i = 0; i < C; ++i) h[size_t(i)] = rng.uniform(0.5f, 1.5f);       // scale
     for (int64_t i = C; i < 2 * C; ++i) h[size_t(i)] = rng.uniform(-0.5f, 0.5f);  // bias
     check_cuda(cudaMemcpy(sb.p, h.data(), h.size() * 4, cudaMemcpyHostToDevice), "upload scale, bias");
     float_to_half_kernel<<<int((2 * C + 255) / 256), 256>>>(sb.p, sb_half.p, int(2 * C));
@@ -230,8 +240,8 @@ void unfused(cudnnHandle_t h, cudaStream_t stream, const Case& c, CaseData& d) {
   size_t ws_bytes = 0;
   if (c.pattern == Pattern::Wgrad) {
     cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-    check(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, xd, yd, cd, wd, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got,
-                                                        perf),
+    check(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, xd, yd, cd, wd, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
+                                                        &got, perf),
           "filter gradient algorithms");
     const auto* pick = std::find_if(perf, perf + got, [](const auto& p) {
       return p.status == CUDNN_STATUS_SUCCESS && p.determinism == CUDNN_DETERMINISTIC;
@@ -324,9 +334,8 @@ std::vector<Plan> build_plans(cudnnHandle_t h, const Case& c, const std::string&
         cudnn_graph::check(cudnnBackendGetAttribute(p.plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
                                                     CUDNN_TYPE_INT64, 1, &n, &p.workspace),
                            "plan workspace");
-        const bool seen = p.info.index >= 0 && std::any_of(plans.begin(), plans.end(), [&](const Plan& q) {
-          return q.info.index == p.info.index;
-        });
+        const bool seen = p.info.index >= 0 && std::any_of(plans.begin(), plans.end(),
+                                                           [&](const Plan& q) { return q.info.index == p.info.index; });
         if (!seen) plans.push_back(std::move(p));
       }
     }
@@ -444,14 +453,14 @@ void probe(benchmark::State& state, const std::string& name, const Case& c) {
     state.counters["out_repeatable"] = out_repeats ? 1 : 0;
     state.counters["repeatable"] = out_repeats && sums_repeat ? 1 : 0;
     state.counters["scale_bias_f32"] = f32 ? 1 : 0;
-    std::printf("[ cudnn fusion ] %s: %lld configs, %zu plans, %d deterministic; best deterministic %.2f us (engine "
-                "%lld), best of all %.2f us; output differs from the unfused path by %.3g of its largest value%s; "
-                "the output repeats to the bit: %s%s\n",
-                name.c_str(), static_cast<long long>(configs), plans.size(), deterministic, best->us,
-                static_cast<long long>(best->info.index), best_any, out_err,
-                c.pattern == Pattern::ConvStats ? cat(", the statistics by ", sum_err).c_str() : "",
-                out_repeats ? "yes" : "NO",
-                c.pattern == Pattern::ConvStats ? (sums_repeat ? ", the statistics: yes" : ", the statistics: NO") : "");
+    std::printf(
+        "[ cudnn fusion ] %s: %lld configs, %zu plans, %d deterministic; best deterministic %.2f us (engine "
+        "%lld), best of all %.2f us; output differs from the unfused path by %.3g of its largest value%s; "
+        "the output repeats to the bit: %s%s\n",
+        name.c_str(), static_cast<long long>(configs), plans.size(), deterministic, best->us,
+        static_cast<long long>(best->info.index), best_any, out_err,
+        c.pattern == Pattern::ConvStats ? cat(", the statistics by ", sum_err).c_str() : "", out_repeats ? "yes" : "NO",
+        c.pattern == Pattern::ConvStats ? (sums_repeat ? ", the statistics: yes" : ", the statistics: NO") : "");
     for (auto _ : state) state.SetIterationTime(1e-6 * time_plan(best->plan, 10));
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
@@ -464,15 +473,15 @@ void probe(benchmark::State& state, const std::string& name, const Case& c) {
 // follows directly); each with its filter gradient.
 const bool registered = [] {
   for (int64_t b : {256, 1024}) {
-    const Case fwd[] = {{b, 28, 32, 64, Pattern::Conv},       {b, 14, 64, 64, Pattern::ConvStats},
-                        {b, 14, 64, 128, Pattern::Conv},      {b, 7, 128, 128, Pattern::ConvStats},
-                        {b, 7, 128, 256, Pattern::Conv},      {b, 3, 256, 256, Pattern::ConvStats}};
+    const Case fwd[] = {{b, 28, 32, 64, Pattern::Conv},  {b, 14, 64, 64, Pattern::ConvStats},
+                        {b, 14, 64, 128, Pattern::Conv}, {b, 7, 128, 128, Pattern::ConvStats},
+                        {b, 7, 128, 256, Pattern::Conv}, {b, 3, 256, 256, Pattern::ConvStats}};
     for (const Case& f : fwd) {
       Case g = f;
       g.pattern = Pattern::Wgrad;
       for (const Case& c : {f, g}) {
-        const std::string name =
-            cat("cudnn_fusion/cnn/b", b, "/", c.side, "x", c.side, "x", c.c, "-", c.k, "/", pattern_name(c.pattern), "/f16");
+        const std::string name = cat("cudnn_fusion/cnn/b", b, "/", c.side, "x", c.side, "x", c.c, "-", c.k, "/",
+                                     pattern_name(c.pattern), "/f16");
         benchmark::RegisterBenchmark(name.c_str(), [c, name](benchmark::State& st) { probe(st, name, c); })
             ->UseManualTime()
             ->Iterations(20)

@@ -1,11 +1,11 @@
 #pragma once
 // Pointwise operations of cuDNN's backend graph API, for the fusion probe
 // (cudnn_fusion_probe.cu); the rest of the API's helpers are the framework's
-// (framework/ops/cudnn_graph_cuda.h).
+// (framework/ops/conv_plans/cudnn_graph_cuda.h).
 #ifdef TR_HAVE_CUDA
 #include <cudnn.h>
 
-#include "framework/ops/cudnn_graph_cuda.h"
+#include "framework/ops/conv_plans/cudnn_graph_cuda.h"
 
 namespace tr::cudnn_graph {
 

@@ -10,7 +10,7 @@
 #include <cstddef>
 
 #include "framework/core/error.h"
-#include "framework/ops/cudnn_graph_cuda.h"
+#include "framework/ops/conv_plans/cudnn_graph_cuda.h"
 
 namespace tr::cudnn_graph {
 

@@ -5,8 +5,8 @@
 // same floats as tr's bn_relu_apply. Only included from .cu files.
 #include <cuda_fp16.h>
 
-#include "framework/ops/bn_affine_cuda.h"
-#include "framework/ops/kernel_launch_cuda.h"
+#include "framework/ops/kernels/bn_affine_cuda.h"
+#include "framework/ops/kernels/kernel_launch_cuda.h"
 
 namespace tr::cuda {
 
@@ -27,9 +27,9 @@ __device__ __forceinline__ void apply_rows_affine(const __half* x, const float (
 
 // The same with (scale, shift) from sums f32[2,C].
 template <int VEC>
-__device__ __forceinline__ void apply_rows(const __half* x, const float* sums, const __half* gamma,
-                                           const __half* beta, __half* y, int64_t rows, int64_t C, int64_t c0,
-                                           int64_t r0, int64_t stride, double inv_count) {
+__device__ __forceinline__ void apply_rows(const __half* x, const float* sums, const __half* gamma, const __half* beta,
+                                           __half* y, int64_t rows, int64_t C, int64_t c0, int64_t r0, int64_t stride,
+                                           double inv_count) {
   float sc[VEC], sh[VEC];
 #pragma unroll
   for (int i = 0; i < VEC; ++i)

@@ -46,7 +46,19 @@ __global__ void probe_chain_kernel(const __half* __restrict__ x, __half* __restr
     y[i] = __hadd(x[i], __float2half(1.f));
 }
 
-enum Shape { kPlain, kDouble, kHostWaits, kChildren, kForkJoin, kEventNode, kMemcpy, kLowFirst, kAll, kChainNormal, kNoNodePriority };
+enum Shape {
+  kPlain,
+  kDouble,
+  kHostWaits,
+  kChildren,
+  kForkJoin,
+  kEventNode,
+  kMemcpy,
+  kLowFirst,
+  kAll,
+  kChainNormal,
+  kNoNodePriority
+};
 
 struct Probe {
   std::array<cudaStream_t, 4> s{};  // s[0] high priority (COMP_1), the others low

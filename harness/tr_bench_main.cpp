@@ -9,19 +9,19 @@
 
 #include "framework/core/error.h"
 #include "framework/graph/model_registry.h"
-#include "harness/lib/bench_runner.h"
-#include "harness/lib/allreduce_table.h"
-#include "harness/lib/atomic_file.h"
-#include "harness/lib/conv_plans_file.h"
-#include "harness/lib/process_launch.h"
-#include "harness/lib/weak_scaling.h"
-#include "harness/lib/cli_main.h"
-#include "harness/lib/gate_cli.h"
-#include "harness/lib/json_report.h"
-#include "harness/lib/kernel_trace.h"
-#include "harness/lib/report_cli.h"
-#include "harness/lib/top_kernels.h"
-#include "harness/lib/tta_cli.h"
+#include "harness/lib/bench/allreduce_table.h"
+#include "harness/lib/bench/bench_runner.h"
+#include "harness/lib/bench/kernel_trace.h"
+#include "harness/lib/bench/top_kernels.h"
+#include "harness/lib/bench/weak_scaling.h"
+#include "harness/lib/cli/cli_main.h"
+#include "harness/lib/cli/conv_plans_file.h"
+#include "harness/lib/cli/process_launch.h"
+#include "harness/lib/report/atomic_file.h"
+#include "harness/lib/report/gate_cli.h"
+#include "harness/lib/report/json_report.h"
+#include "harness/lib/report/report_cli.h"
+#include "harness/lib/tta/tta_cli.h"
 
 namespace {
 
@@ -30,8 +30,10 @@ int run(int argc, char** argv, tr::World* world) {
   if (argc > 1 && std::strcmp(argv[1], "gate") == 0) return gate_main(argc - 1, argv + 1);
   if (argc > 1 && std::strcmp(argv[1], "report") == 0) return report_main(argc - 1, argv + 1);
   if (argc > 1 && std::strcmp(argv[1], "tta") == 0) {
-    TR_USER_CHECK(!world || world->processes() == 1, "tr-bench tta runs in one process (its ranks as threads), "
-                  "not under mpirun or srun with ", world ? world->processes() : 0, " processes");
+    TR_USER_CHECK(!world || world->processes() == 1,
+                  "tr-bench tta runs in one process (its ranks as threads), "
+                  "not under mpirun or srun with ",
+                  world ? world->processes() : 0, " processes");
     return tta_main(argc - 1, argv + 1);
   }
   const BenchOptions o = parse_bench_options(argc, argv, world);
@@ -53,10 +55,10 @@ int run(int argc, char** argv, tr::World* world) {
     tr::check_writable(o.kernel_trace_path, inputs);
   }
   const BenchReport r = run_bench(o, world);
-  const std::string launch = world ? tr::cat(", ranks in ", r.context.processes,
-                                             r.context.processes == 1 ? " process (" : " processes (", r.context.launch, ": ",
-                                             r.context.hosts, "; ", r.context.mpi_version, ")")
-                                   : std::string();
+  const std::string launch =
+      world ? tr::cat(", ranks in ", r.context.processes, r.context.processes == 1 ? " process (" : " processes (",
+                      r.context.launch, ": ", r.context.hosts, "; ", r.context.mpi_version, ")")
+            : std::string();
   std::printf("tr-bench: %s on %s (%s%s), %d repetitions x %d steps after %d warm-up steps\n",
               r.context.device_kind.c_str(), r.context.device_name.c_str(), r.context.host_name.c_str(), launch.c_str(),
               o.repetitions, o.iters, o.warmup);

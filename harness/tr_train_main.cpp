@@ -8,13 +8,13 @@
 #include "framework/core/error.h"
 #include "framework/graph/model_registry.h"
 #include "framework/train/trainer.h"
-#include "harness/lib/cli_args.h"
-#include "harness/lib/cli_main.h"
-#include "harness/lib/conv_plans_file.h"
-#include "harness/lib/process_agreement.h"
-#include "harness/lib/process_launch.h"
-#include "harness/lib/state_digest.h"
-#include "harness/lib/train_flags.h"
+#include "harness/lib/cli/cli_args.h"
+#include "harness/lib/cli/cli_main.h"
+#include "harness/lib/cli/conv_plans_file.h"
+#include "harness/lib/cli/process_agreement.h"
+#include "harness/lib/cli/process_launch.h"
+#include "harness/lib/cli/state_digest.h"
+#include "harness/lib/cli/train_flags.h"
 
 namespace {
 
@@ -62,25 +62,26 @@ int run(int argc, char** argv, tr::World* world) {
       world ? cat(" in ", world->processes(), world->processes() == 1 ? " process (" : " processes (",
                   world->launch_kind(), ", ", world->library(), ")")
             : "";
-  std::printf("tr-train: model %s (width %g, %dx%dx%d, %d classes), %s, mode %s, %s, batch %lld, %d rank(s)%s%s, "
-              "%lld steps/epoch\n",
-              o.model.name.c_str(), o.model.width, o.model.in_height, o.model.in_width, o.model.in_channels,
-              o.model.classes,
-              device.c_str(), mode_name(o.mode).c_str(), o.train.amp ? "amp fp16" : "fp32",
-              static_cast<long long>(o.batch), o.train.ranks, processes.c_str(),
-              o.train.ranks > 1 ? cat(", BN sync ", bn_sync_name(o.train.bn_sync)).c_str() : "",
-              static_cast<long long>(t.steps_per_epoch()));
+  std::printf(
+      "tr-train: model %s (width %g, %dx%dx%d, %d classes), %s, mode %s, %s, batch %lld, %d rank(s)%s%s, "
+      "%lld steps/epoch\n",
+      o.model.name.c_str(), o.model.width, o.model.in_height, o.model.in_width, o.model.in_channels, o.model.classes,
+      device.c_str(), mode_name(o.mode).c_str(), o.train.amp ? "amp fp16" : "fp32", static_cast<long long>(o.batch),
+      o.train.ranks, processes.c_str(),
+      o.train.ranks > 1 ? cat(", BN sync ", bn_sync_name(o.train.bn_sync)).c_str() : "",
+      static_cast<long long>(t.steps_per_epoch()));
   const AugmentConfig& aug = o.train.augment;
   if (aug.any() || o.train.tta_flip)
     std::printf("tr-train: augmentation in the input graphs: flip %s, translate %d, cutout %d; test-time: %s\n",
                 aug.flip ? "on" : "off", aug.translate, aug.cutout, o.train.tta_flip ? "flip" : "none");
-  std::printf("tr-train: %zu nodes, arena %.1f MiB (activations %.1f MiB, %.1f MiB without reuse); atlas %d slots, "
-              "%d unique, %d reused; %d captured, %d step graphs, in %.1f ms\n",
-              t.model().cg.total_nodes(), t.plans().arena_bytes / 1048576.0, t.plans().activation_pool_bytes / 1048576.0,
-              t.plans().activation_no_reuse_bytes / 1048576.0, pc.dedup.total_slots, pc.dedup.unique, pc.dedup.reused,
-              pc.captured, pc.step_graphs, pc.capture_ms);
-  std::printf("%5s %5s %10s %9s %9s %9s %9s %9s %8s %8s %6s\n", "epoch", "res", "train_loss", "train_acc",
-              "val_loss", "val_acc", "ema_loss", "ema_acc", "train_s", "val_s", "skip");
+  std::printf(
+      "tr-train: %zu nodes, arena %.1f MiB (activations %.1f MiB, %.1f MiB without reuse); atlas %d slots, "
+      "%d unique, %d reused; %d captured, %d step graphs, in %.1f ms\n",
+      t.model().cg.total_nodes(), t.plans().arena_bytes / 1048576.0, t.plans().activation_pool_bytes / 1048576.0,
+      t.plans().activation_no_reuse_bytes / 1048576.0, pc.dedup.total_slots, pc.dedup.unique, pc.dedup.reused,
+      pc.captured, pc.step_graphs, pc.capture_ms);
+  std::printf("%5s %5s %10s %9s %9s %9s %9s %9s %8s %8s %6s\n", "epoch", "res", "train_loss", "train_acc", "val_loss",
+              "val_acc", "ema_loss", "ema_acc", "train_s", "val_s", "skip");
   for (int e = 0; e < o.epochs; ++e) {
     const EpochStats s = t.run_epoch();
     std::printf("%5d %5d %10.4f %9.4f %9.4f %9.4f %9.4f %9.4f %8.2f %8.2f %6d\n", s.epoch + 1,

@@ -6,8 +6,8 @@
 
 #include <cmath>
 
-#include "harness/lib/allreduce_table.h"
-#include "harness/lib/bench_driver.h"
+#include "harness/lib/bench/allreduce_table.h"
+#include "harness/lib/bench/bench_driver.h"
 #include "tests/train_test_util.h"
 
 namespace tr {
@@ -51,8 +51,7 @@ TEST(AllreduceBench, MessagesCoverEveryGradientOnce) {
     EXPECT_TRUE(bench::BenchDriver(t.session()).grad_allreduce_messages(Variant::ValBase).empty());
   }
   // One rank without forced collectives: nothing to all-reduce.
-  Trainer one(small_run("mlp", OptimizerKind::AdamW, ExecMode::FullCapture, 32), view_of(train),
-              view_of(val));
+  Trainer one(small_run("mlp", OptimizerKind::AdamW, ExecMode::FullCapture, 32), view_of(train), view_of(val));
   EXPECT_TRUE(bench::BenchDriver(one.session()).grad_allreduce_messages(Variant::TrainBase).empty());
 }
 

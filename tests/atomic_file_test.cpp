@@ -1,4 +1,4 @@
-// Reports are written atomically (harness/lib/atomic_file.h): a writer killed
+// Reports are written atomically (harness/lib/report/atomic_file.h): a writer killed
 // mid-write leaves the old file intact, and an unwritable place is one clear
 // error. What may be written at all is Note [output paths]: a new name or a
 // writable regular file (through a symbolic link too), never a special file,
@@ -17,7 +17,7 @@
 #include <string>
 
 #include "framework/core/error.h"
-#include "harness/lib/atomic_file.h"
+#include "harness/lib/report/atomic_file.h"
 
 namespace tr {
 namespace {
@@ -33,9 +33,7 @@ std::string temp_dir(const char* name) {
   return d;
 }
 
-size_t entries(const std::string& dir) {
-  return size_t(std::distance(std::filesystem::directory_iterator(dir), {}));
-}
+size_t entries(const std::string& dir) { return size_t(std::distance(std::filesystem::directory_iterator(dir), {})); }
 
 // The message of the UserError `fn` throws, or "" when it throws none.
 template <typename Fn>
@@ -153,8 +151,9 @@ TEST(AtomicFile, ACharacterDeviceIsRefusedUpFront) {
   const std::string link = dir + "/null.json";
   std::filesystem::create_symlink("/dev/null", link);
   EXPECT_EQ(user_error([&] { check_writable(link); }),
-            "cannot write '" + link + "': it links to '/dev/null', which is a character device; tr writes only "
-            "regular files");
+            "cannot write '" + link +
+                "': it links to '/dev/null', which is a character device; tr writes only "
+                "regular files");
   EXPECT_TRUE(std::filesystem::is_character_file("/dev/null"));
   EXPECT_TRUE(std::filesystem::is_symlink(link));
   EXPECT_EQ(entries(dir), 1u);
@@ -247,8 +246,11 @@ TEST(AtomicFile, AnInputIsNeverTheOutput) {
   const std::string in = dir + "/a.json";
   write_file_atomically(in, "{}\n");
   std::filesystem::create_symlink("a.json", dir + "/link.json");
-  EXPECT_EQ(user_error([&] { check_writable(in, {in}); }), "cannot write '" + in + "': it is also an input of this run");
-  EXPECT_EQ(user_error([&] { check_writable(dir + "/./a.json", {dir + "/b.json", in}); }),
+  EXPECT_EQ(user_error([&] { check_writable(in, {in}); }),
+            "cannot write '" + in + "': it is also an input of this run");
+  EXPECT_EQ(user_error([&] {
+              check_writable(dir + "/./a.json", {dir + "/b.json", in});
+            }),
             "cannot write '" + dir + "/./a.json': it is also an input of this run (as '" + in + "')");
   EXPECT_NE(user_error([&] { check_writable(dir + "/link.json", {in}); }).find("it is also an input"),
             std::string::npos);
@@ -280,8 +282,9 @@ TEST(AtomicFile, AFileSizeLimitIsOneUserErrorLikeAFullDisk) {
     check_writable(path);  // the check writes nothing, so the limit does not stop it
     const std::string message = user_error([&] { write_file_atomically(path, std::string(1 << 20, 'x')); });
     if (message.empty()) _exit(1);
-    if (message != "cannot write '" + path + "': write failed: the text (1048576 bytes) is over the file size "
-                   "limit (ulimit -f) of 65536 bytes") {
+    if (message != "cannot write '" + path +
+                       "': write failed: the text (1048576 bytes) is over the file size "
+                       "limit (ulimit -f) of 65536 bytes") {
       std::fprintf(stderr, "%s\n", message.c_str());
       _exit(2);
     }

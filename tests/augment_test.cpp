@@ -9,8 +9,8 @@
 #include <set>
 
 #include "framework/core/philox.h"
-#include "framework/ops/augment.h"
-#include "framework/ops/tta_mean.h"
+#include "framework/ops/compute/tta_mean.h"
+#include "framework/ops/kernels/augment.h"
 #include "tests/ops_cpu_test_util.h"
 
 namespace tr::test {
@@ -26,8 +26,8 @@ TEST(Philox, KnownAnswers) {
   const Philox4 ones = philox4x32_10(Philox4{{~0u, ~0u, ~0u, ~0u}}, ~0u, ~0u);
   EXPECT_EQ(ones.v[0], 0x408f276du);
   EXPECT_EQ(ones.v[3], 0x6d5451fdu);
-  const Philox4 pi = philox4x32_10(Philox4{{0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u}}, 0xa4093822u,
-                                   0x299f31d0u);
+  const Philox4 pi =
+      philox4x32_10(Philox4{{0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u}}, 0xa4093822u, 0x299f31d0u);
   EXPECT_EQ(pi.v[0], 0xd16cfe09u);
   EXPECT_EQ(pi.v[1], 0x94fdccebu);
   EXPECT_EQ(pi.v[2], 0x5001e420u);
@@ -95,9 +95,7 @@ struct Prep {
   static double at(const HostTensor& x, int64_t n, int64_t i, int64_t j, int64_t c) {
     return x.get(((n * H + i) * W + j) * C + c);
   }
-  double pad_value(int64_t c) const {
-    return double((0.f / 255.f - run.attrs.norm_mean[c]) / run.attrs.norm_std[c]);
-  }
+  double pad_value(int64_t c) const { return double((0.f / 255.f - run.attrs.norm_mean[c]) / run.attrs.norm_std[c]); }
 };
 
 TEST(Augment, TranslateByZeroAndNoAugmentationChangeNothing) {
@@ -121,7 +119,8 @@ TEST(Augment, EachImageIsItsShiftedMirroredAndCutOriginal) {
     p.run.scalars.batches = batch;
     const HostTensor x = p.prep();
     for (int64_t n = 0; n < Prep::B; ++n) {
-      const AugmentChoice ch = augment_choice(augment_params(p.run.attrs), uint32_t(batch), uint32_t(n), Prep::H, Prep::W);
+      const AugmentChoice ch =
+          augment_choice(augment_params(p.run.attrs), uint32_t(batch), uint32_t(n), Prep::H, Prep::W);
       flipped += ch.flip;
       shifted += ch.dx != 0 || ch.dy != 0;
       for (int64_t i = 0; i < Prep::H; ++i)

@@ -42,8 +42,10 @@ TEST(AugmentTraining, AugmentationChangesTrainingAndOnlyItsSeedChangesIt) {
     same_again += std::memcmp(a7.at(name).data(), again.at(name).data(), bytes) == 0;
     same_other_seed += std::memcmp(a7.at(name).data(), a8.at(name).data(), bytes) == 0;
   }
-  std::printf("[ augment ] %zu state tensors: %d equal without augmentation, %d equal on a rerun, %d equal with "
-              "another seed\n", plain.size(), same_as_plain, same_again, same_other_seed);
+  std::printf(
+      "[ augment ] %zu state tensors: %d equal without augmentation, %d equal on a rerun, %d equal with "
+      "another seed\n",
+      plain.size(), same_as_plain, same_again, same_other_seed);
   // Weights initialise from the seed too, so seed 8 differs everywhere; the
   // rerun is bit-identical; augmentation moved every trained tensor.
   EXPECT_EQ(same_again, int(plain.size()));
@@ -70,8 +72,10 @@ TEST(AugmentTraining, RanksAgreeWithOneRankAfterAStep) {
   };
   const auto one = run(1), four = run(4);
   const testing::UpdateDiff u = testing::update_diff(init, one, four);
-  std::printf("[ augment ] 4 ranks x 8 vs 1 x 32 with flip, translate and cutout, one step: update differs by %.3g "
-              "overall, worst tensor %.3g (%s)\n", u.total, u.worst, u.worst_name.c_str());
+  std::printf(
+      "[ augment ] 4 ranks x 8 vs 1 x 32 with flip, translate and cutout, one step: update differs by %.3g "
+      "overall, worst tensor %.3g (%s)\n",
+      u.total, u.worst, u.worst_name.c_str());
   EXPECT_LT(u.total, testing::kRankSplitStepTotal);
   EXPECT_LT(u.worst, testing::kRankSplitStepWorst) << u.worst_name;
 }
@@ -105,7 +109,7 @@ TEST(AugmentTraining, TtaLogitsOfSymmetricImagesEqualThePlainLogits) {
   EXPECT_EQ(tta.val_loss, plain.val_loss);
   EXPECT_EQ(tta.val_acc, plain.val_acc);
   EXPECT_EQ(tta.val_ema_loss, plain.val_ema_loss);
-  EXPECT_EQ(tta.train_loss, plain.train_loss);  // training does not see TTA
+  EXPECT_EQ(tta.train_loss, plain.train_loss);        // training does not see TTA
   EXPECT_NE(tta_asym.val_loss, plain_asym.val_loss);  // ... and TTA is on
 }
 

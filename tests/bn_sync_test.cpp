@@ -72,8 +72,10 @@ TEST(BnSync, RunningKeepsRanksIdenticalAndDiffersFromSynchronisedBn) {
   // the weights move differently from synchronised BN (else the option did nothing).
   Trainer batch(bn_run(2, ExecMode::FullCapture, BnSync::Batch), view_of(train), view_of(val));
   const EpochStats sb = batch.run_epoch();
-  std::printf("[ bn sync ] 2 ranks, 8 steps: validation accuracy %.3f with per-rank BN, %.3f synchronised; "
-              "training loss %.4f and %.4f\n", s.val_acc, sb.val_acc, s.train_loss, sb.train_loss);
+  std::printf(
+      "[ bn sync ] 2 ranks, 8 steps: validation accuracy %.3f with per-rank BN, %.3f synchronised; "
+      "training loss %.4f and %.4f\n",
+      s.val_acc, sb.val_acc, s.train_loss, sb.train_loss);
   const auto b0 = state_of(batch, 0);
   int differing = 0;
   for (const auto& [name, v] : r0) differing += std::memcmp(v.data(), b0.at(name).data(), v.size() * 4) != 0;

@@ -2,7 +2,7 @@
 // and a raw ratio above 1 (clock granularity) is reported beside it.
 #include <gtest/gtest.h>
 
-#include "harness/lib/busy_fraction.h"
+#include "harness/lib/bench/busy_fraction.h"
 
 namespace tr::bench {
 namespace {

@@ -70,7 +70,8 @@ TEST(CaptureFailure, NamesTheGraphVariantAndRankOnTheCpu) {
   const double before = train_one_epoch(Backend::Cpu, 2);
   std::string msg = fail_capture(Backend::Cpu, 1, {GraphId::DEEP_FWD_BWD, Variant::TrainBase, 0});
   EXPECT_NE(msg.find("capturing DEEP_FWD_BWD (variant train_base, rank 0): injected capture failure"),
-            std::string::npos) << msg;
+            std::string::npos)
+      << msg;
   msg = fail_capture(Backend::Cpu, 2, {GraphId::OPTIMIZER, Variant::TrainBase, 1});
   EXPECT_NE(msg.find("capturing OPTIMIZER (variant "), std::string::npos) << msg;
   EXPECT_NE(msg.find(", rank 1): injected capture failure"), std::string::npos) << msg;
@@ -87,7 +88,8 @@ TEST(CaptureFailure, LeavesTheGpuCleanAndNamesTheGraph) {
   ASSERT_EQ(cudaMemGetInfo(&free0, &total), cudaSuccess);
   const std::string msg = fail_capture(Backend::Cuda, 1, {GraphId::DEEP_FWD_BWD, Variant::TrainBase, 0});
   EXPECT_NE(msg.find("capturing DEEP_FWD_BWD (variant train_base, rank 0): injected capture failure"),
-            std::string::npos) << msg;
+            std::string::npos)
+      << msg;
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
   size_t free1 = 0;
   ASSERT_EQ(cudaMemGetInfo(&free1, &total), cudaSuccess);

@@ -1,6 +1,6 @@
-// Specification of the list flags (harness/lib/cli_args.h, list_items and
+// Specification of the list flags (harness/lib/cli/cli_args.h, list_items and
 // check_distinct) and of tr-bench's lists read through them
-// (harness/lib/bench_options.h): a list names each case once, so an empty item
+// (harness/lib/bench/bench_options.h): a list names each case once, so an empty item
 // or a repeat is one UserError naming the flag and the item, given before any
 // case runs.
 #include <gtest/gtest.h>
@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "framework/core/error.h"
-#include "harness/lib/bench_options.h"
-#include "harness/lib/cli_args.h"
+#include "harness/lib/bench/bench_options.h"
+#include "harness/lib/cli/cli_args.h"
 
 namespace tr {
 namespace {
@@ -51,7 +51,9 @@ TEST(CliArgsTest, ListItemsRefusesARepeat) {
 TEST(CliArgsTest, CheckDistinctNamesTheFirstRepeatAndItsReason) {
   check_distinct("--mode", {"eager", "full-capture"});
   EXPECT_EQ(user_error_of([] { check_distinct("--batch", {"8", "16", "16", "8"}); }), "--batch: 16 is given twice");
-  EXPECT_EQ(user_error_of([] { check_distinct("--mode", {"eager", "eager"}, " (all includes it)"); }),
+  EXPECT_EQ(user_error_of([] {
+              check_distinct("--mode", {"eager", "eager"}, " (all includes it)");
+            }),
             "--mode: eager is given twice (all includes it)");
 }
 

@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "harness/lib/conv_plans_file.h"
-#include "harness/lib/gate.h"
-#include "harness/lib/json_report.h"
+#include "harness/lib/cli/conv_plans_file.h"
+#include "harness/lib/report/gate.h"
+#include "harness/lib/report/json_report.h"
 #include "tests/bin_dir.h"
 #include "tests/gpu_test_util.h"
 
@@ -128,8 +128,10 @@ TEST(TrBenchTtaCli, HelpAndBadFlags) {
 TEST(TrBenchTtaCli, WritesJsonAndMllog) {
   const std::string dir = ::testing::TempDir() + "tr_tta_cli_" + std::to_string(getpid());
   std::filesystem::create_directories(dir);
-  const Result r = run("tr-bench tta --model cnn --width 0.125 --synthetic --train-subset 256 --val-subset 64 --epochs 2 "
-                       "--batch 64 --runs 2 --no-amp --target-acc 0.2 --json " + dir + "/t.json --mllog " + dir + "/t.mllog");
+  const Result r =
+      run("tr-bench tta --model cnn --width 0.125 --synthetic --train-subset 256 --val-subset 64 --epochs 2 "
+          "--batch 64 --runs 2 --no-amp --target-acc 0.2 --json " +
+          dir + "/t.json --mllog " + dir + "/t.mllog");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("tta: cnn, target 20.00 % test accuracy (main weights), 2 run(s)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("final accuracy:"), std::string::npos) << r.out;
@@ -146,7 +148,8 @@ TEST(TrTrainCli, ZooModelsTrainOnPaddedFashionMnist) {
   const char* env = std::getenv("TR_DATA_DIR");
   const std::string dir = env && *env ? env : "/usr/share/datasets/fashion-mnist";
   if (!std::filesystem::is_directory(dir)) GTEST_SKIP() << dir << " not found";
-  expect_user_error("tr-train --model resnet50 --image-size 16", "model resnet50 takes 16x16 images but the data's are 28x28");
+  expect_user_error("tr-train --model resnet50 --image-size 16",
+                    "model resnet50 takes 16x16 images but the data's are 28x28");
   const Result r = run("tr-train --model resnet18 --width 0.0625 --train-subset 64 --val-subset 32 --batch 32");
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("model resnet18 (width 0.0625, 32x32x1, 10 classes)"), std::string::npos) << r.out;
@@ -221,7 +224,8 @@ TEST(TrBenchCli, HelpAndBadInput) {
   expect_user_error("tr-bench --device cpu --batch 64,x", "--batch expects integers");
   expect_user_error("tr-bench --device cpu --batch 64,,128", "--batch: empty item in '64,,128'");
   expect_user_error("tr-bench --device cpu --variants train_first", "unknown variant 'train_first'");
-  expect_user_error("tr-bench --device cpu --model resnet51", "unknown model 'resnet51' (known: mlp, cnn, resnet18, resnet50, vgg16bn)");
+  expect_user_error("tr-bench --device cpu --model resnet51",
+                    "unknown model 'resnet51' (known: mlp, cnn, resnet18, resnet50, vgg16bn)");
   expect_user_error("tr-bench --device cpu --model cnn --image-size 4 --batch 2", "smaller than its");
   expect_user_error("tr-bench --device cpu --gpus 2", "--gpus needs --device cuda");
   // Data larger than any host (2^21 images of 4096x4096, 35 TB): one line
@@ -236,13 +240,15 @@ TEST(TrBenchCli, HelpAndBadInput) {
     // deterministic cuDNN algorithm already asks for more than 8 GiB of
     // workspace, which is refused first (GpuRuntime.AnArenaPastTheFreeMemoryIsAUserError
     // covers the arena check itself).
-    expect_user_error("tr-bench --device cuda --model resnet50 --batch 2048 --precision fp32 --mode eager --iters 1 "
-                      "--repetitions 1 --warmup 0 --no-cupti",
-                      "use a smaller --batch");
+    expect_user_error(
+        "tr-bench --device cuda --model resnet50 --batch 2048 --precision fp32 --mode eager --iters 1 "
+        "--repetitions 1 --warmup 0 --no-cupti",
+        "use a smaller --batch");
     // One activation past cuDNN's 2^31 elements.
-    expect_user_error("tr-bench --device cuda --model resnet18 --image-size 512 --batch 256 --mode eager --iters 1 "
-                      "--repetitions 1 --warmup 0 --no-cupti",
-                      "more than cuDNN takes in one tensor");
+    expect_user_error(
+        "tr-bench --device cuda --model resnet18 --image-size 512 --batch 256 --mode eager --iters 1 "
+        "--repetitions 1 --warmup 0 --no-cupti",
+        "more than cuDNN takes in one tensor");
   } else {
     expect_user_error("tr-bench --device cuda", "no CUDA GPU is visible");
   }
@@ -254,20 +260,24 @@ TEST(TrBenchCli, HelpAndBadInput) {
   expect_user_error("tr-bench --device cpu --model mlp --variants train_lowres --iters 1 --repetitions 1 --warmup 0",
                     "model mlp has a spatial fully connected layer and cannot train at a lower resolution");
   expect_user_error("tr-bench --device cpu --ranks 3 --batch 64 --iters 1", "does not divide");
-  expect_user_error("tr-bench gate --baseline /nonexistent/a.json --current /nonexistent/b.json", "/nonexistent/a.json");
+  expect_user_error("tr-bench gate --baseline /nonexistent/a.json --current /nonexistent/b.json",
+                    "/nonexistent/a.json");
   expect_user_error("tr-bench report -o /tmp/x.html", "");
   // An unwritable report is refused before the runs, not after them.
-  const Result j = run("tr-bench --device cpu --model mlp --batch 16 --iters 1 --repetitions 1 --warmup 0 "
-                       "--json /nonexistent-dir/r.json");
+  const Result j =
+      run("tr-bench --device cpu --model mlp --batch 16 --iters 1 --repetitions 1 --warmup 0 "
+          "--json /nonexistent-dir/r.json");
   EXPECT_EQ(j.code, 2) << j.err;
   EXPECT_NE(j.err.find("cannot write '/nonexistent-dir/r.json'"), std::string::npos) << j.err;
   EXPECT_EQ(j.out.find("full-capture"), std::string::npos) << "it ran first:\n" << j.out;
-  expect_user_error("tr-bench tta --model cnn --width 0.125 --synthetic --train-subset 64 --val-subset 32 "
-                    "--epochs 1 --batch 32 --no-amp --mllog /nonexistent-dir/t.mllog",
-                    "cannot write '/nonexistent-dir/t.mllog'");
-  expect_user_error("tr-bench tta --model cnn --width 0.125 --synthetic --train-subset 64 --val-subset 32 "
-                    "--epochs 1 --batch 32 --no-amp --json /tmp/tr_tta_same.out --mllog /tmp/./tr_tta_same.out",
-                    "names the --json report's file");
+  expect_user_error(
+      "tr-bench tta --model cnn --width 0.125 --synthetic --train-subset 64 --val-subset 32 "
+      "--epochs 1 --batch 32 --no-amp --mllog /nonexistent-dir/t.mllog",
+      "cannot write '/nonexistent-dir/t.mllog'");
+  expect_user_error(
+      "tr-bench tta --model cnn --width 0.125 --synthetic --train-subset 64 --val-subset 32 "
+      "--epochs 1 --batch 32 --no-amp --json /tmp/tr_tta_same.out --mllog /tmp/./tr_tta_same.out",
+      "names the --json report's file");
 }
 
 // A list names each case once: an empty item or a repeat is refused before
@@ -286,8 +296,10 @@ TEST(TrBenchCli, ListFlagsRefuseEmptyAndRepeatedItemsBeforeRunning) {
   // The list's form is checked before the GPUs are counted, so this holds on any machine.
   expect_user_error("tr-bench --device cuda --gpus 2,2", "--gpus: 2 is given twice");
   const std::string json = testing::TempDir() + "tr_bench_cli_repeat_" + std::to_string(getpid()) + ".json";
-  const Result r = run("tr-bench --device cpu --model mlp --batch 16,16 --mode eager --warmup 0 --iters 1 "
-                       "--repetitions 1 --json " + json);
+  const Result r =
+      run("tr-bench --device cpu --model mlp --batch 16,16 --mode eager --warmup 0 --iters 1 "
+          "--repetitions 1 --json " +
+          json);
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_EQ(r.out.find("eager"), std::string::npos) << "it ran first:\n" << r.out;
   EXPECT_FALSE(std::filesystem::exists(json));
@@ -295,8 +307,10 @@ TEST(TrBenchCli, ListFlagsRefuseEmptyAndRepeatedItemsBeforeRunning) {
 
 TEST(TrBenchCli, ShortCpuRunWritesAReport) {
   const std::string json = testing::TempDir() + "tr_bench_cli_" + std::to_string(getpid()) + ".json";
-  const Result r = run("tr-bench --device cpu --model mlp --batch 16 --mode eager,full-capture --warmup 1 --iters 2 "
-                       "--repetitions 2 --json " + json);
+  const Result r =
+      run("tr-bench --device cpu --model mlp --batch 16 --mode eager,full-capture --warmup 1 --iters 2 "
+          "--repetitions 2 --json " +
+          json);
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("full-capture"), std::string::npos) << r.out;
   EXPECT_TRUE(std::filesystem::exists(json));
@@ -312,8 +326,9 @@ TEST(TrBenchCli, ConvPlansFileReplaysTheTimedPlans) {
   const std::string dir = testing::TempDir() + "tr_conv_plans_cli_" + std::to_string(getpid());
   std::filesystem::create_directories(dir);
   const std::string plans = dir + "/plans.json", rec_json = dir + "/rec.json", rep_json = dir + "/rep.json";
-  const std::string args = "tr-bench --device cuda --model cnn --precision amp --mode eager,full-capture "
-                           "--warmup 1 --iters 2 --repetitions 1 --no-cupti ";
+  const std::string args =
+      "tr-bench --device cuda --model cnn --precision amp --mode eager,full-capture "
+      "--warmup 1 --iters 2 --repetitions 1 --no-cupti ";
   const Result rec = run(args + "--batch 64 --cudnn-benchmark --conv-plans " + plans + " --json " + rec_json);
   ASSERT_EQ(rec.code, 0) << rec.err;
   ASSERT_TRUE(std::filesystem::exists(plans));
@@ -345,8 +360,9 @@ TEST(TrBenchCli, ConvPlansFileReplaysTheTimedPlans) {
 }
 
 TEST(TrBenchCli, TraceMarksThePhasesOnlyWhenAsked) {
-  const std::string args = "tr-bench --device cpu --model mlp --ranks 2 --batch 16 --mode full-capture --warmup 0 "
-                           "--iters 1 --repetitions 1";
+  const std::string args =
+      "tr-bench --device cpu --model mlp --ranks 2 --batch 16 --mode full-capture --warmup 0 "
+      "--iters 1 --repetitions 1";
   const Result quiet = run(args);
   EXPECT_EQ(quiet.code, 0) << quiet.err;
   EXPECT_EQ(quiet.err.find("[tr +"), std::string::npos) << quiet.err;
@@ -361,8 +377,10 @@ TEST(TrBenchCli, TraceMarksThePhasesOnlyWhenAsked) {
 
 TEST(TrBenchCli, BatchPerGpuSweepsRanksAndPrintsWeakScaling) {
   const std::string json = testing::TempDir() + "tr_bench_weak_" + std::to_string(getpid()) + ".json";
-  const Result r = run("tr-bench --device cpu --model mlp --ranks 1,2 --batch-per-gpu 16 --mode full-capture "
-                       "--warmup 0 --iters 2 --repetitions 1 --json " + json);
+  const Result r =
+      run("tr-bench --device cpu --model mlp --ranks 1,2 --batch-per-gpu 16 --mode full-capture "
+          "--warmup 0 --iters 2 --repetitions 1 --json " +
+          json);
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("weak scaling efficiency"), std::string::npos) << r.out;
   std::ifstream f(json);

@@ -1,5 +1,5 @@
 // Convolution plan books and their files (Note [convolution plan books],
-// framework/ops/conv_plan_book.h; harness/lib/conv_plans_file.h): which choice
+// framework/ops/conv_plans/conv_plan_book.h; harness/lib/cli/conv_plans_file.h): which choice
 // a book keeps, what its digest covers, where it refuses to be used, and how
 // strictly the file is read. The GPU side (a replayed file runs the timed
 // plans): ConvPlansGpu.* in ops_conv_gpu_test.cpp and TrBenchCli.ConvPlansFile*.
@@ -18,8 +18,8 @@
 #include <nlohmann/json.hpp>
 
 #include "framework/core/error.h"
-#include "framework/ops/conv_plan_book.h"
-#include "harness/lib/conv_plans_file.h"
+#include "framework/ops/conv_plans/conv_plan_book.h"
+#include "harness/lib/cli/conv_plans_file.h"
 #include "tests/thread_world.h"
 
 namespace tr {
@@ -314,7 +314,8 @@ TEST(ConvPlansFile, SummaryNamesHowThePlansWereChosen) {
   ConvPlanBook replay(ConvPlanUse::Replay, "p.json");
   fill(replay);
   const std::string r = conv_plans_summary(replay);
-  EXPECT_EQ(r, "convolution plans: replayed from p.json (2 in the file), 2 shape(s) on cuDNN, digest " + replay.digest());
+  EXPECT_EQ(r,
+            "convolution plans: replayed from p.json (2 in the file), 2 shape(s) on cuDNN, digest " + replay.digest());
   ConvPlanBook timed(ConvPlanUse::Record);
   EXPECT_EQ(conv_plans_summary(timed), "convolution plans: timed, 0 shape(s) on cuDNN");
 }

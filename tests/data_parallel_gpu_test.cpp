@@ -15,8 +15,8 @@
 #include <map>
 
 #include "framework/runtime/context_factory.h"
+#include "harness/lib/bench/bench_driver.h"
 #include "tests/gpu_test_util.h"
-#include "harness/lib/bench_driver.h"
 #include "tests/train_test_util.h"
 
 namespace tr {
@@ -52,9 +52,10 @@ TEST(GpuDataParallel, GpusMatchOneGpuWithTheWholeBatch) {
     const testing::StepwiseDiff d = testing::compare_stepwise(one, t, window, train, 20);
     for (int r = 1; r < gpus; ++r)
       EXPECT_EQ(testing::differing_tensors(state_of(t, 0), state_of(t, r), cat("gpu 0 vs gpu ", r)), 0);
-    std::printf("[ gpu dp ] %d GPUs x %d vs 1 GPU x 32, 20 steps from the same state: updates differ by at most "
-                "%.3g overall (step %d), worst tensor %.3g (%s, step %d); training loss within %.3g\n",
-                gpus, 32 / gpus, d.total, d.total_step, d.worst, d.worst_name.c_str(), d.worst_step, d.loss_rel);
+    std::printf(
+        "[ gpu dp ] %d GPUs x %d vs 1 GPU x 32, 20 steps from the same state: updates differ by at most "
+        "%.3g overall (step %d), worst tensor %.3g (%s, step %d); training loss within %.3g\n",
+        gpus, 32 / gpus, d.total, d.total_step, d.worst, d.worst_name.c_str(), d.worst_step, d.loss_rel);
     EXPECT_LT(d.total, 2e-3) << "step " << d.total_step;
     EXPECT_LT(d.worst, 0.05) << d.worst_name << ", step " << d.worst_step;
     EXPECT_LT(d.loss_rel, 1e-3);  // a flip moves one sample's loss: a few parts in 10^4 of the mean over 32
@@ -84,7 +85,8 @@ TEST(GpuDataParallel, ModesStayBitIdenticalOnSeveralGpus) {
         ref = s;
         continue;
       }
-      const int differing = testing::differing_tensors(ref, s, cat("eager vs ", mode_name(mode), split ? " split" : ""));
+      const int differing =
+          testing::differing_tensors(ref, s, cat("eager vs ", mode_name(mode), split ? " split" : ""));
       std::printf("[ gpu dp ] %d GPUs, BN sync %s, %s%s: %zu state tensors, %d differ from eager\n", gpus,
                   bn_sync_name(sync).c_str(), mode_name(mode).c_str(), split ? " (split steps)" : "", s.size(),
                   differing);
@@ -156,8 +158,8 @@ TEST(GpuDataParallel, OneRankRunsNcclInsideCapturedGraphs) {
   const auto plain = run(ExecMode::FullCapture, false, nullptr);
   int running_graphs = 0;
   const auto running = run(ExecMode::FullCapture, true, &running_graphs, BnSync::Running);
-  std::printf("[ nccl ] one rank: %d captured graphs hold NCCL all-reduces (%d with per-GPU BN)\n",
-              collective_graphs, running_graphs);
+  std::printf("[ nccl ] one rank: %d captured graphs hold NCCL all-reduces (%d with per-GPU BN)\n", collective_graphs,
+              running_graphs);
   EXPECT_EQ(collective_graphs, testing::kCnnCollectiveGraphs.at(BnSync::Batch));
   EXPECT_EQ(running_graphs, testing::kCnnCollectiveGraphs.at(BnSync::Running));
   for (const auto& [name, v] : full) {

@@ -42,9 +42,10 @@ TEST(DataParallel, RanksMatchOneRankWithTheWholeBatch) {
     const testing::StepwiseDiff d = testing::compare_stepwise(one, t, window, train, 20);
     for (int r = 1; r < ranks; ++r)  // every rank holds bit-identical state
       EXPECT_EQ(testing::differing_tensors(state_of(t, 0), state_of(t, r), cat("rank 0 vs rank ", r)), 0);
-    std::printf("[ dp ] %d ranks x %d vs 1 rank x 32, 20 steps from the same state: updates differ by at most %.3g "
-                "overall (step %d), worst tensor %.3g (%s, step %d); training loss within %.3g\n",
-                ranks, 32 / ranks, d.total, d.total_step, d.worst, d.worst_name.c_str(), d.worst_step, d.loss_rel);
+    std::printf(
+        "[ dp ] %d ranks x %d vs 1 rank x 32, 20 steps from the same state: updates differ by at most %.3g "
+        "overall (step %d), worst tensor %.3g (%s, step %d); training loss within %.3g\n",
+        ranks, 32 / ranks, d.total, d.total_step, d.worst, d.worst_name.c_str(), d.worst_step, d.loss_rel);
     EXPECT_LT(d.total, testing::kRankSplitStepTotal) << "step " << d.total_step;
     EXPECT_LT(d.worst, testing::kRankSplitStepWorst) << d.worst_name << ", step " << d.worst_step;
     EXPECT_LT(d.loss_rel, 1e-5);
@@ -98,7 +99,7 @@ TEST(DataParallel, FirstLayerBackwardWaitsForTheDeepAllreduceOnlyWhenBothHoldCol
     tc.force_collectives = force;
     return first_layer_bwd_waits_for_deep_comm(build_model(mc, tc, 32).cg);
   };
-  EXPECT_TRUE(waits("cnn", 2, false));   // synchronised BN in the first layer
+  EXPECT_TRUE(waits("cnn", 2, false));  // synchronised BN in the first layer
   EXPECT_TRUE(waits("cnn", 1, true));
   EXPECT_FALSE(waits("cnn", 1, false));  // no collectives at all
   EXPECT_FALSE(waits("mlp", 2, false));  // no BatchNorm: the overlap stays
@@ -186,8 +187,7 @@ TEST(DataParallel, ForcedCollectivesWithOneRankChangeNothing) {
     std::printf("[ dp ] one rank, collectives forced, BN sync %s: %d captured graphs hold all-reduces\n",
                 bn_sync_name(sync).c_str(), collective);
     EXPECT_EQ(collective, testing::kCnnCollectiveGraphs.at(sync));
-    for (const auto& [name, v] : s[0])
-      EXPECT_EQ(0, std::memcmp(v.data(), s[1].at(name).data(), v.size() * 4)) << name;
+    for (const auto& [name, v] : s[0]) EXPECT_EQ(0, std::memcmp(v.data(), s[1].at(name).data(), v.size() * 4)) << name;
   }
 }
 

@@ -76,8 +76,8 @@ class TempDir {
  public:
   TempDir() {
     static int counter = 0;
-    path_ = fs::temp_directory_path() /
-            ("tr_datasets_test_" + std::to_string(getpid()) + "_" + std::to_string(counter++));
+    path_ =
+        fs::temp_directory_path() / ("tr_datasets_test_" + std::to_string(getpid()) + "_" + std::to_string(counter++));
     fs::remove_all(path_);
     fs::create_directories(path_);
   }
@@ -126,10 +126,8 @@ inline std::string user_error_not_blocked_by(const fs::path& fifo, const std::fu
 }
 
 // The message is "<path>: ..." and mentions every fragment.
-inline void expect_message(const std::string& msg, const std::string& path,
-                    const std::vector<std::string>& fragments) {
-  EXPECT_EQ(msg.rfind(path + ": ", 0), 0u) << "message should start with the path " << path
-                                            << ": " << msg;
+inline void expect_message(const std::string& msg, const std::string& path, const std::vector<std::string>& fragments) {
+  EXPECT_EQ(msg.rfind(path + ": ", 0), 0u) << "message should start with the path " << path << ": " << msg;
   for (const std::string& f : fragments)
     EXPECT_NE(msg.find(f), std::string::npos) << "missing \"" << f << "\" in: " << msg;
 }

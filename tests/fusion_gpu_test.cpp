@@ -10,8 +10,8 @@
 
 #include <cstdio>
 
-#include "tests/gpu_test_util.h"
 #include "tests/fusion_test_util.h"
+#include "tests/gpu_test_util.h"
 #include "tests/train_test_util.h"
 
 namespace tr {
@@ -47,10 +47,11 @@ TEST(FusionGpu, ChangesNoBitInF32) {
       fused.run_epoch();
       const int differing = testing::differing_tensors(ref, state_of(fused), cat(model, " fused, ", mode_name(mode)));
       const FusionCounts& n = fused.model().fusions;
-      std::printf("[ fusion gpu ] %s f32 %s: %d+%d+%d+%d+%d pairs and %d heads fused, %d of %zu state tensors "
-                  "differ from unfused\n",
-                  model.c_str(), mode_name(mode).c_str(), n.bn_add, n.add_relu_bwd, n.relu_grad_reduce, n.pool_stats,
-                  n.bn_pool, n.head, differing, ref.size());
+      std::printf(
+          "[ fusion gpu ] %s f32 %s: %d+%d+%d+%d+%d pairs and %d heads fused, %d of %zu state tensors "
+          "differ from unfused\n",
+          model.c_str(), mode_name(mode).c_str(), n.bn_add, n.add_relu_bwd, n.relu_grad_reduce, n.pool_stats, n.bn_pool,
+          n.head, differing, ref.size());
       EXPECT_GT(n.bn_add + n.pool_stats + n.bn_pool, 0);
     }
   }
@@ -78,10 +79,11 @@ TEST(FusionGpu, PoolFusionsChangeNoBitWithAmp) {
       fused.run_epoch();
       const FusionCounts& n = fused.model().fusions;
       const int differing = testing::differing_tensors(state_of(plain), state_of(fused), cat(model, " amp fused"));
-      std::printf("[ fusion gpu ] %s amp, full capture fused%s vs eager unfused: %d+%d pairs, %d heads, %d+%d+%d "
-                  "BatchNorm phases fused, %d differ\n",
-                  model.c_str(), grid_sync ? " with grid sync" : "", n.pool_stats, n.bn_pool, n.head, n.stats_apply,
-                  n.pool_bn, n.bwd_phases, differing);
+      std::printf(
+          "[ fusion gpu ] %s amp, full capture fused%s vs eager unfused: %d+%d pairs, %d heads, %d+%d+%d "
+          "BatchNorm phases fused, %d differ\n",
+          model.c_str(), grid_sync ? " with grid sync" : "", n.pool_stats, n.bn_pool, n.head, n.stats_apply, n.pool_bn,
+          n.bwd_phases, differing);
       EXPECT_GT(n.pool_stats + n.bn_pool, 0);
       EXPECT_GT(n.stats_apply + n.bwd_phases, 0);
     }

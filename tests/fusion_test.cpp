@@ -3,18 +3,21 @@
 // with fusion against one without, bit for bit in f32.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
+#include <set>
 
+#include "framework/graph/fusion_rules.h"
 #include "framework/graph/memory_plan.h"
 #include "framework/graph/model_builder.h"
 #include "framework/graph/recipe_graphs.h"
-#include "framework/ops/add.h"
-#include "framework/ops/batchnorm.h"
-#include "framework/ops/bn_relu_pool.h"
-#include "framework/ops/fc.h"
+#include "framework/ops/compute/add.h"
+#include "framework/ops/compute/batchnorm.h"
+#include "framework/ops/compute/bn_relu_pool.h"
+#include "framework/ops/compute/fc.h"
+#include "framework/ops/compute/pool.h"
+#include "framework/ops/compute/relu.h"
 #include "framework/ops/op_signature.h"
-#include "framework/ops/pool.h"
-#include "framework/ops/relu.h"
 #include "tests/fusion_test_util.h"
 #include "tests/ops_cpu_test_util.h"
 #include "tests/train_test_util.h"
@@ -26,27 +29,27 @@ using test::HostTensor;
 using test::OpRunner;
 
 struct NodeTally {
-  int residual_apply = 0;  // BnAddReluApply
-  int two_grad_relu = 0;   // ReluBwdAdd, alone or in front of a reduce
-  int relu_bwd = 0;        // ReluBwd and ReluBwdAdd nodes left in the training graphs
+  int residual_apply = 0;    // BnAddReluApply
+  int two_grad_relu = 0;     // ReluBwdAdd, alone or in front of a reduce
+  int relu_bwd = 0;          // ReluBwd and ReluBwdAdd nodes left in the training graphs
   int relu_grad_reduce = 0;  // a BatchNorm backward reduce with the ReLU's gradient in front
-  int pool_stats = 0;      // a max pool with the BatchNorm statistics (MaxPoolStatsFwd, PoolBnReluApply)
-  int bn_pool = 0;         // BnReluPool
-  int head = 0;            // ClassifierHead, BnReluClassifierHead
-  int fc_fwd = 0;          // FcFwd nodes left in the training graphs
-  int add = 0;             // Add nodes left in the training graphs
-  int bn_stats = 0;        // BnStats nodes left in the training graphs
-  int bn_apply = 0;        // BatchNorm forward applies left in the training graphs
-  int stats_apply = 0;     // BnStatsReluApply
-  int pool_bn = 0;         // PoolBnReluApply
-  int bwd_phases = 0;      // BnReluBwdReduceApply
-  int bwd_reduce = 0;      // BatchNorm backward reduces left in the training graphs
+  int pool_stats = 0;        // a max pool with the BatchNorm statistics (MaxPoolStatsFwd, PoolBnReluApply)
+  int bn_pool = 0;           // BnReluPool
+  int head = 0;              // ClassifierHead, BnReluClassifierHead
+  int fc_fwd = 0;            // FcFwd nodes left in the training graphs
+  int add = 0;               // Add nodes left in the training graphs
+  int bn_stats = 0;          // BnStats nodes left in the training graphs
+  int bn_apply = 0;          // BatchNorm forward applies left in the training graphs
+  int stats_apply = 0;       // BnStatsReluApply
+  int pool_bn = 0;           // PoolBnReluApply
+  int bwd_phases = 0;        // BnReluBwdReduceApply
+  int bwd_reduce = 0;        // BatchNorm backward reduces left in the training graphs
 };
 
 NodeTally tally(const CompiledModel& m) {
   NodeTally t;
-  for (GraphId g : {GraphId::FIRST_LAYER_FWD_A, GraphId::FIRST_LAYER_FWD_B, GraphId::FIRST_LAYER_BWD,
-                    GraphId::DEEP_FWD_BWD})
+  for (GraphId g :
+       {GraphId::FIRST_LAYER_FWD_A, GraphId::FIRST_LAYER_FWD_B, GraphId::FIRST_LAYER_BWD, GraphId::DEEP_FWD_BWD})
     for (const Node& n : m.cg.nodes(g)) {
       if (n.kind != Node::Kind::Compute) continue;
       const OpKind k = n.op;
@@ -293,8 +296,8 @@ TEST(Fusion, ReluGradientInTheReduceIsReluBwdThenReduce) {
           EXPECT_EQ(out[0], (Shape{C}));
           EXPECT_EQ(out[2], ps);
           EXPECT_EQ(out[3], xs);
-          EXPECT_THROW(check_operand_counts(two ? OpKind::ReluBwdAddBnReduce : OpKind::ReluBwdBnReduce,
-                                            two ? 6 : 5, 3, bn.run.attrs),
+          EXPECT_THROW(check_operand_counts(two ? OpKind::ReluBwdAddBnReduce : OpKind::ReluBwdBnReduce, two ? 6 : 5, 3,
+                                            bn.run.attrs),
                        Error);
           const Shape bad_y[5] = {xs, ps, xs, ps, Shape{xs[0], xs[1], xs[2], C + 1}};
           EXPECT_THROW(relu_bwd_bn_reduce_shapes(ShapeCtx{bad_y, 5, &bn.run.attrs, &bn.run.variant}, out, 4),
@@ -455,7 +458,8 @@ TEST(Fusion, ResidualApplyIsApplyThenAdd) {
         // Apart, the BatchNorm's output is rounded to f16 before the sum; fused,
         // only the sum is: one f16 rounding (2^-11 relative, 4.9e-4) of the
         // BatchNorm's output, the sum's own rounding once more; 2e-3 leaves 2x.
-        for (int64_t i = 0; i < want.numel(); ++i) ASSERT_NEAR(got.get(i), want.get(i), 2e-3 * (1 + std::abs(want.get(i))));
+        for (int64_t i = 0; i < want.numel(); ++i)
+          ASSERT_NEAR(got.get(i), want.get(i), 2e-3 * (1 + std::abs(want.get(i))));
       } else {
         EXPECT_TRUE(test::bitwise_equal(want, got));
       }
@@ -484,6 +488,53 @@ TEST(Fusion, ChangesNoBitOfATrainingRunInF32) {
       fused.run_epoch();
       EXPECT_EQ(testing::differing_tensors(ref, testing::state_of(fused), cat(model, " fused, ", mode_name(mode))), 0);
     }
+  }
+}
+
+// Each rule of the table alone (with the rule it builds on), over an epoch of
+// full capture in f32: the same bits in every state tensor as without fusion,
+// and the rule fires while no other does.
+TEST(Fusion, EachRuleAloneChangesNoBit) {
+  struct Case {
+    std::vector<std::string> rules;  // the rule checked last, after what it builds on
+    std::string model;
+  };
+  const std::vector<Case> cases = {{{"head"}, "cnn"},
+                                   {{"head", "head_bn"}, "cnn"},
+                                   {{"bn_add"}, "resnet18"},
+                                   {{"add_relu_bwd"}, "resnet18"},
+                                   {{"relu_grad_reduce"}, "resnet18"},
+                                   {{"bn_pool"}, "vgg16bn"},
+                                   {{"pool_stats"}, "cnn"},
+                                   {{"stats_apply"}, "resnet18"},
+                                   {{"pool_stats", "pool_bn"}, "cnn"},
+                                   {{"bwd_phases"}, "resnet18"}};
+  std::set<std::string> covered;
+  for (const Case& k : cases) covered.insert(k.rules.back());
+  for (const FusionRule& r : fusion_rules())
+    EXPECT_EQ(covered.count(std::string(r.name)), 1u) << "rule " << r.name << " has no case here";
+  std::map<std::string, std::map<std::string, std::vector<float>>> plain;  // per model, the unfused run's state
+  for (const Case& k : cases) {
+    SCOPED_TRACE(cat(k.model, ": ", k.rules.back()));
+    RunOptions o = testing::zoo_run(k.model, OptimizerKind::Sgd, ExecMode::FullCapture, 16);
+    const auto train = testing::run_data(o, 3 * 16 - 5, 88);
+    if (!plain.count(k.model)) {
+      o.train.fusion = false;
+      Trainer t(o, testing::view_of(train), testing::view_of(train));
+      t.run_epoch();
+      plain[k.model] = testing::state_of(t);
+    }
+    o.train.fusion = true;
+    o.train.fusion_rules = k.rules;
+    Trainer fused(o, testing::view_of(train), testing::view_of(train));
+    const FusionCounts& n = fused.model().fusions;
+    for (const FusionRule& r : fusion_rules()) {
+      const bool on = std::find(k.rules.begin(), k.rules.end(), r.name) != k.rules.end();
+      if (on) EXPECT_GT(n.*r.count, 0) << r.name << " did not fire";
+      else EXPECT_EQ(n.*r.count, 0) << r.name << " fired but was not asked for";
+    }
+    fused.run_epoch();
+    EXPECT_EQ(testing::differing_tensors(plain[k.model], testing::state_of(fused), k.rules.back()), 0);
   }
 }
 

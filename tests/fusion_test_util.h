@@ -38,10 +38,11 @@ inline FusionAmpDiffs one_step_amp_vs_f32(RunOptions o, int64_t batch, uint64_t 
     return update_diff(init, ref, state_of(t));
   };
   const FusionAmpDiffs d{amp_step(true), amp_step(false)};
-  std::printf("[ fusion ] %s amp, one step: the update is %.3g from f32's fused (worst tensor %.3g, %s), %.3g "
-              "unfused (worst %.3g, %s)\n",
-              o.model.name.c_str(), d.fused.total, d.fused.worst, d.fused.worst_name.c_str(), d.unfused.total,
-              d.unfused.worst, d.unfused.worst_name.c_str());
+  std::printf(
+      "[ fusion ] %s amp, one step: the update is %.3g from f32's fused (worst tensor %.3g, %s), %.3g "
+      "unfused (worst %.3g, %s)\n",
+      o.model.name.c_str(), d.fused.total, d.fused.worst, d.fused.worst_name.c_str(), d.unfused.total, d.unfused.worst,
+      d.unfused.worst_name.c_str());
   return d;
 }
 

@@ -11,11 +11,11 @@
 #include <set>
 
 #include "framework/core/error.h"
+#include "harness/lib/report/gate.h"
+#include "harness/lib/report/gate_cli.h"
+#include "harness/lib/report/json_report.h"
+#include "harness/lib/report/statistics.h"
 #include "tests/golden_files.h"
-#include "harness/lib/gate.h"
-#include "harness/lib/gate_cli.h"
-#include "harness/lib/json_report.h"
-#include "harness/lib/statistics.h"
 
 namespace tr::bench {
 namespace {
@@ -30,7 +30,9 @@ BenchCase make_case(const std::string& mode, std::vector<double> step) {
   c.iterations = 20;
   c.cpu_ms = step;
   c.step_ms = std::move(step);
-  c.counters = {{"graph_launches_per_step", 17}, {"kernel_launches_per_step", 0}, {"arena_bytes", 214958080},
+  c.counters = {{"graph_launches_per_step", 17},
+                {"kernel_launches_per_step", 0},
+                {"arena_bytes", 214958080},
                 {"samples_per_second", 50000}};
   return c;
 }
@@ -57,9 +59,8 @@ std::vector<double> scaled(std::vector<double> v, double f) {
 }
 
 const GateRow& row_of(const GateResult& r, const std::string& case_name, const std::string& metric) {
-  const auto it = std::find_if(r.rows.begin(), r.rows.end(), [&](const GateRow& x) {
-    return x.case_name == case_name && x.metric == metric;
-  });
+  const auto it = std::find_if(r.rows.begin(), r.rows.end(),
+                               [&](const GateRow& x) { return x.case_name == case_name && x.metric == metric; });
   if (it == r.rows.end()) throw std::runtime_error("no row " + case_name + " / " + metric);
   return *it;
 }
@@ -179,9 +180,9 @@ TEST(Gate, RepetitionsThatCannotReachAlphaAreRefused) {
 }
 
 TEST(Gate, RepetitionsNeededForAlpha) {
-  EXPECT_EQ(repetitions_for_alpha(0.05), 4);   // 2/70 = 0.029; 3 a side give 0.1
-  EXPECT_EQ(repetitions_for_alpha(0.01), 5);   // 2/252 = 0.0079; 4 a side give 0.029
-  EXPECT_EQ(repetitions_for_alpha(1.0), 2);    // 2/6 = 0.33; 1 a side gives 1
+  EXPECT_EQ(repetitions_for_alpha(0.05), 4);           // 2/70 = 0.029; 3 a side give 0.1
+  EXPECT_EQ(repetitions_for_alpha(0.01), 5);           // 2/252 = 0.0079; 4 a side give 0.029
+  EXPECT_EQ(repetitions_for_alpha(1.0), 2);            // 2/6 = 0.33; 1 a side gives 1
   EXPECT_DOUBLE_EQ(min_two_sided_p(1000, 1000), 0.0);  // C(2000, 1000) is past a double: no overflow trap
 }
 
@@ -427,7 +428,8 @@ TEST(GateTest, SchemaListsTheDeterministicCounters) {
     const size_t close = list.find('`', open + 1);
     if (close == std::string::npos) break;
     const std::string n = list.substr(open + 1, close - open - 1);
-    if (!n.empty() && n.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") == std::string::npos) listed.insert(n);
+    if (!n.empty() && n.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") == std::string::npos)
+      listed.insert(n);
     open = list.find('`', close + 1);
   }
   EXPECT_EQ(listed, deterministic_counters());

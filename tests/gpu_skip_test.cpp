@@ -20,8 +20,7 @@ struct Child {
 };
 
 Child run_tr_tests(const std::string& env) {
-  const std::string cmd = env + " " + testing::bin_dir() + "/tr_tests --gtest_filter=" +
-                          "OpsGpu.BnFoldMatchesCpu 2>&1";
+  const std::string cmd = env + " " + testing::bin_dir() + "/tr_tests --gtest_filter=" + "OpsGpu.BnFoldMatchesCpu 2>&1";
   Child c;
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return c;

@@ -45,9 +45,9 @@ inline bool shortfall_fails() { return gpu_required() && cuda_device_count() == 
 
 }  // namespace tr::testing
 
-#define SKIP_WITHOUT_GPUS(n)                                                                    \
+#define SKIP_WITHOUT_GPUS(n)                                                                               \
   if (const std::string tr_gpu_shortfall_ = ::tr::testing::gpu_shortfall(n); !tr_gpu_shortfall_.empty()) { \
-    if (::tr::testing::shortfall_fails()) FAIL() << tr_gpu_shortfall_ << ", and TR_REQUIRE_GPU=1"; \
-    GTEST_SKIP() << tr_gpu_shortfall_;                                                        \
+    if (::tr::testing::shortfall_fails()) FAIL() << tr_gpu_shortfall_ << ", and TR_REQUIRE_GPU=1";         \
+    GTEST_SKIP() << tr_gpu_shortfall_;                                                                     \
   }
 #define SKIP_WITHOUT_GPU() SKIP_WITHOUT_GPUS(1)

@@ -14,8 +14,8 @@
 #include "framework/runtime/capture_guard_cuda.h"
 #include "framework/runtime/context_factory.h"
 #include "framework/runtime/cuda_context_cuda.h"
+#include "harness/lib/bench/bench_driver.h"
 #include "tests/gpu_test_util.h"
-#include "harness/lib/bench_driver.h"
 #include "tests/train_test_util.h"
 
 namespace tr {
@@ -46,8 +46,10 @@ TEST(GpuTraining, Fp32LossMatchesCpuOver20Steps) {
     o.backend = Backend::Cuda;
     Trainer gpu(o, view_of(window), view_of(window));
     const testing::StepwiseDiff d = testing::compare_stepwise(cpu, gpu, window, train, 20);
-    std::printf("[ gpu vs cpu ] %s, 20 steps from the same state: the step's loss within %.3g, the update within "
-                "%.3g overall (step %d)\n", kind.c_str(), d.loss_rel, d.total, d.total_step);
+    std::printf(
+        "[ gpu vs cpu ] %s, 20 steps from the same state: the step's loss within %.3g, the update within "
+        "%.3g overall (step %d)\n",
+        kind.c_str(), d.loss_rel, d.total, d.total_step);
     EXPECT_LT(d.loss_rel, 1e-5) << kind;
   }
 }
@@ -73,8 +75,8 @@ TEST(GpuTraining, FirstStepGradientsMatchCpu) {
       g[dev] = rec.grads;
     }
     const auto [worst, wn] = testing::worst_rel_l2(g[0], g[1]);
-    std::printf("[ gpu vs cpu ] %s first-step gradients: worst relative L2 error %.3g (%s)\n", kind.c_str(),
-                worst, wn.c_str());
+    std::printf("[ gpu vs cpu ] %s first-step gradients: worst relative L2 error %.3g (%s)\n", kind.c_str(), worst,
+                wn.c_str());
     EXPECT_LT(worst, 1e-4) << wn;
   }
 }
@@ -117,8 +119,8 @@ TEST(GpuTraining, AmpTrainsAndSkipsANanStep) {
   const EpochStats e0 = t.run_epoch();
   t.run_epoch();
   const EpochStats e2 = t.run_epoch();
-  std::printf("[ amp ] loss %.4f -> %.4f, val acc %.3f, skipped %d, scale %g\n", e0.train_loss, e2.train_loss, e2.val_acc,
-              e2.skipped_steps, e2.loss_scale);
+  std::printf("[ amp ] loss %.4f -> %.4f, val acc %.3f, skipped %d, scale %g\n", e0.train_loss, e2.train_loss,
+              e2.val_acc, e2.skipped_steps, e2.loss_scale);
   EXPECT_EQ(n.scalars[size_t(n.at) + 1].skipped_steps, 1);
   EXPECT_EQ(n.scalars[size_t(n.at) + 1].loss_scale, 512.f);
   EXPECT_EQ(n.scalars[size_t(n.at) + 1].step, n.at);
@@ -203,8 +205,9 @@ TEST(GpuTraining, RunsAreReproducibleStepByStep) {
     const auto p1 = snapshots(ExecMode::PartialCapture, side);
     const std::string ee = first_divergence(e1, e2), ff = first_divergence(f1, f2), ef = first_divergence(e1, f1),
                       ep = first_divergence(e1, p1);
-    std::printf("[ diag ] side streams %d: first divergence eager/eager %s; full/full %s; eager/full %s; eager/partial %s\n",
-                side, ee.c_str(), ff.c_str(), ef.c_str(), ep.c_str());
+    std::printf(
+        "[ diag ] side streams %d: first divergence eager/eager %s; full/full %s; eager/full %s; eager/partial %s\n",
+        side, ee.c_str(), ff.c_str(), ef.c_str(), ep.c_str());
     EXPECT_EQ(ee, "none");
     EXPECT_EQ(ff, "none");
     EXPECT_EQ(ef, "none");
@@ -290,10 +293,11 @@ TEST(GpuRuntime, FullCaptureLaunchesOnlyGraphs) {
     drive.steps(Variant::TrainBase, 3);
     const auto s = drive.steps(Variant::TrainBase, 10);
     const LaunchTally& l = s.rank0_tally;
-    std::printf("[ launches ] %-15s%s per step: %.1f graphs, %.1f kernels, %.1f library calls, %.1f memcpys, "
-                "%.1f event ops\n",
-                mode_name(mode).c_str(), split ? " (split)" : "        ", l.graph_launches / 10.0, l.kernels / 10.0,
-                l.library_calls / 10.0, l.memcpys / 10.0, l.event_ops / 10.0);
+    std::printf(
+        "[ launches ] %-15s%s per step: %.1f graphs, %.1f kernels, %.1f library calls, %.1f memcpys, "
+        "%.1f event ops\n",
+        mode_name(mode).c_str(), split ? " (split)" : "        ", l.graph_launches / 10.0, l.kernels / 10.0,
+        l.library_calls / 10.0, l.memcpys / 10.0, l.event_ops / 10.0);
     if (mode == ExecMode::FullCapture) {
       EXPECT_EQ(l.kernels, 0);
       EXPECT_EQ(l.library_calls, 0);

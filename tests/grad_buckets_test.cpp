@@ -7,7 +7,7 @@
 #include <cstdio>
 
 #include "framework/graph/grad_buckets.h"
-#include "harness/lib/bench_driver.h"
+#include "harness/lib/bench/bench_driver.h"
 #include "tests/train_test_util.h"
 
 namespace tr {
@@ -53,7 +53,8 @@ TEST(GradBuckets, CutTheDeepSlotsInBackwardOrder) {
 int allreduces_in(const CompiledModel& m, GraphId g, StreamKind* stream = nullptr) {
   int n = 0;
   for (const Node& node : m.cg.nodes(g))
-    if (node.kind == Node::Kind::Range && node.range_op == RangeOp::AllReduceSum && node.label.rfind("bucket", 0) == 0) {
+    if (node.kind == Node::Kind::Range && node.range_op == RangeOp::AllReduceSum &&
+        node.label.rfind("bucket", 0) == 0) {
       ++n;
       if (stream) *stream = node.stream;
     }
@@ -72,7 +73,7 @@ TEST(GradBuckets, EarlyBucketsAreAllReducedInsideTheBackward) {
     EXPECT_EQ(allreduces_in(m, GraphId::DEEP_FWD_BWD, &s), int(n) - 1);
     EXPECT_EQ(s, StreamKind::UPDATE);
     EXPECT_EQ(m.cg.nodes(GraphId::DEEP_COMM).size(), 1u);  // the last bucket
-    tc.ranks = 1;  // no collectives, no buckets
+    tc.ranks = 1;                                          // no collectives, no buckets
     EXPECT_EQ(allreduces_in(build_model(model_config("cnn", 0.25), tc, 8), GraphId::DEEP_FWD_BWD), 0);
   }
 }
@@ -131,8 +132,8 @@ TEST(GradBuckets, BucketingChangesNothingInAnyMode) {
             ref, state_of(t, 1),
             cat(mode_name(mode), split ? " split" : "", amp ? " amp" : "", " BN ", bn_sync_name(sync)));
         std::printf("[ buckets ] %zu buckets, %s%s%s, BN sync %s: %d of %zu state tensors differ from one bucket\n",
-                    grad_buckets(t.model().cg, kSmallBuckets).size(), mode_name(mode).c_str(),
-                    split ? " (split)" : "", amp ? " amp" : "", bn_sync_name(sync).c_str(), differing, ref.size());
+                    grad_buckets(t.model().cg, kSmallBuckets).size(), mode_name(mode).c_str(), split ? " (split)" : "",
+                    amp ? " amp" : "", bn_sync_name(sync).c_str(), differing, ref.size());
       }
     }
 }

@@ -9,7 +9,7 @@
 #include "framework/core/error.h"
 #include "framework/core/host_memory.h"
 #include "framework/runtime/cpu_context.h"
-#include "harness/lib/cli_main.h"
+#include "harness/lib/cli/cli_main.h"
 
 namespace tr {
 namespace {
@@ -34,7 +34,7 @@ TEST(HostMemory, AnArenaPastTheAvailableMemoryIsAUserError) {
     const std::string m = e.what();
     EXPECT_NE(m.find("rank 0: this model and batch need an arena of 1125899906842624 bytes"), std::string::npos) << m;
     EXPECT_NE(m.find("of host memory but "), std::string::npos) << m;
-    EXPECT_NE(m.find("use a smaller --batch"), std::string::npos) << m;
+    EXPECT_NE(m.find("use a smaller {batch} or fewer {ranks}"), std::string::npos) << m;  // Note [settings, not flags]
   }
 }
 

@@ -8,10 +8,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include "harness/lib/report/html_report.h"
+#include "harness/lib/report/json_report.h"
+#include "harness/lib/report/report_cli.h"
 #include "tests/golden_files.h"
-#include "harness/lib/html_report.h"
-#include "harness/lib/json_report.h"
-#include "harness/lib/report_cli.h"
 
 namespace tr::bench {
 namespace {

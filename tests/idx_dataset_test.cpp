@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "datasets/idx_dataset.h"
-#include "datasets/pad.h"
 #include "datasets/idx_reader.h"
+#include "datasets/pad.h"
 #include "datasets/synthetic.h"
 #include "framework/core/error.h"
 #include "tests/dataset_test_util.h"
@@ -47,8 +47,7 @@ Bytes crafted_labels(uint32_t count) {
 void write_test_split(const TempDir& dir) {
   write_gz(dir.file("t10k-images-idx3-ubyte.gz"),
            idx_file(kImagesMagic, {kTestCount, kSide, kSide}, crafted_images(kTestCount)));
-  write_gz(dir.file("t10k-labels-idx1-ubyte.gz"),
-           idx_file(kLabelsMagic, {kTestCount}, crafted_labels(kTestCount)));
+  write_gz(dir.file("t10k-labels-idx1-ubyte.gz"), idx_file(kLabelsMagic, {kTestCount}, crafted_labels(kTestCount)));
 }
 
 TEST(FashionMnistTest, LoadsCraftedTestSplit) {
@@ -70,8 +69,7 @@ TEST(FashionMnistTest, FallsBackToUncompressedFiles) {
   TempDir dir;
   write_plain(dir.file("t10k-images-idx3-ubyte"),
               idx_file(kImagesMagic, {kTestCount, kSide, kSide}, crafted_images(kTestCount)));
-  write_plain(dir.file("t10k-labels-idx1-ubyte"),
-              idx_file(kLabelsMagic, {kTestCount}, crafted_labels(kTestCount)));
+  write_plain(dir.file("t10k-labels-idx1-ubyte"), idx_file(kLabelsMagic, {kTestCount}, crafted_labels(kTestCount)));
   const tr::data::ImageDataset ds = tr::data::load_idx_split(dir.path().string(), Split::Test);
   EXPECT_EQ(ds.count, 10000);
   EXPECT_EQ(ds.images, crafted_images(kTestCount));
@@ -88,31 +86,26 @@ TEST(FashionMnistTest, DirectoryIsAFile) {
   TempDir dir;
   const std::string file = dir.file("plain-file");
   write_plain(file, {1, 2, 3});
-  expect_message(user_error([&] { tr::data::load_idx_split(file, Split::Train); }), file,
-                 {"not a directory"});
+  expect_message(user_error([&] { tr::data::load_idx_split(file, Split::Train); }), file, {"not a directory"});
 }
 
 TEST(FashionMnistTest, RelativeDirectoryIsReportedAbsolute) {
-  const std::string msg =
-      user_error([] { tr::data::load_idx_split("tr-no-such-relative-dir", Split::Test); });
-  EXPECT_EQ(msg.rfind((fs::current_path() / "tr-no-such-relative-dir").string() + ": ", 0), 0u)
-      << msg;
+  const std::string msg = user_error([] { tr::data::load_idx_split("tr-no-such-relative-dir", Split::Test); });
+  EXPECT_EQ(msg.rfind((fs::current_path() / "tr-no-such-relative-dir").string() + ": ", 0), 0u) << msg;
 }
 
 TEST(FashionMnistTest, MissingImagesFile) {
   TempDir dir;  // empty: neither train file exists
-  expect_message(
-      user_error([&] { tr::data::load_idx_split(dir.path().string(), Split::Train); }),
-      dir.file("train-images-idx3-ubyte.gz"), {"missing", dir.file("train-images-idx3-ubyte)")});
+  expect_message(user_error([&] { tr::data::load_idx_split(dir.path().string(), Split::Train); }),
+                 dir.file("train-images-idx3-ubyte.gz"), {"missing", dir.file("train-images-idx3-ubyte)")});
 }
 
 TEST(FashionMnistTest, MissingLabelsFile) {
   TempDir dir;
   write_test_split(dir);
   fs::remove(dir.path() / "t10k-labels-idx1-ubyte.gz");
-  expect_message(
-      user_error([&] { tr::data::load_idx_split(dir.path().string(), Split::Test); }),
-      dir.file("t10k-labels-idx1-ubyte.gz"), {"missing"});
+  expect_message(user_error([&] { tr::data::load_idx_split(dir.path().string(), Split::Test); }),
+                 dir.file("t10k-labels-idx1-ubyte.gz"), {"missing"});
 }
 
 TEST(FashionMnistTest, LabelsFileWithImagesMagic) {
@@ -120,10 +113,8 @@ TEST(FashionMnistTest, LabelsFileWithImagesMagic) {
   write_test_split(dir);
   write_gz(dir.file("t10k-labels-idx1-ubyte.gz"),
            idx_file(kImagesMagic, {kTestCount, 1, 1}, crafted_labels(kTestCount)));
-  expect_message(
-      user_error([&] { tr::data::load_idx_split(dir.path().string(), Split::Test); }),
-      dir.file("t10k-labels-idx1-ubyte.gz"),
-      {"bad magic number 0x00000803, expected 0x00000801"});
+  expect_message(user_error([&] { tr::data::load_idx_split(dir.path().string(), Split::Test); }),
+                 dir.file("t10k-labels-idx1-ubyte.gz"), {"bad magic number 0x00000803, expected 0x00000801"});
 }
 
 // MNIST, KMNIST and EMNIST splits have other counts and sizes: any pair of
@@ -146,13 +137,15 @@ TEST(FashionMnistTest, AnyCountAndSizeWhoseFilesAgree) {
 // EMNIST names its files "emnist-<set>-train-images-idx3-ubyte.gz".
 TEST(FashionMnistTest, FindsEmnistStyleFileNames) {
   TempDir dir;
-  write_gz(dir.file("emnist-balanced-test-images-idx3-ubyte.gz"), idx_file(kImagesMagic, {4, 28, 28}, Bytes(4 * 784, 9)));
+  write_gz(dir.file("emnist-balanced-test-images-idx3-ubyte.gz"),
+           idx_file(kImagesMagic, {4, 28, 28}, Bytes(4 * 784, 9)));
   write_gz(dir.file("emnist-balanced-test-labels-idx1-ubyte.gz"), idx_file(kLabelsMagic, {4}, Bytes{0, 46, 2, 3}));
   const tr::data::ImageDataset ds = tr::data::load_idx_split(dir.path().string(), Split::Test);
   EXPECT_EQ(ds.count, 4);
   EXPECT_EQ(ds.num_classes, 47);
   // Two such sets in one directory are ambiguous.
-  write_gz(dir.file("emnist-letters-test-images-idx3-ubyte.gz"), idx_file(kImagesMagic, {4, 28, 28}, Bytes(4 * 784, 9)));
+  write_gz(dir.file("emnist-letters-test-images-idx3-ubyte.gz"),
+           idx_file(kImagesMagic, {4, 28, 28}, Bytes(4 * 784, 9)));
   expect_message(user_error([&] { tr::data::load_idx_split(dir.path().string(), Split::Test); }), dir.path().string(),
                  {"several test splits"});
 }
@@ -191,12 +184,10 @@ TEST(FashionMnistTest, PaddingCentresTheImages) {
 TEST(FashionMnistTest, TruncatedImagesFile) {
   TempDir dir;
   write_test_split(dir);
-  write_gz(dir.file("t10k-images-idx3-ubyte.gz"),
-           idx_file(kImagesMagic, {kTestCount, kSide, kSide}, Bytes(1234)));
-  expect_message(
-      user_error([&] { tr::data::load_idx_split(dir.path().string(), Split::Test); }),
-      dir.file("t10k-images-idx3-ubyte.gz"),
-      {"truncated: header declares 10000 images of 28x28 (7840000 bytes) but the file holds 1234"});
+  write_gz(dir.file("t10k-images-idx3-ubyte.gz"), idx_file(kImagesMagic, {kTestCount, kSide, kSide}, Bytes(1234)));
+  expect_message(user_error([&] { tr::data::load_idx_split(dir.path().string(), Split::Test); }),
+                 dir.file("t10k-images-idx3-ubyte.gz"),
+                 {"truncated: header declares 10000 images of 28x28 (7840000 bytes) but the file holds 1234"});
 }
 
 TEST(FashionMnistTest, TrailingGarbageInLabelsFile) {
@@ -205,10 +196,9 @@ TEST(FashionMnistTest, TrailingGarbageInLabelsFile) {
   Bytes labels = crafted_labels(kTestCount);
   labels.push_back(0);
   write_gz(dir.file("t10k-labels-idx1-ubyte.gz"), idx_file(kLabelsMagic, {kTestCount}, labels));
-  expect_message(
-      user_error([&] { tr::data::load_idx_split(dir.path().string(), Split::Test); }),
-      dir.file("t10k-labels-idx1-ubyte.gz"),
-      {"trailing data: header declares 10000 labels (10000 bytes) but 1 more bytes follow them"});
+  expect_message(user_error([&] { tr::data::load_idx_split(dir.path().string(), Split::Test); }),
+                 dir.file("t10k-labels-idx1-ubyte.gz"),
+                 {"trailing data: header declares 10000 labels (10000 bytes) but 1 more bytes follow them"});
 }
 
 TEST(FashionMnistTest, CorruptGzipImages) {
@@ -218,29 +208,25 @@ TEST(FashionMnistTest, CorruptGzipImages) {
   Bytes gz = read_all(p);
   for (size_t i = gz.size() / 2; i < gz.size() / 2 + 32; ++i) gz[i] ^= 0xa5;
   write_plain(p, gz);
-  expect_message(
-      user_error([&] { tr::data::load_idx_split(dir.path().string(), Split::Test); }),
-      p.string(), {"corrupt gzip data (zlib: "});
+  expect_message(user_error([&] { tr::data::load_idx_split(dir.path().string(), Split::Test); }), p.string(),
+                 {"corrupt gzip data (zlib: "});
 }
 
 TEST(FashionMnistTest, LabelAndImageCountsDisagree) {
   TempDir dir;
   write_test_split(dir);
-  write_gz(dir.file("t10k-labels-idx1-ubyte.gz"),
-           idx_file(kLabelsMagic, {9999}, crafted_labels(9999)));
-  expect_message(
-      user_error([&] { tr::data::load_idx_split(dir.path().string(), Split::Test); }),
-      dir.file("t10k-labels-idx1-ubyte.gz"),
-      {"holds 9999 labels but " + dir.file("t10k-images-idx3-ubyte.gz") + " holds 10000 images"});
+  write_gz(dir.file("t10k-labels-idx1-ubyte.gz"), idx_file(kLabelsMagic, {9999}, crafted_labels(9999)));
+  expect_message(user_error([&] { tr::data::load_idx_split(dir.path().string(), Split::Test); }),
+                 dir.file("t10k-labels-idx1-ubyte.gz"),
+                 {"holds 9999 labels but " + dir.file("t10k-images-idx3-ubyte.gz") + " holds 10000 images"});
 }
 
 TEST(FashionMnistTest, AllLabelsZeroIsRefused) {
   TempDir dir;
   write_test_split(dir);
   write_gz(dir.file("t10k-labels-idx1-ubyte.gz"), idx_file(kLabelsMagic, {kTestCount}, Bytes(kTestCount, 0)));
-  expect_message(
-      user_error([&] { tr::data::load_idx_split(dir.path().string(), Split::Test); }),
-      dir.file("t10k-labels-idx1-ubyte.gz"), {"every label is 0"});
+  expect_message(user_error([&] { tr::data::load_idx_split(dir.path().string(), Split::Test); }),
+                 dir.file("t10k-labels-idx1-ubyte.gz"), {"every label is 0"});
 }
 
 // A training split of 4x4 images, one per label.
@@ -291,9 +277,8 @@ TEST(FashionMnistTest, FifoInTheDataDirectoryIsRefused) {
   const std::string fifo = dir.file("t10k-labels-idx1-ubyte.gz");
   fs::remove(fifo);
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  expect_message(
-      user_error_not_blocked_by(fifo, [&] { tr::data::load_idx_split(dir.path().string(), Split::Test); }), fifo,
-      {"not a regular file (a FIFO)"});
+  expect_message(user_error_not_blocked_by(fifo, [&] { tr::data::load_idx_split(dir.path().string(), Split::Test); }),
+                 fifo, {"not a regular file (a FIFO)"});
 }
 
 TEST(FashionMnistTest, SymlinkLoopInTheDataDirectoryIsNamed) {
@@ -344,8 +329,7 @@ TEST(FashionMnistTest, DefaultDataDirHonoursTrDataDir) {
   write_test_split(dir);
   ScopedEnv env("TR_DATA_DIR", dir.path().c_str());
   EXPECT_EQ(tr::data::default_data_dir(), dir.path().string());
-  const tr::data::ImageDataset ds =
-      tr::data::load_idx_split(tr::data::default_data_dir(), Split::Test);
+  const tr::data::ImageDataset ds = tr::data::load_idx_split(tr::data::default_data_dir(), Split::Test);
   EXPECT_EQ(ds.count, 10000);
   EXPECT_EQ(ds.labels[7], 7);
 }

@@ -5,9 +5,9 @@
 
 #include <array>
 #include <cerrno>
-#include <cstring>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -71,8 +71,7 @@ TEST(IdxReaderTest, ResolvePrefersGzThenPlain) {
 
 TEST(IdxReaderTest, ResolveMissingFileNamesBothCandidates) {
   TempDir dir;
-  const std::string msg =
-      user_error([&] { tr::data::resolve_idx_path(dir.path().string(), "nothing-idx1-ubyte"); });
+  const std::string msg = user_error([&] { tr::data::resolve_idx_path(dir.path().string(), "nothing-idx1-ubyte"); });
   expect_message(msg, dir.file("nothing-idx1-ubyte.gz"), {"missing", dir.file("nothing-idx1-ubyte")});
 }
 
@@ -87,8 +86,7 @@ TEST(IdxReaderTest, DirectoryInsteadOfFile) {
   fs::create_directory(dir.path() / "sub.gz");
   const std::string p = dir.file("sub.gz");
   expect_message(user_error([&] { tr::data::read_idx_u8(p, kSmallImages); }), p, {"is a directory"});
-  expect_message(user_error([&] { tr::data::resolve_idx_path(dir.path().string(), "sub"); }), p,
-                 {"is a directory"});
+  expect_message(user_error([&] { tr::data::resolve_idx_path(dir.path().string(), "sub"); }), p, {"is a directory"});
 }
 
 // Only regular files are opened: opening a FIFO would wait for a writer that
@@ -117,7 +115,8 @@ TEST(IdxReaderTest, SymlinkLoopIsNamedNotMissing) {
   fs::create_symlink("loop-idx1-ubyte.gz", dir.path() / "loop-b");
   write_plain(dir.file("loop-idx1-ubyte"), idx_file(kLabelsMagic, {1}, {0}));
   const std::string p = dir.file("loop-idx1-ubyte.gz");
-  const std::vector<std::string> loop = {"cannot be resolved: a symbolic link loop (too many levels of symbolic links)"};
+  const std::vector<std::string> loop = {
+      "cannot be resolved: a symbolic link loop (too many levels of symbolic links)"};
   expect_message(user_error([&] { tr::data::read_idx_u8(p, 1); }), p, loop);
   expect_message(user_error([&] { tr::data::resolve_idx_path(dir.path().string(), "loop-idx1-ubyte"); }), p, loop);
 }
@@ -157,8 +156,7 @@ TEST(IdxReaderTest, TruncatedMagic) {
   TempDir dir;
   const std::string p = dir.file("short.gz");
   write_gz(p, Bytes{0, 0, 8});
-  expect_message(user_error([&] { tr::data::read_idx_u8(p, kSmallImages); }), p,
-                 {"truncated header", "holds 3 bytes"});
+  expect_message(user_error([&] { tr::data::read_idx_u8(p, kSmallImages); }), p, {"truncated header", "holds 3 bytes"});
 }
 
 TEST(IdxReaderTest, TruncatedDimensions) {
@@ -286,8 +284,7 @@ TEST(IdxReaderTest, CorruptDeflateStream) {
   for (size_t i = gz.size() / 2; i < gz.size() / 2 + 16; ++i) gz[i] ^= 0x5a;
   const std::string p = dir.file("corrupt.gz");
   write_plain(p, gz);
-  expect_message(user_error([&] { tr::data::read_idx_u8(p, kSmallImages); }), p,
-                 {"corrupt gzip data (zlib: "});
+  expect_message(user_error([&] { tr::data::read_idx_u8(p, kSmallImages); }), p, {"corrupt gzip data (zlib: "});
 }
 
 TEST(IdxReaderTest, CorruptGzipChecksum) {
@@ -324,6 +321,5 @@ TEST(IdxReaderTest, GzipTrailerMissing) {
   expect_message(user_error([&] { tr::data::read_idx_u8(p, kSmallImages); }), p,
                  {"truncated gzip stream", "unexpected end of file"});
 }
-
 
 }  // namespace

@@ -19,9 +19,9 @@
 #include <sstream>
 
 #include "framework/core/error.h"
+#include "harness/lib/report/json_report.h"
+#include "harness/lib/report/statistics.h"
 #include "tests/golden_files.h"
-#include "harness/lib/json_report.h"
-#include "harness/lib/statistics.h"
 
 namespace tr::bench {
 namespace {
@@ -73,8 +73,8 @@ BenchReport small_report() {
   x.nccl_version = "2.23.4";
   x.git_commit = "0123456789abcdef0123456789abcdef01234567";
   x.command_line = "synthetic test fixture (tests/json_report_test.cpp), not a measurement";
-  const std::map<std::string, double> mlp_det = {{"library_calls_per_step", 8}, {"arena_bytes", 9437184},
-                                                 {"atlas_slots", 24}, {"unique_graphs", 12}};
+  const std::map<std::string, double> mlp_det = {
+      {"library_calls_per_step", 8}, {"arena_bytes", 9437184}, {"atlas_slots", 24}, {"unique_graphs", 12}};
   auto with = [](std::map<std::string, double> m, std::map<std::string, double> more) {
     m.insert(more.begin(), more.end());
     return m;
@@ -93,10 +93,9 @@ BenchReport small_report() {
                                              {"capture_ms", 35.5},
                                              {"samples_per_second", 328407.2},
                                              {"gpu_busy_fraction", 0.93}})));
-  const std::map<std::string, double> cnn_det = {{"library_calls_per_step", 41}, {"arena_bytes", 214958080},
-                                                 {"atlas_slots", 66}, {"unique_graphs", 31}};
-  r.cases.push_back(make_case("cnn", "eager", 1, 256, {9.81, 9.64, 9.92, 9.70, 9.77},
-                              {9.12, 8.97, 9.20, 9.03, 9.08},
+  const std::map<std::string, double> cnn_det = {
+      {"library_calls_per_step", 41}, {"arena_bytes", 214958080}, {"atlas_slots", 66}, {"unique_graphs", 31}};
+  r.cases.push_back(make_case("cnn", "eager", 1, 256, {9.81, 9.64, 9.92, 9.70, 9.77}, {9.12, 8.97, 9.20, 9.03, 9.08},
                               with(cnn_det, {{"graph_launches_per_step", 0},
                                              {"kernel_launches_per_step", 212},
                                              {"samples_per_second", 26202.7},
@@ -209,10 +208,10 @@ TEST(JsonReport, GoogleBenchmarkLayout) {
   const BenchReport r = small_report();
   const nlohmann::ordered_json j = to_json(r);
   const auto& ctx = j.at("context");
-  for (const char* k : {"date", "host_name", "executable", "num_cpus", "mhz_per_cpu", "cpu_scaling_enabled", "caches",
-                        "load_avg", "library_build_type", "tr_schema_version", "device_kind", "device_name",
-                        "driver_version", "cuda_runtime_version", "cudnn_version", "nccl_version", "git_commit",
-                        "command_line"})
+  for (const char* k :
+       {"date", "host_name", "executable", "num_cpus", "mhz_per_cpu", "cpu_scaling_enabled", "caches", "load_avg",
+        "library_build_type", "tr_schema_version", "device_kind", "device_name", "driver_version",
+        "cuda_runtime_version", "cudnn_version", "nccl_version", "git_commit", "command_line"})
     EXPECT_TRUE(ctx.contains(k)) << k;
   EXPECT_EQ(ctx.at("cpu_scaling_enabled"), false);
   EXPECT_EQ(ctx.at("tr_schema_version"), kReportSchemaVersion);
@@ -392,7 +391,8 @@ TEST(JsonReport, RefusesValuesOutOfRangeAndRepeatedKeys) {
   };
   expect_bad(with_text("e999.json", "\"num_cpus\": ", "\"num_cpus\": 1e999, \"x\": "),
              "a number is out of range (number overflow parsing '1e999')");
-  const std::string digits = with_text("digits.json", "\"num_cpus\": ", "\"num_cpus\": " + std::string(400, '9') + ", \"x\": ");
+  const std::string digits =
+      with_text("digits.json", "\"num_cpus\": ", "\"num_cpus\": " + std::string(400, '9') + ", \"x\": ");
   expect_bad(digits, "a number is out of range");
   try {
     read_report(digits);

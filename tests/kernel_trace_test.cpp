@@ -1,7 +1,7 @@
 // tr-bench --kernel-trace: the Chrome trace of each case's traced kernels.
 #include <gtest/gtest.h>
 
-#include "harness/lib/kernel_trace.h"
+#include "harness/lib/bench/kernel_trace.h"
 
 namespace tr::bench {
 namespace {
@@ -21,8 +21,9 @@ TEST(KernelTrace, OneProcessPerCaseOneThreadPerStreamTimesFromTheFirstKernel) {
   r.context.device_kind = "cuda";
   r.context.device_name = "NVIDIA H200";
   // GPU clock in ns: two streams, the second kernel beside the first.
-  r.cases.push_back(traced_case(256, {{"conv", 7, 1'000'000, 1'004'500}, {"wgrad", 9, 1'002'000, 1'010'000},
-                                      {"bn_stats", 7, 1'005'000, 1'005'250}}));
+  r.cases.push_back(traced_case(
+      256,
+      {{"conv", 7, 1'000'000, 1'004'500}, {"wgrad", 9, 1'002'000, 1'010'000}, {"bn_stats", 7, 1'005'000, 1'005'250}}));
   r.cases.push_back(traced_case(64, {}));  // no CUPTI: left out
   r.cases.push_back(traced_case(1024, {{"conv", 3, 50, 1050}}));
   const nlohmann::json j = kernel_trace_json(r);

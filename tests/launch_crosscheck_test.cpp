@@ -1,15 +1,15 @@
 // The rule by which tr-bench checks its own launch counts against CUPTI's
-// (harness/lib/launch_crosscheck.h), case by case; and, on a GPU, that a
+// (harness/lib/bench/launch_crosscheck.h), case by case; and, on a GPU, that a
 // tr-bench run of every mode passes it with the counts full capture promises.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
-#include <unistd.h>
 
-#include "harness/lib/json_report.h"
-#include "harness/lib/launch_crosscheck.h"
+#include "harness/lib/bench/launch_crosscheck.h"
+#include "harness/lib/report/json_report.h"
 #include "tests/bin_dir.h"
 #include "tests/gpu_test_util.h"
 
@@ -37,7 +37,8 @@ std::string tr_bench() { return testing::bin_dir() + "/tr-bench"; }
 TEST(LaunchCrosscheckGpu, TrBenchAgreesWithCuptiInEveryMode) {
   SKIP_WITHOUT_GPU();
   const std::string json = ::testing::TempDir() + "launch_crosscheck_" + std::to_string(getpid()) + ".json";
-  const std::string cmd = tr_bench() + " --device cuda --model cnn --batch 64 --precision amp --variants train_base "
+  const std::string cmd = tr_bench() +
+                          " --device cuda --model cnn --batch 64 --precision amp --variants train_base "
                           "--mode eager,partial-capture,full-capture --warmup 2 --iters 5 --repetitions 1 --json " +
                           json + " > /dev/null 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;

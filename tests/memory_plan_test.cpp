@@ -72,7 +72,8 @@ TEST(MemoryPlan, InvariantsHoldForEveryVariant) {
     std::vector<int64_t> bytes(static_cast<size_t>(cg.num_tensors()), 0);
     for (Variant v : kAllVariants)
       for (TensorId t = 0; t < cg.num_tensors(); ++t)
-        bytes[size_t(t)] = std::max(bytes[size_t(t)], ps.plan(v).shape_of(t).numel() * int64_t(dtype_size(cg.tensor(t).dtype)));
+        bytes[size_t(t)] =
+            std::max(bytes[size_t(t)], ps.plan(v).shape_of(t).numel() * int64_t(dtype_size(cg.tensor(t).dtype)));
     for (TensorId t = 0; t < cg.num_tensors(); ++t) {
       const int64_t off = base.offset_of(t);
       if (bytes[size_t(t)] == 0) continue;
@@ -99,7 +100,8 @@ TEST(MemoryPlan, InvariantsHoldForEveryVariant) {
     EXPECT_LT(ps.activation_pool_bytes, ps.activation_no_reuse_bytes);
     std::printf("[ plan ] cnn width 0.5 %s: arena %lld B, activations %lld B with reuse vs %lld B without (%.1f%%)\n",
                 amp ? "amp" : "fp32", (long long)ps.arena_bytes, (long long)ps.activation_pool_bytes,
-                (long long)ps.activation_no_reuse_bytes, 100.0 * ps.activation_pool_bytes / ps.activation_no_reuse_bytes);
+                (long long)ps.activation_no_reuse_bytes,
+                100.0 * ps.activation_pool_bytes / ps.activation_no_reuse_bytes);
   }
 }
 
@@ -133,8 +135,7 @@ TEST(MemoryPlan, ShapeInferenceFollowsVariants) {
   TensorId logits = kNoTensor;
   for (const Node& n : m.cg.nodes(GraphId::DEEP_FWD_BWD)) {
     if (n.kind == Node::Kind::Compute && n.op == OpKind::SoftmaxXent) logits = n.out[0];
-    if (n.kind == Node::Kind::Compute &&
-        (n.op == OpKind::ClassifierHead || n.op == OpKind::BnReluClassifierHead))
+    if (n.kind == Node::Kind::Compute && (n.op == OpKind::ClassifierHead || n.op == OpKind::BnReluClassifierHead))
       logits = n.out[1];
   }
   ASSERT_NE(logits, kNoTensor);

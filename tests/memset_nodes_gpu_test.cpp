@@ -27,10 +27,10 @@ constexpr size_t kBytes = 1 << 20;
 cudaGraph_t memset_graph(cudaStream_t s, char* buf) {
   cudaGraph_t g = nullptr;
   EXPECT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
-  EXPECT_EQ(cudaMemsetAsync(buf, 0x11, kBytes, s), cudaSuccess);              // all of it, 16-byte runs
-  EXPECT_EQ(cudaMemsetAsync(buf + 3, 0x22, 1000, s), cudaSuccess);            // unaligned, over the first
+  EXPECT_EQ(cudaMemsetAsync(buf, 0x11, kBytes, s), cudaSuccess);                // all of it, 16-byte runs
+  EXPECT_EQ(cudaMemsetAsync(buf + 3, 0x22, 1000, s), cudaSuccess);              // unaligned, over the first
   EXPECT_EQ(cudaMemset2DAsync(buf + 4096, 256, 0x33, 100, 7, s), cudaSuccess);  // 7 rows of 100 in a pitch of 256
-  EXPECT_EQ(cudaMemsetAsync(buf + 65536, 0x44, 4, s), cudaSuccess);           // cuDNN's 4-byte clear
+  EXPECT_EQ(cudaMemsetAsync(buf + 65536, 0x44, 4, s), cudaSuccess);             // cuDNN's 4-byte clear
   EXPECT_EQ(cudaStreamEndCapture(s, &g), cudaSuccess);
   // 2- and 4-byte elements (cudaMemsetAsync only makes 1-byte ones), after the rest.
   size_t n = 0;
@@ -110,7 +110,9 @@ TEST(MemsetNodesGpu, BecomeKernelsThatWriteTheSameBytesInTheSameOrder) {
       EXPECT_EQ(differ, 0u) << "variant " << variant << ", replay " << rep;
     }
     std::printf("[ memset nodes ] %s: 6 memsets over 1 MiB, the expected bytes in 3 replays\n",
-                variant == 0 ? "kept" : variant == 1 ? "as kernels" : "as kernels, programmatic edges");
+                variant == 0   ? "kept"
+                : variant == 1 ? "as kernels"
+                               : "as kernels, programmatic edges");
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(g);
   }

@@ -10,7 +10,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "harness/lib/bench_driver.h"
+#include "harness/lib/bench/bench_driver.h"
 #include "tests/gpu_test_util.h"
 #include "tests/train_test_util.h"
 
@@ -59,7 +59,7 @@ int64_t smallest_bn_population(Trainer& t) {
 
 // The first step's gradients of a batch on the CPU or on the GPU.
 std::map<std::string, std::vector<float>> first_grads(const std::string& model, Backend b,
-                                                     int64_t* bn_population = nullptr) {
+                                                      int64_t* bn_population = nullptr) {
   RunOptions o = zoo_run(model, OptimizerKind::Sgd, ExecMode::Eager, 16);
   o.validate = false;
   o.shuffle = false;
@@ -97,9 +97,10 @@ TEST(ZooGpu, FirstStepGradientsMatchCpu) {
     const auto gpu = first_grads(model, Backend::Cuda);
     const double total = total_rel_l2(cpu, gpu);
     const auto [worst, worst_name] = testing::worst_rel_l2(cpu, gpu);
-    std::printf("[ zoo gpu vs cpu ] %s first-step gradients: relative L2 error %.3g over all, worst tensor %.3g (%s); "
-                "fewest values under one BN: %lld\n",
-                model.c_str(), total, worst, worst_name.c_str(), static_cast<long long>(population));
+    std::printf(
+        "[ zoo gpu vs cpu ] %s first-step gradients: relative L2 error %.3g over all, worst tensor %.3g (%s); "
+        "fewest values under one BN: %lld\n",
+        model.c_str(), total, worst, worst_name.c_str(), static_cast<long long>(population));
     EXPECT_LT(total, population <= 16 ? 2e-2 : 1e-4) << model << ", fewest BN values " << population;
   }
 }
@@ -149,11 +150,13 @@ TEST(ZooGpu, InBackwardBucketsChangeNothing) {
     Trainer t(o, view_of(train), view_of(val));
     t.run_epoch();
     int in_backward = 0;
-    for (const Node& n : t.model().cg.nodes(GraphId::DEEP_FWD_BWD)) in_backward += n.collective && n.stream == StreamKind::UPDATE;
+    for (const Node& n : t.model().cg.nodes(GraphId::DEEP_FWD_BWD))
+      in_backward += n.collective && n.stream == StreamKind::UPDATE;
     const int differing = testing::differing_tensors(ref, state_of(t), cat("buckets, ", mode_name(mode)));
-    std::printf("[ zoo buckets ] resnet18 on 1 GPU, collectives forced, %s: %d bucket all-reduces inside the "
-                "backward, %d of %zu state tensors differ from one bucket\n",
-                mode_name(mode).c_str(), in_backward, differing, ref.size());
+    std::printf(
+        "[ zoo buckets ] resnet18 on 1 GPU, collectives forced, %s: %d bucket all-reduces inside the "
+        "backward, %d of %zu state tensors differ from one bucket\n",
+        mode_name(mode).c_str(), in_backward, differing, ref.size());
     EXPECT_GT(in_backward, 0);
   }
 }

@@ -52,7 +52,11 @@ TEST(ModelZoo, ParameterCountsAreThePublishedOnes) {
   const struct {
     const char* name;
     int64_t params;
-  } want[] = {{"mlp", 1462538}, {"cnn", 1165920}, {"resnet18", 11173962}, {"resnet50", 25557032}, {"vgg16bn", 138365992 - 4224}};
+  } want[] = {{"mlp", 1462538},
+              {"cnn", 1165920},
+              {"resnet18", 11173962},
+              {"resnet50", 25557032},
+              {"vgg16bn", 138365992 - 4224}};
   for (const auto& w : want) {
     const CompiledModel m = build_model(model_config(w.name), TrainConfig{}, 1);
     std::printf("[ zoo ] %s: %lld parameters\n", w.name, static_cast<long long>(parameter_count(m)));
@@ -98,12 +102,14 @@ TEST(ModelZoo, WidthAndImageSizeReshapeEveryModel) {
 TEST(ModelZoo, BadModelsWidthsAndSizesAreOneLineUserErrors) {
   EXPECT_NE(user_error([] { model_config("resnet51"); }).find("unknown model 'resnet51' (known: mlp, cnn, resnet18"),
             std::string::npos);
-  EXPECT_NE(user_error([] { build_model(model_config("resnet18", 0.001), TrainConfig{}, 1); })
-                .find("--width 0.001 leaves a 64-channel layer with 0 channels"),
+  EXPECT_NE(user_error([] {
+              build_model(model_config("resnet18", 0.001), TrainConfig{}, 1);
+            }).find("--width 0.001 leaves a 64-channel layer with 0 channels"),
             std::string::npos);
   // Five 2x2 pools need at least 32x32.
-  EXPECT_NE(user_error([] { build_model(model_config("vgg16bn", 1.0, 16), TrainConfig{}, 1); })
-                .find("layer g5.pool: its 1x1 input is smaller than its 2x2 window"),
+  EXPECT_NE(user_error([] {
+              build_model(model_config("vgg16bn", 1.0, 16), TrainConfig{}, 1);
+            }).find("layer g5.pool: its 1x1 input is smaller than its 2x2 window"),
             std::string::npos);
   EXPECT_NE(user_error([] { build_model(model_config("cnn", 1.0, 4), TrainConfig{}, 1); }).find("smaller than its"),
             std::string::npos);

@@ -49,9 +49,10 @@ TEST(ZooTraining, RanksMatchOneRankWithTheWholeBatch) {
     const auto s0 = state_of(two, 0), s1 = state_of(two, 1);
     EXPECT_EQ(testing::differing_tensors(s0, s1, model + ": rank 0 vs rank 1"), 0);
     const testing::UpdateDiff u = testing::update_diff(init, ref, s0);
-    std::printf("[ zoo dp ] %s: 2 ranks x 8 vs 1 rank x 16, one step: update differs by %.3g overall, worst tensor "
-                "%.3g (%s); 1 rank with its batch reversed: %.3g, worst %.3g\n",
-                model.c_str(), u.total, u.worst, u.worst_name.c_str(), noise.total, noise.worst);
+    std::printf(
+        "[ zoo dp ] %s: 2 ranks x 8 vs 1 rank x 16, one step: update differs by %.3g overall, worst tensor "
+        "%.3g (%s); 1 rank with its batch reversed: %.3g, worst %.3g\n",
+        model.c_str(), u.total, u.worst, u.worst_name.c_str(), noise.total, noise.worst);
     EXPECT_LT(u.total, testing::kRankSplitStepTotal) << model;
     EXPECT_LT(u.worst, testing::kRankSplitStepWorst) << model << " " << u.worst_name;
     EXPECT_LT(noise.total, testing::kRankSplitStepTotal) << model << ", the batch reversed";

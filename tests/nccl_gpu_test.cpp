@@ -26,10 +26,11 @@ struct RankBuffers {
 
 void on_every_gpu(int gpus, const std::function<void(int)>& fn) {
   std::vector<std::thread> threads;
-  for (int r = 0; r < gpus; ++r) threads.emplace_back([&, r] {
-    TR_GPU_CHECK(cudaSetDevice(r));
-    fn(r);
-  });
+  for (int r = 0; r < gpus; ++r)
+    threads.emplace_back([&, r] {
+      TR_GPU_CHECK(cudaSetDevice(r));
+      fn(r);
+    });
   for (auto& t : threads) t.join();
 }
 

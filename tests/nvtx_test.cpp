@@ -46,8 +46,8 @@ std::vector<Range> record(const std::string& args) {
   // ctest runs test cases as parallel processes: one log per process.
   const std::string log = testing::TempDir() + "tr_nvtx_" + std::to_string(getpid()) + ".log";
   std::filesystem::remove(log);
-  const std::string cmd = "NVTX_INJECTION64_PATH=" + recorder_path() + " TR_NVTX_LOG=" + log + " " +
-                          bin_dir() + "/" + args + " > /dev/null";
+  const std::string cmd = "NVTX_INJECTION64_PATH=" + recorder_path() + " TR_NVTX_LOG=" + log + " " + bin_dir() + "/" +
+                          args + " > /dev/null";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
   std::ifstream f(log);
   std::map<std::string, std::vector<std::string>> stacks;  // per thread
@@ -69,7 +69,8 @@ std::vector<Range> record(const std::string& args) {
       if (!st.empty()) st.pop_back();
     }
   }
-  for (const auto& [t, st] : stacks) EXPECT_TRUE(st.empty()) << "thread " << t << " left " << st.size() << " open ranges";
+  for (const auto& [t, st] : stacks)
+    EXPECT_TRUE(st.empty()) << "thread " << t << " left " << st.size() << " open ranges";
   return out;
 #endif
 }
@@ -85,7 +86,8 @@ TEST(Nvtx, TrainRangesNestAsPhasesStepsAndGraphs) {
   GTEST_SKIP() << "built without NVTX headers";
 #endif
   // mlp, 4 steps of 50, validation of 2 batches; steps as their sub-graphs.
-  const auto rs = record("tr-train --synthetic --train-subset 200 --val-subset 100 --batch 50 --epochs 1 --split-steps");
+  const auto rs =
+      record("tr-train --synthetic --train-subset 200 --val-subset 100 --batch 50 --epochs 1 --split-steps");
   ASSERT_FALSE(rs.empty());
   EXPECT_EQ(rs[0].name, "compile");
   EXPECT_EQ(count(rs, "compile", ""), 1);
@@ -110,7 +112,8 @@ TEST(Nvtx, BenchRangesCoverWarmupAndMeasure) {
 #ifndef TR_NVTX_RECORDER
   GTEST_SKIP() << "built without NVTX headers";
 #endif
-  const auto rs = record("tr-bench --device cpu --model mlp --batch 32 --mode full-capture --warmup 2 --iters 3 --repetitions 2");
+  const auto rs =
+      record("tr-bench --device cpu --model mlp --batch 32 --mode full-capture --warmup 2 --iters 3 --repetitions 2");
   EXPECT_EQ(count(rs, "warmup", ""), 1);
   EXPECT_EQ(count(rs, "measure", ""), 1);
   EXPECT_EQ(count(rs, "train_step", "warmup"), 2);
@@ -125,8 +128,9 @@ TEST(Nvtx, SplitStepsShowEverySubGraph) {
 #ifndef TR_NVTX_RECORDER
   GTEST_SKIP() << "built without NVTX headers";
 #endif
-  const auto rs = record("tr-bench --device cpu --model mlp --batch 32 --mode full-capture --warmup 2 --iters 3 "
-                         "--repetitions 2 --split-steps");
+  const auto rs = record(
+      "tr-bench --device cpu --model mlp --batch 32 --mode full-capture --warmup 2 --iters 3 "
+      "--repetitions 2 --split-steps");
   EXPECT_EQ(count(rs, "train_step", "measure"), 6);
   EXPECT_EQ(count(rs, "step_graph", "train_step"), 0);
   EXPECT_EQ(count(rs, "DEEP_FWD_BWD", "train_step"), 8);

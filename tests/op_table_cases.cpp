@@ -4,17 +4,17 @@
 // value, a sum of n terms up to n of them; f16 rounds at 2^-11 = 4.9e-4.
 #include <utility>
 
-#include "framework/ops/add.h"
-#include "framework/ops/batchnorm.h"
-#include "framework/ops/bn_relu_pool.h"
-#include "framework/ops/classifier_head.h"
-#include "framework/ops/conv.h"
-#include "framework/ops/fc.h"
-#include "framework/ops/input_prep.h"
-#include "framework/ops/pool.h"
-#include "framework/ops/relu.h"
-#include "framework/ops/softmax_xent.h"
-#include "framework/ops/tta_mean.h"
+#include "framework/ops/compute/add.h"
+#include "framework/ops/compute/batchnorm.h"
+#include "framework/ops/compute/bn_relu_pool.h"
+#include "framework/ops/compute/classifier_head.h"
+#include "framework/ops/compute/conv.h"
+#include "framework/ops/compute/fc.h"
+#include "framework/ops/compute/input_prep.h"
+#include "framework/ops/compute/pool.h"
+#include "framework/ops/compute/relu.h"
+#include "framework/ops/compute/softmax_xent.h"
+#include "framework/ops/compute/tta_mean.h"
 #include "tests/op_table.h"
 
 namespace tr::test {
@@ -29,8 +29,8 @@ constexpr double kGpuConv = 1e-4;      // cuDNN's algorithms: sums of up to 9*C 
 constexpr double kGpuConvF16 = 2e-3;   // ... with f16 inputs and f32 accumulation, rounded once to f16
 
 // Runs a CPU op on tensors already made (the derive steps).
-void cpu_op(OpFn fn, const std::vector<const HostTensor*>& in, const std::vector<HostTensor*>& out,
-            const OpAttrs& a, const VariantDims& v) {
+void cpu_op(OpFn fn, const std::vector<const HostTensor*>& in, const std::vector<HostTensor*>& out, const OpAttrs& a,
+            const VariantDims& v) {
   OpRunner r;
   r.attrs = a;
   r.variant = v;
@@ -150,7 +150,9 @@ void bn_cases(std::vector<OpCase>& t) {
     if (relu) t.push_back(c);
     c.name = "bn_relu_apply " + shape + tag;
     c.kind = OpKind::BnReluApply;
-    c.in = {{Elem::T, xs, Fill::Distinct, -1, 2}, {Elem::Stat, {2, C}}, {Elem::T, {C}, Fill::Uniform, 0.5, 1.5},
+    c.in = {{Elem::T, xs, Fill::Distinct, -1, 2},
+            {Elem::Stat, {2, C}},
+            {Elem::T, {C}, Fill::Uniform, 0.5, 1.5},
             {Elem::T, {C}, Fill::Uniform, -0.5, 0.5}};
     c.out = {Elem::T, Elem::Stat, Elem::Stat};
     c.derive = [a, v](std::vector<HostTensor>& in) { in[1] = sums_of(in[0], a, v); };
@@ -161,7 +163,8 @@ void bn_cases(std::vector<OpCase>& t) {
     t.push_back(c);
     c.name = "bn_stats_relu_apply " + shape + tag;
     c.kind = OpKind::BnStatsReluApply;
-    c.in = {{Elem::T, xs, Fill::Distinct, -1, 2}, {Elem::T, {C}, Fill::Uniform, 0.5, 1.5},
+    c.in = {{Elem::T, xs, Fill::Distinct, -1, 2},
+            {Elem::T, {C}, Fill::Uniform, 0.5, 1.5},
             {Elem::T, {C}, Fill::Uniform, -0.5, 0.5}};
     c.out = {Elem::T, Elem::Stat, Elem::Stat, Elem::Stat};
     c.derive = nullptr;
@@ -182,7 +185,10 @@ void bn_cases(std::vector<OpCase>& t) {
     t.push_back(c);
     c.name = "relu_bwd_bn_reduce " + shape + tag;
     c.kind = OpKind::ReluBwdBnReduce;
-    c.in = {{Elem::T, xs}, {Elem::Stat, {2, C}}, {Elem::T, xs, Fill::Distinct, -1, 2}, {Elem::Stat, {2, C}},
+    c.in = {{Elem::T, xs},
+            {Elem::Stat, {2, C}},
+            {Elem::T, xs, Fill::Distinct, -1, 2},
+            {Elem::Stat, {2, C}},
             {Elem::T, xs, Fill::Distinct, -1, 1}};
     c.out = {Elem::T, Elem::T, Elem::Stat, Elem::T};
     t.push_back(c);
@@ -192,8 +198,12 @@ void bn_cases(std::vector<OpCase>& t) {
     t.push_back(c);
     c.name = "bn_relu_bwd_apply " + shape + tag;
     c.kind = OpKind::BnReluBwdApply;
-    c.in = {{Elem::T, xs}, {Elem::Stat, {2, C}}, {Elem::T, xs, Fill::Distinct, -1, 2}, {Elem::Stat, {2, C}},
-            {Elem::T, {C}, Fill::Uniform, 0.5, 1.5}, {Elem::Stat, {2, C}}};
+    c.in = {{Elem::T, xs},
+            {Elem::Stat, {2, C}},
+            {Elem::T, xs, Fill::Distinct, -1, 2},
+            {Elem::Stat, {2, C}},
+            {Elem::T, {C}, Fill::Uniform, 0.5, 1.5},
+            {Elem::Stat, {2, C}}};
     c.out = {Elem::T};
     c.derive = [a, v, fwd = with_forward(1, 3, 2)](std::vector<HostTensor>& in) {
       fwd(in);
@@ -284,13 +294,16 @@ void pool_cases(std::vector<OpCase>& t) {
   t.push_back(c);
   c.name = "pool_bn_relu_apply " + xs.str() + " 2x2/s2";
   c.kind = OpKind::PoolBnReluApply;
-  c.in = {{Elem::T, xs, Fill::Distinct}, {Elem::T, {xs[3]}, Fill::Uniform, 0.5, 1.5},
+  c.in = {{Elem::T, xs, Fill::Distinct},
+          {Elem::T, {xs[3]}, Fill::Uniform, 0.5, 1.5},
           {Elem::T, {xs[3]}, Fill::Uniform, -0.5, 0.5}};
   c.out = {Elem::T, Elem::U8, Elem::Stat, Elem::T, Elem::Stat, Elem::Stat};
   t.push_back(c);
   c.name = "bn_relu_pool " + xs.str() + " 2x2/s2";
   c.kind = OpKind::BnReluPool;
-  c.in = {{Elem::T, xs, Fill::Distinct}, {Elem::Stat, {2, xs[3]}}, {Elem::T, {xs[3]}, Fill::Uniform, 0.5, 1.5},
+  c.in = {{Elem::T, xs, Fill::Distinct},
+          {Elem::Stat, {2, xs[3]}},
+          {Elem::T, {xs[3]}, Fill::Uniform, 0.5, 1.5},
           {Elem::T, {xs[3]}, Fill::Uniform, -0.5, 0.5}};
   c.out = {Elem::T, Elem::U8, Elem::Stat, Elem::Stat};
   c.derive = [two, v](std::vector<HostTensor>& in) { in[1] = sums_of(in[0], two, v); };
@@ -424,7 +437,8 @@ void loss_cases(std::vector<OpCase>& t) {
   c.attrs.label_smoothing = 0.2f;
   c.variant = {6, 12, 0, 0};
   c.loss_scale = 512.f;
-  c.in = {{Elem::T, xs, Fill::Distinct, -2, 2}, {Elem::T, {M, xs[3]}, Fill::Uniform, -0.5, 0.5},
+  c.in = {{Elem::T, xs, Fill::Distinct, -2, 2},
+          {Elem::T, {M, xs[3]}, Fill::Uniform, -0.5, 0.5},
           {Elem::I32, {xs[0]}, Fill::Labels, 0, double(M)}};
   c.out = {Elem::T, Elem::T, Elem::Stat, Elem::T};
   c.cpu_f32 = 1e-6, c.gpu_f32 = kGpuF32, c.gpu_f16 = 2e-3;

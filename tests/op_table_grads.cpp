@@ -9,14 +9,14 @@
 // ones (softmax, the BatchNorm's rsqrt): 1e-6 bounds both with room.
 #include <utility>
 
-#include "framework/ops/avgpool.h"
-#include "framework/ops/batchnorm.h"
-#include "framework/ops/classifier_head.h"
-#include "framework/ops/conv.h"
-#include "framework/ops/fc.h"
-#include "framework/ops/pool.h"
-#include "framework/ops/relu.h"
-#include "framework/ops/softmax_xent.h"
+#include "framework/ops/compute/avgpool.h"
+#include "framework/ops/compute/batchnorm.h"
+#include "framework/ops/compute/classifier_head.h"
+#include "framework/ops/compute/conv.h"
+#include "framework/ops/compute/fc.h"
+#include "framework/ops/compute/pool.h"
+#include "framework/ops/compute/relu.h"
+#include "framework/ops/compute/softmax_xent.h"
 #include "tests/op_table.h"
 
 namespace tr::test {
@@ -148,9 +148,19 @@ void pool_grads(std::vector<GradCase>& t) {
   const std::vector<Pool> pools = {
       {"maxpool_bwd 3x3/s2/p1", OpKind::MaxPoolBwd, maxpool_fwd_cpu, maxpool_bwd_cpu, w3, {2, 3, 4, 3}, true},
       {"avgpool_bwd 3x3/s2", OpKind::AvgPoolBwd, avgpool_fwd_cpu, avgpool_bwd_cpu, a3, {2, 2, 3, 3}, false},
-      {"global_maxpool_bwd", OpKind::GlobalMaxPoolBwd, global_maxpool_fwd_cpu, global_maxpool_bwd_cpu, {}, {2, 3},
+      {"global_maxpool_bwd",
+       OpKind::GlobalMaxPoolBwd,
+       global_maxpool_fwd_cpu,
+       global_maxpool_bwd_cpu,
+       {},
+       {2, 3},
        true},
-      {"global_avgpool_bwd", OpKind::GlobalAvgPoolBwd, global_avgpool_fwd_cpu, global_avgpool_bwd_cpu, {}, {2, 3},
+      {"global_avgpool_bwd",
+       OpKind::GlobalAvgPoolBwd,
+       global_avgpool_fwd_cpu,
+       global_avgpool_bwd_cpu,
+       {},
+       {2, 3},
        false}};
   for (const Pool& p : pools) {
     GradCase g;
@@ -191,13 +201,15 @@ void bn_grads(std::vector<GradCase>& t) {
   const auto backward = [=](const std::vector<HostTensor>& in) {
     const Fwd f = forward(in);
     const HostTensor r = proj(xs);
-    auto red = op(bn_relu_bwd_reduce_cpu, {&r, &f.affine, &in[0], &f.batch}, {like({C}), like({C}), like({2, C})}, a, v);
+    auto red =
+        op(bn_relu_bwd_reduce_cpu, {&r, &f.affine, &in[0], &f.batch}, {like({C}), like({C}), like({2, C})}, a, v);
     const HostTensor dx =
         op(bn_relu_bwd_apply_cpu, {&r, &f.affine, &in[0], &f.batch, &in[1], &red[2]}, {like(xs)}, a, v)[0];
     return std::vector<HostTensor>{dx, red[0], red[1]};
   };
   GradCase g;
-  g.in = {{Elem::T, xs, Fill::Distinct, -1, 2}, {Elem::T, {C}, Fill::Uniform, 0.5, 1.5},
+  g.in = {{Elem::T, xs, Fill::Distinct, -1, 2},
+          {Elem::T, {C}, Fill::Uniform, 0.5, 1.5},
           {Elem::T, {C}, Fill::Uniform, -0.5, 0.5}};
   g.loss = [=](const std::vector<HostTensor>& in) { return dot(forward(in).y, proj(xs)); };
   g.tol = kFd;
@@ -279,11 +291,11 @@ const std::vector<GradCase>& grad_cases() {
 }
 
 const std::vector<OpKind>& gradient_kinds() {
-  static const std::vector<OpKind> kinds = {
-      OpKind::ConvBwdData,     OpKind::ConvBwdFilter,    OpKind::BnReluBwdReduce,  OpKind::BnReluBwdApply,
-      OpKind::MaxPoolBwd,      OpKind::AvgPoolBwd,       OpKind::GlobalMaxPoolBwd, OpKind::GlobalAvgPoolBwd,
-      OpKind::FcBwdData,       OpKind::FcBwdWeight,      OpKind::ReluBwd,          OpKind::SoftmaxXent,
-      OpKind::ClassifierHead};
+  static const std::vector<OpKind> kinds = {OpKind::ConvBwdData,      OpKind::ConvBwdFilter,    OpKind::BnReluBwdReduce,
+                                            OpKind::BnReluBwdApply,   OpKind::MaxPoolBwd,       OpKind::AvgPoolBwd,
+                                            OpKind::GlobalMaxPoolBwd, OpKind::GlobalAvgPoolBwd, OpKind::FcBwdData,
+                                            OpKind::FcBwdWeight,      OpKind::ReluBwd,          OpKind::SoftmaxXent,
+                                            OpKind::ClassifierHead};
   return kinds;
 }
 

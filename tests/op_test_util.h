@@ -38,7 +38,9 @@ class HostTensor {
   int64_t numel() const { return shape_.numel(); }
   void* data() const { return const_cast<uint64_t*>(buf_.data()); }
   template <typename T>
-  T* as() const { return static_cast<T*>(data()); }
+  T* as() const {
+    return static_cast<T*>(data());
+  }
   size_t bytes() const { return size_t(numel()) * dtype_size(dtype_); }
   // A view with another shape of the same element count (e.g. a flattened x).
   TensorRef ref() const { return TensorRef{data(), dtype_, shape_}; }
@@ -162,8 +164,8 @@ inline std::vector<double> fd_gradient(HostTensor& t, const std::function<double
 
 // Builds an OpCall around host tensors and runs an op function on it.
 // Calls an op on TensorRefs (CPU or CUDA: `env` says which).
-inline void call_op(OpFn fn, const std::vector<TensorRef>& in, const std::vector<TensorRef>& out,
-                    const OpAttrs& attrs, const VariantDims& variant, const ExecEnv& env) {
+inline void call_op(OpFn fn, const std::vector<TensorRef>& in, const std::vector<TensorRef>& out, const OpAttrs& attrs,
+                    const VariantDims& variant, const ExecEnv& env) {
   OpCall c;
   c.in = in.data();
   c.n_in = int(in.size());
@@ -194,8 +196,9 @@ struct OpRunner {
     if (check_finite)
       for (size_t k = 0; k < out.size(); ++k) {
         const int64_t bad = out[k]->first_non_finite();
-        if (bad >= 0) ADD_FAILURE() << "output " << k << " " << out[k]->shape().str() << " element " << bad
-                                    << " is " << out[k]->get(bad) << " (unwritten?)";
+        if (bad >= 0)
+          ADD_FAILURE() << "output " << k << " " << out[k]->shape().str() << " element " << bad << " is "
+                        << out[k]->get(bad) << " (unwritten?)";
       }
   }
   // With explicit TensorRefs (views with other shapes); no poisoning here.

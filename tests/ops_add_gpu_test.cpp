@@ -1,8 +1,8 @@
 // GPU Add against the CPU reference, bit for bit (both add in f32 and round
-// once, framework/ops/add.h), with and without the ReLU, in f32 and f16, on
+// once, framework/ops/compute/add.h), with and without the ReLU, in f32 and f16, on
 // sizes with and without a tail past the last 16-byte vector; two GPU runs
 // bitwise equal. Skips without a CUDA device.
-#include "framework/ops/add.h"
+#include "framework/ops/compute/add.h"
 #include "tests/ops_gpu_bitwise.h"
 
 namespace tr {

@@ -2,10 +2,10 @@
 // tensor-core filter gradient; 1x1 to 7x7 windows, strides 1 to 3, the ResNet
 // shapes) against the CPU reference; the conv plan cache and its keys. The OpsGpu tests skip without a CUDA device; the
 // OpsConvKey ones need none.
-#include "framework/ops/conv_engine_cuda.h"
-#include "framework/ops/conv_filter_tc_cuda.h"
-#include "harness/lib/conv_plans_file.h"
 #include <nlohmann/json.hpp>
+#include "framework/ops/conv_plans/conv_engine_cuda.h"
+#include "framework/ops/conv_plans/conv_filter_tc_cuda.h"
+#include "harness/lib/cli/conv_plans_file.h"
 #include "tests/ops_gpu_fixture.h"
 
 namespace tr {
@@ -105,12 +105,22 @@ struct ConvShape {
 // direct small-C kernels (Note [small-C convolutions]; in f16 with K a multiple
 // of 16 up to 64, on the tensor cores); every other row cuDNN.
 const ConvShape kConvShapes[] = {
-    {4, 8, 8, 16, 32},   {3, 7, 5, 1, 32},       {2, 6, 9, 3, 8},        {2, 14, 14, 64, 64},
-    {2, 5, 4, 4, 12},    {1, 3, 3, 2, 5},        {64, 28, 28, 1, 32},    {8, 12, 12, 3, 64},
-    {2, 6, 7, 2, 6},     {2, 5, 6, 1, 6},  // filter gradient: 2 and 4 channels per thread, and K % 4 != 0 for C = 1
+    {4, 8, 8, 16, 32},
+    {3, 7, 5, 1, 32},
+    {2, 6, 9, 3, 8},
+    {2, 14, 14, 64, 64},
+    {2, 5, 4, 4, 12},
+    {1, 3, 3, 2, 5},
+    {64, 28, 28, 1, 32},
+    {8, 12, 12, 3, 64},
+    {2, 6, 7, 2, 6},
+    {2, 5, 6, 1, 6},  // filter gradient: 2 and 4 channels per thread, and K % 4 != 0 for C = 1
     // f16 with K = 16..64 runs on the tensor cores (conv_small_tc_cuda.h): every C and
     // K it takes, pixel counts that leave a partial 16-pixel tile, tiles across rows
-    {2, 9, 7, 2, 16},    {3, 5, 11, 4, 48},      {2, 10, 13, 3, 64},     {1, 1, 1, 3, 32},
+    {2, 9, 7, 2, 16},
+    {3, 5, 11, 4, 48},
+    {2, 10, 13, 3, 64},
+    {1, 1, 1, 3, 32},
     // ResNet shapes at small batch
     {2, 32, 32, 3, 64, 7, 2, 3},    // stem: 7x7 / stride 2, C = 3 (cuDNN, not small-C)
     {2, 13, 11, 3, 4, 7, 2, 3},     // stem window on an odd, non-square image
@@ -206,14 +216,16 @@ TEST_F(OpsGpu, ConvBwdFilterTensorCoreMatchesCpu) {
       k.out = {HostTensor(F16, {s.k, s.r, s.r, s.c})};
       k.tol = {conv_tol(F16)};
       prepare_conv(OpKind::ConvBwdFilter, k);
-      const ConvPlan& p = plans_->lookup(conv_key(OpKind::ConvBwdFilter, {k.in[0].shape(), k.in[1].shape()}, k.attrs, F16));
+      const ConvPlan& p =
+          plans_->lookup(conv_key(OpKind::ConvBwdFilter, {k.in[0].shape(), k.in[1].shape()}, k.attrs, F16));
       EXPECT_EQ(p.impl == ConvImpl::FilterTc, tc) << p.describe();
       ours += p.impl == ConvImpl::FilterTc;
       check(conv_bwd_filter_cpu, conv_bwd_filter_cuda, k);
     }
   }
-  std::printf("[ gpu vs cpu ] ConvBwdFilter f16 3x3 32->64: %d shapes on the tensor-core kernel, the same through cuDNN\n",
-              ours);
+  std::printf(
+      "[ gpu vs cpu ] ConvBwdFilter f16 3x3 32->64: %d shapes on the tensor-core kernel, the same through cuDNN\n",
+      ours);
 }
 
 // The kernel itself, called directly, at shapes the plans leave to cuDNN
@@ -321,7 +333,7 @@ TEST_F(OpsGpu, ConvPlanCacheBenchmarkModeAlsoMatches) {
         std::vector<Shape> in;
         for (const HostTensor& x : k.in) in.push_back(x.shape());
         const ConvPlan& p = plans_->lookup(conv_key(f.kind, in.data(), int(in.size()), k.attrs, t));
-        EXPECT_GE(p.time_ms, 0) << p.describe();  // -1 marks a plan never timed
+        EXPECT_GE(p.time_ms, 0) << p.describe();            // -1 marks a plan never timed
         EXPECT_GE(p.legacy_ms, p.time_ms) << p.describe();  // the kept plan is the fastest, legacy among them
         std::printf("[ timed plans ] %s\n", p.describe().c_str());
         check(f.cpu, f.gpu, k);
@@ -415,9 +427,10 @@ TEST_F(OpsGpu, ConvPlanBookReplaysTheTimedChoices) {
   j = nlohmann::json::parse(text);
   j["place"]["cudnn_version"] = 1;
   EXPECT_THROW(replay_cache(replay_book(j.dump()))->prepare(gh_, keys[0]), UserError);
-  std::printf("[ conv plan book ] %zu keys timed (%d kept an engine config) and replayed to the same plans; "
-              "digest %s\n",
-              keys.size(), engines, recorded->digest().c_str());
+  std::printf(
+      "[ conv plan book ] %zu keys timed (%d kept an engine config) and replayed to the same plans; "
+      "digest %s\n",
+      keys.size(), engines, recorded->digest().c_str());
 }
 
 // Each of the first three engine candidates (Note [engine plans for
@@ -426,8 +439,8 @@ TEST_F(OpsGpu, ConvPlanBookReplaysTheTimedChoices) {
 // Every key here runs on cuDNN (none is small-C, none the 32 -> 64 3x3 filter
 // gradient of tr's own kernel); the stem's C = 3 may have no engine at all.
 TEST_F(OpsGpu, ConvEngineCandidatesMatchCpu) {
-  const ConvShape shapes[] = {{8, 14, 14, 32, 48}, {4, 16, 16, 64, 128, 1, 2, 0}, {2, 32, 32, 3, 64, 7, 2, 3},
-                              {4, 7, 8, 16, 8, 3, 2, 1}};
+  const ConvShape shapes[] = {
+      {8, 14, 14, 32, 48}, {4, 16, 16, 64, 128, 1, 2, 0}, {2, 32, 32, 3, 64, 7, 2, 3}, {4, 7, 8, 16, 8, 3, 2, 1}};
   auto aligned = [](const ConvShape& s) { return s.c % 8 == 0 && s.k % 8 == 0; };
   Rng rng(9);
   int engine_cases = 0, f16_keys = 0, f16_with_engine = 0;
@@ -452,9 +465,10 @@ TEST_F(OpsGpu, ConvEngineCandidatesMatchCpu) {
         }
   }
   for (const ConvShape& s : shapes) f16_keys += aligned(s) ? 3 : 0;
-  std::printf("[ conv engines ] %d cases on engine candidates 0-2 matched the CPU and repeated; candidate 0 exists "
-              "for %d of the %d f16 keys with C and K multiples of 8\n",
-              engine_cases, f16_with_engine, f16_keys);
+  std::printf(
+      "[ conv engines ] %d cases on engine candidates 0-2 matched the CPU and repeated; candidate 0 exists "
+      "for %d of the %d f16 keys with C and K multiples of 8\n",
+      engine_cases, f16_with_engine, f16_keys);
   EXPECT_EQ(f16_with_engine, f16_keys) << "every f16 key with C and K multiples of 8 should have an engine candidate";
 }
 
@@ -495,10 +509,10 @@ TEST(OpsConvKey, TensorCoreFilterGradientOnlyForItsShapes) {
   EXPECT_FALSE(filter_tc_beats_cudnn(key({256, 28, 28, 32, 64}, F32)));
   EXPECT_TRUE(uses_filter_tc(key({2, 3, 3, 256, 512}, F16)));
   EXPECT_TRUE(uses_filter_tc(key({2, 56, 64, 64, 64}, F16)));
-  EXPECT_FALSE(uses_filter_tc(key({256, 28, 28, 32, 64}, F32)));      // f16 only
-  EXPECT_FALSE(uses_filter_tc(key({2, 14, 14, 48, 64}, F16)));       // C % 32 != 0
-  EXPECT_FALSE(uses_filter_tc(key({2, 14, 14, 64, 96}, F16)));       // K % 64 != 0
-  EXPECT_FALSE(uses_filter_tc(key({2, 8, 65, 32, 64}, F16)));        // rows wider than 64
+  EXPECT_FALSE(uses_filter_tc(key({256, 28, 28, 32, 64}, F32)));         // f16 only
+  EXPECT_FALSE(uses_filter_tc(key({2, 14, 14, 48, 64}, F16)));           // C % 32 != 0
+  EXPECT_FALSE(uses_filter_tc(key({2, 14, 14, 64, 96}, F16)));           // K % 64 != 0
+  EXPECT_FALSE(uses_filter_tc(key({2, 8, 65, 32, 64}, F16)));            // rows wider than 64
   EXPECT_FALSE(uses_filter_tc(key({2, 16, 16, 64, 64, 3, 2, 1}, F16)));  // stride 2
   EXPECT_FALSE(uses_filter_tc(key({2, 16, 16, 64, 64, 1, 1, 0}, F16)));  // 1x1
   const ConvShape s{2, 14, 14, 64, 64};
@@ -543,7 +557,6 @@ TEST(OpsConvKey, InconsistentShapesAreInternalErrors) {
                Error);
   EXPECT_THROW(conv_key(OpKind::ReluFwd, {x, w}, s.attrs(), F32), Error);
 }
-
 
 }  // namespace
 }  // namespace tr

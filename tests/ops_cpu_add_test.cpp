@@ -1,10 +1,10 @@
-// Add on the CPU as a specification (framework/ops/add.h): y = a + b, then ReLU
+// Add on the CPU as a specification (framework/ops/compute/add.h): y = a + b, then ReLU
 // when attrs.relu; in f16 the sum is taken in f32 and rounded once, and the ReLU
 // sees that rounded value; the inputs must have one shape.
 #include <cmath>
 #include <limits>
 
-#include "framework/ops/add.h"
+#include "framework/ops/compute/add.h"
 #include "tests/ops_cpu_test_util.h"
 
 namespace tr::test {

@@ -33,13 +33,13 @@ TEST(OpsCpuConvShapes, OutputShapes) {
     Shape x, w, y;
   };
   const Row rows[] = {
-      {3, 1, 1, {2, 5, 4, 3}, {4, 3, 3, 3}, {2, 5, 4, 4}},                // the cnn's
-      {7, 2, 3, {2, 224, 224, 3}, {64, 7, 7, 3}, {2, 112, 112, 64}},      // ResNet-50 stem
-      {1, 2, 0, {2, 56, 56, 256}, {512, 1, 1, 256}, {2, 28, 28, 512}},    // projection shortcut
-      {1, 2, 0, {2, 7, 7, 8}, {16, 1, 1, 8}, {2, 4, 4, 16}},              // odd side: ceil
-      {3, 2, 1, {2, 7, 8, 3}, {4, 3, 3, 3}, {2, 4, 4, 4}},                // odd and even sides agree
-      {7, 2, 0, {2, 7, 8, 8}, {4, 7, 7, 8}, {2, 1, 1, 4}},                // the window just fits
-      {3, 1, 2, {1, 1, 1, 2}, {3, 3, 3, 2}, {1, 3, 3, 3}},                // padding makes room
+      {3, 1, 1, {2, 5, 4, 3}, {4, 3, 3, 3}, {2, 5, 4, 4}},              // the cnn's
+      {7, 2, 3, {2, 224, 224, 3}, {64, 7, 7, 3}, {2, 112, 112, 64}},    // ResNet-50 stem
+      {1, 2, 0, {2, 56, 56, 256}, {512, 1, 1, 256}, {2, 28, 28, 512}},  // projection shortcut
+      {1, 2, 0, {2, 7, 7, 8}, {16, 1, 1, 8}, {2, 4, 4, 16}},            // odd side: ceil
+      {3, 2, 1, {2, 7, 8, 3}, {4, 3, 3, 3}, {2, 4, 4, 4}},              // odd and even sides agree
+      {7, 2, 0, {2, 7, 8, 8}, {4, 7, 7, 8}, {2, 1, 1, 4}},              // the window just fits
+      {3, 1, 2, {1, 1, 1, 2}, {3, 3, 3, 2}, {1, 3, 3, 3}},              // padding makes room
   };
   for (const Row& r : rows) {
     SCOPED_TRACE(cat("x", r.x.str(), " w", r.w.str(), " stride ", r.stride, " pad ", r.pad));
@@ -58,7 +58,9 @@ TEST(OpsCpuConvShapes, BadAttributesAreUserErrors) {
     EXPECT_THROW(r.shapes(conv_bwd_data_shapes, {y, w, x}, 1), UserError);
     EXPECT_THROW(r.shapes(conv_bwd_filter_shapes, {x, y}, 1), UserError);
   }
-  EXPECT_EQ(user_error([] { with(3, 1, 3).shapes(conv_fwd_shapes, {{2, 8, 8, 3}, {4, 3, 3, 3}}, 1); }),
+  EXPECT_EQ(user_error([] {
+              with(3, 1, 3).shapes(conv_fwd_shapes, {{2, 8, 8, 3}, {4, 3, 3, 3}}, 1);
+            }),
             "conv_fwd: padding must be in [0, kernel) for a 3x3 window, got 3");
 }
 
@@ -74,14 +76,18 @@ TEST(OpsCpuConvShapes, BadFiltersAreUserErrors) {
   EXPECT_THROW(r.shapes(conv_bwd_data_shapes, {{2, 5, 4, 4}, {4, 3, 3, 2}, x}, 1), UserError);  // w vs x
   EXPECT_THROW(r.shapes(conv_bwd_data_shapes, {{2, 5, 4, 4}, {4, 5, 5, 3}, x}, 1), UserError);  // R
   EXPECT_THROW(r.shapes(conv_bwd_data_shapes, {{2, 5, 4, 5}, {4, 3, 3, 3}, x}, 1), UserError);  // w vs dy
-  EXPECT_EQ(user_error([&] { r.shapes(conv_fwd_shapes, {x, {4, 5, 5, 3}}, 1); }),
+  EXPECT_EQ(user_error([&] {
+              r.shapes(conv_fwd_shapes, {x, {4, 5, 5, 3}}, 1);
+            }),
             "conv_fwd: w must be [K,3,3,C] for kernel 3, got [4,5,5,3]");
 }
 
 TEST(OpsCpuConvShapes, InputSmallerThanTheWindowIsAUserError) {
   const OpRunner r = with(7, 2, 0);
   const Shape x{2, 3, 3, 8}, w{4, 7, 7, 8};
-  EXPECT_EQ(user_error([&] { r.shapes(conv_fwd_shapes, {x, w}, 1); }),
+  EXPECT_EQ(user_error([&] {
+              r.shapes(conv_fwd_shapes, {x, w}, 1);
+            }),
             "conv_fwd: x [2,3,3,8] is too small for a 7x7 window with stride 2 and padding 0");
   EXPECT_THROW(r.shapes(conv_bwd_data_shapes, {{2, 1, 1, 4}, w, x}, 1), UserError);
   EXPECT_THROW(r.shapes(conv_bwd_filter_shapes, {x, {2, 1, 1, 4}}, 1), UserError);
@@ -105,7 +111,9 @@ TEST(OpsCpuConvShapes, GradientMustMatchTheForwardOutput) {
     EXPECT_THROW(r.shapes(conv_bwd_data_shapes, {dy, w, x}, 1), UserError);
     EXPECT_THROW(r.shapes(conv_bwd_filter_shapes, {x, dy}, 1), UserError);
   }
-  EXPECT_EQ(user_error([&] { r.shapes(conv_bwd_filter_shapes, {x, {2, 8, 8, 4}}, 1); }),
+  EXPECT_EQ(user_error([&] {
+              r.shapes(conv_bwd_filter_shapes, {x, {2, 8, 8, 4}}, 1);
+            }),
             "conv_bwd_filter: dy [2,8,8,4] must be [2,4,4,4], the output of x [2,8,8,3] for a 3x3 window with "
             "stride 2 and padding 1");
 }

@@ -27,8 +27,7 @@ struct ConvCase {
     return a;
   }
   std::string str() const {
-    return cat("x", x().str(), " w", w().str(), " ", R, "x", R, " stride ", stride, " pad ", pad, " -> y",
-               y().str());
+    return cat("x", x().str(), " w", w().str(), " ", R, "x", R, " stride ", stride, " pad ", pad, " -> y", y().str());
   }
 };
 
@@ -236,8 +235,11 @@ TEST(OpsCpuConv, DeterministicRunToRun) {
 // columns, same GEMMs). For 3x3 / pad 1 this is the formulation of the former
 // 3x3-only code, so this also pins that path: in f32 and f16, chunked or not.
 TEST(OpsCpuConv, StrideOneBwdDataIsForwardWithFlippedWeights) {
-  const ConvCase cases[] = {{2, 5, 4, 3, 4, 3, 1, 1}, {8, 32, 32, 64, 64, 3, 1, 1}, {1, 6, 5, 2, 3, 3, 1, 0},
-                            {2, 9, 10, 2, 3, 5, 1, 2}, {2, 5, 4, 3, 6, 1, 1, 0}};
+  const ConvCase cases[] = {{2, 5, 4, 3, 4, 3, 1, 1},
+                            {8, 32, 32, 64, 64, 3, 1, 1},
+                            {1, 6, 5, 2, 3, 3, 1, 0},
+                            {2, 9, 10, 2, 3, 5, 1, 2},
+                            {2, 5, 4, 3, 6, 1, 1, 0}};
   for (DType t : {F32, F16})
     for (const ConvCase& d : cases) {
       SCOPED_TRACE(cat(dtype_name(t), " ", d.str()));

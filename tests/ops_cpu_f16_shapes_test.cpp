@@ -60,15 +60,13 @@ TEST(OpsCpuF16, EveryOpMatchesF32) {
   conv.attrs.pad = 1;
   expect_f16_matches_f32("conv_fwd", conv_fwd_cpu, conv, {{x}, {w}}, {{HostTensor(F32, {2, 6, 5, 16})}});
   expect_f16_matches_f32("conv_bwd_data", conv_bwd_data_cpu, conv, {{dy}, {w}, {x}}, {{HostTensor(F32, xs)}});
-  expect_f16_matches_f32("conv_bwd_filter", conv_bwd_filter_cpu, conv, {{x}, {dy}},
-                         {{HostTensor(F32, w.shape())}});
+  expect_f16_matches_f32("conv_bwd_filter", conv_bwd_filter_cpu, conv, {{x}, {dy}}, {{HostTensor(F32, w.shape())}});
   HostTensor w7 = rt({4, 7, 7, 8}), dy7 = rt({2, 3, 3, 4});  // 7x7, stride 2, pad 3
   conv.attrs.kernel = 7;
   conv.attrs.stride = 2;
   conv.attrs.pad = 3;
   expect_f16_matches_f32("conv_fwd 7x7/2", conv_fwd_cpu, conv, {{x}, {w7}}, {{HostTensor(F32, dy7.shape())}});
-  expect_f16_matches_f32("conv_bwd_data 7x7/2", conv_bwd_data_cpu, conv, {{dy7}, {w7}, {x}},
-                         {{HostTensor(F32, xs)}});
+  expect_f16_matches_f32("conv_bwd_data 7x7/2", conv_bwd_data_cpu, conv, {{dy7}, {w7}, {x}}, {{HostTensor(F32, xs)}});
   expect_f16_matches_f32("conv_bwd_filter 7x7/2", conv_bwd_filter_cpu, conv, {{x}, {dy7}},
                          {{HostTensor(F32, w7.shape())}});
 
@@ -88,7 +86,8 @@ TEST(OpsCpuF16, EveryOpMatchesF32) {
                          {{dybn}, {taff, false}, {xh}, {batch, false}},
                          {{HostTensor(F32, {8})}, {HostTensor(F32, {8})}, {HostTensor(F32, {2, 8}), false}});
   expect_f16_matches_f32("bn_relu_bwd_apply", bn_relu_bwd_apply_cpu, run,
-                         {{dybn}, {taff, false}, {xh}, {batch, false}, {gamma}, {dsums, false}}, {{HostTensor(F32, xs)}});
+                         {{dybn}, {taff, false}, {xh}, {batch, false}, {gamma}, {dsums, false}},
+                         {{HostTensor(F32, xs)}});
   HostTensor affine = rt({2, 8});
   expect_f16_matches_f32("bn_relu_infer", bn_relu_infer_cpu, run, {{x}, {affine, false}}, {{HostTensor(F32, xs)}});
 
@@ -100,10 +99,8 @@ TEST(OpsCpuF16, EveryOpMatchesF32) {
   pool.run(maxpool_fwd_cpu, {&xd}, {&py});
   pool.run(global_maxpool_fwd_cpu, {&xd}, {&gy});
   expect_f16_matches_f32("maxpool_fwd", maxpool_fwd_cpu, pool, {{xd}}, {{HostTensor(F32, py.shape())}}, 0);
-  expect_f16_matches_f32("maxpool_bwd", maxpool_bwd_cpu, pool, {{rt(py.shape())}, {xd}, {py}},
-                         {{HostTensor(F32, xs)}});
-  expect_f16_matches_f32("global_maxpool_fwd", global_maxpool_fwd_cpu, run, {{xd}}, {{HostTensor(F32, gy.shape())}},
-                         0);
+  expect_f16_matches_f32("maxpool_bwd", maxpool_bwd_cpu, pool, {{rt(py.shape())}, {xd}, {py}}, {{HostTensor(F32, xs)}});
+  expect_f16_matches_f32("global_maxpool_fwd", global_maxpool_fwd_cpu, run, {{xd}}, {{HostTensor(F32, gy.shape())}}, 0);
   expect_f16_matches_f32("global_maxpool_bwd", global_maxpool_bwd_cpu, run, {{rt(gy.shape())}, {xd}, {gy}},
                          {{HostTensor(F32, xs)}});
 
@@ -200,7 +197,6 @@ TEST(OpsCpuShapes, InputPrep) {
   r.variant = VariantDims{2, 2, 0, 0};  // resolution unset
   EXPECT_THROW(r.shapes(input_prep_shapes, {im, ls}, 2), UserError);
 }
-
 
 }  // namespace
 }  // namespace tr::test

@@ -9,7 +9,6 @@
 namespace tr::test {
 namespace {
 
-
 TEST(OpsCpuBatchNorm, BatchStatisticsAreMeanAndBiasedVariance) {
   Rng rng(10);
   BnChain bn(F64, {2, 5, 5, 3}, rng, true, 2);
@@ -276,9 +275,9 @@ TEST(OpsCpuSoftmaxXent, GradientMatchesFiniteDifferencesOfMeanLoss) {
 
 TEST(OpsCpuSoftmaxXent, MetricsCountCorrectWithFirstMaxWinning) {
   HostTensor z(F32, {3, 4}), labels(DType::I32, {3}), dz(F32, {3, 4}), metrics(F32, {kMetricSlots});
-  const double zv[] = {1, 3, 3, 0,   // argmax 1 (tie with 2): label 1 correct
-                       1, 3, 3, 0,   // label 2: wrong, the first max wins
-                       5, 1, 5, -1}; // argmax 0 (tie with 2): label 0 correct
+  const double zv[] = {1, 3, 3, 0,    // argmax 1 (tie with 2): label 1 correct
+                       1, 3, 3, 0,    // label 2: wrong, the first max wins
+                       5, 1, 5, -1};  // argmax 0 (tie with 2): label 0 correct
   for (int i = 0; i < 12; ++i) z.set(i, zv[i]);
   labels.set(0, 1);
   labels.set(1, 2);
@@ -348,8 +347,8 @@ TEST(OpsCpuInputPrep, NearestNeighbourDownsampleAndNormalise) {
   run.run(input_prep_cpu, {&images, &labels_src}, {&x, &labels});
   for (int64_t i = 0; i < x.numel(); ++i) {
     const int64_t c = i % C;
-    EXPECT_FLOAT_EQ(float(x.get(i)), float((float(images.get(i)) / 255.f - run.attrs.norm_mean[c]) /
-                                           run.attrs.norm_std[c]));
+    EXPECT_FLOAT_EQ(float(x.get(i)),
+                    float((float(images.get(i)) / 255.f - run.attrs.norm_mean[c]) / run.attrs.norm_std[c]));
   }
 }
 

@@ -1,4 +1,4 @@
-// Max and average pooling on the CPU as a specification (framework/ops/pool.h,
+// Max and average pooling on the CPU as a specification (framework/ops/compute/pool.h,
 // avgpool.h): forward equals a naive reference written from the definition
 // (padding is -inf); backward equals central finite differences in F64 on
 // distinct values (no ties within a step), overlapping windows included, and a
@@ -9,7 +9,7 @@
 #include <limits>
 #include <string>
 
-#include "framework/ops/avgpool.h"
+#include "framework/ops/compute/avgpool.h"
 #include "tests/ops_cpu_test_util.h"
 
 namespace tr::test {
@@ -40,9 +40,9 @@ struct PoolCase {
   Shape x;
 };
 const PoolCase kMaxCases[] = {
-    {{2, 2, 0}, {2, 5, 5, 3}}, {{2, 2, 0}, {1, 4, 6, 2}}, {{3, 2, 1}, {2, 7, 7, 3}}, {{3, 2, 1}, {1, 8, 6, 2}},
-    {{3, 1, 1}, {2, 5, 4, 3}}, {{2, 1, 0}, {1, 4, 5, 2}}, {{1, 2, 0}, {1, 5, 4, 2}}, {{3, 2, 2}, {1, 5, 6, 2}},
-    {{3, 3, 0}, {1, 7, 9, 2}},
+    {{2, 2, 0}, {2, 5, 5, 3}}, {{2, 2, 0}, {1, 4, 6, 2}}, {{3, 2, 1}, {2, 7, 7, 3}},
+    {{3, 2, 1}, {1, 8, 6, 2}}, {{3, 1, 1}, {2, 5, 4, 3}}, {{2, 1, 0}, {1, 4, 5, 2}},
+    {{1, 2, 0}, {1, 5, 4, 2}}, {{3, 2, 2}, {1, 5, 6, 2}}, {{3, 3, 0}, {1, 7, 9, 2}},
 };
 
 // y[n,oh,ow,c] = max over the window of x, padding = -inf.

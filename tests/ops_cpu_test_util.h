@@ -5,13 +5,13 @@
 #include <cstring>
 #include <numeric>
 
-#include "framework/ops/batchnorm.h"
-#include "framework/ops/conv.h"
-#include "framework/ops/fc.h"
-#include "framework/ops/input_prep.h"
-#include "framework/ops/pool.h"
-#include "framework/ops/relu.h"
-#include "framework/ops/softmax_xent.h"
+#include "framework/ops/compute/batchnorm.h"
+#include "framework/ops/compute/conv.h"
+#include "framework/ops/compute/fc.h"
+#include "framework/ops/compute/input_prep.h"
+#include "framework/ops/compute/pool.h"
+#include "framework/ops/compute/relu.h"
+#include "framework/ops/compute/softmax_xent.h"
 #include "tests/op_test_util.h"
 
 namespace tr::test {
@@ -40,7 +40,6 @@ inline HostTensor distinct_tensor(DType t, Shape s, Rng& rng) {
     r.set(i, double(perm[size_t(i)] - r.numel() / 2) * 0.1 + 0.01 * rng.uniform());
   return r;
 }
-
 
 // Note [sum error bound]
 // A sum of n terms in floating point, in any order and with or without fused

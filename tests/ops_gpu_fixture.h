@@ -26,25 +26,24 @@
 
 #include "framework/core/error.h"
 #include "framework/core/launch_tally.h"
-#include "framework/ops/batchnorm.h"
-#include "framework/ops/conv.h"
-#include "framework/ops/conv_plan_cache_cuda.h"
-#include "framework/ops/fc.h"
-#include "framework/ops/input_prep.h"
-#include "framework/ops/pool.h"
-#include "framework/ops/relu.h"
-#include "framework/ops/softmax_xent.h"
-#include "framework/ops/tta_mean.h"
+#include "framework/ops/compute/batchnorm.h"
+#include "framework/ops/compute/conv.h"
+#include "framework/ops/compute/fc.h"
+#include "framework/ops/compute/input_prep.h"
+#include "framework/ops/compute/pool.h"
+#include "framework/ops/compute/relu.h"
+#include "framework/ops/compute/softmax_xent.h"
+#include "framework/ops/compute/tta_mean.h"
+#include "framework/ops/conv_plans/conv_plan_cache_cuda.h"
 #include "framework/ops/gpu_handles.h"
-#include "tests/op_test_util.h"
 #include "tests/gpu_test_util.h"
+#include "tests/op_test_util.h"
 
 namespace tr::gpu_test {
 
-
+using test::call_op;
 using test::HostTensor;
 using test::OpRunner;
-using test::call_op;
 
 constexpr DType F32 = DType::F32;
 constexpr DType F16 = DType::F16;
@@ -105,7 +104,7 @@ struct Case {
   OpAttrs attrs;
   VariantDims variant{4, 4, 0, 0};
   float loss_scale = 1.f;
-  int32_t batches = 0;          // TrainScalars::batches (InputPrep's augmentation counter)
+  int32_t batches = 0;  // TrainScalars::batches (InputPrep's augmentation counter)
   int rank = 0;
   std::vector<HostTensor> in;
   std::vector<HostTensor> out;  // dtype and shape of each output
@@ -295,7 +294,9 @@ class OpsGpu : public ::testing::Test {
 
 inline std::string tname(const char* op, DType t) { return cat(op, "/", dtype_name(t)); }
 
-inline HostTensor rnd(DType t, Shape s, Rng& rng, double lo = -1, double hi = 1) { return test::random_tensor(t, s, rng, lo, hi); }
+inline HostTensor rnd(DType t, Shape s, Rng& rng, double lo = -1, double hi = 1) {
+  return test::random_tensor(t, s, rng, lo, hi);
+}
 
 // Small integers: many exact ties, for max pooling's "first position" rule.
 inline HostTensor ties(DType t, Shape s, Rng& rng) {

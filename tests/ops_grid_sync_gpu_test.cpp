@@ -6,13 +6,14 @@
 // and against the same node without --grid-sync (its kernels apart). Each case
 // prints what it compared:
 //   [ grid sync ] BnStats/f16 x[256,28,28,32]: 1 kernel(s) (2 apart), 0 of 64 differ
-//   [ one kernel ] BnReluApply(x, gamma, beta)/f16 x[256,28,28,32] relu: 1 kernel(s) (3 apart, 3 unsynced), 0 of ... differ
+//   [ one kernel ] BnStatsReluApply(x, gamma, beta)/f16 x[256,28,28,32] relu: 1 kernel(s) (3 apart,
+//                  3 unsynced), 0 of ... differ
 // Skips without a CUDA device.
 #include <algorithm>
 
-#include "framework/ops/batchnorm.h"
-#include "framework/ops/fc.h"
-#include "framework/ops/pool.h"
+#include "framework/ops/compute/batchnorm.h"
+#include "framework/ops/compute/fc.h"
+#include "framework/ops/compute/pool.h"
 #include "tests/ops_gpu_bitwise.h"
 
 namespace tr {
@@ -58,7 +59,7 @@ struct SumCase {
   bool several_blocks;  // the grid has more than one row block
 };
 const SumCase kShapes[] = {{{256, 28, 28, 32}, true}, {{64, 14, 14, 64}, true}, {{256, 3, 3, 256}, true},
-                           {{4, 6, 5, 16}, false}, {{3, 5, 5, 7}, false}, {{512, 7, 7, 30}, true}};
+                           {{4, 6, 5, 16}, false},    {{3, 5, 5, 7}, false},    {{512, 7, 7, 30}, true}};
 
 TEST_F(OpsGpuGridSync, BatchNormSumsAreFinalizeSumsBitsInOneKernel) {
   Rng rng(41);
@@ -137,8 +138,8 @@ class OpsGpuOneKernel : public OpsGpuGridSync {
     }
     std::printf("[ one kernel ] %s: %lld kernel(s) (%lld apart, %lld unsynced), %lld of %lld differ (%lld unsynced)\n",
                 k.name.c_str(), static_cast<long long>(fused.kernels), static_cast<long long>(apart.kernels),
-                static_cast<long long>(unsynced.kernels), static_cast<long long>(differ),
-                static_cast<long long>(total), static_cast<long long>(differ_unsynced));
+                static_cast<long long>(unsynced.kernels), static_cast<long long>(differ), static_cast<long long>(total),
+                static_cast<long long>(differ_unsynced));
     EXPECT_EQ(differ, 0);
     EXPECT_EQ(differ_unsynced, 0);
     EXPECT_EQ(unsynced.kernels, apart.kernels);
@@ -231,7 +232,7 @@ TEST_F(OpsGpuOneKernel, PoolWithItsBatchNormInOneKernelIsTheKernelsApart) {
         m.name = cat(tname("PoolBnReluApply(x, gamma, beta)", t), " x", xs.str(), relu ? " relu" : "");
         m.in = {x, gamma, beta};
         m.out = {HostTensor(t, ps), HostTensor(DType::U8, ps), HostTensor(F32, {2, C}),
-                 HostTensor(t, ps),  HostTensor(F32, {2, C}),     HostTensor(F32, {2, C})};
+                 HostTensor(t, ps), HostTensor(F32, {2, C}),   HostTensor(F32, {2, C})};
         expect_like_apart(pool_bn_relu_apply_cuda, m, want);
       }
 }

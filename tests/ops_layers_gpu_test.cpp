@@ -2,7 +2,7 @@
 // the CPU reference, the fused classifier head against those ops apart, and a
 // captured chain of ops replayed bitwise like eager launches. Pooling:
 // ops_pool_gpu_test.cpp. Skips without a CUDA device.
-#include "framework/ops/classifier_head.h"
+#include "framework/ops/compute/classifier_head.h"
 #include "tests/ops_gpu_bitwise.h"
 
 namespace tr {
@@ -16,8 +16,8 @@ struct BnShape {
   Shape x;
   int64_t global_batch;
 };
-const BnShape kBnShapes[] = {{{4, 6, 5, 16}, 8}, {{8, 7, 7, 32}, 8}, {{3, 5, 5, 7}, 3}, {{64, 14, 14, 64}, 256},
-                             {{2, 3, 3, 256}, 2}, {{16, 40}, 16}};
+const BnShape kBnShapes[] = {{{4, 6, 5, 16}, 8},      {{8, 7, 7, 32}, 8},  {{3, 5, 5, 7}, 3},
+                             {{64, 14, 14, 64}, 256}, {{2, 3, 3, 256}, 2}, {{16, 40}, 16}};
 
 // Consistent inputs for the BN phases, made with the CPU reference.
 struct BnData {
@@ -127,8 +127,8 @@ struct FcShape {
   Shape x;
   int64_t m;
 };
-const FcShape kFcShapes[] = {{{37, 50}, 20}, {{200, 784}, 1024}, {{200, 256}, 10}, {{16, 3, 3, 8}, 10},
-                             {{64, 256}, 10}, {{5, 7}, 3}, {{4097, 70}, 32}};
+const FcShape kFcShapes[] = {{{37, 50}, 20},  {{200, 784}, 1024}, {{200, 256}, 10}, {{16, 3, 3, 8}, 10},
+                             {{64, 256}, 10}, {{5, 7}, 3},        {{4097, 70}, 32}};
 
 TEST_F(OpsGpu, FcMatchesCpu) {
   Rng rng(11);
@@ -268,9 +268,9 @@ TEST_F(OpsGpu, ClassifierHeadIsTheFiveOpsInTurn) {
     int64_t m;
   };
   for (DType t : {F32, F16})
-    for (const HeadShape& hs : {HeadShape{{256, 3, 3, 256}, 10}, HeadShape{{7, 4, 4, 45}, 2},
-                                HeadShape{{33, 2, 5, 300}, 32}, HeadShape{{1101, 3, 3, 40}, 7},
-                                HeadShape{{4500, 2, 2, 64}, 10}}) {
+    for (const HeadShape& hs :
+         {HeadShape{{256, 3, 3, 256}, 10}, HeadShape{{7, 4, 4, 45}, 2}, HeadShape{{33, 2, 5, 300}, 32},
+          HeadShape{{1101, 3, 3, 40}, 7}, HeadShape{{4500, 2, 2, 64}, 10}}) {
       const int64_t N = hs.x[0], C = hs.x[3], M = hs.m, P = hs.x[1] * hs.x[2];
       Case k;
       k.name = cat(tname("ClassifierHead", t), " x", hs.x.str(), " M=", M);
@@ -334,8 +334,8 @@ TEST_F(OpsGpu, ClassifierHeadWithItsBatchNormIsTheBatchNormThenTheHead) {
   };
   for (DType t : {F32, F16})
     for (bool relu : {true, false})
-      for (const HeadShape& hs : {HeadShape{{256, 3, 3, 256}, 10}, HeadShape{{7, 4, 4, 45}, 2},
-                                  HeadShape{{1101, 3, 3, 40}, 7}}) {
+      for (const HeadShape& hs :
+           {HeadShape{{256, 3, 3, 256}, 10}, HeadShape{{7, 4, 4, 45}, 2}, HeadShape{{1101, 3, 3, 40}, 7}}) {
         const int64_t N = hs.x[0], C = hs.x[3], M = hs.m;
         Case k;
         k.name = cat(tname("BnReluClassifierHead", t), " x", hs.x.str(), " M=", M, relu ? " relu" : "");
@@ -405,7 +405,8 @@ TEST_F(OpsGpu, CapturedChainReplaysBitwiseLikeEager) {
   for (int64_t i = 0; i < N; ++i) hl.set(i, double(rng.below(M)));
   DevTensor x(hx), w(hw), gamma(hg), beta(hb), fcw(hfc), labels(hl);
   DevTensor y(HostTensor(t, {N, H, W, K})), sums(HostTensor(F32, {2, K})), z(HostTensor(t, {N, H, W, K}));
-  DevTensor batch(HostTensor(F32, {2, K})), affine(HostTensor(F32, {2, K})), pool(HostTensor(t, {N, H / 2, W / 2, K})), g(HostTensor(t, {N, K}));
+  DevTensor batch(HostTensor(F32, {2, K})), affine(HostTensor(F32, {2, K})), pool(HostTensor(t, {N, H / 2, W / 2, K})),
+      g(HostTensor(t, {N, K}));
   DevTensor logits(HostTensor(t, {N, M})), dlogits(HostTensor(t, {N, M})), metrics(HostTensor(F32, {4}));
   DevTensor dfc(HostTensor(t, {M, K})), dg(HostTensor(t, {N, K})), dwc(HostTensor(t, {K, 3, 3, C}));
   DevTensor dpool(HostTensor(t, {N, H / 2, W / 2, K})), dz(HostTensor(t, {N, H, W, K}));
@@ -419,7 +420,8 @@ TEST_F(OpsGpu, CapturedChainReplaysBitwiseLikeEager) {
   auto chain = [&] {
     call(conv_fwd_cuda, {x.ref(), w.ref()}, {y.ref()}, ca, v);
     call(bn_stats_cuda, {y.ref()}, {sums.ref()}, a, v);
-    call(bn_relu_apply_cuda, {y.ref(), sums.ref(), gamma.ref(), beta.ref()}, {z.ref(), batch.ref(), affine.ref()}, a, v);
+    call(bn_relu_apply_cuda, {y.ref(), sums.ref(), gamma.ref(), beta.ref()}, {z.ref(), batch.ref(), affine.ref()}, a,
+         v);
     call(maxpool_fwd_cuda, {z.ref()}, {pool.ref()}, pa, v);
     call(global_maxpool_fwd_cuda, {pool.ref()}, {g.ref()}, a, v);
     call(fc_fwd_cuda, {g.ref(), fcw.ref()}, {logits.ref()}, a, v);
@@ -430,11 +432,10 @@ TEST_F(OpsGpu, CapturedChainReplaysBitwiseLikeEager) {
     call(maxpool_bwd_cuda, {dpool.ref(), z.ref(), pool.ref()}, {dz.ref()}, pa, v);
     call(conv_bwd_filter_cuda, {x.ref(), dz.ref()}, {dwc.ref()}, ca, v);
   };
-  std::vector<DevTensor*> outs{&y, &sums, &z, &batch, &affine, &pool, &g, &logits, &dlogits, &metrics, &dfc, &dg, &dpool,
-                               &dz, &dwc};
+  std::vector<DevTensor*> outs{&y,       &sums,    &z,   &batch, &affine, &pool, &g,  &logits,
+                               &dlogits, &metrics, &dfc, &dg,    &dpool,  &dz,   &dwc};
   expect_replays_like_eager(chain, outs);
 }
-
 
 }  // namespace
 }  // namespace tr

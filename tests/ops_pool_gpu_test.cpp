@@ -1,12 +1,12 @@
 // GPU max, average and global pooling against the CPU reference, bit for bit:
 // the kernels visit windows and sum overlaps in the CPU's order (Note [pool
-// window order] in framework/ops/pool_window.h). Also two GPU runs bitwise
+// window order] in framework/ops/kernels/pool_window.h). Also two GPU runs bitwise
 // equal, and a captured pool chain replayed bitwise like eager launches.
 // Skips without a CUDA device.
-#include "framework/ops/add.h"
-#include "framework/ops/avgpool.h"
-#include "framework/ops/batchnorm.h"
-#include "framework/ops/bn_relu_pool.h"
+#include "framework/ops/compute/add.h"
+#include "framework/ops/compute/avgpool.h"
+#include "framework/ops/compute/batchnorm.h"
+#include "framework/ops/compute/bn_relu_pool.h"
 #include "tests/ops_gpu_bitwise.h"
 
 namespace tr {
@@ -105,10 +105,11 @@ TEST_F(OpsGpuPool, MaxPool2WithStatsIsPoolThenBnStats) {
       st.out = {HostTensor(DType::F32, Shape{2, s[3]})};
       const HostTensor unfused = run_gpu(bn_stats_cuda, st)[0];
       const double err = rel_err(a[2], cpu[2]);
-      std::printf("[ pool stats ] %s: y %lld differ, argmax %lld differ, sums %lld differ from BnStats, %.2e from the CPU\n",
-                  f.name.c_str(), static_cast<long long>(differing_elements(a[0], cpu[0])),
-                  static_cast<long long>(differing_elements(a[1], cpu[1])),
-                  static_cast<long long>(differing_elements(a[2], unfused)), err);
+      std::printf(
+          "[ pool stats ] %s: y %lld differ, argmax %lld differ, sums %lld differ from BnStats, %.2e from the CPU\n",
+          f.name.c_str(), static_cast<long long>(differing_elements(a[0], cpu[0])),
+          static_cast<long long>(differing_elements(a[1], cpu[1])),
+          static_cast<long long>(differing_elements(a[2], unfused)), err);
       EXPECT_EQ(differing_elements(a[0], cpu[0]), 0);
       EXPECT_EQ(differing_elements(a[1], cpu[1]), 0);
       EXPECT_EQ(differing_elements(a[2], unfused), 0);
@@ -187,10 +188,9 @@ TEST_F(OpsGpuPool, BnReluPoolIsApplyThenPool) {
 // The stem's window with winners has unrolled kernels of its own
 // (maxpool_3x3s2_cuda.h): odd and even H and W, down to 1x2, cover their edges.
 const PoolCase kMaxCases[] = {
-    {{3, 2, 1}, {2, 112, 112, 64}}, {{3, 2, 1}, {3, 9, 7, 16}}, {{3, 2, 1}, {2, 5, 6, 5}},
-    {{3, 2, 1}, {2, 8, 8, 24}},     {{3, 1, 1}, {2, 7, 9, 16}}, {{2, 1, 0}, {2, 6, 7, 8}},
-    {{1, 2, 0}, {2, 7, 7, 8}},      {{3, 2, 2}, {2, 5, 6, 16}}, {{3, 3, 0}, {2, 9, 10, 8}},
-    {{5, 2, 2}, {2, 11, 13, 16}},   {{2, 2, 1}, {2, 7, 8, 3}},      {{3, 2, 1}, {2, 1, 2, 8}},
+    {{3, 2, 1}, {2, 112, 112, 64}}, {{3, 2, 1}, {3, 9, 7, 16}},   {{3, 2, 1}, {2, 5, 6, 5}}, {{3, 2, 1}, {2, 8, 8, 24}},
+    {{3, 1, 1}, {2, 7, 9, 16}},     {{2, 1, 0}, {2, 6, 7, 8}},    {{1, 2, 0}, {2, 7, 7, 8}}, {{3, 2, 2}, {2, 5, 6, 16}},
+    {{3, 3, 0}, {2, 9, 10, 8}},     {{5, 2, 2}, {2, 11, 13, 16}}, {{2, 2, 1}, {2, 7, 8, 3}}, {{3, 2, 1}, {2, 1, 2, 8}},
     {{3, 2, 1}, {2, 6, 3, 16}},
 };
 
@@ -226,7 +226,7 @@ TEST_F(OpsGpuPool, GlobalMaxPoolMatchesCpu) {
 // ================================================================ average pooling
 
 const PoolCase kAvgCases[] = {
-    {{2, 2, 0}, {3, 8, 8, 16}}, {{2, 2, 0}, {2, 7, 9, 16}}, {{2, 2, 0}, {2, 5, 6, 5}},  {{3, 1, 0}, {2, 7, 9, 16}},
+    {{2, 2, 0}, {3, 8, 8, 16}}, {{2, 2, 0}, {2, 7, 9, 16}}, {{2, 2, 0}, {2, 5, 6, 5}}, {{3, 1, 0}, {2, 7, 9, 16}},
     {{3, 2, 0}, {2, 9, 9, 24}}, {{7, 1, 0}, {4, 7, 7, 64}}, {{1, 2, 0}, {2, 7, 7, 8}}, {{2, 3, 0}, {2, 8, 7, 8}},
 };
 
@@ -253,8 +253,8 @@ TEST_F(OpsGpuPool, AvgPoolMatchesCpu) {
 
 // H*W = 49 (ResNet-50's head, batch 8), 25, 9, 1, 81 and 6 positions: the
 // forward's four-at-a-time loads with and without a remainder.
-const Shape kGlobalAvgShapes[] = {{8, 7, 7, 2048}, {3, 5, 5, 16}, {2, 3, 3, 5}, {4, 1, 1, 64}, {2, 9, 9, 24},
-                                  {2, 2, 3, 3}};
+const Shape kGlobalAvgShapes[] = {{8, 7, 7, 2048}, {3, 5, 5, 16}, {2, 3, 3, 5},
+                                  {4, 1, 1, 64},   {2, 9, 9, 24}, {2, 2, 3, 3}};
 
 TEST_F(OpsGpuPool, GlobalAvgPoolMatchesCpu) {
   Rng rng(13);

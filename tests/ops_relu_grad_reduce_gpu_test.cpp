@@ -1,14 +1,14 @@
 // BnReluBwdReduce with the ReLU's gradient in front (Note [the ReLU's gradient
-// in the reduce], framework/ops/batchnorm.h) against ReluBwd then
+// in the reduce], framework/ops/compute/batchnorm.h) against ReluBwd then
 // BnReluBwdReduce on the GPU: the same bits in all four outputs, one kernel
 // fewer, with and without grid sync, and g equal to the CPU's ReluBwd bit for
 // bit; where y does not allow the reduce's vector width, the two ops apart.
 // Each case prints what it compared:
-//   [ relu grad ] BnReluBwdReduce(a, affine, x, batch, y, b)/f16 x[64,14,14,256] relu: 2 kernel(s) (3 apart), 0 of ... differ
+//   [ relu grad ] ReluBwdAddBnReduce/f16 x[64,14,14,256] relu: 2 kernel(s) (3 apart), 0 of ... differ
 // Skips without a CUDA device.
 #include "framework/core/launch_tally.h"
-#include "framework/ops/batchnorm.h"
-#include "framework/ops/relu.h"
+#include "framework/ops/compute/batchnorm.h"
+#include "framework/ops/compute/relu.h"
 #include "tests/ops_gpu_bitwise.h"
 
 namespace tr {
@@ -49,7 +49,8 @@ TEST_F(OpsGpuReluGrad, ReluGradientInTheReduceIsReluBwdThenReduce) {
           rb.in = two ? std::vector<HostTensor>{a, y, b} : std::vector<HostTensor>{a, y};
           rb.out = {HostTensor(t, xs)};
           Case fused = base;
-          fused.name = cat(tname(two ? "ReluBwdAddBnReduce" : "ReluBwdBnReduce", t), " x", xs.str(), relu ? " relu" : "");
+          fused.name =
+              cat(tname(two ? "ReluBwdAddBnReduce" : "ReluBwdBnReduce", t), " x", xs.str(), relu ? " relu" : "");
           const OpFn fused_fn = two ? relu_bwd_add_bn_reduce_cuda : relu_bwd_bn_reduce_cuda;
           const OpFn relu_fn = two ? relu_bwd_add_cuda : relu_bwd_cuda;
           fused.in = {a, affine, x, batch, y};
@@ -81,13 +82,13 @@ TEST_F(OpsGpuReluGrad, ReluGradientInTheReduceIsReluBwdThenReduce) {
             const int64_t apart = relu_run.kernels + reduce_run.kernels;
             std::printf("[ relu grad ] %s%s: %lld kernel(s) (%lld apart), %lld of %lld differ\n", fused.name.c_str(),
                         grid_sync ? " grid sync" : "", static_cast<long long>(got.kernels),
-                        static_cast<long long>(apart), static_cast<long long>(differ),
-                        static_cast<long long>(total));
+                        static_cast<long long>(apart), static_cast<long long>(differ), static_cast<long long>(total));
             EXPECT_EQ(got.kernels + 1, apart);
           }
           // g is ReluBwd's: the CPU's bits.
-          EXPECT_EQ(differing_elements(run_gpu(fused_fn, fused)[3], run_cpu(two ? relu_bwd_add_cpu : relu_bwd_cpu, rb)[0]),
-                    0);
+          EXPECT_EQ(
+              differing_elements(run_gpu(fused_fn, fused)[3], run_cpu(two ? relu_bwd_add_cpu : relu_bwd_cpu, rb)[0]),
+              0);
         }
 }
 
@@ -115,7 +116,8 @@ TEST_F(OpsGpuReluGrad, MisalignedReluOutputRunsTheOpsApart) {
   const TensorRef y_ref{static_cast<char*>(dy_shifted.ref().data) + sizeof(uint16_t), F16, xs};
   auto outputs = [&] {
     std::vector<std::unique_ptr<DevTensor>> o;
-    for (const HostTensor& h : {HostTensor(F16, {C}), HostTensor(F16, {C}), HostTensor(F32, {2, C}), HostTensor(F16, xs)}) {
+    for (const HostTensor& h :
+         {HostTensor(F16, {C}), HostTensor(F16, {C}), HostTensor(F32, {2, C}), HostTensor(F16, xs)}) {
       o.push_back(std::make_unique<DevTensor>(h));
       o.back()->poison();
     }

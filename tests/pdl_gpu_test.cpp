@@ -1,4 +1,4 @@
-// Note [programmatic dependent launch] (framework/ops/kernel_launch_cuda.h) on
+// Note [programmatic dependent launch] (framework/ops/kernels/kernel_launch_cuda.h) on
 // the GPU:
 // - captured back to back, our kernels are joined by programmatic edges when
 //   the handles ask for it and by ordinary edges when they do not, and the
@@ -95,7 +95,8 @@ TEST(PdlGpuTraining, ChangesNoBitInAnyMode) {
   for (const char* model : {"resnet18", "cnn"})
     testing::expect_setting_changes_no_bit(
         model, 99, "pdl gpu", "eager without programmatic launch",
-        [](RunOptions& o) { o.algos.programmatic_launch = false; }, [](RunOptions& o) { o.algos.programmatic_launch = true; });
+        [](RunOptions& o) { o.algos.programmatic_launch = false; },
+        [](RunOptions& o) { o.algos.programmatic_launch = true; });
 }
 
 }  // namespace

@@ -9,8 +9,8 @@
 #include <thread>
 
 #include "framework/comm/process_comm.h"
-#include "harness/lib/process_agreement.h"
 #include "framework/comm/shared_memory_comm.h"
+#include "harness/lib/cli/process_agreement.h"
 #include "tests/thread_world.h"
 #include "tests/train_test_util.h"
 
@@ -107,9 +107,11 @@ TEST(ProcessComm, AnotherElementTypeIsACollectiveMismatch) {
     }
   });
   EXPECT_NE(errors[0].find("collective mismatch at all-reduce #0 (8 f64): process 1 (rank 1) posted 8 f32 elements"),
-            std::string::npos) << errors[0];
+            std::string::npos)
+      << errors[0];
   EXPECT_NE(errors[1].find("collective mismatch at all-reduce #0 (8 f32): process 0 (rank 0) posted 8 f64 elements"),
-            std::string::npos) << errors[1];
+            std::string::npos)
+      << errors[1];
   SharedMemoryComm c(2, std::chrono::milliseconds(10000));
   std::vector<std::string> thread_errors(2);
   std::vector<std::thread> t;
@@ -205,10 +207,12 @@ TEST(ProcessComm, TrainingAcrossThreadProcessesMatchesRankThreads) {
     for (int l = 0; l < L; ++l) got[size_t(w.process() * L + l)] = testing::state_of(t, l);
   });
   int differ = 0;
-  for (int r = 0; r < R; ++r) differ += testing::differing_tensors(testing::state_of(threads, r), got[size_t(r)], cat("rank ", r));
-  std::printf("[ process comm ] %d thread-processes x %d ranks: %zu state tensors per rank, %d differ from %d rank "
-              "threads; train loss %.9g vs %.9g\n",
-              P, L, got[0].size(), differ, R, stats[0].train_loss, st.train_loss);
+  for (int r = 0; r < R; ++r)
+    differ += testing::differing_tensors(testing::state_of(threads, r), got[size_t(r)], cat("rank ", r));
+  std::printf(
+      "[ process comm ] %d thread-processes x %d ranks: %zu state tensors per rank, %d differ from %d rank "
+      "threads; train loss %.9g vs %.9g\n",
+      P, L, got[0].size(), differ, R, stats[0].train_loss, st.train_loss);
   for (const EpochStats& s : stats) {
     EXPECT_EQ(s.val_loss, st.val_loss);
     EXPECT_NEAR(s.train_loss, st.train_loss, 1e-12);  // summed in another order, in double

@@ -8,9 +8,9 @@
 
 #include "framework/core/error.h"
 #include "framework/core/half.h"
-#include "framework/ops/amp_ops.h"
-#include "framework/ops/range_util.h"
-#include "framework/ops/region_ops.h"
+#include "framework/ops/kernels/range_util.h"
+#include "framework/ops/range/amp_ops.h"
+#include "framework/ops/range/region_ops.h"
 #include "tests/range_ops_test_util.h"
 
 namespace tr {

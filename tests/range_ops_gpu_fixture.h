@@ -12,14 +12,13 @@
 #include <vector>
 
 #include "framework/core/half.h"
-#include "framework/ops/amp_ops.h"
 #include "framework/ops/gpu_handles.h"
-#include "framework/ops/optimizers.h"
-#include "framework/ops/region_ops.h"
+#include "framework/ops/range/amp_ops.h"
+#include "framework/ops/range/optimizers.h"
+#include "framework/ops/range/region_ops.h"
 #include "tests/gpu_test_util.h"
 
 namespace tr::gpu_test {
-
 
 #define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call
 #define CUDA_EXPECT(call) EXPECT_EQ((call), cudaSuccess) << #call
@@ -50,9 +49,13 @@ struct DevBuf {
 template <class T>
 DType dtype_of();
 template <>
-inline DType dtype_of<float>() { return DType::F32; }
+inline DType dtype_of<float>() {
+  return DType::F32;
+}
 template <>
-inline DType dtype_of<half_t>() { return DType::F16; }
+inline DType dtype_of<half_t>() {
+  return DType::F16;
+}
 
 template <class T>
 RangeOperand operand(T* data, size_t n, const std::vector<Segment>* segs = nullptr) {

@@ -106,8 +106,8 @@ TEST_F(RangeOpsGpu, CheckFiniteMatchesCpuAndOnlySetsThePendingFlag) {
   const float bad32[] = {NAN, INFINITY, -INFINITY};
   const uint16_t bad16[] = {0x7c00, 0xfc00, 0x7e00};
   struct Case {
-    int op;       // -1: clean, 0: f32 operand, 1: f16 operand
-    int64_t at;   // element
+    int op;      // -1: clean, 0: f32 operand, 1: f16 operand
+    int64_t at;  // element
     int kind;
   };
   std::vector<Case> cases = {{-1, 0, 0}};
@@ -277,12 +277,11 @@ TEST_F(RangeOpsGpu, CapturedAmpStepReplaysLikeTheCpu) {
   std::mt19937 rng(31);
   const Layout l(rng, 30, true);
   const std::vector<Segment>* sg = &l.segs;
-  std::vector<float> p = l.random(rng, -1, 1), g32(l.elems, 0.f), m(l.elems, 0.f), v(l.elems, 0.f),
-                     ema = p, metrics(4, 0.f), metric_step = {1.5f, 2.f, 3.f, 0.f};
+  std::vector<float> p = l.random(rng, -1, 1), g32(l.elems, 0.f), m(l.elems, 0.f), v(l.elems, 0.f), ema = p,
+                     metrics(4, 0.f), metric_step = {1.5f, 2.f, 3.f, 0.f};
   std::vector<half_t> g16(l.elems), p16(l.elems);
   std::vector<float> table = {0.01f, 0.02f, 0.03f};
-  DevBuf<float> d_p(p), d_g32(g32), d_m(m), d_v(v), d_ema(ema), d_metrics(metrics), d_ms(metric_step),
-      d_table(table);
+  DevBuf<float> d_p(p), d_g32(g32), d_m(m), d_v(v), d_ema(ema), d_metrics(metrics), d_ms(metric_step), d_table(table);
   DevBuf<half_t> d_g16(g16), d_p16(p16);
   TrainScalars s0;
   s0.loss_scale = 1024.f;
@@ -304,13 +303,13 @@ TEST_F(RangeOpsGpu, CapturedAmpStepReplaysLikeTheCpu) {
       {advance_step_cuda, advance_step_cpu, {operand(d_table)}, {operand(table)}},
       {unscale_grads_cuda, unscale_grads_cpu, {operand(d_g32)}, {operand(g32)}},
       {update_loss_scale_cuda, update_loss_scale_cpu, {}, {}},
-      {adamw_cuda, adamw_cpu,
+      {adamw_cuda,
+       adamw_cpu,
        {operand(d_p, sg), operand(d_g32, sg), operand(d_m, sg), operand(d_v, sg)},
        {operand(p, sg), operand(g32, sg), operand(m, sg), operand(v, sg)}},
       {lerp_cuda, lerp_cpu, {operand(d_ema), operand(d_p)}, {operand(ema), operand(p)}},
       {cast_cuda, cast_cpu, {operand(d_p), operand(d_p16)}, {operand(p), operand(p16)}},
-      {accumulate_cuda, accumulate_cpu, {operand(d_metrics), operand(d_ms)},
-       {operand(metrics), operand(metric_step)}},
+      {accumulate_cuda, accumulate_cpu, {operand(d_metrics), operand(d_ms)}, {operand(metrics), operand(metric_step)}},
   };
 
   // Warm-up call outside capture is not needed: the launchers must be capturable as they are.

@@ -4,7 +4,7 @@
 // nothing. Skips without a CUDA device.
 #include <cstdio>
 
-#include "framework/ops/range_util.h"
+#include "framework/ops/kernels/range_util.h"
 #include "tests/range_ops_gpu_fixture.h"
 
 namespace tr {
@@ -36,8 +36,7 @@ class RangeOpsGpuOptim : public RangeOpsGpu {
         break;
       case Opt::AdamW:
         run_gpu(adamw_cuda, {operand(p, sg), operand(g, sg), operand(ma, sg), operand(vb, sg)}, a);
-        run_cpu(adamw_cpu,
-                {operand(cpu.p, sg), operand(cpu.g, sg), operand(cpu.a, sg), operand(cpu.b, sg)}, a);
+        run_cpu(adamw_cpu, {operand(cpu.p, sg), operand(cpu.g, sg), operand(cpu.a, sg), operand(cpu.b, sg)}, a);
         break;
       case Opt::Lars:
         run_gpu(lars_cuda, {operand(p, sg), operand(g, sg), operand(ma, sg)}, a);
@@ -181,8 +180,10 @@ TEST_F(RangeOpsGpuOptim, SgdWithItsTailMatchesTheUnfusedOpsOnTheCpu) {
         for (int64_t i = seg.offset; i < seg.offset + seg.elems; ++i, ++checked)
           ASSERT_TRUE(bitwise_equal(&got16[size_t(i)], &cpu16[size_t(i)], 2)) << "f16 copy at " << i;
     }
-  std::printf("[ optimizer tail ] SgdNesterov + unscale + EMA + f16 copy + BatchNorm statistics on the GPU: %d "
-              "parameters, the bits of the six ops on the CPU\n", checked);
+  std::printf(
+      "[ optimizer tail ] SgdNesterov + unscale + EMA + f16 copy + BatchNorm statistics on the GPU: %d "
+      "parameters, the bits of the six ops on the CPU\n",
+      checked);
 }
 
 TEST_F(RangeOpsGpuOptim, AdamWMatchesCpuBitwise) {
@@ -244,8 +245,7 @@ TEST_F(RangeOpsGpuOptim, AFoundInfStepChangesNothing) {
     const RangeAttrs a = opt_attrs();
     const std::vector<Segment>* sg = &l.segs;
     if (opt == Opt::Sgd) run_gpu(sgd_nesterov_cuda, {operand(p, sg), operand(g, sg), operand(ma, sg)}, a);
-    if (opt == Opt::AdamW)
-      run_gpu(adamw_cuda, {operand(p, sg), operand(g, sg), operand(ma, sg), operand(vb, sg)}, a);
+    if (opt == Opt::AdamW) run_gpu(adamw_cuda, {operand(p, sg), operand(g, sg), operand(ma, sg), operand(vb, sg)}, a);
     if (opt == Opt::Lars) run_gpu(lars_cuda, {operand(p, sg), operand(g, sg), operand(ma, sg)}, a);
     expect_bitwise(p.download(), s0.p, "param");
     expect_bitwise(ma.download(), s0.a, "state a");

@@ -10,10 +10,10 @@
 
 #include "framework/core/error.h"
 #include "framework/core/half.h"
-#include "framework/ops/amp_ops.h"
-#include "framework/ops/optimizers.h"
-#include "framework/ops/range_util.h"
-#include "framework/ops/region_ops.h"
+#include "framework/ops/kernels/range_util.h"
+#include "framework/ops/range/amp_ops.h"
+#include "framework/ops/range/optimizers.h"
+#include "framework/ops/range/region_ops.h"
 #include "tests/range_ops_test_util.h"
 
 namespace tr {
@@ -49,8 +49,7 @@ void expect_padding_zero(const Layout& l, const std::vector<float>& v, const cha
 
 // |got - want| <= tol * (1 + |want|): relative for values above 1, absolute below (an f32 rounding is
 // relative, and state near 0 would otherwise get no room at all).
-void expect_near_rel(const std::vector<float>& got, const std::vector<double>& want, double tol,
-                     const char* what) {
+void expect_near_rel(const std::vector<float>& got, const std::vector<double>& want, double tol, const char* what) {
   for (size_t i = 0; i < got.size(); ++i)
     ASSERT_NEAR(got[i], want[i], tol * (1.0 + std::fabs(want[i]))) << what << " at " << i;
 }
@@ -140,8 +139,8 @@ TEST(RangeOpsOptim, AdamWDecayOnlyTouchesDecaySegments) {
 }
 
 // LARS reference: per tensor trust from the norms, in double.
-void lars_reference(const Layout& l, std::vector<double>& p, const std::vector<float>& g,
-                    std::vector<double>& v, double lr, double mu, double wd, double coef) {
+void lars_reference(const Layout& l, std::vector<double>& p, const std::vector<float>& g, std::vector<double>& v,
+                    double lr, double mu, double wd, double coef) {
   for (const Segment& s : l.segs) {
     double pn = 0, gn = 0;
     for (int64_t i = s.offset; i < s.offset + s.elems; ++i) {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "framework/core/error.h"
-#include "framework/ops/region_ops.h"
+#include "framework/ops/range/region_ops.h"
 #include "tests/range_ops_test_util.h"
 
 namespace tr {

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "framework/core/error.h"
-#include "harness/lib/roofline.h"
+#include "harness/lib/bench/roofline.h"
 
 namespace tr::bench {
 namespace {
@@ -52,7 +52,7 @@ TEST(Roofline, AnL2ResidentOpGetsNoHbmFractions) {
   EXPECT_FALSE(big.l2_resident);
   const auto cb = roofline_counters(0, 400e6, big);
   EXPECT_NEAR(cb.at("of_roofline"), 4.0 / 4.8, 1e-12);  // a few double roundings (1.1e-16 each)
-  EXPECT_LE(cb.at("of_roofline"), 1.0);  // a fraction of HBM's bandwidth: at most 1
+  EXPECT_LE(cb.at("of_roofline"), 1.0);                 // a fraction of HBM's bandwidth: at most 1
 }
 
 TEST(Roofline, Fp32UsesTheCudaCorePeakAndBadInputIsRefused) {

@@ -1,6 +1,6 @@
 // Side streams (weight gradients on COMP_2 beside the data-gradient chain, Note
 // [streams inside a graph]) are on by default for CUDA runs up to each model's
-// measured batch per GPU (harness/lib/side_streams.h), so they must change no
+// measured batch per GPU (harness/lib/bench/side_streams.h), so they must change no
 // bit: the zoo at reduced width, AMP, trains over an epoch with
 // an incomplete last batch to the same state with them as eager training on one
 // stream, in every mode. Skips without a GPU.

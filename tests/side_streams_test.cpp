@@ -1,4 +1,4 @@
-// The side-streams choice (harness/lib/side_streams.h): the flags override,
+// The side-streams choice (harness/lib/bench/side_streams.h): the flags override,
 // and without them CUDA runs use side streams up to the model's measured batch
 // per GPU while the CPU never does.
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "framework/core/error.h"
-#include "harness/lib/side_streams.h"
+#include "harness/lib/bench/side_streams.h"
 
 namespace tr {
 namespace {

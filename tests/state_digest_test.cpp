@@ -1,4 +1,4 @@
-// `tr-train --state-hash` (harness/lib/state_digest.h): the digest is FNV-1a
+// `tr-train --state-hash` (harness/lib/cli/state_digest.h): the digest is FNV-1a
 // over the training state's bytes in tensor-id order, the same for two runs of
 // the same work, and different when one bit of the state is.
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <string>
 
 #include "framework/core/fnv1a.h"
-#include "harness/lib/state_digest.h"
+#include "harness/lib/cli/state_digest.h"
 #include "tests/train_test_util.h"
 
 namespace tr {

@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "framework/core/error.h"
-#include "harness/lib/statistics.h"
+#include "harness/lib/report/statistics.h"
 
 namespace tr::bench {
 namespace {
@@ -15,7 +15,7 @@ namespace {
 TEST(Statistics, Summary) {
   const std::vector<double> v = {2, 4, 4, 4, 5, 5, 7, 9};
   EXPECT_DOUBLE_EQ(mean(v), 5);
-  EXPECT_DOUBLE_EQ(median(v), 4.5);                 // even count: mean of the middle two
+  EXPECT_DOUBLE_EQ(median(v), 4.5);                  // even count: mean of the middle two
   EXPECT_DOUBLE_EQ(stddev(v), std::sqrt(32.0 / 7));  // sample: sum of squares 32 over n-1
   EXPECT_DOUBLE_EQ(cv(v), std::sqrt(32.0 / 7) / 5);
   EXPECT_DOUBLE_EQ(min_value(v), 2);
@@ -94,17 +94,17 @@ TEST(Statistics, MannWhitneyNormalApproximationWithTies) {
   const MannWhitney u = mann_whitney_u(a, b);
   EXPECT_EQ(u.u, 12.5);
   EXPECT_NEAR(u.p_value, normal_p(100 - 12.5, 10, 10, 30), 1e-14);  // 1e-14 and 1e-12: as above
-  EXPECT_NEAR(u.p_value, 0.005075392315273923, 1e-12);  // scipy
+  EXPECT_NEAR(u.p_value, 0.005075392315273923, 1e-12);              // scipy
 }
 
 TEST(Statistics, MannWhitneyNormalApproximationLargeSamples) {
   // Both sides above 8 values: normal approximation even without ties.
-  const MannWhitney t = mann_whitney_u({1.1, 2.3, 3.2, 4.8, 5.5, 6.1, 7.7, 8.4, 9.9},
-                                       {2.0, 3.9, 4.1, 5.0, 6.6, 7.2, 8.8, 9.5, 10.3});
+  const MannWhitney t =
+      mann_whitney_u({1.1, 2.3, 3.2, 4.8, 5.5, 6.1, 7.7, 8.4, 9.9}, {2.0, 3.9, 4.1, 5.0, 6.6, 7.2, 8.8, 9.5, 10.3});
   EXPECT_FALSE(t.exact);
   EXPECT_EQ(t.u, 33);
   EXPECT_NEAR(t.p_value, normal_p(48, 9, 9, 0), 1e-14);  // 1e-14 and 1e-12: as in the test above
-  EXPECT_NEAR(t.p_value, 0.5364994693194564, 1e-12);  // scipy
+  EXPECT_NEAR(t.p_value, 0.5364994693194564, 1e-12);     // scipy
   std::vector<double> a, b;
   for (int i = 0; i < 20; ++i) a.push_back(i), b.push_back(i + 5.5);
   EXPECT_NEAR(mann_whitney_u(a, b).p_value, 0.010581211443165648, 1e-12);  // scipy

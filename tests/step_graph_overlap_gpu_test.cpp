@@ -107,9 +107,10 @@ TEST(StepGraphOverlapGpu, FirstLayerBackwardDoesNotWaitForTheLastWeightGradients
     if (side_waited < int(k.side.size())) ++beside_side;
     else ++after_side;
   }
-  std::printf("[ step graph overlap ] cnn amp: %zu critical-priority and %zu side-stream kernels in the step graph itself; "
-              "%d child nodes after them, %d of them beside the last weight gradients, %d after all of them\n",
-              k.critical.size(), k.side.size(), after_deep, beside_side, after_side);
+  std::printf(
+      "[ step graph overlap ] cnn amp: %zu critical-priority and %zu side-stream kernels in the step graph itself; "
+      "%d child nodes after them, %d of them beside the last weight gradients, %d after all of them\n",
+      k.critical.size(), k.side.size(), after_deep, beside_side, after_side);
   EXPECT_GE(beside_side, 1) << "FIRST_LAYER_BWD waits for every deep weight gradient";
   EXPECT_GE(after_side, 1) << "nothing waits for the deep weight gradients";
 }

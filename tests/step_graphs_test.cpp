@@ -5,7 +5,7 @@
 // (cpu_training_test.cpp, gpu_training_gpu_test.cpp).
 #include <gtest/gtest.h>
 
-#include "harness/lib/bench_driver.h"
+#include "harness/lib/bench/bench_driver.h"
 #include "tests/train_test_util.h"
 
 namespace tr {

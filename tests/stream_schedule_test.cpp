@@ -167,8 +167,8 @@ TEST(StreamSchedule, PlanKeepsSideTensorsAliveThroughTheFirstLayerBackward) {
         for (TensorId out : n.out) {
           if (cg.tensor(out).role != Role::Activation) continue;
           const auto [b0, b1] = span(out);
-          EXPECT_FALSE(a0 < b1 && b0 < a1) << n.label << " overwrites " << cg.tensor(t).name << " while "
-                                           << side.label << " may still use it";
+          EXPECT_FALSE(a0 < b1 && b0 < a1)
+              << n.label << " overwrites " << cg.tensor(t).name << " while " << side.label << " may still use it";
           ++checked;
         }
       }
@@ -196,8 +196,8 @@ TEST(StreamSchedule, PlanKeepsSideInputsAliveUntilTheGraphEnds) {
           if (cg.tensor(out).role != Role::Activation) continue;
           const int64_t b0 = plan.offset_of(out);
           const int64_t b1 = b0 + plan.shape_of(out).numel() * int64_t(dtype_size(cg.tensor(out).dtype));
-          EXPECT_FALSE(a0 < b1 && b0 < a1) << nodes[j].label << " overwrites " << cg.tensor(in).name
-                                           << " while " << nodes[i].label << " may still read it";
+          EXPECT_FALSE(a0 < b1 && b0 < a1) << nodes[j].label << " overwrites " << cg.tensor(in).name << " while "
+                                           << nodes[i].label << " may still read it";
           ++checked;
         }
       }

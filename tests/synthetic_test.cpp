@@ -118,8 +118,7 @@ double nearest_mean_accuracy(const tr::data::ImageDataset& ds) {
     for (int64_t p = 0; p < d; ++p) mean[size_t(l * d + p)] += ds.images[size_t(i * d + p)];
   }
   for (int64_t c = 0; c < k; ++c)
-    for (int64_t p = 0; p < d; ++p)
-      mean[size_t(c * d + p)] /= double(std::max<int64_t>(seen[size_t(c)], 1));
+    for (int64_t p = 0; p < d; ++p) mean[size_t(c * d + p)] /= double(std::max<int64_t>(seen[size_t(c)], 1));
   int64_t correct = 0;
   for (int64_t i = n / 2; i < n; ++i) {
     int64_t best = 0;
@@ -142,28 +141,24 @@ double nearest_mean_accuracy(const tr::data::ImageDataset& ds) {
 // is 0.989; 0.95 leaves 0.039, 39 of the 1000 scored images.)
 TEST(SyntheticDatasetTest, ImagesDependOnLabel) {
   for (uint64_t seed = 1; seed <= 5; ++seed)
-    EXPECT_GT(nearest_mean_accuracy(tr::data::make_synthetic(2000, 12, 12, 1, 10, seed)), 0.95)
-        << "seed " << seed;
+    EXPECT_GT(nearest_mean_accuracy(tr::data::make_synthetic(2000, 12, 12, 1, 10, seed)), 0.95) << "seed " << seed;
 }
 
 TEST(SyntheticDatasetTest, RejectsNonPositiveSizes) {
-  const std::vector<std::array<int64_t, 5>> bad = {
-      {0, 8, 8, 1, 10}, {-1, 8, 8, 1, 10}, {4, 0, 8, 1, 10}, {4, 8, -2, 1, 10},
-      {4, 8, 8, 0, 10}, {4, 8, 8, 1, 0},   {4, 8, 8, 1, -5}};
+  const std::vector<std::array<int64_t, 5>> bad = {{0, 8, 8, 1, 10},  {-1, 8, 8, 1, 10}, {4, 0, 8, 1, 10},
+                                                   {4, 8, -2, 1, 10}, {4, 8, 8, 0, 10},  {4, 8, 8, 1, 0},
+                                                   {4, 8, 8, 1, -5}};
   for (const auto& a : bad) {
-    const std::string msg = user_error([&] {
-      tr::data::make_synthetic(a[0], int(a[1]), int(a[2]), int(a[3]), int(a[4]), 1);
-    });
+    const std::string msg =
+        user_error([&] { tr::data::make_synthetic(a[0], int(a[1]), int(a[2]), int(a[3]), int(a[4]), 1); });
     EXPECT_NE(msg.find("must be positive"), std::string::npos) << msg;
   }
 }
 
 TEST(SyntheticDatasetTest, RejectsSizeThatOverflows) {
-  const std::string msg = user_error([] {
-    tr::data::make_synthetic(std::numeric_limits<int64_t>::max() / 2, 1000, 1000, 3, 10, 1);
-  });
+  const std::string msg =
+      user_error([] { tr::data::make_synthetic(std::numeric_limits<int64_t>::max() / 2, 1000, 1000, 3, 10, 1); });
   EXPECT_NE(msg.find("do not fit in memory"), std::string::npos) << msg;
 }
-
 
 }  // namespace

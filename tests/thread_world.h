@@ -98,8 +98,7 @@ class ThreadWorld final : public World {
     const auto all = hub_->exchange(p_, bytes_of(send, bytes * size_t(processes())), what, timeout);
     for (int q = 0; q < processes(); ++q) {
       TR_CHECK(all[size_t(q)].size() == bytes * size_t(processes()), what, ": process ", q, " posted other sizes");
-      std::memcpy(static_cast<std::byte*>(recv) + size_t(q) * bytes, all[size_t(q)].data() + size_t(p_) * bytes,
-                  bytes);
+      std::memcpy(static_cast<std::byte*>(recv) + size_t(q) * bytes, all[size_t(q)].data() + size_t(p_) * bytes, bytes);
     }
   }
   std::unique_ptr<World> first(int) override { throw Error("ThreadWorld::first: not used by the tests"); }

@@ -1,4 +1,4 @@
-// What the training flags resolve to (harness/lib/train_flags.h): the model's
+// What the training flags resolve to (harness/lib/cli/train_flags.h): the model's
 // time-to-accuracy recipe as the defaults of `--recipe tta` and `tr-bench tta`,
 // the plain defaults otherwise, a flag over either; and, under a launcher
 // spread over several hosts, each process's GPUs counted on its own host.
@@ -9,8 +9,8 @@
 #include <thread>
 #include <vector>
 
-#include "harness/lib/process_launch.h"
-#include "harness/lib/train_flags.h"
+#include "harness/lib/cli/process_launch.h"
+#include "harness/lib/cli/train_flags.h"
 #include "tests/thread_world.h"
 
 namespace tr {
@@ -88,8 +88,9 @@ TEST(TrainSetup, EveryRecipeIsTheTtaDefaultAndPlainIsNot) {
     EXPECT_FLOAT_EQ(p.lr.warmup_fraction, adam ? 0.f : 0.1f) << model;
     // Flags win over the recipe.
     const RunOptions f = setup_of("--model " + model + " " + kTiny +
-                                  " --epochs 2 --batch 16 --lr 0.5 --warmup 0 --no-amp --no-augment --tta none",
-                                  true).options;
+                                      " --epochs 2 --batch 16 --lr 0.5 --warmup 0 --no-amp --no-augment --tta none",
+                                  true)
+                             .options;
     EXPECT_EQ(f.epochs, 2) << model;
     EXPECT_EQ(f.batch, 16) << model;
     EXPECT_FLOAT_EQ(f.lr.base_lr, 0.5f) << model;
@@ -114,8 +115,8 @@ TEST(TrainSetup, ProcessesCountTheirDevicesOnTheirOwnHost) {
   for (int p = 0; p < P; ++p)
     threads.emplace_back([&, p] {
       testing::ThreadWorld w(hub, p, hosts);
-      const RunOptions o = setup_of(std::string("--model mlp --device cpu --ranks-per-process 2 ") + kTiny, false, &w)
-                               .options;
+      const RunOptions o =
+          setup_of(std::string("--model mlp --device cpu --ranks-per-process 2 ") + kTiny, false, &w).options;
       first[size_t(p)] = o.first_device;
       ranks[size_t(p)] = o.train.ranks;
       kinds[size_t(p)] = w.launch_kind();

@@ -1,16 +1,16 @@
 #pragma once
 // Helpers for tests that train small models on the CPU (and on the GPU).
+#include <gtest/gtest.h>
 #include <algorithm>
 #include <array>
-#include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <functional>
-#include <utility>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "datasets/data_view.h"
@@ -18,7 +18,7 @@
 #include "framework/graph/model_registry.h"
 #include "framework/train/param_init.h"
 #include "framework/train/trainer.h"
-#include "harness/lib/bench_driver.h"
+#include "harness/lib/bench/bench_driver.h"
 
 namespace tr::testing {
 
@@ -134,7 +134,7 @@ inline UpdateDiff update_diff(const std::map<std::string, std::vector<float>>& i
 // Note [rank-split bounds]
 // One training step of N CPU ranks x B/N against 1 rank x B. A sample's
 // forward and data gradient are the same bits in either (Note [batch-invariant
-// CPU GEMMs] in framework/ops/cpu_kernel_util.h), and so are the BatchNorm
+// CPU GEMMs] in framework/ops/kernels/cpu_kernel_util.h), and so are the BatchNorm
 // statistics up to double rounding (Note [BatchNorm sums in double]); what
 // differs is the order of the f32 sums over samples of the weight and bias
 // gradients, a rounding of about 1e-7 of the update (measured at most 4e-7

@@ -11,10 +11,10 @@
 #include <fstream>
 #include <iterator>
 
-#include "harness/lib/context_info.h"
-#include "harness/lib/report_cli.h"
-#include "harness/lib/tta_html.h"
-#include "harness/lib/tta_report.h"
+#include "harness/lib/bench/context_info.h"
+#include "harness/lib/report/report_cli.h"
+#include "harness/lib/tta/tta_html.h"
+#include "harness/lib/tta/tta_report.h"
 #include "tests/golden_files.h"
 #include "tests/train_test_util.h"
 
@@ -58,8 +58,8 @@ TEST(TtaTask, ReportsConsistentNumbers) {
       // Cumulative training time, evaluation apart. The task sums epoch_seconds in this order: the same bits;
       // 1e-9 s is far below an evaluation's time, which a wrong sum would add.
       EXPECT_NEAR(e.train_seconds, sum, 1e-9);
-      EXPECT_EQ(e.acc, e.val_acc);              // judged by the main weights
-      EXPECT_GE(e.acc, 0);  // a fraction of the test images
+      EXPECT_EQ(e.acc, e.val_acc);  // judged by the main weights
+      EXPECT_GE(e.acc, 0);          // a fraction of the test images
       EXPECT_LE(e.acc, 1);
       // The training time (steady clock) fits between the epoch's wall-clock stamps (system clock); the
       // 1 ms allows the two clocks' rates to differ (an NTP slew) over the epoch.
@@ -137,8 +137,7 @@ TEST(TtaTask, ReportCliRendersTtaFilesBesideBenchReports) {
   std::filesystem::create_directories(dir);
   write_tta_report(small_tta_report(), dir + "/tta_cnn.json");
   const std::string golden = golden_dir() + "/report_small.json";
-  std::vector<std::string> args = {"report", golden,
-                                   dir + "/tta_cnn.json", "-o", dir + "/out.html"};
+  std::vector<std::string> args = {"report", golden, dir + "/tta_cnn.json", "-o", dir + "/out.html"};
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   ::testing::internal::CaptureStdout();

@@ -1,11 +1,11 @@
-// Weak-scaling efficiency (harness/lib/weak_scaling.h): N-rank cases against
+// Weak-scaling efficiency (harness/lib/bench/weak_scaling.h): N-rank cases against
 // the 1-rank case with the same per-rank batch, from a report built by hand.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <string>
 
-#include "harness/lib/weak_scaling.h"
+#include "harness/lib/bench/weak_scaling.h"
 
 namespace tr::bench {
 namespace {

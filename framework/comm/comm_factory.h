@@ -15,6 +15,6 @@ namespace tr {
 std::unique_ptr<Communicator> make_communicator(Backend b, int ranks, World* world, int first_device,
                                                 std::chrono::milliseconds watchdog);
 std::unique_ptr<Communicator> make_nccl_communicator(int ranks, World* world, int first_device,
-                                                    std::chrono::milliseconds watchdog);
+                                                     std::chrono::milliseconds watchdog);
 
 }  // namespace tr

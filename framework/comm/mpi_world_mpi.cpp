@@ -13,13 +13,13 @@
 // in its own work, stopped, or dead.
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <thread>
-#include <algorithm>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "framework/comm/world.h"
@@ -150,9 +150,9 @@ class MpiWorld final : public World {
       if (done) return;
       answer_inquiries();
       if (std::chrono::steady_clock::now() >= deadline)
-        throw Fault(cat("watchdog: process ", process_, " of ", processes_, " waited ", timeout.count(), " ms in ", what,
-                        " (collective #", collectives_, ") for the other processes: ",
-                        inquire(std::min(timeout, ms(1000)))));
+        throw Fault(cat("watchdog: process ", process_, " of ", processes_, " waited ", timeout.count(), " ms in ",
+                        what, " (collective #", collectives_,
+                        ") for the other processes: ", inquire(std::min(timeout, ms(1000)))));
       // Spin briefly (a step's all-reduce is short), then stop burning a core.
       if (spins > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
@@ -216,7 +216,8 @@ class MpiWorld final : public World {
       if (q == process_) continue;
       const auto& a = answers[static_cast<size_t>(q)];
       if (!a)
-        add(cat("process ", q, " did not answer within ", grace.count(), " ms (stalled in its own work, stopped, or dead)"));
+        add(cat("process ", q, " did not answer within ", grace.count(),
+                " ms (stalled in its own work, stopped, or dead)"));
       else if (a->collective != collectives_ || current_ != a->what)
         add(cat("process ", q, " is in ", a->what, " (collective #", a->collective, ")"));
     }

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "framework/comm/comm_factory.h"
-#include "framework/core/log.h"
 #include "framework/core/gpu_check_cuda.h"
+#include "framework/core/log.h"
 
 namespace tr {
 namespace {
@@ -54,8 +54,8 @@ class NcclComm final : public Communicator {
              dtype_name(dtype));
     const ncclDataType_t t = dtype == DType::F32 ? ncclFloat32 : dtype == DType::F16 ? ncclFloat16 : ncclFloat64;
     const ncclRedOp_t how = op == ReduceOp::Average ? ncclAvg : ncclSum;
-    TR_GPU_CHECK(ncclAllReduce(data, data, static_cast<size_t>(elems), t, how, comms_.at(static_cast<size_t>(rank - first_rank_)),
-                               static_cast<cudaStream_t>(stream)));
+    TR_GPU_CHECK(ncclAllReduce(data, data, static_cast<size_t>(elems), t, how,
+                               comms_.at(static_cast<size_t>(rank - first_rank_)), static_cast<cudaStream_t>(stream)));
   }
   void abort(const std::string& why) override {
     std::lock_guard<std::mutex> lock(abort_mu_);  // several failing ranks may call it at once
@@ -67,15 +67,15 @@ class NcclComm final : public Communicator {
 
  private:
   std::vector<ncclComm_t> comms_;  // per local rank
-  int first_rank_ = 0;              // the global rank of comms_[0]
-  int ranks_ = 1;                   // global
+  int first_rank_ = 0;             // the global rank of comms_[0]
+  int ranks_ = 1;                  // global
   std::mutex abort_mu_;
 };
 
 }  // namespace
 
 std::unique_ptr<Communicator> make_nccl_communicator(int ranks, World* world, int first_device,
-                                                    std::chrono::milliseconds watchdog) {
+                                                     std::chrono::milliseconds watchdog) {
   if (world == nullptr) return std::make_unique<NcclComm>(ranks, first_device);
   return std::make_unique<NcclComm>(*world, ranks / world->processes(), first_device, watchdog);
 }

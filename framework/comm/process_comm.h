@@ -39,7 +39,7 @@ class ProcessComm final : public Communicator {
   std::vector<int64_t> posted_elems_;
   std::vector<DType> posted_dtype_;
   std::vector<unsigned char> send_, recv_, mine_, all_;  // values, one block per process
-  std::vector<uint64_t> calls_;         // per local rank: collectives completed, for messages
+  std::vector<uint64_t> calls_;                          // per local rank: collectives completed, for messages
 };
 
 }  // namespace tr

@@ -13,7 +13,7 @@
 namespace tr {
 
 // The element types the CPU all-reduces carry: f32 (gradients, metrics) and
-// f64 (BatchNorm sums, Note [BatchNorm sums in double] in framework/ops/batchnorm.h).
+// f64 (BatchNorm sums, Note [BatchNorm sums in double] in framework/ops/compute/batchnorm.h).
 inline void check_cpu_allreduce_dtype(DType t) {
   TR_CHECK(t == DType::F32 || t == DType::F64, "CPU all-reduce supports f32 and f64 buffers, got ", dtype_name(t));
 }

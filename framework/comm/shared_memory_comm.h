@@ -26,7 +26,7 @@ class SharedMemoryComm final : public Communicator {
   std::vector<int64_t> posted_elems_;
   std::vector<DType> posted_dtype_;
   std::vector<unsigned char> sum_;  // the sums, elements of the posted type
-  std::vector<uint64_t> calls_;  // per rank: collectives completed, for messages
+  std::vector<uint64_t> calls_;     // per rank: collectives completed, for messages
 };
 
 }  // namespace tr

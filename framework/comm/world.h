@@ -24,9 +24,9 @@ class World {
   using ms = std::chrono::milliseconds;
   virtual ~World() = default;
 
-  virtual int process() const = 0;       // this process's index, 0 .. processes()-1
+  virtual int process() const = 0;  // this process's index, 0 .. processes()-1
   virtual int processes() const = 0;
-  virtual int node_process() const = 0;  // index among the processes of this host (picks the GPU)
+  virtual int node_process() const = 0;                       // index among the processes of this host (picks the GPU)
   virtual const std::vector<std::string>& hosts() const = 0;  // per process
   virtual std::string library() const = 0;                    // "Open MPI v4.1.4, ..."
   // "processes" (one host) or "nodes" (several hosts).

@@ -47,14 +47,13 @@ std::string cat(const Args&... args) {
 }  // namespace tr
 
 // Internal invariant: a failure is a bug in tr, not in the caller's input.
-#define TR_CHECK(cond, ...)                                                       \
-  do {                                                                            \
-    if (!(cond)) ::tr::throw_internal(__FILE__, __LINE__,                         \
-                                      ::tr::cat("check failed: " #cond " ", ##__VA_ARGS__)); \
+#define TR_CHECK(cond, ...)                                                                                      \
+  do {                                                                                                           \
+    if (!(cond)) ::tr::throw_internal(__FILE__, __LINE__, ::tr::cat("check failed: " #cond " ", ##__VA_ARGS__)); \
   } while (0)
 
 // Bad user input: one line naming what was wrong.
-#define TR_USER_CHECK(cond, ...)                                                  \
-  do {                                                                            \
-    if (!(cond)) throw ::tr::UserError(::tr::cat(__VA_ARGS__));                   \
+#define TR_USER_CHECK(cond, ...)                                \
+  do {                                                          \
+    if (!(cond)) throw ::tr::UserError(::tr::cat(__VA_ARGS__)); \
   } while (0)

@@ -14,6 +14,7 @@
 #include "framework/core/error.h"
 #include "framework/core/host_memory.h"
 #include "framework/core/launch_tally.h"
+#include "framework/core/setting.h"
 
 namespace tr {
 
@@ -45,14 +46,14 @@ inline bool out_of_memory(ncclResult_t) { return false; }  // ncclSystemError ha
     const int64_t avail = host_available_bytes();
     throw UserError(cat("out of pinned host memory: ", call, want, " failed with ",
                         avail < 0 ? "an unknown amount" : bytes_and_gib(avail), " of host memory available (", file,
-                        ":", line, "); use a smaller --batch"));
+                        ":", line, "); use a smaller ", setting("batch")));
   }
   size_t free_b = 0, total_b = 0;
   const bool known = cudaMemGetInfo(&free_b, &total_b) == cudaSuccess;
   throw UserError(cat("out of device memory on device ", dev, ": ", call, want, " failed with ",
                       known ? cat(bytes_and_gib(int64_t(free_b)), " free of ", bytes_and_gib(int64_t(total_b)))
                             : std::string("an unknown amount free"),
-                      " (", file, ":", line, "); use a smaller --batch"));
+                      " (", file, ":", line, "); use a smaller ", setting("batch")));
 }
 
 template <typename Status>
@@ -86,14 +87,14 @@ inline void warn_status(Status s, const char* call, const char* file, int line) 
 #define TR_GPU_WARN(call) ::tr::warn_status((call), #call, __FILE__, __LINE__)
 // After every kernel launch: catches bad launch configurations at once.
 // Counts the launch (Note [launch accounting]).
-#define TR_LAUNCH_CHECK()                                                       \
-  do {                                                                          \
-    ++::tr::launch_tally().kernels;                                             \
+#define TR_LAUNCH_CHECK()                                                        \
+  do {                                                                           \
+    ++::tr::launch_tally().kernels;                                              \
     ::tr::check_status(cudaGetLastError(), "kernel launch", __FILE__, __LINE__); \
   } while (0)
 // Wraps a cuDNN / cuBLAS call that launches kernels, counting it.
-#define TR_LIBRARY_LAUNCH(call)            \
-  do {                                     \
-    ++::tr::launch_tally().library_calls;  \
-    TR_GPU_CHECK(call);                    \
+#define TR_LIBRARY_LAUNCH(call)           \
+  do {                                    \
+    ++::tr::launch_tally().library_calls; \
+    TR_GPU_CHECK(call);                   \
   } while (0)

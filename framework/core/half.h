@@ -21,7 +21,10 @@ inline float half_to_float(half_t h) {
       out = sign;
     } else {  // subnormal: renormalise
       exp = 127 - 15 + 1;
-      while ((man & 0x400u) == 0) { man <<= 1; --exp; }
+      while ((man & 0x400u) == 0) {
+        man <<= 1;
+        --exp;
+      }
       man &= 0x3ffu;
       out = sign | (exp << 23) | (man << 13);
     }
@@ -49,7 +52,7 @@ inline half_t float_to_half(float f) {
     h.bits = sign | 0x7c00u;
     return h;
   }
-  if (absx < 0x38800000u) {  // below the smallest normal half: subnormal or zero
+  if (absx < 0x38800000u) {    // below the smallest normal half: subnormal or zero
     if (absx < 0x33000000u) {  // < 2^-25: rounds to zero
       h.bits = sign;
       return h;

@@ -12,17 +12,18 @@
 namespace tr {
 
 struct LaunchTally {
-  int64_t kernels = 0;        // our own kernel launches
-  int64_t library_calls = 0;  // cuDNN / cuBLAS calls that launch kernels
-  int64_t memcpys = 0;        // cudaMemcpyAsync
-  int64_t memsets = 0;        // cudaMemsetAsync
-  int64_t graph_launches = 0; // cudaGraphLaunch (or a CPU replay of a prepared graph)
-  int64_t event_ops = 0;      // cudaEventRecord + cudaStreamWaitEvent
-  int64_t nodes = 0;          // graph nodes run one by one (eager path)
+  int64_t kernels = 0;         // our own kernel launches
+  int64_t library_calls = 0;   // cuDNN / cuBLAS calls that launch kernels
+  int64_t memcpys = 0;         // cudaMemcpyAsync
+  int64_t memsets = 0;         // cudaMemsetAsync
+  int64_t graph_launches = 0;  // cudaGraphLaunch (or a CPU replay of a prepared graph)
+  int64_t event_ops = 0;       // cudaEventRecord + cudaStreamWaitEvent
+  int64_t nodes = 0;           // graph nodes run one by one (eager path)
 
   LaunchTally operator-(const LaunchTally& o) const {
-    return {kernels - o.kernels, library_calls - o.library_calls, memcpys - o.memcpys, memsets - o.memsets,
-            graph_launches - o.graph_launches, event_ops - o.event_ops, nodes - o.nodes};
+    return {kernels - o.kernels, library_calls - o.library_calls,   memcpys - o.memcpys,
+            memsets - o.memsets, graph_launches - o.graph_launches, event_ops - o.event_ops,
+            nodes - o.nodes};
   }
   LaunchTally& operator+=(const LaunchTally& o) {
     kernels += o.kernels;

@@ -3,7 +3,7 @@
 // SC'11): a counter-based generator. The output is a pure function of a
 // 128-bit counter and a 64-bit key, so any thread, on any backend, gets the
 // same four words for the same (counter, key) without shared state. The
-// augmentation decisions (framework/ops/augment.h) rely on exactly that.
+// augmentation decisions (framework/ops/kernels/augment.h) rely on exactly that.
 #include <cstdint>
 
 #if defined(__CUDACC__)

@@ -49,8 +49,7 @@ size_t ComputationGraph::total_nodes() const {
   return n;
 }
 
-Node compute(OpKind op, std::vector<TensorId> in, std::vector<TensorId> out, std::string label,
-             OpAttrs attrs) {
+Node compute(OpKind op, std::vector<TensorId> in, std::vector<TensorId> out, std::string label, OpAttrs attrs) {
   Node n;
   n.kind = Node::Kind::Compute;
   n.op = op;

@@ -32,17 +32,17 @@ struct RangeRef {
 struct Node {
   enum class Kind : uint8_t { Compute, Range };
   Kind kind = Kind::Compute;
-  OpKind op = OpKind::Count;        // Compute
+  OpKind op = OpKind::Count;          // Compute
   RangeOp range_op = RangeOp::Count;  // Range
-  std::vector<TensorId> in, out;    // Compute
-  std::vector<RangeRef> operands;   // Range
+  std::vector<TensorId> in, out;      // Compute
+  std::vector<RangeRef> operands;     // Range
   OpAttrs attrs;
   RangeAttrs range_attrs;
-  bool collective = false;          // holds a cross-rank collective (B2.5)
+  bool collective = false;  // holds a cross-rank collective (B2.5)
   // A side stream inside its graph (Note [streams inside a graph]); COUNT = the
   // graph's own stream.
   StreamKind stream = StreamKind::COUNT;
-  std::string label;                // for NVTX and error messages, e.g. "conv1.fwd"
+  std::string label;  // for NVTX and error messages, e.g. "conv1.fwd"
 };
 
 class ComputationGraph {
@@ -76,8 +76,7 @@ inline StreamKind node_stream(const Node& n, GraphId g) {
 bool touches(const ComputationGraph& cg, const Node& n, const std::set<TensorId>& ts);
 
 // Convenience constructors for nodes.
-Node compute(OpKind op, std::vector<TensorId> in, std::vector<TensorId> out, std::string label,
-             OpAttrs attrs = {});
+Node compute(OpKind op, std::vector<TensorId> in, std::vector<TensorId> out, std::string label, OpAttrs attrs = {});
 Node range(RangeOp op, std::vector<RangeRef> operands, std::string label, RangeAttrs attrs = {});
 
 }  // namespace tr

@@ -3,6 +3,7 @@
 // rules in table order; then the merged nodes go.
 #include "framework/graph/fusion.h"
 
+#include <algorithm>
 #include <map>
 
 #include "framework/graph/fusion_rules.h"
@@ -25,15 +26,19 @@ std::vector<int> reader_counts(const ComputationGraph& cg) {
 
 bool on_own_stream(const Node& n) { return n.kind == Node::Kind::Compute && n.stream == StreamKind::COUNT; }
 
+bool wanted(const FusionRule& r, const std::vector<std::string>& only) {
+  return only.empty() || std::find(only.begin(), only.end(), r.name) != only.end();
+}
+
 // One pass of the rules over one graph's nodes; drops what merged.
-void run_pass(Fuser& f, int pass, FusionCounts& c) {
+void run_pass(Fuser& f, int pass, const std::vector<std::string>& only, FusionCounts& c) {
   f.producer.clear();
   for (size_t i = 0; i < f.nodes.size(); ++i)
     for (TensorId t : f.nodes[i].out) f.producer[t] = i;
   f.drop.assign(f.nodes.size(), false);
   for (size_t i = 0; i < f.nodes.size(); ++i)
     for (const FusionRule& r : fusion_rules()) {
-      if (r.pass != pass || f.drop[i] || !on_own_stream(f.nodes[i])) continue;
+      if (r.pass != pass || !wanted(r, only) || f.drop[i] || !on_own_stream(f.nodes[i])) continue;
       if (r.fuse(f, i)) ++(c.*r.count);
     }
   std::vector<Node> kept;
@@ -61,7 +66,12 @@ void reroute_unstored(ComputationGraph& cg, const std::map<TensorId, TensorId>& 
 
 }  // namespace
 
-FusionCounts fuse_graph(ComputationGraph& cg) {
+FusionCounts fuse_graph(ComputationGraph& cg, const std::vector<std::string>& only) {
+  for (const std::string& name : only) {
+    bool known = false;
+    for (const FusionRule& r : fusion_rules()) known |= r.name == name;
+    TR_CHECK(known, "fusion: no rule named '", name, "'");
+  }
   const std::vector<int> readers = reader_counts(cg);
   FusionCounts total;
   std::map<TensorId, TensorId> unstored;  // a BatchNorm output no longer stored -> its input (same shape)
@@ -69,8 +79,8 @@ FusionCounts fuse_graph(ComputationGraph& cg) {
     std::vector<Node> nodes = cg.nodes(GraphId(g));
     Fuser f{cg, nodes, readers, {}, {}, unstored};
     FusionCounts c;
-    run_pass(f, 0, c);
-    run_pass(f, 1, c);
+    run_pass(f, 0, only, c);
+    run_pass(f, 1, only, c);
     if (c.total() == 0) continue;
     cg.set_nodes(GraphId(g), std::move(nodes));
     total += c;

@@ -52,7 +52,7 @@
 //             y is never stored and its kernel is gone. The BatchNorm's
 //             backward reads x and affine, not y (batchnorm.h).
 //   a BatchNorm's phases, once the pairs above are made (Note [one kernel per
-//   BatchNorm], framework/ops/bn_train_cuda.h: one cooperative kernel each):
+//   BatchNorm], framework/ops/kernels/bn_train_cuda.h: one cooperative kernel each):
 //   [stats_apply]
 //   forward:  sums = BnStats(x), then y, batch, affine = BnReluApply(x, sums, gamma, beta)
 //          -> y, batch, affine, sums = BnStatsReluApply(x, gamma, beta)
@@ -94,21 +94,24 @@
 // accurate in f16.
 // Either way eager, partial and full capture run the same nodes, so the modes
 // stay bit-identical with fusion on or off.
+#include <string>
+#include <vector>
+
 #include "framework/graph/computation_graph.h"
 
 namespace tr {
 
 // How many pairs of each kind fuse_graph() merged.
 struct FusionCounts {
-  int bn_add = 0;        // BnReluApply + Add
-  int add_relu_bwd = 0;  // Add + ReluBwd
-  int pool_stats = 0;    // MaxPoolArgmaxFwd + BnStats
-  int bn_pool = 0;       // BnReluApply + MaxPoolArgmaxFwd
-  int head = 0;          // GlobalMaxPoolFwd + FcFwd + SoftmaxXent + FcBwdData + GlobalMaxPoolBwd
-  int head_bn = 0;       // BnReluApply + that ClassifierHead
-  int stats_apply = 0;   // BnStats + BnReluApply (the statistics inside the apply)
-  int pool_bn = 0;       // MaxPoolStatsFwd + BnReluApply of its y
-  int bwd_phases = 0;    // BnReluBwdReduce + BnReluBwdApply
+  int bn_add = 0;            // BnReluApply + Add
+  int add_relu_bwd = 0;      // Add + ReluBwd
+  int pool_stats = 0;        // MaxPoolArgmaxFwd + BnStats
+  int bn_pool = 0;           // BnReluApply + MaxPoolArgmaxFwd
+  int head = 0;              // GlobalMaxPoolFwd + FcFwd + SoftmaxXent + FcBwdData + GlobalMaxPoolBwd
+  int head_bn = 0;           // BnReluApply + that ClassifierHead
+  int stats_apply = 0;       // BnStats + BnReluApply (the statistics inside the apply)
+  int pool_bn = 0;           // MaxPoolStatsFwd + BnReluApply of its y
+  int bwd_phases = 0;        // BnReluBwdReduce + BnReluBwdApply
   int relu_grad_reduce = 0;  // ReluBwd or ReluBwdAdd + BnReluBwdReduce
 
   int total() const {
@@ -130,6 +133,8 @@ struct FusionCounts {
   }
 };
 
-FusionCounts fuse_graph(ComputationGraph& cg);
+// Applies every rule of fusion_rules.h, or only those named in `only`
+// (Fusion.EachRuleAloneChangesNoBit runs each alone); an unknown name is an Error.
+FusionCounts fuse_graph(ComputationGraph& cg, const std::vector<std::string>& only = {});
 
 }  // namespace tr

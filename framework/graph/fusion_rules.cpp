@@ -6,8 +6,8 @@
 #include <set>
 
 #include "framework/graph/node_operands.h"
-#include "framework/ops/fc.h"
-#include "framework/ops/pool_window.h"
+#include "framework/ops/compute/fc.h"
+#include "framework/ops/kernels/pool_window.h"
 
 namespace tr {
 namespace {
@@ -85,8 +85,7 @@ bool fuse_head(Fuser& f, size_t i) {
   const TensorId labels = input_of(nodes[s], "labels");
   const TensorId dl = output_of(nodes[s], "dlogits"), metrics = output_of(nodes[s], "metrics");
   const size_t d = reader_after(nodes, s, OpKind::FcBwdData, "dy", dl);
-  if (d == nodes.size() || input_of(nodes[d], "w") != w || nodes[d].attrs.scale != nodes[fc].attrs.scale)
-    return false;
+  if (d == nodes.size() || input_of(nodes[d], "w") != w || nodes[d].attrs.scale != nodes[fc].attrs.scale) return false;
   const TensorId dp = output_of(nodes[d], "dx");
   if (f.readers[size_t(dp)] != 1) return false;
   const size_t b = reader_after(nodes, d, OpKind::GlobalMaxPoolBwd, "dy", dp);
@@ -107,8 +106,7 @@ bool fuse_head(Fuser& f, size_t i) {
   head.attrs.with_grad = true;
   set_operands(head, OpKind::ClassifierHead, {{"x", x}, {"w", w}, {"labels", labels}},
                {{"p", p}, {"dlogits", dl}, {"metrics", metrics}, {"dx", dx}});
-  head.label = pool.label + "+" + nodes[fc].label + "+" + nodes[s].label + "+" + nodes[d].label + "+" +
-               nodes[b].label;
+  head.label = pool.label + "+" + nodes[fc].label + "+" + nodes[s].label + "+" + nodes[d].label + "+" + nodes[b].label;
   nodes[i] = head;
   f.drop[fc] = f.drop[s] = f.drop[d] = f.drop[b] = true;
   return true;
@@ -132,11 +130,18 @@ bool fuse_head_bn(Fuser& f, size_t i) {
   fused.attrs.relu = bn.attrs.relu;
   fused.attrs.bn_rank_local = bn.attrs.bn_rank_local;
   set_operands(fused, OpKind::BnReluClassifierHead,
-               {{"x", input_of(bn, "x")}, {"w", input_of(head, "w")}, {"labels", input_of(head, "labels")},
-                {"sums", input_of(bn, "sums")}, {"gamma", input_of(bn, "gamma")}, {"beta", input_of(bn, "beta")}},
-               {{"p", output_of(head, "p")}, {"dlogits", output_of(head, "dlogits")},
-                {"metrics", output_of(head, "metrics")}, {"dx", output_of(head, "dx")},
-                {"batch", output_of(bn, "batch")}, {"affine", output_of(bn, "affine")}});
+               {{"x", input_of(bn, "x")},
+                {"w", input_of(head, "w")},
+                {"labels", input_of(head, "labels")},
+                {"sums", input_of(bn, "sums")},
+                {"gamma", input_of(bn, "gamma")},
+                {"beta", input_of(bn, "beta")}},
+               {{"p", output_of(head, "p")},
+                {"dlogits", output_of(head, "dlogits")},
+                {"metrics", output_of(head, "metrics")},
+                {"dx", output_of(head, "dx")},
+                {"batch", output_of(bn, "batch")},
+                {"affine", output_of(bn, "affine")}});
   fused.label = joined(bn, head);
   head = fused;
   f.drop[it->second] = true;
@@ -156,8 +161,11 @@ bool fuse_bn_add(Fuser& f, size_t i) {
     Node fused = bn;
     fused.attrs.relu = add.attrs.relu;
     set_operands(fused, OpKind::BnAddReluApply,
-                 {{"x", input_of(bn, "x")}, {"sums", input_of(bn, "sums")}, {"gamma", input_of(bn, "gamma")},
-                  {"beta", input_of(bn, "beta")}, {"residual", input_of(add, residual_side)}},
+                 {{"x", input_of(bn, "x")},
+                  {"sums", input_of(bn, "sums")},
+                  {"gamma", input_of(bn, "gamma")},
+                  {"beta", input_of(bn, "beta")},
+                  {"residual", input_of(add, residual_side)}},
                  {{"y", output_of(add, "y")}, {"batch", output_of(bn, "batch")}, {"affine", output_of(bn, "affine")}});
     fused.label = joined(bn, add);
     add = fused;
@@ -176,8 +184,8 @@ bool fuse_add_relu_bwd(Fuser& f, size_t i) {
   const Node& add = f.nodes[size_t(a)];
   if (add.attrs.relu || !clear_between(f, size_t(a), i, add)) return false;
   Node fused = relu;
-  set_operands(fused, OpKind::ReluBwdAdd, {{"dy", input_of(add, "a")}, {"y", input_of(relu, "y")},
-                                            {"dy2", input_of(add, "b")}},
+  set_operands(fused, OpKind::ReluBwdAdd,
+               {{"dy", input_of(add, "a")}, {"y", input_of(relu, "y")}, {"dy2", input_of(add, "b")}},
                {{"dx", output_of(relu, "dx")}});
   fused.label = joined(add, relu);
   relu = fused;
@@ -205,7 +213,8 @@ bool fuse_relu_grad_reduce(Fuser& f, size_t i) {
   Node fused = reduce;
   const std::initializer_list<Named> out = {{"dgamma", output_of(reduce, "dgamma")},
                                             {"dbeta", output_of(reduce, "dbeta")},
-                                            {"dsums", output_of(reduce, "dsums")}, {"g", g}};
+                                            {"dsums", output_of(reduce, "dsums")},
+                                            {"g", g}};
   const TensorId a = input_of(relu, "dy"), affine = input_of(reduce, "affine"), x = input_of(reduce, "x");
   const TensorId batch = input_of(reduce, "batch"), y = input_of(relu, "y");
   if (two)
@@ -232,8 +241,8 @@ bool read_only_by_pools(const ComputationGraph& cg, TensorId y) {
       for (const RangeRef& r : n.operands) reads |= r.is_tensor && r.tensor == y;
       if (!reads) continue;
       const bool pool_fwd = is_pool2(n, OpKind::MaxPoolArgmaxFwd);
-      const bool pool_bwd = is_compute(n, OpKind::MaxPoolArgmaxBwd) && reads_as(n, "x", y) &&
-                            !reads_as(n, "dy", y) && !reads_as(n, "argmax", y);
+      const bool pool_bwd = is_compute(n, OpKind::MaxPoolArgmaxBwd) && reads_as(n, "x", y) && !reads_as(n, "dy", y) &&
+                            !reads_as(n, "argmax", y);
       if (!(pool_fwd || pool_bwd)) return false;
     }
   return true;
@@ -257,10 +266,14 @@ bool fuse_bn_pool(Fuser& f, size_t i) {
   fused.attrs.stride = pool.attrs.stride;
   fused.attrs.pad = pool.attrs.pad;
   set_operands(fused, OpKind::BnReluPool,
-               {{"x", input_of(bn, "x")}, {"sums", input_of(bn, "sums")}, {"gamma", input_of(bn, "gamma")},
+               {{"x", input_of(bn, "x")},
+                {"sums", input_of(bn, "sums")},
+                {"gamma", input_of(bn, "gamma")},
                 {"beta", input_of(bn, "beta")}},
-               {{"p", output_of(pool, "y")}, {"argmax", output_of(pool, "argmax")},
-                {"batch", output_of(bn, "batch")}, {"affine", output_of(bn, "affine")}});
+               {{"p", output_of(pool, "y")},
+                {"argmax", output_of(pool, "argmax")},
+                {"batch", output_of(bn, "batch")},
+                {"affine", output_of(bn, "affine")}});
   fused.label = joined(bn, pool);
   f.unstored[y] = input_of(bn, "x");
   pool = fused;
@@ -329,7 +342,9 @@ bool fuse_stats_apply(Fuser& f, size_t i) {
   Node fused = a;
   set_operands(fused, OpKind::BnStatsReluApply,
                {{"x", input_of(a, "x")}, {"gamma", input_of(a, "gamma")}, {"beta", input_of(a, "beta")}},
-               {{"y", output_of(a, "y")}, {"batch", output_of(a, "batch")}, {"affine", output_of(a, "affine")},
+               {{"y", output_of(a, "y")},
+                {"batch", output_of(a, "batch")},
+                {"affine", output_of(a, "affine")},
                 {"sums", input_of(a, "sums")}});
   fused.label = joined(p, a);
   a = fused;
@@ -354,8 +369,12 @@ bool fuse_pool_bn(Fuser& f, size_t i) {
   fused.attrs.bn_rank_local = a.attrs.bn_rank_local;
   set_operands(fused, OpKind::PoolBnReluApply,
                {{"x", input_of(p, "x")}, {"gamma", input_of(a, "gamma")}, {"beta", input_of(a, "beta")}},
-               {{"p", output_of(p, "y")}, {"argmax", output_of(p, "argmax")}, {"sums", output_of(p, "sums")},
-                {"y", output_of(a, "y")}, {"batch", output_of(a, "batch")}, {"affine", output_of(a, "affine")}});
+               {{"p", output_of(p, "y")},
+                {"argmax", output_of(p, "argmax")},
+                {"sums", output_of(p, "sums")},
+                {"y", output_of(a, "y")},
+                {"batch", output_of(a, "batch")},
+                {"affine", output_of(a, "affine")}});
   fused.label = joined(p, a);
   a = fused;
   f.drop[size_t(k)] = true;
@@ -376,9 +395,14 @@ bool fuse_bwd_phases(Fuser& f, size_t i) {
     if (input_of(p, name) != input_of(a, name)) return false;
   Node fused = a;
   set_operands(fused, OpKind::BnReluBwdReduceApply,
-               {{"dy", input_of(a, "dy")}, {"affine", input_of(a, "affine")}, {"x", input_of(a, "x")},
-                {"batch", input_of(a, "batch")}, {"gamma", input_of(a, "gamma")}},
-               {{"dx", output_of(a, "dx")}, {"dgamma", output_of(p, "dgamma")}, {"dbeta", output_of(p, "dbeta")},
+               {{"dy", input_of(a, "dy")},
+                {"affine", input_of(a, "affine")},
+                {"x", input_of(a, "x")},
+                {"batch", input_of(a, "batch")},
+                {"gamma", input_of(a, "gamma")}},
+               {{"dx", output_of(a, "dx")},
+                {"dgamma", output_of(p, "dgamma")},
+                {"dbeta", output_of(p, "dbeta")},
                 {"dsums", input_of(a, "dsums")}});
   fused.label = joined(p, a);
   a = fused;

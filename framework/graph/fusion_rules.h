@@ -18,10 +18,10 @@ namespace tr {
 struct Fuser {
   const ComputationGraph& cg;
   std::vector<Node>& nodes;
-  const std::vector<int>& readers;             // readers of each tensor over every graph
-  std::map<TensorId, size_t> producer;         // tensor -> index of the node that writes it
-  std::vector<bool> drop;                      // nodes merged into another, removed after the pass
-  std::map<TensorId, TensorId>& unstored;      // a BatchNorm output no longer stored -> its input
+  const std::vector<int>& readers;         // readers of each tensor over every graph
+  std::map<TensorId, size_t> producer;     // tensor -> index of the node that writes it
+  std::vector<bool> drop;                  // nodes merged into another, removed after the pass
+  std::map<TensorId, TensorId>& unstored;  // a BatchNorm output no longer stored -> its input
 };
 
 struct FusionRule {

@@ -17,7 +17,7 @@ struct AtlasSlot {
   const MemoryPlan* plan = nullptr;
   int32_t shape_id = kShapeInvariant;
   StreamKind stream = StreamKind::COMP_1;
-  int32_t captured_idx = -1;             // filled by dedup
+  int32_t captured_idx = -1;  // filled by dedup
   bool present() const { return cg != nullptr; }
 };
 
@@ -26,7 +26,7 @@ struct UniqueGraph {
   GraphId gid = GraphId::COUNT;
   Variant variant = Variant::TrainBase;  // whose plan it is captured against
   int32_t shape_id = kShapeInvariant;
-  bool collective = false;               // B2.5: holds cross-rank collectives
+  bool collective = false;  // B2.5: holds cross-rank collectives
 };
 
 class GraphAtlas {

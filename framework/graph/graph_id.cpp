@@ -56,24 +56,19 @@ bool is_shape_invariant(GraphId g) {
     case GraphId::FIRST_LAYER_BWD:
     case GraphId::INF_MAIN_A:
     case GraphId::INF_MAIN_B:
-    case GraphId::INF_EMA:
-      return false;
-    default:
-      return true;
+    case GraphId::INF_EMA: return false;
+    default: return true;
   }
 }
 
 bool is_fwd_bwd(GraphId g) { return !is_shape_invariant(g); }
 
-GraphId side_streams_joined_by(GraphId g) {
-  return g == GraphId::DEEP_FWD_BWD ? GraphId::FIRST_LAYER_BWD : g;
-}
+GraphId side_streams_joined_by(GraphId g) { return g == GraphId::DEEP_FWD_BWD ? GraphId::FIRST_LAYER_BWD : g; }
 
 StreamKind stream_for(GraphId g) {
   switch (g) {
     case GraphId::TRANSFER_A:
-    case GraphId::TRANSFER_B:
-      return StreamKind::TRANS;
+    case GraphId::TRANSFER_B: return StreamKind::TRANS;
     case GraphId::FIRST_LAYER_FWD_A:
     case GraphId::FIRST_LAYER_FWD_B:
     case GraphId::DEEP_FWD_BWD:
@@ -81,14 +76,10 @@ StreamKind stream_for(GraphId g) {
     case GraphId::LARS_FC_OPT:
     case GraphId::INF_MAIN_A:
     case GraphId::INF_MAIN_B:
-    case GraphId::INF_EMA:
-      return StreamKind::COMP_1;
-    case GraphId::LARS_FIRST_CONV_OPT:
-      return StreamKind::COMP_2;
-    case GraphId::LARS_DEEP_CONV_OPT:
-      return StreamKind::COMP_3;
-    default:
-      return StreamKind::UPDATE;
+    case GraphId::INF_EMA: return StreamKind::COMP_1;
+    case GraphId::LARS_FIRST_CONV_OPT: return StreamKind::COMP_2;
+    case GraphId::LARS_DEEP_CONV_OPT: return StreamKind::COMP_3;
+    default: return StreamKind::UPDATE;
   }
 }
 
@@ -106,10 +97,8 @@ bool used_in_val(GraphId g) {
     case GraphId::INF_MAIN_A:
     case GraphId::INF_MAIN_B:
     case GraphId::INF_EMA:
-    case GraphId::VAL_RESULT_COMM:
-      return true;
-    default:
-      return false;
+    case GraphId::VAL_RESULT_COMM: return true;
+    default: return false;
   }
 }
 
@@ -120,10 +109,8 @@ bool used_in_train(GraphId g) {
     case GraphId::INF_MAIN_A:
     case GraphId::INF_MAIN_B:
     case GraphId::INF_EMA:
-    case GraphId::VAL_RESULT_COMM:
-      return false;
-    default:
-      return true;
+    case GraphId::VAL_RESULT_COMM: return false;
+    default: return true;
   }
 }
 

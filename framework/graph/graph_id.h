@@ -9,26 +9,33 @@
 namespace tr {
 
 enum class GraphId : uint8_t {
-  TRANSFER_A, TRANSFER_B,                  // H2D of the next batch (A/B double buffering)
-  ZERO_GRAD,                               // clear gradients
-  FIRST_LAYER_FWD_A, FIRST_LAYER_FWD_B,    // input prep + first layer forward, from buffer A or B
-  DEEP_FWD_BWD,                            // deep forward, loss, deep backward
-  FIRST_LAYER_BWD,                         // first layer backward
-  CAST_DEEP_GRAD_FP16_TO_FP32, DEEP_COMM,  // AMP grad cast, all-reduce (deep bucket)
-  CAST_FIRST_GRAD_FP16_TO_FP32, FIRST_COMM,
-  ACCUM_METRICS,                           // step metrics into epoch accumulators
-  NAN_CHECK_AND_GRAD_SCALING,              // finite check, unscale, loss scale, step/lr advance
-  UPDATE_STATS,                            // BN running statistics
-  OPTIMIZER,                               // SGD / AdamW
-  LARS_FC_OPT, LARS_FIRST_CONV_OPT, LARS_DEEP_CONV_OPT,  // LARS groups, on COMP_1/2/3 in parallel
+  TRANSFER_A,
+  TRANSFER_B,  // H2D of the next batch (A/B double buffering)
+  ZERO_GRAD,   // clear gradients
+  FIRST_LAYER_FWD_A,
+  FIRST_LAYER_FWD_B,  // input prep + first layer forward, from buffer A or B
+  DEEP_FWD_BWD,       // deep forward, loss, deep backward
+  FIRST_LAYER_BWD,    // first layer backward
+  CAST_DEEP_GRAD_FP16_TO_FP32,
+  DEEP_COMM,  // AMP grad cast, all-reduce (deep bucket)
+  CAST_FIRST_GRAD_FP16_TO_FP32,
+  FIRST_COMM,
+  ACCUM_METRICS,               // step metrics into epoch accumulators
+  NAN_CHECK_AND_GRAD_SCALING,  // finite check, unscale, loss scale, step/lr advance
+  UPDATE_STATS,                // BN running statistics
+  OPTIMIZER,                   // SGD / AdamW
+  LARS_FC_OPT,
+  LARS_FIRST_CONV_OPT,
+  LARS_DEEP_CONV_OPT,  // LARS groups, on COMP_1/2/3 in parallel
   EMA_UPDATE,
-  CAST_MAIN_FP32_TO_FP16,                  // AMP: master weights -> compute copies
+  CAST_MAIN_FP32_TO_FP16,  // AMP: master weights -> compute copies
   CLEAR_METRICS,
-  UPDATE_BN_INF_PARAMS,                    // fold BN running stats into inference affines (main, EMA)
+  UPDATE_BN_INF_PARAMS,  // fold BN running stats into inference affines (main, EMA)
   CAST_EMA_FP32_TO_FP16,
-  INF_MAIN_A, INF_MAIN_B,                  // validation forward with main weights, buffer A or B
-  INF_EMA,                                 // validation forward with EMA weights (reuses INF_MAIN's input)
-  VAL_RESULT_COMM,                         // all-reduce of validation metrics
+  INF_MAIN_A,
+  INF_MAIN_B,       // validation forward with main weights, buffer A or B
+  INF_EMA,          // validation forward with EMA weights (reuses INF_MAIN's input)
+  VAL_RESULT_COMM,  // all-reduce of validation metrics
   COUNT
 };
 

@@ -56,7 +56,8 @@ Param LayerEmitter::param(const std::string& name, Shape s, ParamGroup g, bool d
   p.grad = layout_tensor(name + ".grad", Role::Grad, T_, s, g, slot, decay);
   p.grad_master = amp ? layout_tensor(name + ".grad.f32", Role::GradMaster, DType::F32, s, g, slot, decay) : p.grad;
   layout_tensor(name + ".opt1", Role::OptState1, DType::F32, s, g, slot, decay);
-  if (tc_.optimizer == OptimizerKind::AdamW) layout_tensor(name + ".opt2", Role::OptState2, DType::F32, s, g, slot, decay);
+  if (tc_.optimizer == OptimizerKind::AdamW)
+    layout_tensor(name + ".opt2", Role::OptState2, DType::F32, s, g, slot, decay);
   p.ema = layout_tensor(name + ".ema", Role::EmaParam, DType::F32, s, g, slot, decay);
   p.ema_compute = amp ? layout_tensor(name + ".ema.f16", Role::EmaParamCompute, T_, s, g, slot, decay) : p.ema;
   return p;
@@ -68,8 +69,8 @@ BnState LayerEmitter::batchnorm(const std::string& name, int64_t c, ParamGroup g
   bn.beta = param(name + ".beta", Shape{c}, g, false, Init::Zero, 0.f);
   const int slot = bn_slots_++;
   bn.batch = layout_tensor(name + ".batch", Role::BnBatch, DType::F32, Shape{2, c}, g, slot, false);
-  bn.running = layout_tensor(name + ".running", Role::BnRunning, DType::F32, Shape{2, c}, g, slot, false,
-                             Init::BnRunning);
+  bn.running =
+      layout_tensor(name + ".running", Role::BnRunning, DType::F32, Shape{2, c}, g, slot, false, Init::BnRunning);
   bn.ema_running = layout_tensor(name + ".ema_running", Role::EmaBnRunning, DType::F32, Shape{2, c}, g, slot, false);
   bn.affine = persistent(name + ".affine", DType::F32, Shape{2, c});
   bn.train_affine = persistent(name + ".train_affine", DType::F32, Shape{2, c});

@@ -23,7 +23,7 @@ struct Param {
 struct BnState {
   Param gamma, beta;
   TensorId batch = kNoTensor, running = kNoTensor, ema_running = kNoTensor;  // f32 [2,C] (mean, var)
-  TensorId affine = kNoTensor, ema_affine = kNoTensor;                        // f32 [2,C] (scale, shift)
+  TensorId affine = kNoTensor, ema_affine = kNoTensor;                       // f32 [2,C] (scale, shift)
   // f32 [2,C] (scale, shift) of this step's batch statistics: the backward
   // recomputes the ReLU's input scale * x + shift from it instead of reading y.
   TensorId train_affine = kNoTensor;
@@ -63,9 +63,7 @@ class LayerEmitter {
   int bn_slots() const { return bn_slots_; }
 
   // The weight tensor a pass reads.
-  static TensorId weight(const Param& p, Pass pass) {
-    return pass == Pass::InferEma ? p.ema_compute : p.compute;
-  }
+  static TensorId weight(const Param& p, Pass pass) { return pass == Pass::InferEma ? p.ema_compute : p.compute; }
 
   void emit(const std::vector<GraphId>& gs, const Node& n);
   void emit(GraphId g, Node n) { cg_.add(g, std::move(n)); }

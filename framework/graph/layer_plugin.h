@@ -28,9 +28,9 @@ struct FeatureShape {
 
 struct LayerFwd {
   const LayerSpec& spec;
-  const std::string& name;      // prefix of its tensors and node labels
+  const std::string& name;  // prefix of its tensors and node labels
   const LayerState& state;
-  std::vector<TensorId> x;      // its inputs, in spec.inputs order
+  std::vector<TensorId> x;  // its inputs, in spec.inputs order
   Pass pass;
   std::vector<GraphId> graphs;  // emit every node into each of these
 };
@@ -39,17 +39,17 @@ struct LayerBwd {
   const LayerSpec& spec;
   const std::string& name;
   const LayerState& state;
-  std::vector<TensorId> x;      // the forward's inputs
-  TensorId y;                   // the forward's output
-  TensorId dy;                  // gradient of y
-  std::vector<bool> need_dx;    // per input: false for the network input
+  std::vector<TensorId> x;    // the forward's inputs
+  TensorId y;                 // the forward's output
+  TensorId dy;                // gradient of y
+  std::vector<bool> need_dx;  // per input: false for the network input
   GraphId graph;
 };
 
 struct LayerPlugin {
   LayerKind kind = LayerKind::Count;
-  const char* tag = "";         // default name suffix, e.g. ".conv"
-  int inputs = 1;               // how many inputs it reads
+  const char* tag = "";  // default name suffix, e.g. ".conv"
+  int inputs = 1;        // how many inputs it reads
   FeatureShape (*shape)(const LayerSpec&, const std::string& name, const std::vector<FeatureShape>& in) = nullptr;
   void (*make_params)(LayerEmitter&, const LayerSpec&, const std::string& name, const std::vector<FeatureShape>& in,
                       LayerState& out) = nullptr;

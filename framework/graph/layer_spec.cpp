@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "framework/core/error.h"
+#include "framework/core/setting.h"
 
 namespace tr {
 
@@ -24,7 +25,7 @@ std::string_view layer_kind_name(LayerKind k) {
 
 int scaled_width(int base, double width) {
   const long w = std::lround(base * width);
-  TR_USER_CHECK(w >= 1, "--width ", width, " leaves a ", base, "-channel layer with ", w,
+  TR_USER_CHECK(w >= 1, setting("width"), " ", width, " leaves a ", base, "-channel layer with ", w,
                 " channels (every layer needs at least 1)");
   return static_cast<int>(w);
 }

@@ -19,7 +19,7 @@ enum class LayerKind : uint8_t {
   GlobalAvgPool,  // [N,H,W,C] -> [N,C]
   Fc,             // channels = outputs; bias; scale; flattens a spatial input
   Relu,
-  Add,            // two inputs of one shape; relu: ReLU after the sum
+  Add,  // two inputs of one shape; relu: ReLU after the sum
   Count
 };
 
@@ -34,13 +34,13 @@ struct LayerSpec {
   // Layers whose outputs this one reads, earlier in the list. Empty: the layer
   // just before it (the network input for the first layer).
   std::vector<std::string> inputs;
-  int channels = 0;  // Conv: output channels; Fc: outputs
-  int kernel = 0;    // Conv, MaxPool, AvgPool: window side
-  int stride = 1;    // Conv, MaxPool, AvgPool
-  int pad = 0;       // Conv: zero padding; MaxPool: padding that never wins
-  bool relu = false; // BatchNorm, Add
-  bool bias = false; // Fc
-  float scale = 1.f; // Fc: y = scale * x W^T (+ b)
+  int channels = 0;   // Conv: output channels; Fc: outputs
+  int kernel = 0;     // Conv, MaxPool, AvgPool: window side
+  int stride = 1;     // Conv, MaxPool, AvgPool
+  int pad = 0;        // Conv: zero padding; MaxPool: padding that never wins
+  bool relu = false;  // BatchNorm, Add
+  bool bias = false;  // Fc
+  float scale = 1.f;  // Fc: y = scale * x W^T (+ b)
   // Which gradients travel together (FIRST_COMM / DEEP_COMM) and which LARS
   // group a parameter joins; First layers also run in the first-layer graphs.
   ParamGroup group = ParamGroup::Deep;

@@ -77,7 +77,8 @@ ResolvedRange PlanSet::resolve(const ComputationGraph& cg, const RangeRef& r, co
     return out;
   }
   const int64_t start = rl.segs[static_cast<size_t>(first)].offset;
-  const int64_t end = static_cast<size_t>(last) + 1 < rl.segs.size() ? rl.segs[static_cast<size_t>(last) + 1].offset : rl.elems;
+  const int64_t end =
+      static_cast<size_t>(last) + 1 < rl.segs.size() ? rl.segs[static_cast<size_t>(last) + 1].offset : rl.elems;
   out.offset = rr.offset + start * static_cast<int64_t>(dtype_size(rr.dtype));
   out.elems = end - start;
   for (int i = first; i <= last; ++i) {
@@ -88,15 +89,12 @@ ResolvedRange PlanSet::resolve(const ComputationGraph& cg, const RangeRef& r, co
   return out;
 }
 
-PlanSet plan_memory(const CompiledModel& m, const std::array<VariantDims, kVariantCount>& dims,
-                    int64_t workspace_bytes) {
-  const ComputationGraph& cg = m.cg;
-  const size_t nt = static_cast<size_t>(cg.num_tensors());
-  PlanSet ps;
-  ps.param_layout = make_layout(cg, Layout::Param);
-  ps.bn_layout = make_layout(cg, Layout::Bn);
+namespace {
 
-  // Shapes per variant; slot size = max bytes over variants.
+// Shapes per variant; each tensor's slot is its largest size over them.
+std::vector<int64_t> shape_variants(const ComputationGraph& cg, const std::array<VariantDims, kVariantCount>& dims,
+                                    PlanSet& ps) {
+  const size_t nt = static_cast<size_t>(cg.num_tensors());
   std::vector<int64_t> slot_bytes(nt, 0);
   for (Variant v : kAllVariants) {
     MemoryPlan& p = ps.plans[static_cast<size_t>(vidx(v))];
@@ -105,18 +103,15 @@ PlanSet plan_memory(const CompiledModel& m, const std::array<VariantDims, kVaria
     if (!p.present()) continue;
     p.shapes = infer_shapes(cg, v, p.dims);
     for (size_t t = 0; t < nt; ++t)
-      slot_bytes[t] = std::max<int64_t>(slot_bytes[t], p.shapes[t].numel() * int64_t(dtype_size(cg.tensor(TensorId(t)).dtype)));
+      slot_bytes[t] =
+          std::max<int64_t>(slot_bytes[t], p.shapes[t].numel() * int64_t(dtype_size(cg.tensor(TensorId(t)).dtype)));
   }
+  return slot_bytes;
+}
 
-  std::vector<int64_t> offsets(nt, -1);
-  int64_t cursor = 0;
-  ps.scalars_offset = cursor;
-  cursor = align_up(cursor + int64_t(sizeof(TrainScalars)), kArenaAlign);
-  ps.workspace_offset = cursor;
-  ps.workspace_bytes = workspace_bytes;
-  cursor = align_up(cursor + workspace_bytes, kArenaAlign);
-
-  // Regions: one per role of a layout, tensors at their layout offsets.
+// Regions: one per role of a layout, its tensors at their layout offsets
+// (Note [parallel regions]). Returns the cursor past them.
+int64_t place_regions(const ComputationGraph& cg, PlanSet& ps, std::vector<int64_t>& offsets, int64_t cursor) {
   for (int r = 0; r < kRoleCount; ++r) {
     const Role role = static_cast<Role>(r);
     const Layout l = layout_of(role);
@@ -134,62 +129,63 @@ PlanSet plan_memory(const CompiledModel& m, const std::array<VariantDims, kVaria
       }
       TR_CHECK(ti.dtype == rr.dtype, ti.name, ": mixed dtypes in one region");
       const int64_t seg = seg_index_of_slot(rl, ti.slot);
-      offsets[static_cast<size_t>(t)] = rr.offset + rl.segs[static_cast<size_t>(seg)].offset * int64_t(dtype_size(ti.dtype));
+      offsets[static_cast<size_t>(t)] =
+          rr.offset + rl.segs[static_cast<size_t>(seg)].offset * int64_t(dtype_size(ti.dtype));
     }
     if (rr.present) cursor = align_up(cursor + rl.elems * int64_t(dtype_size(rr.dtype)), kArenaAlign);
   }
+  return cursor;
+}
 
-  // Inputs and other persistent tensors: one slot each for the whole run.
-  for (TensorId t = 0; t < cg.num_tensors(); ++t) {
-    const Role role = cg.tensor(t).role;
-    if (role != Role::Input && role != Role::Persistent) continue;
-    offsets[static_cast<size_t>(t)] = cursor;
-    cursor = align_up(cursor + slot_bytes[static_cast<size_t>(t)], kArenaAlign);
+// The activations' live ranges over the canonical order of every graph
+// (training graphs then validation graphs, GraphId order).
+std::vector<Interval> live_ranges(const ComputationGraph& cg, const std::vector<int64_t>& slot_bytes) {
+  const size_t nt = static_cast<size_t>(cg.num_tensors());
+  std::vector<int> first(nt, -1), last(nt, -1);
+  int pos = 0;
+  auto touch = [&](TensorId t) {
+    if (cg.tensor(t).role != Role::Activation) return;
+    const size_t i = static_cast<size_t>(t);
+    if (first[i] < 0) first[i] = pos;
+    last[i] = std::max(last[i], pos);  // a side node may have extended it already
+  };
+  // Position of each graph's last node in the canonical order.
+  std::array<int, kGraphIdCount> graph_end{};
+  for (int g = 0, end = -1; g < kGraphIdCount; ++g) {
+    end += static_cast<int>(cg.nodes(static_cast<GraphId>(g)).size());
+    graph_end[size_t(g)] = end;
   }
-
-  // Activations: live ranges over the canonical order of every graph (training
-  // graphs then validation graphs, GraphId order), then first-fit by size.
-  std::vector<Interval> iv;
-  {
-    std::vector<int> first(nt, -1), last(nt, -1);
-    int pos = 0;
-    auto touch = [&](TensorId t) {
-      if (cg.tensor(t).role != Role::Activation) return;
-      const size_t i = static_cast<size_t>(t);
-      if (first[i] < 0) first[i] = pos;
-      last[i] = std::max(last[i], pos);  // a side node may have extended it already
-    };
-    // Position of each graph's last node in the canonical order.
-    std::array<int, kGraphIdCount> graph_end{};
-    for (int g = 0, end = -1; g < kGraphIdCount; ++g) {
-      end += static_cast<int>(cg.nodes(static_cast<GraphId>(g)).size());
-      graph_end[size_t(g)] = end;
-    }
-    for (int g = 0; g < kGraphIdCount; ++g) {
-      const auto& nodes = cg.nodes(static_cast<GraphId>(g));
-      const int side_end = graph_end[size_t(side_streams_joined_by(static_cast<GraphId>(g)))];
-      for (const Node& n : nodes) {
+  for (int g = 0; g < kGraphIdCount; ++g) {
+    const int side_end = graph_end[size_t(side_streams_joined_by(static_cast<GraphId>(g)))];
+    for (const Node& n : cg.nodes(static_cast<GraphId>(g))) {
+      for (TensorId t : n.in) touch(t);
+      for (TensorId t : n.out) touch(t);
+      for (const RangeRef& r : n.operands)
+        if (r.is_tensor) touch(r.tensor);
+      // Note [streams inside a graph]: a side-stream node may still be reading
+      // (or writing) its tensors until its streams join: the graph's end, or
+      // a later graph's (side_streams_joined_by).
+      if (n.stream != StreamKind::COUNT) {
+        const int here = pos;
+        pos = side_end;
         for (TensorId t : n.in) touch(t);
         for (TensorId t : n.out) touch(t);
-        for (const RangeRef& r : n.operands)
-          if (r.is_tensor) touch(r.tensor);
-        // Note [streams inside a graph]: a side-stream node may still be reading
-        // (or writing) its tensors until its streams join: the graph's end, or
-        // a later graph's (side_streams_joined_by).
-        if (n.stream != StreamKind::COUNT) {
-          const int here = pos;
-          pos = side_end;
-          for (TensorId t : n.in) touch(t);
-          for (TensorId t : n.out) touch(t);
-          pos = here;
-        }
-        ++pos;
+        pos = here;
       }
+      ++pos;
     }
-    for (size_t t = 0; t < nt; ++t)
-      if (first[t] >= 0 && slot_bytes[t] > 0)
-        iv.push_back({TensorId(t), align_up(slot_bytes[t], kArenaAlign), first[t], last[t]});
   }
+  std::vector<Interval> iv;
+  for (size_t t = 0; t < nt; ++t)
+    if (first[t] >= 0 && slot_bytes[t] > 0)
+      iv.push_back({TensorId(t), align_up(slot_bytes[t], kArenaAlign), first[t], last[t]});
+  return iv;
+}
+
+// First fit by size, largest first: each activation at the lowest offset of
+// the pool that no tensor alive at the same time holds. Sets the pool's place
+// and sizes in ps; returns the cursor past it.
+int64_t place_activations(std::vector<Interval> iv, PlanSet& ps, std::vector<int64_t>& offsets, int64_t cursor) {
   std::stable_sort(iv.begin(), iv.end(), [](const Interval& a, const Interval& b) { return a.bytes > b.bytes; });
   std::vector<std::pair<int64_t, const Interval*>> placed;  // offset within pool
   int64_t pool = 0, no_reuse = 0;
@@ -211,9 +207,34 @@ PlanSet plan_memory(const CompiledModel& m, const std::array<VariantDims, kVaria
   ps.activation_pool_bytes = pool;
   ps.activation_no_reuse_bytes = no_reuse;
   for (const auto& [off, a] : placed) offsets[static_cast<size_t>(a->id)] = cursor + off;
-  cursor = align_up(cursor + pool, kArenaAlign);
-  ps.arena_bytes = cursor;
+  return align_up(cursor + pool, kArenaAlign);
+}
 
+}  // namespace
+
+PlanSet plan_memory(const CompiledModel& m, const std::array<VariantDims, kVariantCount>& dims,
+                    int64_t workspace_bytes) {
+  const ComputationGraph& cg = m.cg;
+  PlanSet ps;
+  ps.param_layout = make_layout(cg, Layout::Param);
+  ps.bn_layout = make_layout(cg, Layout::Bn);
+  const std::vector<int64_t> slot_bytes = shape_variants(cg, dims, ps);
+  std::vector<int64_t> offsets(static_cast<size_t>(cg.num_tensors()), -1);
+  int64_t cursor = 0;
+  ps.scalars_offset = cursor;
+  cursor = align_up(cursor + int64_t(sizeof(TrainScalars)), kArenaAlign);
+  ps.workspace_offset = cursor;
+  ps.workspace_bytes = workspace_bytes;
+  cursor = align_up(cursor + workspace_bytes, kArenaAlign);
+  cursor = place_regions(cg, ps, offsets, cursor);
+  // Inputs and other persistent tensors: one slot each for the whole run.
+  for (TensorId t = 0; t < cg.num_tensors(); ++t) {
+    const Role role = cg.tensor(t).role;
+    if (role != Role::Input && role != Role::Persistent) continue;
+    offsets[static_cast<size_t>(t)] = cursor;
+    cursor = align_up(cursor + slot_bytes[static_cast<size_t>(t)], kArenaAlign);
+  }
+  ps.arena_bytes = place_activations(live_ranges(cg, slot_bytes), ps, offsets, cursor);
   for (auto& p : ps.plans) {
     if (!p.present()) continue;
     p.offsets = offsets;

@@ -62,8 +62,8 @@ struct PlanSet {
   int64_t scalars_offset = 0;
   int64_t workspace_offset = 0, workspace_bytes = 0;
   int64_t activation_pool_offset = 0;
-  int64_t activation_pool_bytes = 0;     // with liveness reuse
-  int64_t activation_no_reuse_bytes = 0; // sum of every activation slot
+  int64_t activation_pool_bytes = 0;      // with liveness reuse
+  int64_t activation_no_reuse_bytes = 0;  // sum of every activation slot
 
   const MemoryPlan& plan(Variant v) const { return plans[static_cast<size_t>(vidx(v))]; }
   ResolvedRange resolve(const ComputationGraph& cg, const RangeRef& r, const MemoryPlan& p) const;

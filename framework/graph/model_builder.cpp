@@ -55,13 +55,13 @@ class Builder {
       layer(i).plugin->make_params(emitter_, specs_[i], layer(i).name, layer(i).in_shapes, states_[i]);
     if (out_.train.has_collectives()) buckets_ = grad_buckets(out_.cg, out_.train.bucket_bytes);
     emit_training();
-    RecipeTensors rt{out_.images, out_.labels_src, out_.lr_table, out_.step_metrics, out_.train_metrics,
-                     out_.val_main_metrics, out_.val_ema_metrics};
+    RecipeTensors rt{out_.images,        out_.labels_src,       out_.lr_table,       out_.step_metrics,
+                     out_.train_metrics, out_.val_main_metrics, out_.val_ema_metrics};
     // DEEP_COMM takes the last bucket: the slots below the in-backward ones.
     const int32_t deep_comm_hi = buckets_.size() > 1 ? buckets_[buckets_.size() - 2].slot_lo : INT32_MAX;
     emit_recipe_graphs(out_.cg, out_.train, rt, emitter_.bn_slots() > 0, deep_comm_hi);
     emit_validation();
-    if (out_.train.fusion) out_.fusions = fuse_graph(out_.cg);
+    if (out_.train.fusion) out_.fusions = fuse_graph(out_.cg, out_.train.fusion_rules);
     return std::move(out_);
   }
 
@@ -73,8 +73,8 @@ class Builder {
   void resolve() {
     const std::string model = mc_.name;
     TR_USER_CHECK(!specs_.empty(), "model ", model, " has no layers");
-    TR_USER_CHECK(mc_.in_height >= 1 && mc_.in_width >= 1 && mc_.in_channels >= 1, "model ", model,
-                  ": input ", mc_.in_height, "x", mc_.in_width, "x", mc_.in_channels, " is empty");
+    TR_USER_CHECK(mc_.in_height >= 1 && mc_.in_width >= 1 && mc_.in_channels >= 1, "model ", model, ": input ",
+                  mc_.in_height, "x", mc_.in_width, "x", mc_.in_channels, " is empty");
     const FeatureShape input{mc_.in_height, mc_.in_width, mc_.in_channels, true};
     std::map<std::string, int> index;
     resolved_.resize(specs_.size());
@@ -109,15 +109,15 @@ class Builder {
         r.in_shapes.push_back(in == kNetworkInput ? input : resolved_[size_t(in)].out_shape);
         if (in != kNetworkInput) used[size_t(in)] = true;
         // The first-layer graphs run from the input buffer alone.
-        TR_USER_CHECK(!is_first(i) || in == kNetworkInput || is_first(size_t(in)), "model ", model, ": first-group layer ",
-                      r.name, " reads a layer outside the first group");
+        TR_USER_CHECK(!is_first(i) || in == kNetworkInput || is_first(size_t(in)), "model ", model,
+                      ": first-group layer ", r.name, " reads a layer outside the first group");
       }
       TR_USER_CHECK(!is_first(i) || !first_done, "model ", model, ": the first-group layers must open the list (",
                     r.name, " comes after a deep layer)");
       if (!is_first(i)) first_done = true;
       // Note [gradient buckets]: slot order must be layout order.
-      TR_USER_CHECK(s.group == ParamGroup::Fc || !fc_seen, "model ", model, ": the Fc-group layers must close the list (",
-                    r.name, " comes after one)");
+      TR_USER_CHECK(s.group == ParamGroup::Fc || !fc_seen, "model ", model,
+                    ": the Fc-group layers must close the list (", r.name, " comes after one)");
       fc_seen = fc_seen || s.group == ParamGroup::Fc;
       r.out_shape = r.plugin->shape(s, r.name, r.in_shapes);
       if (r.plugin->fixes_resolution && r.plugin->fixes_resolution(r.in_shapes)) out_.supports_lowres = false;
@@ -167,8 +167,8 @@ class Builder {
   }
 
   // One forward pass over the whole list from x0; records the tape for training.
-  TensorId forward_pass(TensorId x0, Pass pass, const std::string& suffix,
-                        const std::vector<GraphId>& first_graphs, const std::vector<GraphId>& deep_graphs) {
+  TensorId forward_pass(TensorId x0, Pass pass, const std::string& suffix, const std::vector<GraphId>& first_graphs,
+                        const std::vector<GraphId>& deep_graphs) {
     std::vector<TensorId> outs(specs_.size(), kNoTensor);
     for (size_t i = 0; i < specs_.size(); ++i) {
       Resolved& r = layer(i);
@@ -257,8 +257,9 @@ class Builder {
     const GradBucket& b = buckets_[k];
     const Role grads = out_.train.amp ? Role::GradMaster : Role::Grad;
     if (out_.train.amp) {
-      Node cast = range(RangeOp::Cast, {RangeRef::slots(Role::Grad, kDeepGroups, b.slot_lo, b.slot_hi),
-                                        RangeRef::slots(Role::GradMaster, kDeepGroups, b.slot_lo, b.slot_hi)},
+      Node cast = range(RangeOp::Cast,
+                        {RangeRef::slots(Role::Grad, kDeepGroups, b.slot_lo, b.slot_hi),
+                         RangeRef::slots(Role::GradMaster, kDeepGroups, b.slot_lo, b.slot_hi)},
                         cat("bucket", k, ".cast"));
       cast.stream = StreamKind::UPDATE;
       emitter_.emit(GraphId::DEEP_FWD_BWD, std::move(cast));
@@ -291,18 +292,18 @@ class Builder {
     la.with_grad = false;
     TensorId x = tta_join(forward_pass(xv, Pass::InferMain, ".inf", main_gs, main_gs), "val.tta_mean", main_gs);
     emitter_.emit(main_gs, compute(OpKind::SoftmaxXent, {x, lv}, {val_step_main_}, "val.loss", la));
-    emitter_.emit(main_gs, range(RangeOp::Accumulate, {RangeRef::of(out_.val_main_metrics), RangeRef::of(val_step_main_)},
-                                 "val.accum"));
+    emitter_.emit(main_gs, range(RangeOp::Accumulate,
+                                 {RangeRef::of(out_.val_main_metrics), RangeRef::of(val_step_main_)}, "val.accum"));
     x = tta_join(forward_pass(xv, Pass::InferEma, ".ema", {GraphId::INF_EMA}, {GraphId::INF_EMA}), "val_ema.tta_mean",
                  {GraphId::INF_EMA});
     emitter_.emit(GraphId::INF_EMA, compute(OpKind::SoftmaxXent, {x, lv}, {val_step_ema_}, "val_ema.loss", la));
-    emitter_.emit(GraphId::INF_EMA, range(RangeOp::Accumulate,
-                                          {RangeRef::of(out_.val_ema_metrics), RangeRef::of(val_step_ema_)},
-                                          "val_ema.accum"));
+    emitter_.emit(
+        GraphId::INF_EMA,
+        range(RangeOp::Accumulate, {RangeRef::of(out_.val_ema_metrics), RangeRef::of(val_step_ema_)}, "val_ema.accum"));
     if (out_.train.has_collectives())
       emitter_.emit(GraphId::VAL_RESULT_COMM,
-                    range(RangeOp::AllReduceSum, {RangeRef::of(out_.val_main_metrics), RangeRef::of(out_.val_ema_metrics)},
-                          "val_allreduce"));
+                    range(RangeOp::AllReduceSum,
+                          {RangeRef::of(out_.val_main_metrics), RangeRef::of(out_.val_ema_metrics)}, "val_allreduce"));
   }
 
   std::vector<LayerSpec> specs_;

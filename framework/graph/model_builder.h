@@ -18,16 +18,16 @@ struct CompiledModel {
   TrainConfig train;
   ComputationGraph cg;
   DType compute_dtype = DType::F32;
-  int64_t max_batch = 0;                 // per-rank capacity of the input buffers
-  std::array<TensorId, 2> images{};      // u8 [max_batch, H0, W0, C], buffers A and B
-  std::array<TensorId, 2> labels_src{};  // i32 [max_batch]
-  TensorId lr_table = kNoTensor;         // f32 [schedule_len]
-  TensorId step_metrics = kNoTensor;     // f32 [4] of the current training step
-  TensorId train_metrics = kNoTensor;    // f32 [4] summed over the epoch
-  TensorId val_main_metrics = kNoTensor; // f32 [4] summed over validation, main weights
-  TensorId val_ema_metrics = kNoTensor;  // f32 [4] summed over validation, EMA weights
-  bool supports_lowres = false;          // resolution-agnostic (no spatial fc)
-  FusionCounts fusions;                  // node pairs merged (TrainConfig::fusion)
+  int64_t max_batch = 0;                  // per-rank capacity of the input buffers
+  std::array<TensorId, 2> images{};       // u8 [max_batch, H0, W0, C], buffers A and B
+  std::array<TensorId, 2> labels_src{};   // i32 [max_batch]
+  TensorId lr_table = kNoTensor;          // f32 [schedule_len]
+  TensorId step_metrics = kNoTensor;      // f32 [4] of the current training step
+  TensorId train_metrics = kNoTensor;     // f32 [4] summed over the epoch
+  TensorId val_main_metrics = kNoTensor;  // f32 [4] summed over validation, main weights
+  TensorId val_ema_metrics = kNoTensor;   // f32 [4] summed over validation, EMA weights
+  bool supports_lowres = false;           // resolution-agnostic (no spatial fc)
+  FusionCounts fusions;                   // node pairs merged (TrainConfig::fusion)
 };
 
 CompiledModel build_model(const ModelConfig& m, const TrainConfig& t, int64_t max_batch);

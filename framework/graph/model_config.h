@@ -40,32 +40,32 @@ struct ModelConfig {
 };
 
 // Training-time augmentation inside the captured input graphs (Note
-// [augmentation], framework/ops/augment.h).
+// [augmentation], framework/ops/kernels/augment.h).
 struct AugmentConfig {
-  bool flip = false;      // mirror left-right with probability 1/2
-  int translate = 0;      // shift by up to this many pixels each way, zero-padded
-  int cutout = 0;         // side of a square set to the data mean; 0 off
-  uint64_t seed = 0;      // keys every decision with (batch, sample)
+  bool flip = false;  // mirror left-right with probability 1/2
+  int translate = 0;  // shift by up to this many pixels each way, zero-padded
+  int cutout = 0;     // side of a square set to the data mean; 0 off
+  uint64_t seed = 0;  // keys every decision with (batch, sample)
   bool any() const { return flip || translate > 0 || cutout > 0; }
 };
 
 struct TrainConfig {
   OptimizerKind optimizer = OptimizerKind::AdamW;
-  bool amp = false;               // f16 storage/compute with f32 master weights
-  int ranks = 1;                  // data-parallel ranks (threads on the CPU, GPUs on CUDA)
+  bool amp = false;  // f16 storage/compute with f32 master weights
+  int ranks = 1;     // data-parallel ranks (threads on the CPU, GPUs on CUDA)
   float label_smoothing = 0.1f;
   float weight_decay = 0.f;
-  float momentum = 0.9f;          // SGD / LARS
+  float momentum = 0.9f;  // SGD / LARS
   float beta1 = 0.9f, beta2 = 0.999f, adam_eps = 1e-8f;
-  float trust_coef = 0.02f;       // LARS
-  float bn_momentum = 0.1f;       // running += bn_momentum * (batch - running)
-  float ema_decay = 0.99f;        // ema += (1 - decay) * (param - ema)
-  float init_loss_scale = 1.f;    // AMP defaults to 65536 (set by the caller)
+  float trust_coef = 0.02f;     // LARS
+  float bn_momentum = 0.1f;     // running += bn_momentum * (batch - running)
+  float ema_decay = 0.99f;      // ema += (1 - decay) * (param - ema)
+  float init_loss_scale = 1.f;  // AMP defaults to 65536 (set by the caller)
   int loss_scale_growth_interval = 1000;
-  int64_t schedule_len = 1;       // entries in the device-side learning-rate table
+  int64_t schedule_len = 1;  // entries in the device-side learning-rate table
   // Weight gradients on COMP_2 beside the data-gradient chain (Note [streams
   // inside a graph]). tr-train and tr-bench turn it on for CUDA up to each
-  // model's measured batch per GPU (harness/lib/side_streams.h): with a cuDNN /
+  // model's measured batch per GPU (harness/lib/bench/side_streams.h): with a cuDNN /
   // cuBLAS handle per stream (Note [a library handle per stream]) the GPU tests
   // find every mode bit-identical to one stream (side_streams_gpu_test.cpp).
   // Off here, so the CPU and the tests keep one stream unless they ask.
@@ -73,13 +73,15 @@ struct TrainConfig {
   // Merge node pairs that walk the same activations (Note [fusion] in
   // framework/graph/fusion.h); false (--no-fusion) keeps them apart.
   bool fusion = true;
+  // With fusion: only these rules of fusion_rules.h (their names); empty: every rule.
+  std::vector<std::string> fusion_rules;
   // Emit the collectives (gradient buckets, BN statistics, validation metrics)
   // even with one rank, so a single GPU runs NCCL inside its captured graphs.
   bool force_collectives = false;
   BnSync bn_sync = BnSync::Batch;
   // The element type of BatchNorm's sums and gradient sums, and so of their
   // all-reduces: F64 on the CPU, F32 on CUDA (Note [BatchNorm sums in double]
-  // in framework/ops/batchnorm.h). The session sets it from the backend.
+  // in framework/ops/compute/batchnorm.h). The session sets it from the backend.
   DType bn_sums = DType::F32;
   // With collectives: deep gradients all-reduced in buckets of this many bytes,
   // issued during the backward (Note [gradient buckets]); <= 0: one bucket.
@@ -94,6 +96,6 @@ struct TrainConfig {
 std::string optimizer_name(OptimizerKind k);
 OptimizerKind parse_optimizer(const std::string& s);  // throws UserError
 std::string bn_sync_name(BnSync s);
-BnSync parse_bn_sync(const std::string& s);          // throws UserError
+BnSync parse_bn_sync(const std::string& s);  // throws UserError
 
 }  // namespace tr

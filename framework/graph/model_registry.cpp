@@ -1,6 +1,7 @@
 #include "framework/graph/model_registry.h"
 
 #include "framework/core/error.h"
+#include "framework/core/setting.h"
 #include "framework/graph/models/model_lists.h"
 
 namespace tr {
@@ -17,6 +18,7 @@ constexpr std::array<float, 3> kImageNetStd = {0.229f, 0.224f, 0.225f};
 std::vector<ModelEntry> make_registry() {
   using O = OptimizerKind;
   std::vector<ModelEntry> r;
+  // clang-format off
   // The last member is the time-to-accuracy recipe (docs/design.md, "Time-to-accuracy recipes"
   // gives the reasoning and the runs); {}: none yet.
   r.push_back({"mlp", "784-1024-512-256-10 perceptron with ReLU and biases (the seed's benchmark)", mlp_layers, 28,
@@ -41,11 +43,13 @@ std::vector<ModelEntry> make_registry() {
                       .tta_flip = true, .amp = true, .target_acc = 0.95},
                2048});
   r.push_back({"resnet50", "ResNet-50 v1.5 (7x7 stem, bottlenecks with the stride on the 3x3, 1000 classes)",
-               resnet50_layers, 224, 224, 3, 1000, kImageNetMean, kImageNetStd, 256, O::Sgd, 0.f, {32, 64, 128, 256}, {2},
+               resnet50_layers, 224, 224, 3, 1000, kImageNetMean, kImageNetStd, 256, O::Sgd, 0.f,
+               {32, 64, 128, 256}, {2},
                O::Sgd, {}, 64});
   r.push_back({"vgg16bn", "VGG-16 with BatchNorm: 13 conv+BN+ReLU, 5 max pools, 4096-4096 classifier",
                vgg16bn_layers, 224, 224, 3, 1000, kImageNetMean, kImageNetStd, 128, O::Sgd, 0.f, {32, 128}, {2}, O::Sgd,
                {}, 64});
+  // clang-format on
   return r;
 }
 
@@ -70,10 +74,10 @@ const ModelEntry& model_entry(std::string_view name) {
 
 ModelConfig model_config(std::string_view name, double width, int image_size, int channels, int classes) {
   const ModelEntry& e = model_entry(name);
-  TR_USER_CHECK(width > 0 && width <= 16, "--width must be in (0, 16], got ", width);
-  TR_USER_CHECK(image_size >= 0 && channels >= 0 && channels <= 4 && classes >= 0,
-                "model ", name, ": bad input override (image size ", image_size, ", channels ", channels,
-                ", classes ", classes, "; at most 4 channels)");
+  TR_USER_CHECK(width > 0 && width <= 16, setting("width"), " must be in (0, 16], got ", width);
+  TR_USER_CHECK(image_size >= 0 && channels >= 0 && channels <= 4 && classes >= 0, "model ", name,
+                ": bad input override (image size ", image_size, ", channels ", channels, ", classes ", classes,
+                "; at most 4 channels)");
   ModelConfig m;
   m.name = std::string(e.name);
   m.width = width;

@@ -20,18 +20,18 @@ namespace tr {
 // training defaults unless set here.
 struct Recipe {
   int epochs = 1;
-  int64_t batch = 0;            // 0: the entry's train_batch
-  float lr = 0.f;               // peak; 0: the entry's train_lr, else the optimizer's default
-  float warmup = 0.f;           // share of the steps ramping up linearly; then linear to 0
+  int64_t batch = 0;   // 0: the entry's train_batch
+  float lr = 0.f;      // peak; 0: the entry's train_lr, else the optimizer's default
+  float warmup = 0.f;  // share of the steps ramping up linearly; then linear to 0
   float label_smoothing = 0.1f;
   float ema_decay = 0.99f;
-  float weight_decay = -1.f;    // < 0: the optimizer's default
-  bool flip = false;            // Note [augmentation]
+  float weight_decay = -1.f;  // < 0: the optimizer's default
+  bool flip = false;          // Note [augmentation]
   int translate = 0;
   int cutout = 0;
-  bool tta_flip = false;        // flip test-time augmentation
+  bool tta_flip = false;  // flip test-time augmentation
   bool amp = false;
-  double target_acc = 0.9;      // the task's default target (test accuracy, a fraction)
+  double target_acc = 0.9;  // the task's default target (test accuracy, a fraction)
 };
 
 struct ModelEntry {
@@ -39,7 +39,7 @@ struct ModelEntry {
   std::string_view summary;
   std::vector<LayerSpec> (*layers)(double width, int classes) = nullptr;
   int height = 0, width = 0, channels = 0, classes = 0;  // the input and classes it was designed for
-  std::array<float, 3> norm_mean{}, norm_std{};           // per channel of that input
+  std::array<float, 3> norm_mean{}, norm_std{};          // per channel of that input
   // tr-train's defaults
   int64_t train_batch = 0;
   OptimizerKind optimizer = OptimizerKind::Sgd;

@@ -40,13 +40,18 @@ enum class Layout : uint8_t { None, Param, Bn };
 
 constexpr Layout layout_of(Role r) {
   switch (r) {
-    case Role::ParamMaster: case Role::ParamCompute: case Role::Grad: case Role::GradMaster:
-    case Role::OptState1: case Role::OptState2: case Role::EmaParam: case Role::EmaParamCompute:
-      return Layout::Param;
-    case Role::BnBatch: case Role::BnRunning: case Role::EmaBnRunning:
-      return Layout::Bn;
-    default:
-      return Layout::None;
+    case Role::ParamMaster:
+    case Role::ParamCompute:
+    case Role::Grad:
+    case Role::GradMaster:
+    case Role::OptState1:
+    case Role::OptState2:
+    case Role::EmaParam:
+    case Role::EmaParamCompute: return Layout::Param;
+    case Role::BnBatch:
+    case Role::BnRunning:
+    case Role::EmaBnRunning: return Layout::Bn;
+    default: return Layout::None;
   }
 }
 
@@ -55,11 +60,13 @@ constexpr Layout layout_of(Role r) {
 // running statistics (main and EMA).
 constexpr bool is_training_state(Role r) {
   switch (r) {
-    case Role::ParamMaster: case Role::OptState1: case Role::OptState2: case Role::EmaParam:
-    case Role::BnRunning: case Role::EmaBnRunning:
-      return true;
-    default:
-      return false;
+    case Role::ParamMaster:
+    case Role::OptState1:
+    case Role::OptState2:
+    case Role::EmaParam:
+    case Role::BnRunning:
+    case Role::EmaBnRunning: return true;
+    default: return false;
   }
 }
 

@@ -7,9 +7,9 @@ namespace tr {
 
 enum class Variant : int { TrainBase, TrainLast, TrainLowres, TrainLowresLast, ValBase, ValLast, COUNT };
 constexpr int kVariantCount = static_cast<int>(Variant::COUNT);
-constexpr std::array<Variant, kVariantCount> kAllVariants = {
-    Variant::TrainBase, Variant::TrainLast, Variant::TrainLowres,
-    Variant::TrainLowresLast, Variant::ValBase, Variant::ValLast};
+constexpr std::array<Variant, kVariantCount> kAllVariants = {Variant::TrainBase,   Variant::TrainLast,
+                                                             Variant::TrainLowres, Variant::TrainLowresLast,
+                                                             Variant::ValBase,     Variant::ValLast};
 
 constexpr std::string_view variant_name(Variant v) {
   switch (v) {

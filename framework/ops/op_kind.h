@@ -11,6 +11,7 @@
 namespace tr {
 
 // COMPUTE ops act on tensor ids. Tensor conventions (T = compute dtype, f32 or f16):
+// clang-format off
 enum class OpKind : uint8_t {
   InputPrep,          // in: images u8[Bmax,H0,W0,C], labels_src i32[Bmax]   out: x T[N,h,w,C], labels i32[N]
                       //   (x T[2N,h,w,C] with attrs.tta_flip: the images, then their mirrors)
@@ -19,29 +20,38 @@ enum class OpKind : uint8_t {
   ConvBwdData,        // in: dy T[N,Ho,Wo,K], w T[K,R,R,C], x T[N,H,W,C] (shape only)  out: dx T[N,H,W,C]
   ConvBwdFilter,      // in: x T[N,H,W,C], dy T[N,Ho,Wo,K]                     out: dw T[K,R,R,C]
   BnStats,            // in: x T[N,H,W,C]                                     out: sums f32[2,C] (sum x, sum x^2)
-  BnReluApply,        // in: x T, sums f32[2,C], gamma T[C], beta T[C]        out: y T, batch f32[2,C] (mean, biased var), affine f32[2,C]
+  BnReluApply,        // in: x T, sums f32[2,C], gamma T[C], beta T[C]
+                      //   out: y T, batch f32[2,C] (mean, biased var), affine f32[2,C]
   BnStatsReluApply,   // in: x T, gamma T[C], beta T[C]                      out: y T, batch, affine, sums f32[2,C]
                       //   BnStats then BnReluApply in one (Note [one kernel per BatchNorm])
   BnAddReluApply,     // in: x T, sums, gamma, beta, residual T (x's shape)   out: y T, batch, affine
                       //   y = relu(BN(x) + residual), the sum rounded once (Note [fusion])
-  BnReluBwdReduce,    // in: dy T, affine f32[2,C], x T, batch f32[2,C]       out: dgamma T[C], dbeta T[C], dsums f32[2,C]
+  BnReluBwdReduce,    // in: dy T, affine f32[2,C], x T, batch f32[2,C]
+                      //   out: dgamma T[C], dbeta T[C], dsums f32[2,C]
   ReluBwdBnReduce,    // in: a T, affine, x T, batch, y T                     out: dgamma, dbeta, dsums, g T
                       //   g = ReluBwd(a, y), then BnReluBwdReduce of g (Note [the ReLU's gradient in the reduce])
   ReluBwdAddBnReduce, // in: a T, affine, x T, batch, y T, b T               out: dgamma, dbeta, dsums, g T
                       //   g = ReluBwdAdd(a, y, b), then BnReluBwdReduce of g
   BnReluBwdApply,     // in: dy T, affine f32[2,C], x T, batch f32[2,C], gamma T[C], dsums f32[2,C]   out: dx T
-  BnReluBwdReduceApply,  // in: dy T, affine, x T, batch, gamma T[C]         out: dx T, dgamma T[C], dbeta T[C], dsums f32[2,C]
+  BnReluBwdReduceApply,  // in: dy T, affine, x T, batch, gamma T[C]
+                         //   out: dx T, dgamma T[C], dbeta T[C], dsums f32[2,C]
                       //   BnReluBwdReduce then BnReluBwdApply in one
   BnReluInfer,        // in: x T, affine f32[2,C] (scale, shift)              out: y T
   BnFold,             // in: gamma f32[C], beta f32[C], running f32[2,C]      out: affine f32[2,C]
   MaxPoolFwd,         // in: x T[N,H,W,C]                                     out: y T[N,Ho,Wo,C] (kernel, stride, pad)
-  MaxPoolArgmaxFwd,   // in: x T[N,H,W,C]                                     out: y T, argmax u8[N,Ho,Wo,C] (each window's winner)
-  MaxPoolStatsFwd,    // in: x T[N,H,W,C]                                     out: y T, argmax u8, sums f32[2,C] (BnStats of y; 2x2/s2)
-  PoolBnReluApply,    // in: x T, gamma T[C], beta T[C]                      out: p T, argmax u8, sums f32[2,C], y T, batch, affine
+  MaxPoolArgmaxFwd,   // in: x T[N,H,W,C]
+                      //   out: y T, argmax u8[N,Ho,Wo,C] (each window's winner)
+  MaxPoolStatsFwd,    // in: x T[N,H,W,C]
+                      //   out: y T, argmax u8, sums f32[2,C] (BnStats of y; 2x2/s2)
+  PoolBnReluApply,    // in: x T, gamma T[C], beta T[C]
+                      //   out: p T, argmax u8, sums f32[2,C], y T, batch, affine
                       //   MaxPoolStatsFwd, then BnReluApply of its p (2x2/s2; Note [one kernel per BatchNorm])
-  MaxPoolBwd,         // in: dy T[N,Ho,Wo,C], x T, y T                        out: dx T[N,H,W,C] (searches each window again)
-  MaxPoolArgmaxBwd,   // in: dy T[N,Ho,Wo,C], x T (shape only), argmax u8     out: dx T[N,H,W,C] (routes to the recorded winners)
-  AvgPoolFwd,         // in: x T[N,H,W,C]                                     out: y T[N,Ho,Wo,C] (kernel, stride; pad 0)
+  MaxPoolBwd,         // in: dy T[N,Ho,Wo,C], x T, y T
+                      //   out: dx T[N,H,W,C] (searches each window again)
+  MaxPoolArgmaxBwd,   // in: dy T[N,Ho,Wo,C], x T (shape only), argmax u8
+                      //   out: dx T[N,H,W,C] (routes to the recorded winners)
+  AvgPoolFwd,         // in: x T[N,H,W,C]
+                      //   out: y T[N,Ho,Wo,C] (kernel, stride; pad 0)
   AvgPoolBwd,         // in: dy T[N,Ho,Wo,C], x T (shape only)                out: dx T[N,H,W,C]
   GlobalMaxPoolFwd,   // in: x T[N,H,W,C]                                     out: y T[N,C]
   GlobalMaxPoolBwd,   // in: dy T[N,C], x T, y T                              out: dx T[N,H,W,C]
@@ -53,19 +63,26 @@ enum class OpKind : uint8_t {
   FcBwdWeight,        // in: x T[N,K..], dy T[N,M]                            out: dw T[M,K] (, db T[M])
   ReluFwd,            // in: x T                                              out: y T
   ReluBwd,            // in: dy T, y T                                        out: dx T = dy * (y > 0)
-  ReluBwdAdd,         // in: dy T, y T, dy2 T                                 out: dx T = (dy + dy2) * (y > 0), the sum rounded as Add rounds it
-  SoftmaxXent,        // in: logits T[N,M], labels i32[N]                     out: (dlogits T[N,M] if with_grad,) metrics f32[4]
+  ReluBwdAdd,         // in: dy T, y T, dy2 T
+                      //   out: dx T = (dy + dy2) * (y > 0), the sum rounded as Add rounds it
+  SoftmaxXent,        // in: logits T[N,M], labels i32[N]
+                      //   out: (dlogits T[N,M] if with_grad,) metrics f32[4]
   TtaMean,            // in: x T[2N,M]                                        out: y T[N,M] = (x[n] + x[N+n]) / 2
-  BnReluPool,         // in: x T, sums f32[2,C], gamma T[C], beta T[C]        out: p T[N,H/2,W/2,C], argmax u8, batch f32[2,C], affine f32[2,C]
+  BnReluPool,         // in: x T, sums f32[2,C], gamma T[C], beta T[C]
+                      //   out: p T[N,H/2,W/2,C], argmax u8, batch f32[2,C], affine f32[2,C]
                       //   MaxPoolFwd 2x2/s2 of BnReluApply's y, y never stored (bn_relu_pool.h)
-  ClassifierHead,     // in: x T[N,H,W,C], w T[M,C], labels i32[N]           out: p T[N,C], dlogits T[N,M], metrics f32[4], dx T[N,H,W,C]
+  ClassifierHead,     // in: x T[N,H,W,C], w T[M,C], labels i32[N]
+                      //   out: p T[N,C], dlogits T[N,M], metrics f32[4], dx T[N,H,W,C]
                       //   GlobalMaxPoolFwd, FcFwd, SoftmaxXent, FcBwdData, GlobalMaxPoolBwd in one (classifier_head.h)
-  BnReluClassifierHead,  // in: x T, w, labels, sums f32[2,C], gamma T[C], beta T[C]   out: p, dlogits, metrics, dx, batch, affine
+  BnReluClassifierHead,  // in: x T, w, labels, sums f32[2,C], gamma T[C], beta T[C]
+                         //   out: p, dlogits, metrics, dx, batch, affine
                       //   BnReluApply of x in front of the head, its y never stored (Note [the head's BatchNorm])
   Count
 };
+// clang-format on
 
 // RANGE ops act on whole regions of the arena (see memory_plan.h Regions).
+// clang-format off
 enum class RangeOp : uint8_t {
   CopyIn,             // ops: dst (host staging slot -> arena); attrs.slot selects staging A/B
   Clear,              // ops: dst                                   dst = 0
@@ -83,6 +100,7 @@ enum class RangeOp : uint8_t {
   Lars,               // ops: param, grad, momentum; segment subset (skipped on inf)
   Count
 };
+// clang-format on
 
 std::string_view op_name(OpKind k);
 std::string_view range_op_name(RangeOp k);

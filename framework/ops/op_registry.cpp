@@ -1,28 +1,28 @@
 #include "framework/ops/op_registry.h"
 
-#include "framework/ops/allreduce_op.h"
 #include "framework/core/error.h"
-#include "framework/ops/amp_ops.h"
-#include "framework/ops/add.h"
-#include "framework/ops/avgpool.h"
-#include "framework/ops/batchnorm.h"
-#include "framework/ops/bn_relu_pool.h"
-#include "framework/ops/classifier_head.h"
-#include "framework/ops/conv.h"
-#include "framework/ops/fc.h"
-#include "framework/ops/input_prep.h"
-#include "framework/ops/optimizers.h"
-#include "framework/ops/pool.h"
-#include "framework/ops/region_ops.h"
-#include "framework/ops/relu.h"
-#include "framework/ops/softmax_xent.h"
-#include "framework/ops/tta_mean.h"
+#include "framework/ops/compute/add.h"
+#include "framework/ops/compute/avgpool.h"
+#include "framework/ops/compute/batchnorm.h"
+#include "framework/ops/compute/bn_relu_pool.h"
+#include "framework/ops/compute/classifier_head.h"
+#include "framework/ops/compute/conv.h"
+#include "framework/ops/compute/fc.h"
+#include "framework/ops/compute/input_prep.h"
+#include "framework/ops/compute/pool.h"
+#include "framework/ops/compute/relu.h"
+#include "framework/ops/compute/softmax_xent.h"
+#include "framework/ops/compute/tta_mean.h"
+#include "framework/ops/range/allreduce_op.h"
+#include "framework/ops/range/amp_ops.h"
+#include "framework/ops/range/optimizers.h"
+#include "framework/ops/range/region_ops.h"
 
 namespace tr {
 namespace {
 
 #define TR_OP(kind, name, fn, inputs, outputs) \
-  {OpKind::kind, name, inputs, outputs, fn##_shapes, fn##_cpu, TR_CUDA_FN(fn##_cuda)}
+  { OpKind::kind, name, inputs, outputs, fn##_shapes, fn##_cpu, TR_CUDA_FN(fn##_cuda) }
 // Indexed by OpKind: each entry names its kind, and the table is checked to be
 // in enum order, so a reordered or missing line fails the build. The two
 // strings are the kind's inputs and outputs by name (Note [operands by name]).
@@ -67,12 +67,13 @@ constexpr OpDef kOps[] = {
     TR_OP(TtaMean, "tta_mean", tta_mean, "x", "y"),
     TR_OP(BnReluPool, "bn_relu_pool", bn_relu_pool, "x sums gamma beta", "p argmax batch affine"),
     TR_OP(ClassifierHead, "classifier_head", classifier_head, "x w labels", "p dlogits metrics dx"),
-    TR_OP(BnReluClassifierHead, "bn_relu_classifier_head", bn_relu_classifier_head,
-          "x w labels sums gamma beta", "p dlogits metrics dx batch affine"),
+    TR_OP(BnReluClassifierHead, "bn_relu_classifier_head", bn_relu_classifier_head, "x w labels sums gamma beta",
+          "p dlogits metrics dx batch affine"),
 };
 #undef TR_OP
 
-#define TR_RANGE(kind, name, fn) {RangeOp::kind, name, fn##_cpu, TR_CUDA_FN(fn##_cuda)}
+#define TR_RANGE(kind, name, fn) \
+  { RangeOp::kind, name, fn##_cpu, TR_CUDA_FN(fn##_cuda) }
 constexpr RangeDef kRanges[] = {
     TR_RANGE(CopyIn, "copy_in", copy_in),
     TR_RANGE(Clear, "clear", clear),
@@ -83,7 +84,8 @@ constexpr RangeDef kRanges[] = {
     TR_RANGE(AdvanceStep, "advance_step", advance_step),
     TR_RANGE(Lerp, "lerp", lerp),
     TR_RANGE(Accumulate, "accumulate", accumulate),
-    {RangeOp::AllReduceSum, "allreduce_sum", allreduce_sum_op, allreduce_sum_op},  // one function: the communicator picks
+    {RangeOp::AllReduceSum, "allreduce_sum", allreduce_sum_op,
+     allreduce_sum_op},  // one function: the communicator picks
     TR_RANGE(SgdNesterov, "sgd_nesterov", sgd_nesterov),
     TR_RANGE(AdamW, "adamw", adamw),
     TR_RANGE(Lars, "lars", lars),

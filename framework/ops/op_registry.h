@@ -13,7 +13,7 @@ namespace tr {
 struct OpDef {
   OpKind kind = OpKind::Count;  // its index in the table (checked at compile time)
   std::string_view name;
-  std::string_view inputs;   // the operands by name, in order (Note [operands by name], op_signature.h)
+  std::string_view inputs;  // the operands by name, in order (Note [operands by name], op_signature.h)
   std::string_view outputs;
   ShapeFn shapes = nullptr;
   OpFn cpu = nullptr;

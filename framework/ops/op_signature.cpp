@@ -76,8 +76,8 @@ int operand_index(OpKind k, Side s, std::string_view name, const OpAttrs& a) {
     if (o.name == name) return present ? i : -1;
     i += present;
   }
-  throw Error(cat(op_name(k), " has no ", side_name(s), " named '", name, "' (", side_name(s), "s: ",
-                  operand_list(k, s, a), ")"));
+  throw Error(cat(op_name(k), " has no ", side_name(s), " named '", name, "' (", side_name(s),
+                  "s: ", operand_list(k, s, a), ")"));
 }
 
 std::string operand_list(OpKind k, Side s, const OpAttrs& a) {

@@ -9,14 +9,14 @@
 namespace tr {
 
 struct TrainScalars {
-  float lr = 0.f;            // learning rate of the current step (set on device from the schedule table)
-  float loss_scale = 1.f;    // dynamic loss scale; the loss gradient is seeded with it
-  int32_t step = 0;          // completed (not skipped) optimizer steps
-  int32_t found_inf = 0;     // 1 when this step's gradients held a NaN/Inf: the step is skipped
-  int32_t good_steps = 0;    // finite steps since the last loss-scale change
-  int32_t skipped_steps = 0; // total skipped steps (for reports and tests)
-  int32_t schedule_len = 0;  // entries in the learning-rate table
-  int32_t batches = 0;       // training batches run, skipped ones too (Note [augmentation])
+  float lr = 0.f;             // learning rate of the current step (set on device from the schedule table)
+  float loss_scale = 1.f;     // dynamic loss scale; the loss gradient is seeded with it
+  int32_t step = 0;           // completed (not skipped) optimizer steps
+  int32_t found_inf = 0;      // 1 when this step's gradients held a NaN/Inf: the step is skipped
+  int32_t good_steps = 0;     // finite steps since the last loss-scale change
+  int32_t skipped_steps = 0;  // total skipped steps (for reports and tests)
+  int32_t schedule_len = 0;   // entries in the learning-rate table
+  int32_t batches = 0;        // training batches run, skipped ones too (Note [augmentation])
   // Note [the check's flag]: the checks (CheckFinite, or a Cast with
   // attrs.check_finite) only ever set pending_inf; AdvanceStep, the one-thread
   // node after them, moves it into found_inf and clears it for the next step.

@@ -5,8 +5,8 @@
 // nothing leaks.
 #include <cuda_runtime.h>
 
-#include "framework/runtime/captured_graph.h"
 #include "framework/core/gpu_check_cuda.h"
+#include "framework/runtime/captured_graph.h"
 
 namespace tr {
 

@@ -34,8 +34,8 @@ void verify_collective_sequences(const std::vector<std::vector<CollectiveSig>>& 
     while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
     const std::string ra = i < a.size() ? a[i].str() : "(end)";
     const std::string rb = i < b.size() ? b[i].str() : "(end)";
-    throw Error(cat("collective sequence mismatch: rank ", r, " differs from rank 0 at collective #", i, ": rank 0 has ",
-                    ra, ", rank ", r, " has ", rb, " (", a.size(), " vs ", b.size(), " collectives)"));
+    throw Error(cat("collective sequence mismatch: rank ", r, " differs from rank 0 at collective #", i,
+                    ": rank 0 has ", ra, ", rank ", r, " has ", rb, " (", a.size(), " vs ", b.size(), " collectives)"));
   }
 }
 
@@ -53,7 +53,8 @@ void verify_collective_sequences(const std::vector<CollectiveSig>& mine, World& 
     std::memcpy(w.data(), b.data(), w.size() * sizeof(int64_t));
     std::vector<CollectiveSig> seq;
     for (size_t i = 0; i + 3 < w.size(); i += 4)
-      seq.push_back({static_cast<GraphId>(w[i]), static_cast<RangeOp>(w[i + 1]), w[i + 2], static_cast<DType>(w[i + 3])});
+      seq.push_back(
+          {static_cast<GraphId>(w[i]), static_cast<RangeOp>(w[i + 1]), w[i + 2], static_cast<DType>(w[i + 3])});
     for (int l = 0; l < local_ranks; ++l) seqs.push_back(seq);  // process p's ranks p*L .. p*L + L-1
   }
   verify_collective_sequences(seqs);

@@ -7,6 +7,7 @@
 
 #include "framework/core/error.h"
 #include "framework/core/host_memory.h"
+#include "framework/core/setting.h"
 
 namespace tr {
 
@@ -21,9 +22,10 @@ void CpuContext::allocate(const ContextSpec& spec) {
   // arena could be granted and the process killed while zeroing it).
   const int64_t available = host_available_bytes();
   auto too_big = [&] {
-    return UserError(cat("rank ", spec.rank, ": this model and batch need an arena of ", bytes_and_gib(spec.arena_bytes),
-                         " of host memory but ", available < 0 ? "an unknown amount" : bytes_and_gib(available),
-                         " is available; use a smaller --batch or fewer --ranks"));
+    return UserError(cat("rank ", spec.rank, ": this model and batch need an arena of ",
+                         bytes_and_gib(spec.arena_bytes), " of host memory but ",
+                         available < 0 ? "an unknown amount" : bytes_and_gib(available),
+                         " is available; use a smaller ", setting("batch"), " or fewer ", setting("ranks")));
   };
   if (available >= 0 && spec.arena_bytes > available) throw too_big();
   base_ = static_cast<std::byte*>(std::aligned_alloc(kArenaAlign, static_cast<size_t>(spec.arena_bytes)));

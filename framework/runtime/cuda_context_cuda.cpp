@@ -6,9 +6,10 @@
 #include <thread>
 #include <vector>
 
+#include "framework/core/gpu_check_cuda.h"
+#include "framework/core/setting.h"
 #include "framework/graph/shape_inference.h"
 #include "framework/runtime/context_factory.h"
-#include "framework/core/gpu_check_cuda.h"
 
 namespace tr {
 namespace {
@@ -127,7 +128,8 @@ int64_t CudaContext::prepare_workspace(const CompiledModel& m, const std::array<
 
 void CudaContext::allocate(const ContextSpec& spec) {
   TR_CHECK(!base_, "arena allocated twice");
-  TR_CHECK(spec.workspace_bytes >= 2 * big_slice_ + (kStreamKindCount - 2) * kSmallSlice, "workspace smaller than prepared");
+  TR_CHECK(spec.workspace_bytes >= 2 * big_slice_ + (kStreamKindCount - 2) * kSmallSlice,
+           "workspace smaller than prepared");
   const bool det = spec_.deterministic;
   spec_ = spec;
   spec_.deterministic = det;  // fixed at construction (the conv plans were chosen with it)
@@ -140,7 +142,7 @@ void CudaContext::allocate(const ContextSpec& spec) {
   TR_USER_CHECK(size_t(spec.arena_bytes) <= free_bytes, "rank ", spec.rank, " (device ", spec_.device,
                 "): this model and batch need ", spec.arena_bytes, " bytes (", double(spec.arena_bytes) / gib,
                 " GiB) of device memory but ", free_bytes, " bytes (", double(free_bytes) / gib, " GiB) of ",
-                double(total_bytes) / gib, " GiB are free; use a smaller --batch");
+                double(total_bytes) / gib, " GiB are free; use a smaller ", setting("batch"));
   void* p = nullptr;
   TR_GPU_ALLOC(cudaMalloc(&p, static_cast<size_t>(spec.arena_bytes)), static_cast<size_t>(spec.arena_bytes));
   ++allocations_;

@@ -14,9 +14,9 @@
 #include <chrono>
 #include <memory>
 
-#include "framework/ops/conv_plan_cache_cuda.h"
-#include "framework/runtime/device_context.h"
+#include "framework/ops/conv_plans/conv_plan_cache_cuda.h"
 #include "framework/ops/gpu_handles.h"
+#include "framework/runtime/device_context.h"
 
 namespace tr {
 

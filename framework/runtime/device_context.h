@@ -12,7 +12,7 @@
 #include "framework/graph/graph_id.h"
 #include "framework/graph/model_builder.h"
 #include "framework/graph/variant.h"
-#include "framework/ops/conv_plan_book.h"
+#include "framework/ops/conv_plans/conv_plan_book.h"
 #include "framework/ops/op_call.h"
 #include "framework/ops/train_scalars.h"
 
@@ -29,7 +29,7 @@ struct AlgoChoice {
   // plans only.
   bool benchmark = false;
   // Programmatic dependent launch of our kernels (Note [programmatic dependent
-  // launch], framework/ops/kernel_launch_cuda.h); false: --no-pdl.
+  // launch], framework/ops/kernels/kernel_launch_cuda.h); false: --no-pdl.
   bool programmatic_launch = true;
   // f16 3x3 filter gradients on tr's tensor-core kernel where it takes the
   // shape (ConvPlanCache::Options::tc_filter); false: --cudnn-filter-grad.
@@ -39,20 +39,20 @@ struct AlgoChoice {
   bool memset_kernels = true;
   // Per-channel sums finished behind a grid barrier, and a BatchNorm's phases
   // in one cooperative kernel, where the grid fits (Note [one kernel per
-  // BatchNorm], framework/ops/bn_train_cuda.h): fewer kernels, the same bits,
+  // BatchNorm], framework/ops/kernels/bn_train_cuda.h): fewer kernels, the same bits,
   // but slower on the H200; true: --grid-sync.
   bool grid_sync = false;
   // The convolution choices shared by the process's ranks and sessions, and
   // kept in a --conv-plans file (Note [convolution plan books],
-  // framework/ops/conv_plan_book.h); null: each rank's cache chooses alone.
+  // framework/ops/conv_plans/conv_plan_book.h); null: each rank's cache chooses alone.
   std::shared_ptr<ConvPlanBook> conv_plans;
 };
 
 struct ContextSpec {
-  int rank = 0;                   // global (Note [processes and ranks], framework/comm/world.h)
-  int ranks = 1;                  // global
-  int local_rank = 0;             // index among this process's ranks
-  int device = 0;                 // CUDA device ordinal
+  int rank = 0;        // global (Note [processes and ranks], framework/comm/world.h)
+  int ranks = 1;       // global
+  int local_rank = 0;  // index among this process's ranks
+  int device = 0;      // CUDA device ordinal
   int64_t arena_bytes = 0;
   int64_t scalars_offset = 0;
   int64_t workspace_offset = 0;
@@ -60,7 +60,7 @@ struct ContextSpec {
   int64_t staging_image_bytes = 0;  // per buffer: max_batch * H0 * W0 * C
   int64_t staging_label_count = 0;  // per buffer: max_batch
   bool deterministic = true;
-  int64_t watchdog_ms = 120000;     // host waits on device work longer than this are an error
+  int64_t watchdog_ms = 120000;  // host waits on device work longer than this are an error
 };
 
 class DeviceContext {

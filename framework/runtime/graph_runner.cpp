@@ -35,14 +35,19 @@ bool deep_side_stream_may_stay_open(const ComputationGraph& cg) {
 
 GraphRunner::GraphRunner(const ComputationGraph& cg, const PlanSet& plans, const GraphAtlas& atlas,
                          const PreCaptureResult& captured, DeviceContext& ctx)
-    : cg_(cg), plans_(plans), atlas_(atlas), ctx_(ctx), first_bwd_waits_(first_layer_bwd_waits_for_deep_comm(cg)),
+    : cg_(cg),
+      plans_(plans),
+      atlas_(atlas),
+      ctx_(ctx),
+      first_bwd_waits_(first_layer_bwd_waits_for_deep_comm(cg)),
       deep_side_may_stay_open_(ctx.backend() == Backend::Cuda && deep_side_stream_may_stay_open(cg)) {
   for (Variant v : kAllVariants) {
     for (int g = 0; g < kGraphIdCount; ++g) {
       const AtlasSlot& s = atlas.slot(v, static_cast<GraphId>(g));
       if (!s.present()) continue;
       const auto& cgraph = captured.graphs.at(static_cast<size_t>(s.captured_idx));
-      if (cgraph && cgraph->ready(ctx.local_rank())) table_[static_cast<size_t>(vidx(v))][static_cast<size_t>(g)] = cgraph.get();
+      if (cgraph && cgraph->ready(ctx.local_rank()))
+        table_[static_cast<size_t>(vidx(v))][static_cast<size_t>(g)] = cgraph.get();
     }
   }
 }

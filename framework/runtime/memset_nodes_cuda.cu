@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "framework/core/gpu_check_cuda.h"
-#include "framework/ops/kernel_launch_cuda.h"
+#include "framework/ops/kernels/kernel_launch_cuda.h"
 #include "framework/runtime/graph_nodes_cuda.h"
 
 namespace tr {

@@ -13,7 +13,19 @@
 
 namespace tr::nvtx {
 
-enum class Phase : int { Compile, Plan, Capture, Warmup, Measure, TrainStep, ValStep, Epoch, Validate, StepGraph, COUNT };
+enum class Phase : int {
+  Compile,
+  Plan,
+  Capture,
+  Warmup,
+  Measure,
+  TrainStep,
+  ValStep,
+  Epoch,
+  Validate,
+  StepGraph,
+  COUNT
+};
 
 void push(Phase p);
 void push(GraphId g);

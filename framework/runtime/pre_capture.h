@@ -18,10 +18,10 @@ namespace tr {
 struct PreCaptureResult {
   DedupResult dedup;
   std::vector<std::unique_ptr<CapturedGraph>> graphs;  // index = captured_idx; null when the mode keeps it eager
-  int captured = 0;      // graphs actually built
-  int collective = 0;    // of those, holding collectives
-  int step_graphs = 0;   // whole-step graphs composed afterwards (step_graphs.h), all ranks
-  double capture_ms = 0; // wall time of B2..B4, plus composing the step graphs
+  int captured = 0;                                    // graphs actually built
+  int collective = 0;                                  // of those, holding collectives
+  int step_graphs = 0;           // whole-step graphs composed afterwards (step_graphs.h), all ranks
+  double capture_ms = 0;         // wall time of B2..B4, plus composing the step graphs
   uint64_t collective_hash = 0;  // hash of every rank's (identical) collective sequence
   // Rank 0's collective calls per unique graph (index = captured_idx), in launch
   // order; ranks agree (B2.5). Empty for graphs without collectives.

@@ -3,9 +3,9 @@
 #include <functional>
 #include <thread>
 
+#include "framework/comm/communicator.h"
 #include "framework/core/error.h"
 #include "framework/core/log.h"
-#include "framework/comm/communicator.h"
 #include "framework/graph/recipe_graphs.h"
 #include "framework/runtime/capture_guard_cuda.h"
 #include "framework/runtime/cuda_context_cuda.h"
@@ -35,17 +35,16 @@ bool warmup_safe(const UniqueGraph& u, const ComputationGraph& cg) {
     case GraphId::LARS_FC_OPT:
     case GraphId::LARS_FIRST_CONV_OPT:
     case GraphId::LARS_DEEP_CONV_OPT:
-    case GraphId::EMA_UPDATE:
-      return false;
-    default:
-      return true;
+    case GraphId::EMA_UPDATE: return false;
+    default: return true;
   }
 }
 
 std::vector<PreparedNode> prepare_graph(const UniqueGraph& u, const ComputationGraph& cg, const PlanSet& plans,
                                         DeviceContext& ctx) {
   std::vector<PreparedNode> ops;
-  for (const Node& n : cg.nodes(u.gid)) ops.push_back(prepare_node(n, cg, plans, plans.plan(u.variant), ctx, node_stream(n, u.gid)));
+  for (const Node& n : cg.nodes(u.gid))
+    ops.push_back(prepare_node(n, cg, plans, plans.plan(u.variant), ctx, node_stream(n, u.gid)));
   return ops;
 }
 
@@ -113,11 +112,12 @@ std::unique_ptr<CudaGraphExec> capture_nodes(const std::vector<PreparedNode>& no
   return std::make_unique<CudaGraphExec>(graph, ctx.memset_kernels(), ctx.programmatic_launch());
 }
 
-void capture_cuda(PreCaptureResult& r, const ComputationGraph& cg, const PlanSet& plans,
-                  const std::vector<DeviceContext*>& ranks, const CaptureFault* fault, World* world) {
-  trace("B2: warm-up on ", ranks.size(), " rank(s)");
-  // B2: warm-up. cuDNN plans were chosen in prepare_workspace; one eager run of
-  // every safe graph loads modules and settles cuBLAS before any capture.
+namespace {
+
+// B2: warm-up. cuDNN plans were chosen in prepare_workspace; one eager run of
+// every safe graph loads modules and settles cuBLAS before any capture.
+void warm_up_eagerly(const PreCaptureResult& r, const ComputationGraph& cg, const PlanSet& plans,
+                     const std::vector<DeviceContext*>& ranks) {
   for (DeviceContext* d : ranks) {
     auto& ctx = static_cast<CudaContext&>(*d);
     ctx.make_current();
@@ -133,45 +133,76 @@ void capture_cuda(PreCaptureResult& r, const ComputationGraph& cg, const PlanSet
     }
     ctx.synchronize();
   }
-  // B3: ordinary graphs; rank 0 serially, the other ranks in parallel threads.
-  auto capture_rank = [&](DeviceContext* d, bool collective) {
-    auto& ctx = static_cast<CudaContext&>(*d);
-    ctx.make_current();
-    for (auto& g : r.graphs) {
-      if (!g || g->key().collective != collective) continue;
-      if (collective) trace("rank ", ctx.rank(), ": B3.5 capture ", graph_name(g->key().gid));
-      try {
-        const bool inject = fault && fault->matches(g->key(), ctx.rank());
-        g->set_native(ctx.local_rank(), capture_nodes(prepare_graph(g->key(), cg, plans, ctx), ctx, g->key().gid, inject));
-      } catch (...) {
-        rethrow_with_context(capture_where(g->key(), ctx.rank()));
-      }
+}
+
+// One rank's captures of the graphs with (or without) collectives.
+void capture_rank(PreCaptureResult& r, const ComputationGraph& cg, const PlanSet& plans, DeviceContext* d,
+                  bool collective, const CaptureFault* fault) {
+  auto& ctx = static_cast<CudaContext&>(*d);
+  ctx.make_current();
+  for (auto& g : r.graphs) {
+    if (!g || g->key().collective != collective) continue;
+    if (collective) trace("rank ", ctx.rank(), ": B3.5 capture ", graph_name(g->key().gid));
+    try {
+      const bool inject = fault && fault->matches(g->key(), ctx.rank());
+      g->set_native(ctx.local_rank(),
+                    capture_nodes(prepare_graph(g->key(), cg, plans, ctx), ctx, g->key().gid, inject));
+    } catch (...) {
+      rethrow_with_context(capture_where(g->key(), ctx.rank()));
     }
-  };
-  auto on_all_ranks = [&](size_t first, const std::function<void(size_t)>& fn) {
-    std::vector<std::thread> threads;
-    std::vector<std::exception_ptr> errors(ranks.size());
-    std::atomic<int> first_failed{-1};  // the root cause, not a rank the abort released
-    for (size_t i = first; i < ranks.size(); ++i)
-      threads.emplace_back([&, i] {
-        try {
-          fn(i);
-        } catch (...) {
-          errors[i] = std::current_exception();
-          int none = -1;
-          if (first_failed.compare_exchange_strong(none, static_cast<int>(i))) {
-            // The other ranks may be blocked in NCCL waiting for this one (its
-            // set-up during capture involves every rank): release them.
-            if (Communicator* c = ranks[i]->env(StreamKind::UPDATE).comm) c->abort(cat("rank ", ranks[i]->rank(), " failed in pre-capture"));
-          }
+  }
+}
+
+// fn(i) for ranks[first..] on a thread each; rethrows the first rank that
+// failed (the root cause, not a rank the abort released).
+void on_all_ranks(const std::vector<DeviceContext*>& ranks, size_t first, const std::function<void(size_t)>& fn) {
+  std::vector<std::thread> threads;
+  std::vector<std::exception_ptr> errors(ranks.size());
+  std::atomic<int> first_failed{-1};
+  for (size_t i = first; i < ranks.size(); ++i)
+    threads.emplace_back([&, i] {
+      try {
+        fn(i);
+      } catch (...) {
+        errors[i] = std::current_exception();
+        int none = -1;
+        if (first_failed.compare_exchange_strong(none, static_cast<int>(i))) {
+          // The other ranks may be blocked in NCCL waiting for this one (its
+          // set-up during capture involves every rank): release them.
+          if (Communicator* c = ranks[i]->env(StreamKind::UPDATE).comm)
+            c->abort(cat("rank ", ranks[i]->rank(), " failed in pre-capture"));
         }
-      });
-    for (auto& t : threads) t.join();
-    if (first_failed >= 0) std::rethrow_exception(errors[static_cast<size_t>(first_failed.load())]);
-  };
+      }
+    });
+  for (auto& t : threads) t.join();
+  if (first_failed >= 0) std::rethrow_exception(errors[static_cast<size_t>(first_failed.load())]);
+}
+
+// Connect the communicators eagerly (a tiny all-reduce of scratch on every
+// rank), so no connection set-up has to happen under capture.
+void connect_communicators(const std::vector<DeviceContext*>& ranks) {
+  on_all_ranks(ranks, 0, [&](size_t i) {
+    auto& ctx = static_cast<CudaContext&>(*ranks[i]);
+    ctx.make_current();
+    trace("rank ", ctx.rank(), ": B3.5 connecting the communicator");
+    const ExecEnv& e = ctx.env(StreamKind::UPDATE);
+    const auto* gh = static_cast<const GpuHandles*>(e.gpu);
+    TR_CHECK(e.comm && gh && gh->workspace_bytes >= 256, "rank ", i, " has no communicator or scratch");
+    e.comm->allreduce(ctx.rank(), gh->workspace, 64, DType::F32, ReduceOp::Sum, e.stream);
+    ctx.synchronize();
+  });
+}
+
+}  // namespace
+
+void capture_cuda(PreCaptureResult& r, const ComputationGraph& cg, const PlanSet& plans,
+                  const std::vector<DeviceContext*>& ranks, const CaptureFault* fault, World* world) {
+  trace("B2: warm-up on ", ranks.size(), " rank(s)");
+  warm_up_eagerly(r, cg, plans, ranks);
+  // B3: ordinary graphs; rank 0 serially, the other ranks in parallel threads.
   trace("B3: capture");
-  capture_rank(ranks.front(), false);
-  if (ranks.size() > 1) on_all_ranks(1, [&](size_t i) { capture_rank(ranks[i], false); });
+  capture_rank(r, cg, plans, ranks.front(), false, fault);
+  if (ranks.size() > 1) on_all_ranks(ranks, 1, [&](size_t i) { capture_rank(r, cg, plans, ranks[i], false, fault); });
   // B3.5: graphs holding collectives. NCCL pairs the k-th collective of every
   // rank, and its first use of a communicator connects the ranks, so every rank
   // must capture the same graph at the same time: one thread per rank, all
@@ -183,22 +214,13 @@ void capture_cuda(PreCaptureResult& r, const ComputationGraph& cg, const PlanSet
   // Across processes the same holds: they meet at a barrier (a stalled one is
   // a watchdog error here, not a hang inside NCCL) and connect together.
   if (ranks.front()->ranks() == 1) {
-    capture_rank(ranks.front(), true);
+    capture_rank(r, cg, plans, ranks.front(), true, fault);
   } else if (r.collective > 0) {
-    if (world) world->barrier("the capture of the collective graphs", std::chrono::milliseconds(ranks.front()->spec().watchdog_ms));
-    // Connect the communicators eagerly first (a tiny all-reduce of scratch on
-    // every rank), so no connection set-up has to happen under capture.
-    on_all_ranks(0, [&](size_t i) {
-      auto& ctx = static_cast<CudaContext&>(*ranks[i]);
-      ctx.make_current();
-      trace("rank ", ctx.rank(), ": B3.5 connecting the communicator");
-      const ExecEnv& e = ctx.env(StreamKind::UPDATE);
-      const auto* gh = static_cast<const GpuHandles*>(e.gpu);
-      TR_CHECK(e.comm && gh && gh->workspace_bytes >= 256, "rank ", i, " has no communicator or scratch");
-      e.comm->allreduce(ctx.rank(), gh->workspace, 64, DType::F32, ReduceOp::Sum, e.stream);
-      ctx.synchronize();
-    });
-    on_all_ranks(0, [&](size_t i) { capture_rank(ranks[i], true); });
+    if (world)
+      world->barrier("the capture of the collective graphs",
+                     std::chrono::milliseconds(ranks.front()->spec().watchdog_ms));
+    connect_communicators(ranks);
+    on_all_ranks(ranks, 0, [&](size_t i) { capture_rank(r, cg, plans, ranks[i], true, fault); });
   }
   trace("B4: warm-up launches on rank 0");
   // B4: one warm-up launch of the safe, non-collective graphs on rank 0.

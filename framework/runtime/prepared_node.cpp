@@ -31,7 +31,8 @@ PreparedNode prepare_node(const Node& n, const ComputationGraph& cg, const PlanS
   }
   const RangeDef& def = range_def(n.range_op);
   p.range_fn_ = cuda ? def.cuda : def.cpu;
-  if (!p.range_fn_) throw Error(cat("range op ", def.name, " has no ", cuda ? "CUDA" : "CPU", " implementation (", n.label, ")"));
+  if (!p.range_fn_)
+    throw Error(cat("range op ", def.name, " has no ", cuda ? "CUDA" : "CPU", " implementation (", n.label, ")"));
   p.segs_.reserve(n.operands.size());
   for (const RangeRef& r : n.operands) {
     ResolvedRange rr = ps.resolve(cg, r, plan);

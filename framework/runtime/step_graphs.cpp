@@ -7,8 +7,8 @@
 namespace tr {
 
 struct StepGraphs::Exec {
-  std::unique_ptr<NativeExec> native;           // CUDA
-  std::vector<const CapturedGraph*> cpu_seq;    // CPU: the atlas graphs in launch order
+  std::unique_ptr<NativeExec> native;         // CUDA
+  std::vector<const CapturedGraph*> cpu_seq;  // CPU: the atlas graphs in launch order
 };
 
 StepGraphs::StepGraphs(GraphRunner& r, const std::vector<Variant>& train_variants) : r_(r) {

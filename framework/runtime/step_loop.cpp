@@ -32,24 +32,24 @@ void transfer(GraphRunner& r, Variant v, int slot) {
 void train_step(GraphRunner& r, Variant v, int cur, bool transfer_next, const StepHook* hook) {
   nvtx::Range range(nvtx::Phase::TrainStep);
   DeviceContext& c = r.ctx();
-  c.stream_wait(S::COMP_1, S::UPDATE);       // weights updated (the last step's optimizer)
-  c.stream_wait(S::COMP_1, S::TRANS);        // this batch has arrived
-  r.launch(first_fwd(cur), v);               // COMP_1
-  if (transfer_next) {                       // next batch's H2D overlaps the deep compute
+  c.stream_wait(S::COMP_1, S::UPDATE);  // weights updated (the last step's optimizer)
+  c.stream_wait(S::COMP_1, S::TRANS);   // this batch has arrived
+  r.launch(first_fwd(cur), v);          // COMP_1
+  if (transfer_next) {                  // next batch's H2D overlaps the deep compute
     c.stream_wait(S::TRANS, S::COMP_1);
     launch_transfer(r, v, 1 - cur);
   }
-  r.launch(GraphId::DEEP_FWD_BWD, v);        // COMP_1
+  r.launch(GraphId::DEEP_FWD_BWD, v);  // COMP_1
   c.stream_wait(S::UPDATE, S::COMP_1);
-  r.join_open_side_stream(S::UPDATE);        // the deep weight gradients, if still running
+  r.join_open_side_stream(S::UPDATE);  // the deep weight gradients, if still running
   const bool timed = hook && hook->time_grad_allreduce;
   r.launch(GraphId::CAST_DEEP_GRAD_FP16_TO_FP32, v);  // UPDATE: deep bucket cast + all-reduce
   if (timed) c.mark_time(S::UPDATE, kDeepCommBegin);
-  r.launch(GraphId::DEEP_COMM, v);                    //   overlap the first layer's backward, unless
-                                                      //   Note [one collective at a time]
+  r.launch(GraphId::DEEP_COMM, v);  //   overlap the first layer's backward, unless
+                                    //   Note [one collective at a time]
   if (timed) c.mark_time(S::UPDATE, kDeepCommEnd);
   if (r.first_bwd_waits_for_deep_comm()) c.stream_wait(S::COMP_1, S::UPDATE);
-  r.launch(GraphId::FIRST_LAYER_BWD, v);     // COMP_1
+  r.launch(GraphId::FIRST_LAYER_BWD, v);  // COMP_1
   c.stream_wait(S::UPDATE, S::COMP_1);
   if (hook && hook->after_backward) hook->after_backward(c, hook->user);
   r.launch(GraphId::CAST_FIRST_GRAD_FP16_TO_FP32, v);
@@ -60,7 +60,7 @@ void train_step(GraphRunner& r, Variant v, int cur, bool transfer_next, const St
   r.launch(GraphId::NAN_CHECK_AND_GRAD_SCALING, v);
   r.launch(GraphId::UPDATE_STATS, v);
   r.launch(GraphId::OPTIMIZER, v);
-  if (r.has(GraphId::LARS_FC_OPT, v)) {      // LARS groups in parallel on COMP_1/2/3
+  if (r.has(GraphId::LARS_FC_OPT, v)) {  // LARS groups in parallel on COMP_1/2/3
     for (S s : {S::COMP_1, S::COMP_2, S::COMP_3}) c.stream_wait(s, S::UPDATE);
     r.launch(GraphId::LARS_FC_OPT, v);
     r.launch(GraphId::LARS_FIRST_CONV_OPT, v);

@@ -24,9 +24,9 @@ void StreamSchedule::before(const PreparedNode& p, StreamKind s) {
       if (it->first == in.data) {
         wait(origin_, it->second);
         const StreamKind joined = it->second;
-        side_writes_.erase(std::remove_if(side_writes_.begin(), side_writes_.end(),
-                                          [&](const auto& w) { return w.second == joined; }),
-                           side_writes_.end());
+        side_writes_.erase(
+            std::remove_if(side_writes_.begin(), side_writes_.end(), [&](const auto& w) { return w.second == joined; }),
+            side_writes_.end());
         it = side_writes_.begin();
       } else {
         ++it;

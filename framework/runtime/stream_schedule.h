@@ -46,7 +46,7 @@ class StreamSchedule {
   std::array<bool, kStreamKindCount> used_{};
   // seen_[a][b]: stream a has waited for all work submitted to b so far.
   std::array<std::array<bool, kStreamKindCount>, kStreamKindCount> seen_{};
-  std::array<bool, kStreamKindCount> side_collective_{};  // ran a collective the origin has not waited for
+  std::array<bool, kStreamKindCount> side_collective_{};         // ran a collective the origin has not waited for
   std::vector<std::pair<const void*, StreamKind>> side_writes_;  // outputs of side nodes, not yet joined
 };
 

@@ -12,8 +12,8 @@ void init_arena_state(const CompiledModel& m, const PlanSet& plans, DeviceContex
   const ComputationGraph& cg = m.cg;
   const MemoryPlan& plan = plans.plan(Variant::TrainBase);
   TR_CHECK(plan.present(), "train_base variant must exist");
-  TR_CHECK(int64_t(lr_table.size()) == m.train.schedule_len, "lr table length ", lr_table.size(), " != ",
-           m.train.schedule_len);
+  TR_CHECK(int64_t(lr_table.size()) == m.train.schedule_len, "lr table length ", lr_table.size(),
+           " != ", m.train.schedule_len);
   Rng rng(seed);
   // Masters first, in tensor order, so the stream of random numbers is fixed.
   std::vector<std::vector<float>> master_by_slot(static_cast<size_t>(cg.num_slots(Layout::Param)));

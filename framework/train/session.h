@@ -3,7 +3,8 @@
 // or on CUDA, in any ExecMode. It compiles the model, plans memory, builds the
 // atlas and one DeviceContext per rank, initialises the state, runs
 // pre_capture and composes the step graphs. The epoch loop (trainer.h) and the
-// benchmark driver (harness/lib/bench_driver.h) then drive it.
+// benchmark driver (harness/lib/bench/bench_driver.h) then drive it.
+#include <array>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -23,13 +24,13 @@ namespace tr {
 
 struct RunOptions {
   ModelConfig model;
-  TrainConfig train;            // schedule_len and augment.seed are filled in by the session
+  TrainConfig train;  // schedule_len and augment.seed are filled in by the session
   ExecMode mode = ExecMode::FullCapture;
   Backend backend = Backend::Cpu;
   int epochs = 1;
-  int64_t batch = 200;          // global batch (all ranks together)
-  int64_t val_batch = 0;        // 0: same as batch
-  int lowres_epochs = 0;        // the first N epochs train at lowres_size (models without a spatial fc)
+  int64_t batch = 200;    // global batch (all ranks together)
+  int64_t val_batch = 0;  // 0: same as batch
+  int lowres_epochs = 0;  // the first N epochs train at lowres_size (models without a spatial fc)
   int lowres_size = 0;
   LrScheduleSpec lr;
   uint64_t seed = 1;
@@ -38,9 +39,9 @@ struct RunOptions {
   // How library algorithms are chosen and our kernels launched (the CPU's
   // kernels are deterministic and use none of the CUDA choices).
   AlgoChoice algos;
-  int first_device = 0;         // CUDA: ranks use devices first_device .. + ranks-1
-  int watchdog_ms = 120000;     // a rank waiting this long in a collective is an error
-  bool step_graphs = true;      // full capture: a training step is one graph (step_graphs.h)
+  int first_device = 0;      // CUDA: ranks use devices first_device .. + ranks-1
+  int watchdog_ms = 120000;  // a rank waiting this long in a collective is an error
+  bool step_graphs = true;   // full capture: a training step is one graph (step_graphs.h)
   // The element type of BatchNorm's sums; unset: bn_sums_dtype(backend), F64 on
   // the CPU (Note [BatchNorm sums in double]). F32 on the CPU rounds them as
   // the GPU does, for tests that hold the GPU to the CPU.
@@ -98,6 +99,17 @@ class TrainingSession {
                            int64_t first, int64_t global_n, int64_t per_rank);
 
  private:
+  using Dims = std::array<VariantDims, kVariantCount>;
+  // The constructor's steps, in order.
+  void check_options() const;
+  Dims plan_variants();                     // the variants' sizes; sets the step counts
+  TrainConfig compile(const Dims& dims);    // builds model_
+  int64_t make_contexts(const Dims& dims);  // comm_ and contexts_ (library plans); their largest workspace
+  void allocate(const TrainConfig& tc, const Dims& dims, int64_t workspace);  // memory plan, arenas, initial state
+  void capture_graphs();                                                      // pre-capture, runners, step graphs
+  int processes() const;                                                      // this run's (1 without a launcher)
+  int first_rank() const;                                                     // this process's first rank
+
   RunOptions opt_;
   DataView train_, val_;
   int64_t steps_per_epoch_ = 0, last_batch_ = 0;  // global sizes

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <numeric>
 
 #include "framework/core/log.h"
@@ -18,62 +19,68 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
+namespace {
+
+// Note [A/B double buffering] (step_loop.h): step i reads staging slot i % 2;
+// while it runs, step i+1's samples are filled into the other slot. Fills
+// slot 0 with step 0's samples, then `start` (its transfer), then for every
+// step fills the next one's slot and runs `step(i, variant, slot, has_next)`.
+// Step i takes samples [i * batch, ...) of `data` (in `order`, or in data
+// order when empty), as many as its variant's global batch.
+void double_buffered(DeviceContext& ctx, const PlanSet& plans, const DataView& data, const std::vector<int64_t>& order,
+                     int64_t steps, int64_t batch, const std::function<Variant(int64_t)>& variant_of,
+                     const std::function<void()>& start, const std::function<void(int64_t, Variant, int, bool)>& step) {
+  auto fill = [&](int slot, int64_t i) {
+    const VariantDims& d = plans.plan(variant_of(i)).dims;
+    ctx.wait_transfer_done(slot);
+    TrainingSession::fill_staging(ctx, slot, data, order, i * batch, d.global_batch, d.batch);
+  };
+  fill(0, 0);
+  start();
+  for (int64_t i = 0; i < steps; ++i) {
+    const int cur = static_cast<int>(i % 2);
+    const bool has_next = i + 1 < steps;
+    if (has_next) fill(1 - cur, i + 1);
+    step(i, variant_of(i), cur, has_next);
+  }
+}
+
+}  // namespace
+
 void Trainer::train_epoch_on_rank(int rank, const std::vector<int64_t>& order, bool lowres) {
   trace("rank ", rank, ": epoch ", epoch_, " training");
   GraphRunner& r = s_.runner(rank);
-  DeviceContext& ctx = r.ctx();
   const Variant base = lowres ? Variant::TrainLowres : Variant::TrainBase;
   const Variant last = lowres ? Variant::TrainLowresLast : Variant::TrainLast;
   const int64_t B = s_.plans().plan(Variant::TrainBase).dims.global_batch;
   auto variant_of = [&](int64_t i) { return (i == s_.steps_per_epoch() - 1 && s_.last_batch() != B) ? last : base; };
-  auto per_rank = [&](Variant v) { return s_.plans().plan(v).dims.batch; };
-
   epoch_begin(r, base);
-  ctx.wait_transfer_done(0);
-  TrainingSession::fill_staging(ctx, 0, s_.train_data(), order, 0, std::min(B, s_.train_data().count), per_rank(variant_of(0)));
-  transfer(r, base, 0);
-  for (int64_t i = 0; i < s_.steps_per_epoch(); ++i) {
-    const Variant v = variant_of(i);
-    const int cur = static_cast<int>(i % 2);
-    const bool has_next = i + 1 < s_.steps_per_epoch();
-    if (has_next) {
-      const Variant nv = variant_of(i + 1);
-      ctx.wait_transfer_done(1 - cur);
-      TrainingSession::fill_staging(ctx, 1 - cur, s_.train_data(), order, (i + 1) * B, s_.plans().plan(nv).dims.global_batch, per_rank(nv));
-    }
-    s_.steps(rank).train_step(v, cur, has_next, &s_.step_hook());
-  }
-  ctx.synchronize();
+  double_buffered(
+      r.ctx(), s_.plans(), s_.train_data(), order, s_.steps_per_epoch(), B, variant_of, [&] { transfer(r, base, 0); },
+      [&](int64_t, Variant v, int slot, bool has_next) {
+        s_.steps(rank).train_step(v, slot, has_next, &s_.step_hook());
+      });
+  r.ctx().synchronize();
 }
 
 void Trainer::validate_on_rank(int rank) {
   trace("rank ", rank, ": epoch ", epoch_, " validation");
   GraphRunner& r = s_.runner(rank);
-  DeviceContext& ctx = r.ctx();
   const int64_t VB = s_.plans().plan(Variant::ValBase).dims.global_batch;
-  auto variant_of = [&](int64_t i) { return (i == s_.val_steps() - 1 && s_.val_last() != VB) ? Variant::ValLast : Variant::ValBase; };
-  const std::vector<int64_t> no_order;
+  auto variant_of = [&](int64_t i) {
+    return (i == s_.val_steps() - 1 && s_.val_last() != VB) ? Variant::ValLast : Variant::ValBase;
+  };
   val_begin(r, Variant::ValBase);
-  ctx.wait_transfer_done(0);
-  TrainingSession::fill_staging(ctx, 0, s_.val_data(), no_order, 0, s_.plans().plan(variant_of(0)).dims.global_batch, s_.plans().plan(variant_of(0)).dims.batch);
-  transfer(r, Variant::ValBase, 0);
-  for (int64_t i = 0; i < s_.val_steps(); ++i) {
-    const Variant v = variant_of(i);
-    const int cur = static_cast<int>(i % 2);
-    const bool has_next = i + 1 < s_.val_steps();
-    if (has_next) {
-      const Variant nv = variant_of(i + 1);
-      ctx.wait_transfer_done(1 - cur);
-      TrainingSession::fill_staging(ctx, 1 - cur, s_.val_data(), no_order, (i + 1) * VB, s_.plans().plan(nv).dims.global_batch, s_.plans().plan(nv).dims.batch);
-    }
-    val_step(r, v, cur, has_next);
-  }
+  double_buffered(
+      r.ctx(), s_.plans(), s_.val_data(), {}, s_.val_steps(), VB, variant_of, [&] { transfer(r, Variant::ValBase, 0); },
+      [&](int64_t, Variant v, int slot, bool has_next) { val_step(r, v, slot, has_next); });
   val_end(r, Variant::ValBase);
-  ctx.synchronize();
+  r.ctx().synchronize();
 }
 
 EpochStats Trainer::run_epoch() {
-  TR_USER_CHECK(epoch_ < s_.options().epochs, "all ", s_.options().epochs, " epochs (the length of the learning-rate schedule) are done");
+  TR_USER_CHECK(epoch_ < s_.options().epochs, "all ", s_.options().epochs,
+                " epochs (the length of the learning-rate schedule) are done");
   EpochStats st;
   st.epoch = epoch_;
   st.lowres = epoch_ < s_.options().lowres_epochs;
@@ -82,7 +89,8 @@ EpochStats Trainer::run_epoch() {
   std::iota(order.begin(), order.end(), 0);
   if (s_.options().shuffle) {
     Rng rng(s_.options().seed * 1000003ull + static_cast<uint64_t>(epoch_));
-    for (int64_t i = s_.train_data().count - 1; i > 0; --i) std::swap(order[size_t(i)], order[size_t(rng.below(uint64_t(i + 1)))]);
+    for (int64_t i = s_.train_data().count - 1; i > 0; --i)
+      std::swap(order[size_t(i)], order[size_t(rng.below(uint64_t(i + 1)))]);
   }
   auto t0 = std::chrono::steady_clock::now();
   s_.for_each_rank([&](int r) {
@@ -101,7 +109,8 @@ EpochStats Trainer::run_epoch() {
   }
   if (World* w = s_.options().world) {  // the other processes' ranks, summed in process order
     const double mine[3] = {loss, correct, count};
-    const auto all = w->allgather(mine, sizeof mine, "the training metrics", std::chrono::milliseconds(s_.options().watchdog_ms));
+    const auto all =
+        w->allgather(mine, sizeof mine, "the training metrics", std::chrono::milliseconds(s_.options().watchdog_ms));
     loss = correct = count = 0;
     for (int q = 0; q < w->processes(); ++q) {
       double theirs[3];

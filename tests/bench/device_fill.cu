@@ -43,8 +43,7 @@ bool device_fill(void* dev, DType dt, int64_t n, double lo, double hi, uint64_t 
       if (hi < 1) return false;  // labels in [0, hi)
       kind = Kind::I32;
       break;
-    default:
-      return cudaMemset(dev, 0, size_t(n) * dtype_size(dt)) == cudaSuccess;
+    default: return cudaMemset(dev, 0, size_t(n) * dtype_size(dt)) == cudaSuccess;
   }
   fill_kernel<<<1024, 256>>>(dev, kind, n, float(lo), float(hi), uint32_t(seed), uint32_t(seed >> 32));
   return cudaDeviceSynchronize() == cudaSuccess;

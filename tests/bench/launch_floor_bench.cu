@@ -7,7 +7,7 @@
 // BM_GraphChain/N/PDL: N dependent kernels that each read the previous one's
 // output (1 Mi halves, 2 MiB, over 4 blocks per SM, the size of a small
 // BatchNorm pass), in one graph, with and without programmatic dependent launch
-// (Note [programmatic dependent launch], framework/ops/kernel_launch_cuda.h):
+// (Note [programmatic dependent launch], framework/ops/kernels/kernel_launch_cuda.h):
 // the time per kernel is the launch gap between dependent kernels plus the
 // kernel's own memory time. The GPU check's ops part reports the launch floor
 // and its schedule part BM_GraphChain, beside the steps they are the floor of.
@@ -56,8 +56,8 @@ void BM_LaunchOneByOne(benchmark::State& state) {
     state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   if (cudaGetLastError() != cudaSuccess) state.SkipWithError("launch failed");
-  state.counters["us_per_kernel"] = benchmark::Counter(1e-6 * n, benchmark::Counter::kIsIterationInvariantRate |
-                                                                    benchmark::Counter::kInvert);
+  state.counters["us_per_kernel"] =
+      benchmark::Counter(1e-6 * n, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
   cudaStreamDestroy(s);
 }
 
@@ -84,8 +84,8 @@ void BM_OneGraphLaunch(benchmark::State& state) {
     state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   if (cudaGetLastError() != cudaSuccess) state.SkipWithError("graph launch failed");
-  state.counters["us_per_kernel"] = benchmark::Counter(1e-6 * n, benchmark::Counter::kIsIterationInvariantRate |
-                                                                    benchmark::Counter::kInvert);
+  state.counters["us_per_kernel"] =
+      benchmark::Counter(1e-6 * n, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(g);
   cudaStreamDestroy(s);
@@ -136,8 +136,8 @@ void BM_GraphChain(benchmark::State& state) {
     state.SetIterationTime(1e-3 * ms);
   }
   if (cudaGetLastError() != cudaSuccess) state.SkipWithError("graph launch failed");
-  state.counters["us_per_kernel"] = benchmark::Counter(1e-6 * n, benchmark::Counter::kIsIterationInvariantRate |
-                                                                    benchmark::Counter::kInvert);
+  state.counters["us_per_kernel"] =
+      benchmark::Counter(1e-6 * n, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
   cudaGraphExecDestroy(exec);

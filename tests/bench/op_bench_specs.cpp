@@ -4,16 +4,16 @@
 #include "tests/bench/op_bench_spec.h"
 
 #include "framework/core/error.h"
-#include "framework/ops/avgpool.h"
-#include "framework/ops/batchnorm.h"
-#include "framework/ops/classifier_head.h"
-#include "framework/ops/conv.h"
-#include "framework/ops/conv_filter_tc_cuda.h"
-#include "framework/ops/fc.h"
-#include "framework/ops/input_prep.h"
-#include "framework/ops/pool.h"
-#include "framework/ops/relu.h"
-#include "framework/ops/softmax_xent.h"
+#include "framework/ops/compute/avgpool.h"
+#include "framework/ops/compute/batchnorm.h"
+#include "framework/ops/compute/classifier_head.h"
+#include "framework/ops/compute/conv.h"
+#include "framework/ops/compute/fc.h"
+#include "framework/ops/compute/input_prep.h"
+#include "framework/ops/compute/pool.h"
+#include "framework/ops/compute/relu.h"
+#include "framework/ops/compute/softmax_xent.h"
+#include "framework/ops/conv_plans/conv_filter_tc_cuda.h"
 
 namespace tr::bench {
 namespace {
@@ -22,8 +22,8 @@ const char* dn(DType t) { return t == DType::F16 ? "f16" : "f32"; }
 
 // Forward and both gradients of an R x R convolution, H x H x C -> K, at batch B.
 // Names carry the window only when it is not the cnn's 3x3 / stride 1 / pad 1.
-std::vector<Spec> conv_specs(const std::string& pre, DType t, int64_t B, int64_t H, int64_t C, int64_t K,
-                             bool first, int R = 3, int stride = 1, int pad = 1) {
+std::vector<Spec> conv_specs(const std::string& pre, DType t, int64_t B, int64_t H, int64_t C, int64_t K, bool first,
+                             int R = 3, int stride = 1, int pad = 1) {
   const std::string geo = R == 3 && stride == 1 && pad == 1 ? "" : cat("/", R, "x", R, "s", stride, "p", pad);
   const std::string sh = cat("/", H, "x", H, "x", C, "-", K, geo, "/", dn(t));
   const int64_t Ho = conv_out_size(H, R, stride, pad);
@@ -304,7 +304,8 @@ std::vector<Spec> mlp_specs(DType t) {
   std::vector<Spec> v;
   const int64_t dims[5] = {784, 1024, 512, 256, 10};
   for (int i = 0; i < 4; ++i) {
-    for (const char* d : {"fwd", "bwd_data", "bwd_weight"}) v.push_back(fc_spec(pre, d, t, N, dims[i], dims[i + 1], true, 1.f));
+    for (const char* d : {"fwd", "bwd_data", "bwd_weight"})
+      v.push_back(fc_spec(pre, d, t, N, dims[i], dims[i + 1], true, 1.f));
     if (i < 3) {
       v.push_back(relu_spec(pre, true, t, Shape{N, dims[i + 1]}));
       v.push_back(relu_spec(pre, false, t, Shape{N, dims[i + 1]}));

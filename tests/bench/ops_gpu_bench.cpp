@@ -8,7 +8,7 @@
 //   and the head's global average pool (7x7x2048, batch 256), forward and backward.
 // Each iteration replays a CUDA Graph holding kReps launches of the op between
 // two events (as full capture runs ops: no host launch gaps); the time reported
-// is per launch. Counters (Note [roofline], harness/lib/roofline.h): bytes (of
+// is per launch. Counters (Note [roofline], harness/lib/bench/roofline.h): bytes (of
 // every input and output the op reads or writes, once per launch), flop (GEMMs
 // and convolutions), GB/s, TFLOP/s, intensity, and the fractions of the H200's
 // peaks and of its roofline at the op's intensity. Inputs are filled on the
@@ -34,9 +34,9 @@
 
 #include "framework/core/error.h"
 #include "framework/core/rng.h"
-#include "framework/ops/conv_plan_cache_cuda.h"
+#include "framework/ops/conv_plans/conv_plan_cache_cuda.h"
 #include "framework/ops/gpu_handles.h"
-#include "harness/lib/roofline.h"
+#include "harness/lib/bench/roofline.h"
 #include "tests/bench/device_fill.h"
 #include "tests/bench/op_bench_spec.h"
 
@@ -111,7 +111,7 @@ class BenchGpu {
   std::unique_ptr<ConvPlanCache> plans;
   std::unique_ptr<ConvPlanCache> cudnn_plans;  // Spec::cudnn_conv
   GpuHandles gh;
-  GpuHandles gh_cudnn;                         // gh with cudnn_plans
+  GpuHandles gh_cudnn;  // gh with cudnn_plans
   cudaEvent_t ev0 = nullptr, ev1 = nullptr;
 };
 
@@ -219,7 +219,7 @@ void run_spec(benchmark::State& state, const Spec& sp) {
   }
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
-  // Note [roofline] (harness/lib/roofline.h): the op against the H200's limit.
+  // Note [roofline] (harness/lib/bench/roofline.h): the op against the H200's limit.
   const double iters = double(state.iterations());
   if (total_s > 0 && bytes > 0) {
     const DType compute = sp.in.empty() ? DType::F32 : sp.in[0].dt;

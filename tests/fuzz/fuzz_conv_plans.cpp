@@ -1,4 +1,4 @@
-// Fuzzes the reader of --conv-plans files (harness/lib/conv_plans_file.h):
+// Fuzzes the reader of --conv-plans files (harness/lib/cli/conv_plans_file.h):
 // arbitrary bytes read into a plan book. Bad input must end in a
 // tr::UserError; a file that reads must write back to text that reads to the
 // same text again. Anything else is a finding.
@@ -8,8 +8,8 @@
 #include <string_view>
 
 #include "framework/core/error.h"
-#include "framework/ops/conv_plan_book.h"
-#include "harness/lib/conv_plans_file.h"
+#include "framework/ops/conv_plans/conv_plan_book.h"
+#include "harness/lib/cli/conv_plans_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   tr::ConvPlanBook book(tr::ConvPlanUse::Replay, "fuzz.json");

@@ -54,7 +54,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     const tr::data::IdxArray a = tr::data::read_idx_u8(path, expect);
     if (int64_t(a.data.size()) != a.item_count() * a.item_bytes()) std::abort();
-  } catch (const tr::UserError&) {
-  }
+  } catch (const tr::UserError&) {}
   return 0;
 }

@@ -1,8 +1,8 @@
 // Fuzzes the report readers of `tr-bench gate` and `tr-bench report`: bytes
-// parsed as they are from a file (harness/lib/json_file.h: not JSON, a number
+// parsed as they are from a file (harness/lib/report/json_file.h: not JSON, a number
 // out of range and a repeated key are UserErrors), then read both as a
-// bench report (harness/lib/json_report.h) and as a time-to-accuracy report
-// (harness/lib/tta_report.h). A bench report that reads must also survive
+// bench report (harness/lib/report/json_report.h) and as a time-to-accuracy report
+// (harness/lib/tta/tta_report.h). A bench report that reads must also survive
 // being written and read back. Bad input must end in a tr::UserError;
 // anything else is a finding.
 #include <cstddef>
@@ -13,9 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include "framework/core/error.h"
-#include "harness/lib/json_file.h"
-#include "harness/lib/json_report.h"
-#include "harness/lib/tta_report.h"
+#include "harness/lib/report/json_file.h"
+#include "harness/lib/report/json_report.h"
+#include "harness/lib/tta/tta_report.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   nlohmann::json j;
@@ -32,12 +32,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     } catch (const tr::UserError&) {
       std::abort();  // a report we accepted and wrote must read back
     }
-  } catch (const tr::UserError&) {
-  }
+  } catch (const tr::UserError&) {}
   try {
     (void)tr::bench::is_tta_json(j);
     (void)tr::bench::tta_report_from_json(j, "fuzz.json");
-  } catch (const tr::UserError&) {
-  }
+  } catch (const tr::UserError&) {}
   return 0;
 }

@@ -56,7 +56,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (cm.supports_lowres && lowres >= 4 && lowres < H) set(Variant::TrainLowres, batch, lowres);
     set(Variant::ValBase, batch, H);
     (void)plan_memory(cm, dims, 0);
-  } catch (const UserError&) {
-  }
+  } catch (const UserError&) {}
   return 0;
 }

@@ -1,5 +1,5 @@
 // Fuzzes the training flags of tr-train and `tr-bench tta`
-// (harness/lib/train_flags.h) through parse_train_setup, which ends by making
+// (harness/lib/cli/train_flags.h) through parse_train_setup, which ends by making
 // the data: --synthetic is appended so nothing is read from disk, subsets of 8
 // images are appended where the input sets none, and inputs asking for large
 // images or subsets are skipped, so one input runs in milliseconds (synthetic
@@ -10,8 +10,8 @@
 #include <string>
 
 #include "framework/core/error.h"
-#include "harness/lib/cli_args.h"
-#include "harness/lib/train_flags.h"
+#include "harness/lib/cli/cli_args.h"
+#include "harness/lib/cli/train_flags.h"
 #include "tests/fuzz/fuzz_args.h"
 
 namespace {
@@ -44,7 +44,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!first.has("--train-subset")) args.append({"--train-subset", "8"});
     if (!first.has("--val-subset")) args.append({"--val-subset", "8"});
     (void)tr::parse_train_setup(parse(args), /*recipe_defaults=*/size % 2 == 1);
-  } catch (const tr::UserError&) {
-  }
+  } catch (const tr::UserError&) {}
   return 0;
 }

@@ -23,7 +23,7 @@
 
 #include "framework/core/error.h"
 #include "framework/runtime/context_factory.h"
-#include "harness/lib/state_digest.h"
+#include "harness/lib/cli/state_digest.h"
 #include "tests/gpu_test_util.h"
 #include "tests/mpi/mpi_test_world.h"
 #include "tests/train_test_util.h"
@@ -79,7 +79,7 @@ GpuShortfall missing_gpus() {
   return out;
 }
 
-#define SKIP_WITHOUT_THE_GPUS()                                                 \
+#define SKIP_WITHOUT_THE_GPUS()                                                \
   if (const GpuShortfall tr_short_ = missing_gpus(); !tr_short_.why.empty()) { \
     if (tr_short_.fail) FAIL() << tr_short_.why << ", and TR_REQUIRE_GPU=1";   \
     GTEST_SKIP() << tr_short_.why;                                             \
@@ -167,11 +167,11 @@ TEST(GpuProcesses, MatchOneGpuWithTheWholeBatch) {
   const testing::StepwiseDiff d = testing::compare_stepwise(one, procs, window, train, 20);
   expect_all_equal(digests_of_all(procs), "full capture");
   if (loud())
-    std::printf("[ gpu mpi dp ] %d %ss x %lld in %d processes vs 1 %s x %lld, 20 steps from the same state: updates "
-                "differ by at most %.3g overall (step %d), worst tensor %.3g (%s, step %d); training loss within %.3g\n",
-                R, unit(), static_cast<long long>(kBatch / R), mpi_world().processes(), unit(),
-                static_cast<long long>(kBatch), d.total, d.total_step, d.worst, d.worst_name.c_str(), d.worst_step,
-                d.loss_rel);
+    std::printf(
+        "[ gpu mpi dp ] %d %ss x %lld in %d processes vs 1 %s x %lld, 20 steps from the same state: updates "
+        "differ by at most %.3g overall (step %d), worst tensor %.3g (%s, step %d); training loss within %.3g\n",
+        R, unit(), static_cast<long long>(kBatch / R), mpi_world().processes(), unit(), static_cast<long long>(kBatch),
+        d.total, d.total_step, d.worst, d.worst_name.c_str(), d.worst_step, d.loss_rel);
   const bool cpu = test_backend() == Backend::Cpu;
   EXPECT_LT(d.total, cpu ? testing::kRankSplitStepTotal : 2e-3) << "step " << d.total_step;
   EXPECT_LT(d.worst, cpu ? testing::kRankSplitStepWorst : 0.05) << d.worst_name << ", step " << d.worst_step;
@@ -215,10 +215,10 @@ TEST(GpuProcesses, ZooMatchesOneGpuWithTheWholeBatch) {
     expect_all_equal(digests_of_all(procs, *two), model);
     const testing::UpdateDiff u = testing::update_diff(init, ref, state_of(procs, 0));
     if (loud())
-      std::printf("[ gpu mpi zoo dp ] %s: 2 %ss x 8 in %d process(es) vs 1 %s x 16, one step: update differs by "
-                  "%.3g overall, worst tensor %.3g (%s); 1 %s with its batch reversed: %.3g, worst %.3g\n",
-                  model.c_str(), unit(), P, unit(), u.total, u.worst, u.worst_name.c_str(), unit(), noise.total,
-                  noise.worst);
+      std::printf(
+          "[ gpu mpi zoo dp ] %s: 2 %ss x 8 in %d process(es) vs 1 %s x 16, one step: update differs by "
+          "%.3g overall, worst tensor %.3g (%s); 1 %s with its batch reversed: %.3g, worst %.3g\n",
+          model.c_str(), unit(), P, unit(), u.total, u.worst, u.worst_name.c_str(), unit(), noise.total, noise.worst);
     const bool cpu = test_backend() == Backend::Cpu;
     EXPECT_LT(u.total, cpu ? testing::kRankSplitStepTotal : 0.02) << model;
     EXPECT_LT(u.worst, cpu ? testing::kRankSplitStepWorst : 0.1) << model << " " << u.worst_name;
@@ -233,9 +233,9 @@ TEST(GpuProcesses, ModesStayBitIdentical) {
   SKIP_WITHOUT_THE_GPUS();
   const int R = world_ranks();
   for (const std::string model : {"cnn", "resnet18"}) {
-    RunOptions base = model == "cnn" ? gpu_run(R, ExecMode::Eager, &mpi_world())
-                                     : on_gpus(testing::zoo_run(model, OptimizerKind::Sgd, ExecMode::Eager, 8 * R),
-                                               R, &mpi_world());
+    RunOptions base =
+        model == "cnn" ? gpu_run(R, ExecMode::Eager, &mpi_world())
+                       : on_gpus(testing::zoo_run(model, OptimizerKind::Sgd, ExecMode::Eager, 8 * R), R, &mpi_world());
     const auto train = testing::run_data(base, 5 * base.batch - base.batch / 4, 23);  // a short last batch
     const auto val = testing::run_data(base, 64, 24);
     modes_stay_bit_identical(base, train, val);

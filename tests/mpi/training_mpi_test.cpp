@@ -57,10 +57,11 @@ TEST(Processes, MatchRankThreadsBitForBit) {
     EXPECT_EQ(sp.val_acc, st.val_acc);
     EXPECT_EQ(sp.val_ema_loss, st.val_ema_loss);
     if (loud())
-      std::printf("[ mpi ] %d processes x %d rank(s), %s, %lld steps: %d state tensors of process 0, %d differ from "
-                  "%d rank threads; val loss %.9g vs %.9g\n",
-                  mpi_world().processes(), L, mode_name(mode).c_str(), static_cast<long long>(procs.steps_per_epoch()),
-                  tensors, differ, R, sp.val_loss, st.val_loss);
+      std::printf(
+          "[ mpi ] %d processes x %d rank(s), %s, %lld steps: %d state tensors of process 0, %d differ from "
+          "%d rank threads; val loss %.9g vs %.9g\n",
+          mpi_world().processes(), L, mode_name(mode).c_str(), static_cast<long long>(procs.steps_per_epoch()), tensors,
+          differ, R, sp.val_loss, st.val_loss);
   }
 }
 
@@ -106,11 +107,12 @@ TEST(Processes, MatchOneRankWithTheWholeBatchLikeRankThreads) {
   Trainer many(stepwise(R, &mpi_world()), view_of(window), view_of(window));
   const testing::StepwiseDiff d = testing::compare_stepwise(one, many, window, train, 20);
   if (loud())
-    std::printf("[ mpi dp ] %d ranks x %lld in %d processes: 20 steps give the rank threads' bits (%d tensors "
-                "differ); from the same state as 1 rank x %lld, updates differ by at most %.3g overall (step %d), "
-                "worst tensor %.3g (%s, step %d)\n",
-                R, static_cast<long long>(kBatch / R), mpi_world().processes(), differ,
-                static_cast<long long>(kBatch), d.total, d.total_step, d.worst, d.worst_name.c_str(), d.worst_step);
+    std::printf(
+        "[ mpi dp ] %d ranks x %lld in %d processes: 20 steps give the rank threads' bits (%d tensors "
+        "differ); from the same state as 1 rank x %lld, updates differ by at most %.3g overall (step %d), "
+        "worst tensor %.3g (%s, step %d)\n",
+        R, static_cast<long long>(kBatch / R), mpi_world().processes(), differ, static_cast<long long>(kBatch), d.total,
+        d.total_step, d.worst, d.worst_name.c_str(), d.worst_step);
   EXPECT_LT(d.total, testing::kRankSplitStepTotal) << "step " << d.total_step;
   EXPECT_LT(d.worst, testing::kRankSplitStepWorst) << d.worst_name << ", step " << d.worst_step;
   EXPECT_LT(d.loss_rel, 1e-5);  // DataParallel.RanksMatchOneRankWithTheWholeBatch

@@ -23,7 +23,9 @@ struct Domain {
   std::string name;
 };
 
-unsigned long thread_tag() { return static_cast<unsigned long>(std::hash<std::thread::id>{}(std::this_thread::get_id()) % 100000); }
+unsigned long thread_tag() {
+  return static_cast<unsigned long>(std::hash<std::thread::id>{}(std::this_thread::get_id()) % 100000);
+}
 
 nvtxDomainHandle_t NVTX_API domain_create(const char* name) {
   return reinterpret_cast<nvtxDomainHandle_t>(new Domain{name ? name : ""});
@@ -33,9 +35,7 @@ nvtxStringHandle_t NVTX_API register_string(nvtxDomainHandle_t, const char* s) {
   return reinterpret_cast<nvtxStringHandle_t>(strdup(s ? s : ""));
 }
 
-const char* domain_name(nvtxDomainHandle_t d) {
-  return d ? reinterpret_cast<Domain*>(d)->name.c_str() : "(default)";
-}
+const char* domain_name(nvtxDomainHandle_t d) { return d ? reinterpret_cast<Domain*>(d)->name.c_str() : "(default)"; }
 
 int NVTX_API push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
   const char* text = "?";
@@ -54,7 +54,8 @@ int NVTX_API pop(nvtxDomainHandle_t d) {
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) int NVTX_API InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table) {
+extern "C" __attribute__((visibility("default"))) int NVTX_API
+InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table) {
   const char* path = std::getenv("TR_NVTX_LOG");
   if (!path) return 0;
   g_log = std::fopen(path, "w");

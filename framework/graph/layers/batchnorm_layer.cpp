@@ -8,7 +8,7 @@
 //   inference: y = BnReluInfer(x, affine), the affine folded from the running
 //              statistics before validation (UPDATE_BN_INF_PARAMS)
 // sums and dsums are TrainConfig::bn_sums (Note [BatchNorm sums in double],
-// framework/ops/batchnorm.h).
+// framework/ops/compute/batchnorm.h).
 #include "framework/graph/layers/layer_plugins.h"
 #include "framework/graph/layers/window.h"
 
@@ -35,8 +35,7 @@ TensorId forward(LayerEmitter& e, const LayerFwd& f) {
     e.emit(f.graphs, compute(OpKind::BnStats, {f.x[0]}, {sums}, f.name + ".stats"));
     if (e.train().bn_sync == BnSync::Batch) e.allreduce(f.graphs, sums, f.name + ".stats_allreduce");
     e.emit(f.graphs, compute(OpKind::BnReluApply, {f.x[0], sums, bn.gamma.compute, bn.beta.compute},
-                             {y, bn.batch, bn.train_affine},
-                             f.name + ".apply", a));
+                             {y, bn.batch, bn.train_affine}, f.name + ".apply", a));
   } else {
     const TensorId affine = f.pass == Pass::InferMain ? bn.affine : bn.ema_affine;
     e.emit(f.graphs, compute(OpKind::BnReluInfer, {f.x[0], affine}, {y}, f.name + ".infer", a));
@@ -52,8 +51,7 @@ std::vector<TensorId> backward(LayerEmitter& e, const LayerBwd& b) {
   const TensorId dsums = e.activation(b.name + ".dsums", e.train().bn_sums);
   const TensorId x = b.x[0];
   e.emit(b.graph, compute(OpKind::BnReluBwdReduce, {b.dy, bn.train_affine, x, bn.batch},
-                          {bn.gamma.grad, bn.beta.grad, dsums},
-                          b.name + ".bwd_reduce", a));
+                          {bn.gamma.grad, bn.beta.grad, dsums}, b.name + ".bwd_reduce", a));
   if (e.train().bn_sync == BnSync::Batch) e.allreduce({b.graph}, dsums, b.name + ".dsums_allreduce");
   e.emit(b.graph, compute(OpKind::BnReluBwdApply, {b.dy, bn.train_affine, x, bn.batch, bn.gamma.compute, dsums}, {dx},
                           b.name + ".bwd_apply", a));
@@ -73,7 +71,7 @@ void before_inference(LayerEmitter& e, const std::string& name, const LayerState
 
 }  // namespace
 
-const LayerPlugin kBatchNormLayer = {LayerKind::BatchNorm, ".bn", 1, shape, make_params, forward, backward,
-                                     before_inference};
+const LayerPlugin kBatchNormLayer = {LayerKind::BatchNorm, ".bn",   1,        shape,
+                                     make_params,          forward, backward, before_inference};
 
 }  // namespace tr

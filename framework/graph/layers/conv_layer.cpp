@@ -34,7 +34,8 @@ std::vector<TensorId> backward(LayerEmitter& e, const LayerBwd& b) {
   const OpAttrs a = layers::window_attrs(b.spec);
   const TensorId dx = b.need_dx[0] ? e.activation(b.name + ".dx") : kNoTensor;
   e.emit(b.graph, e.side(b.graph, compute(OpKind::ConvBwdFilter, {b.x[0], b.dy}, {w.grad}, b.name + ".bwd_filter", a)));
-  if (b.need_dx[0]) e.emit(b.graph, compute(OpKind::ConvBwdData, {b.dy, w.compute, b.x[0]}, {dx}, b.name + ".bwd_data", a));
+  if (b.need_dx[0])
+    e.emit(b.graph, compute(OpKind::ConvBwdData, {b.dy, w.compute, b.x[0]}, {dx}, b.name + ".bwd_data", a));
   return {dx};
 }
 

@@ -50,7 +50,8 @@ std::vector<TensorId> backward(LayerEmitter& e, const LayerBwd& b) {
   e.emit(b.graph, e.side(b.graph, compute(OpKind::FcBwdWeight, {b.x[0], b.dy}, grads, b.name + ".bwd_weight", a)));
   // x goes along for its shape: dx has the shape of what the layer flattened.
   if (b.need_dx[0])
-    e.emit(b.graph, compute(OpKind::FcBwdData, {b.dy, b.state.params[0].compute, b.x[0]}, {dx}, b.name + ".bwd_data", a));
+    e.emit(b.graph,
+           compute(OpKind::FcBwdData, {b.dy, b.state.params[0].compute, b.x[0]}, {dx}, b.name + ".bwd_data", a));
   return {dx};
 }
 
@@ -58,7 +59,7 @@ bool fixes_resolution(const std::vector<FeatureShape>& in) { return in[0].spatia
 
 }  // namespace
 
-const LayerPlugin kFcLayer = {LayerKind::Fc, ".fc", 1, shape, make_params, forward, backward, nullptr,
-                              fixes_resolution};
+const LayerPlugin kFcLayer = {LayerKind::Fc, ".fc",    1,       shape,           make_params,
+                              forward,       backward, nullptr, fixes_resolution};
 
 }  // namespace tr

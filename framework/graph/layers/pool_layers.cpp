@@ -7,7 +7,7 @@
 //   GlobalAvgPool: y = GlobalAvgPoolFwd(x);  dx = GlobalAvgPoolBwd(dy, x)
 #include "framework/graph/layers/layer_plugins.h"
 #include "framework/graph/layers/window.h"
-#include "framework/ops/pool.h"
+#include "framework/ops/compute/pool.h"
 
 namespace tr {
 namespace {
@@ -32,7 +32,8 @@ template <OpKind Fwd, OpKind Bwd, bool reads_y, bool windowed_attrs>
 struct Pool {
   static TensorId forward(LayerEmitter& e, const LayerFwd& f) {
     const TensorId y = e.activation(f.name + ".y");
-    e.emit(f.graphs, compute(Fwd, {f.x[0]}, {y}, f.name + ".fwd", windowed_attrs ? layers::window_attrs(f.spec) : OpAttrs{}));
+    e.emit(f.graphs,
+           compute(Fwd, {f.x[0]}, {y}, f.name + ".fwd", windowed_attrs ? layers::window_attrs(f.spec) : OpAttrs{}));
     return y;
   }
   static std::vector<TensorId> backward(LayerEmitter& e, const LayerBwd& b) {
@@ -77,11 +78,10 @@ using GlobalAvg = Pool<OpKind::GlobalAvgPoolFwd, OpKind::GlobalAvgPoolBwd, false
 }  // namespace
 
 const LayerPlugin kMaxPoolLayer = {LayerKind::MaxPool, ".pool", 1, windowed, no_params, Max::forward, Max::backward};
-const LayerPlugin kAvgPoolLayer = {LayerKind::AvgPool, ".avgpool", 1, windowed, no_params, Avg::forward,
-                                   Avg::backward};
-const LayerPlugin kGlobalMaxPoolLayer = {LayerKind::GlobalMaxPool, ".gpool", 1, global, no_params,
-                                         GlobalMax::forward, GlobalMax::backward};
-const LayerPlugin kGlobalAvgPoolLayer = {LayerKind::GlobalAvgPool, ".gavgpool", 1, global, no_params,
-                                         GlobalAvg::forward, GlobalAvg::backward};
+const LayerPlugin kAvgPoolLayer = {LayerKind::AvgPool, ".avgpool", 1, windowed, no_params, Avg::forward, Avg::backward};
+const LayerPlugin kGlobalMaxPoolLayer = {LayerKind::GlobalMaxPool, ".gpool",           1, global, no_params,
+                                         GlobalMax::forward,       GlobalMax::backward};
+const LayerPlugin kGlobalAvgPoolLayer = {LayerKind::GlobalAvgPool, ".gavgpool",        1, global, no_params,
+                                         GlobalAvg::forward,       GlobalAvg::backward};
 
 }  // namespace tr

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "framework/core/error.h"
+#include "framework/core/setting.h"
 #include "framework/graph/layer_plugin.h"
 
 namespace tr::layers {
@@ -22,9 +23,9 @@ inline int64_t window_out(const std::string& layer, int64_t in, int kernel, int 
   TR_USER_CHECK(kernel >= 1, "layer ", layer, ": kernel must be >= 1, got ", kernel);
   TR_USER_CHECK(stride >= 1, "layer ", layer, ": stride must be >= 1, got ", stride);
   TR_USER_CHECK(pad >= 0 && pad < kernel, "layer ", layer, ": padding must be in [0, ", kernel, "), got ", pad);
-  TR_USER_CHECK(in + 2 * pad >= kernel, "layer ", layer, ": its ", in, "x", in, " input is smaller than its ",
-                kernel, "x", kernel, " window (padding ", pad,
-                "); the image is too small for this model (try a larger --image-size)");
+  TR_USER_CHECK(in + 2 * pad >= kernel, "layer ", layer, ": its ", in, "x", in, " input is smaller than its ", kernel,
+                "x", kernel, " window (padding ", pad, "); the image is too small for this model (try a larger ",
+                setting("image_size"), ")");
   return (in + 2 * pad - kernel) / stride + 1;
 }
 

@@ -1,0 +1,91 @@
+// CPU reference of the fused optimizers (see optimizers.h). Walks the segments
+// of parallel f32 regions; padding between segments is never touched.
+#include "framework/core/half.h"
+#include "framework/ops/kernels/range_util.h"
+#include "framework/ops/range/optimizers.h"
+
+namespace tr {
+namespace {
+
+// Checks shared by the three optimizers, on both backends (range_util.h).
+void check_optimizer(const RangeCall& c, int n, const char* op) { range::check_optimizer_operands(c, n, op); }
+
+float* f32(const RangeOperand& o) { return static_cast<float*>(o.data); }
+
+}  // namespace
+
+void sgd_nesterov_cpu(const RangeCall& c) {
+  const int n = range::sgd_operands(c);
+  check_optimizer(c, range::sgd_f32_operands(n), "SgdNesterov");
+  const TrainScalars& s = *c.env->scalars;
+  if (s.found_inf) return;
+  const RangeAttrs& a = *c.attrs;
+  if (a.bn_stats) {  // the BatchNorm statistics: running by t, then their EMA by ema_t
+    float* run = f32(c.ops[n]);
+    const float* batch = f32(c.ops[n + 1]);
+    float* run_ema = f32(c.ops[n + 2]);
+    for (int64_t i = 0; i < c.ops[n].elems; ++i) {
+      run[i] = range::lerp_elem(run[i], batch[i], a.t);
+      run_ema[i] = range::lerp_elem(run_ema[i], run[i], a.ema_t);
+    }
+  }
+  float* p = f32(c.ops[0]);
+  const float* g = f32(c.ops[1]);
+  float* v = f32(c.ops[2]);
+  float* ema = n >= 4 ? f32(c.ops[3]) : nullptr;
+  half_t* p16 = n == 5 ? static_cast<half_t*>(c.ops[4].data) : nullptr;
+  const float inv = s.grad_unscale;  // AdvanceStep's 1/loss_scale (Note [the check's flag])
+  for (int k = 0; k < c.ops[0].n_segs; ++k) {
+    const Segment& seg = c.ops[0].segs[k];
+    for (int64_t i = seg.offset; i < seg.offset + seg.elems; ++i) {
+      const float gi = a.unscale ? range::rn_mul(g[i], inv) : g[i];
+      range::sgd_nesterov_elem(p[i], gi, v[i], s.lr, a.momentum, a.weight_decay, seg.decay);
+      if (ema) ema[i] = range::lerp_elem(ema[i], p[i], a.ema_t);
+      if (p16) p16[i] = float_to_half(p[i]);
+    }
+  }
+}
+
+void adamw_cpu(const RangeCall& c) {
+  check_optimizer(c, 4, "AdamW");
+  const TrainScalars& s = *c.env->scalars;
+  if (s.found_inf) return;
+  const RangeAttrs& a = *c.attrs;
+  const range::AdamCoef k = range::adam_coef(s.lr, a.weight_decay, a.beta1, a.beta2, a.adam_eps, s.step);
+  float* p = f32(c.ops[0]);
+  const float* g = f32(c.ops[1]);
+  float* m = f32(c.ops[2]);
+  float* v = f32(c.ops[3]);
+  for (int j = 0; j < c.ops[0].n_segs; ++j) {
+    const Segment& seg = c.ops[0].segs[j];
+    for (int64_t i = seg.offset; i < seg.offset + seg.elems; ++i)
+      range::adamw_elem(p[i], g[i], m[i], v[i], k, seg.decay);
+  }
+}
+
+void lars_cpu(const RangeCall& c) {
+  check_optimizer(c, 3, "Lars");
+  const TrainScalars& s = *c.env->scalars;
+  if (s.found_inf) return;
+  const RangeAttrs& a = *c.attrs;
+  float* p = f32(c.ops[0]);
+  const float* g = f32(c.ops[1]);
+  float* v = f32(c.ops[2]);
+  for (int k = 0; k < c.ops[0].n_segs; ++k) {
+    const Segment& seg = c.ops[0].segs[k];
+    const int64_t end = seg.offset + seg.elems;
+    float trust = 1.f;
+    if (seg.decay) {  // norms of this tensor, before its update; squares summed in double
+      double sp = 0, sg = 0;
+      for (int64_t i = seg.offset; i < end; ++i) {
+        sp = range::rn_dadd(sp, range::rn_dmul(p[i], p[i]));
+        sg = range::rn_dadd(sg, range::rn_dmul(g[i], g[i]));
+      }
+      trust = range::lars_trust(sp, sg, a.trust_coef, a.weight_decay);
+    }
+    for (int64_t i = seg.offset; i < end; ++i)
+      range::lars_elem(p[i], g[i], v[i], s.lr, a.momentum, a.weight_decay, trust, seg.decay);
+  }
+}
+
+}  // namespace tr

@@ -1,0 +1,363 @@
+#include "harness/lib/bench/bench_runner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <optional>
+
+#include "datasets/data_view.h"
+#include "datasets/synthetic.h"
+#include "framework/graph/model_registry.h"
+#include "framework/runtime/nvtx.h"
+#include "framework/train/session.h"
+#include "harness/lib/bench/allreduce_table.h"
+#include "harness/lib/bench/bench_driver.h"
+#include "harness/lib/bench/busy_fraction.h"
+#include "harness/lib/bench/context_info.h"
+#include "harness/lib/bench/cupti_probe.h"
+#include "harness/lib/bench/launch_crosscheck.h"
+#include "harness/lib/bench/process_counters.h"
+#include "harness/lib/bench/profiler_range.h"
+#include "harness/lib/bench/step_counters.h"
+#include "harness/lib/bench/weak_scaling.h"
+#include "harness/lib/cli/conv_plans_file.h"
+#include "harness/lib/cli/process_launch.h"
+#include "harness/lib/report/statistics.h"
+
+namespace tr::bench {
+namespace {
+
+// Traced steps run before the traced repetition and not recorded (Note [busy
+// fraction]): every graph of a step has had its first traced launch by then.
+constexpr int64_t kTracedWarmupSteps = 3;
+
+const std::vector<int64_t>& default_batches(const ModelEntry& e, Backend b) {
+  return b == Backend::Cuda ? e.gpu_batches : e.cpu_batches;
+}
+
+// The summary's GPU busy column: empty when no case has it, "-" for a case without it.
+std::string busy_cell(bool column, const double* v) {
+  if (!column) return "";
+  char buf[32];
+  if (v == nullptr) {
+    std::snprintf(buf, sizeof buf, " %9s", "-");
+  } else {
+    std::snprintf(buf, sizeof buf, " %9.3f", *v);
+  }
+  return buf;
+}
+
+bool wants(const std::vector<Variant>& vs, bool last, bool lowres, bool val) {
+  for (Variant v : vs) {
+    if (val != !is_train(v)) continue;
+    if (last && (v == Variant::TrainLast || v == Variant::TrainLowresLast || v == Variant::ValLast)) return true;
+    if (lowres && (v == Variant::TrainLowres || v == Variant::TrainLowresLast)) return true;
+    if (!last && !lowres) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+namespace {
+
+// What the report's context says about the whole sweep.
+BenchContext sweep_context(const BenchOptions& o, World* world) {
+  BenchContext x = collect_context(o.backend, o.command_line, world);
+  const bool cuda = o.backend == Backend::Cuda;
+  x.precision = o.amp ? "amp" : "fp32";
+  x.bn_sync = bn_sync_name(o.bn_sync);
+  x.bucket_mb = o.bucket_mb;
+  // A replayed --conv-plans file holds timed plans too.
+  const ConvPlanBook* plans = o.algos.conv_plans.get();
+  x.cudnn_benchmark = o.algos.benchmark || (plans && plans->use() == ConvPlanUse::Replay);
+  if (plans) x.conv_plans_file = plans->source();
+  x.fusion = o.fusion;
+  x.deterministic = o.algos.deterministic;
+  x.programmatic_launch = cuda && o.algos.programmatic_launch;
+  x.tc_filter_grad = cuda && o.algos.tc_filter;
+  x.memset_kernels = cuda && o.algos.memset_kernels;
+  x.grid_sync = cuda && o.algos.grid_sync;
+  // On the CPU, auto always means off: say what ran.
+  x.side_streams = !cuda && o.side_streams == SideStreams::Auto ? "off" : side_streams_name(o.side_streams);
+  return x;
+}
+
+// One training session of the sweep: a model at a rank count, batch and mode.
+struct SessionPoint {
+  std::string model;
+  const ModelEntry* entry = nullptr;
+  int side = 0;  // image side
+  int ranks = 1;
+  int64_t batch = 0;  // global
+  ExecMode mode = ExecMode::FullCapture;
+  World* part = nullptr;  // the processes of this rank count, under a launcher
+  bool validate = false, lowres = false;
+};
+
+RunOptions session_options(const BenchOptions& o, const SessionPoint& p) {
+  RunOptions ro;
+  ro.model = model_config(p.model, o.width, p.side);
+  ro.train.optimizer = o.optimizer.value_or(p.entry->bench_optimizer);
+  ro.train.amp = o.amp;
+  ro.train.side_streams = use_side_streams(o.side_streams, o.backend, *p.entry, p.batch / p.ranks);
+  ro.train.fusion = o.fusion;
+  ro.algos = o.algos;
+  ro.train.bn_sync = o.bn_sync;
+  ro.train.bucket_bytes = int64_t(o.bucket_mb * 1048576.0);
+  ro.step_graphs = o.step_graphs;
+  ro.train.init_loss_scale = o.amp ? 65536.f : 1.f;
+  ro.train.ranks = p.ranks;
+  ro.watchdog_ms = static_cast<int>(o.watchdog_ms);
+  ro.world = p.part;
+  if (p.part) ro.first_device = first_device_of(*p.part, o.per_process);
+  ro.backend = o.backend;
+  ro.mode = p.mode;
+  ro.batch = p.batch;
+  ro.epochs = 2;
+  ro.lowres_epochs = p.lowres ? 1 : 0;
+  ro.lowres_size = p.side * 5 / 7;
+  ro.validate = p.validate;
+  ro.lr.base_lr = default_lr(ro.train.optimizer);
+  return ro;
+}
+
+// One variant's timed and traced steps.
+struct Timing {
+  std::vector<double> step_ms, cpu_ms;  // per repetition
+  BenchDriver::Stats last;              // the last repetition's (rank 0's tally)
+  CuptiCounts cupti;
+  double cupti_wall_ms = 0;
+};
+
+Timing time_variant(const BenchOptions& o, BenchDriver& drive, Variant v, CuptiProbe* cupti, int device) {
+  Timing t;
+  drive.prime(v);
+  {
+    nvtx::Range r(nvtx::Phase::Warmup);
+    if (o.warmup > 0) drive.steps(v, o.warmup);
+  }
+  {
+    nvtx::Range r(nvtx::Phase::Measure);
+    ProfilerRange pr(o.backend);  // cudaProfilerStart/Stop around the steady state
+    for (int rep = 0; rep < o.repetitions; ++rep) {
+      t.last = drive.steps(v, o.iters);
+      t.step_ms.push_back(1e3 * t.last.wall_s / o.iters);
+      t.cpu_ms.push_back(1e3 * t.last.rank0_cpu_s / o.iters);
+    }
+  }
+  // CUPTI tracing perturbs timing, so it gets one extra repetition of its
+  // own: launch counts and GPU busy time come from there. A few traced steps
+  // before it are not recorded: they take CUPTI's setup of each graph on its
+  // first traced launch (Note [busy fraction]).
+  if (cupti) {
+    cupti->start(device, !o.kernel_trace_path.empty());  // rank 0's GPU
+    drive.steps(v, kTracedWarmupSteps);
+    cupti->record();
+    t.cupti_wall_ms = 1e3 * drive.steps(v, o.iters).wall_s;
+    t.cupti = cupti->stop();
+  }
+  return t;
+}
+
+LaunchCounters launch_counters(const LaunchTally& l, int64_t iters, Backend backend) {
+  const double per = 1.0 / double(iters);
+  LaunchCounters c;
+  c.graph_launches = double(l.graph_launches) * per;
+  c.kernel_launches = double(l.kernels) * per;
+  c.library_calls = double(l.library_calls) * per;
+  c.memcpy = double(l.memcpys) * per;
+  c.memset = double(l.memsets) * per;
+  c.event_ops = double(l.event_ops) * per;
+  c.node_launches = double(l.nodes) * per;
+  // Host submissions: on CUDA every call that enqueues device work; on the
+  // CPU a node run one by one counts as one launch, a replayed graph as one.
+  c.cpu_launches = backend == Backend::Cuda
+                       ? double(l.graph_launches + l.kernels + l.library_calls + l.memcpys + l.memsets) * per
+                       : double(l.graph_launches + l.nodes) * per;
+  return c;
+}
+
+// Every rank thread launches the same, and CUPTI counts them all: per rank,
+// to compare with rank 0's own tally (launch_crosscheck.h).
+CuptiCounters cupti_counters(const CuptiCounts& cc, double wall_ms, int64_t iters, int ranks,
+                             const LaunchCounters& ours) {
+  const double steps = double(iters);
+  CuptiCounters u;
+  u.kernel_launches = double(cc.kernel_launches) / steps / ranks;
+  u.graph_launches = double(cc.graph_launches) / steps / ranks;
+  u.memcpy = double(cc.memcpy_async) / steps / ranks;
+  u.gpu_kernel_ms = cc.kernel_ms_sum / steps;
+  // Note [busy fraction] (busy_fraction.h): kernel time over the span of the
+  // same traced repetition's kernels, at most 1; the traced step time (host
+  // wall) is kept beside the untraced one (real_time), and the idle time the
+  // fraction leaves per step.
+  const BusyFraction busy = busy_fraction(cc.kernel_ms_union, cc.kernel_ms_span);
+  u.busy_fraction = busy.value;
+  u.busy_fraction_raw = busy.raw;
+  u.gpu_idle_us = 1e3 * (cc.kernel_ms_span - cc.kernel_ms_union) / steps;
+  u.traced_step_ms = wall_ms / steps;
+  u.gpu_kernels = double(cc.kernels_executed) / steps;
+  u.launches_agree = launch_counts_agree({ours.graph_launches, ours.memcpy, ours.kernel_launches + ours.library_calls},
+                                         {u.graph_launches, u.memcpy, u.kernel_launches});
+  return u;
+}
+
+// Data parallel: the gradient all-reduce inside the step and alone (Note
+// [all-reduce bandwidth], allreduce_table.h); none with one rank.
+std::optional<AllreduceCounters> allreduce_counters(BenchDriver& drive, Variant v, int64_t iters, int ranks) {
+  const auto msgs = drive.grad_allreduce_messages(v);
+  if (msgs.empty()) return std::nullopt;
+  AllreduceCounters a;
+  for (const auto& m : msgs) a.bytes += double(m.bytes());
+  a.messages = double(msgs.size());
+  const auto at = drive.allreduce(v, iters);
+  a.in_step_ms = at.in_step_ms;
+  a.alone_ms = at.alone_ms;
+  a.in_step_busbw_gbps = bus_bandwidth_gbps(a.bytes, ranks, at.in_step_ms);
+  a.alone_busbw_gbps = bus_bandwidth_gbps(a.bytes, ranks, at.alone_ms);
+  // Note [gradient buckets]: the buckets issued inside the backward overlap
+  // it and are not in the timing above.
+  const auto in_bwd = drive.in_backward_messages(v);
+  for (const auto& m : in_bwd) a.in_backward_bytes += double(m.bytes());
+  a.in_backward_messages = double(in_bwd.size());
+  return a;
+}
+
+void warn_if_launches_disagree(const BenchCase& c, const std::string& device_kind, const StepCounters& k) {
+  if (!k.cupti || k.cupti->launches_agree) return;
+  std::fprintf(stderr,
+               "tr-bench: warning: %s: framework and CUPTI launch counts disagree "
+               "(graphs %g vs %g, memcpys %g vs %g, kernels %g vs %g)\n",
+               c.name(device_kind).c_str(), k.launches.graph_launches, k.cupti->graph_launches, k.launches.memcpy,
+               k.cupti->memcpy, k.launches.kernel_launches + k.launches.library_calls, k.cupti->kernel_launches);
+}
+
+// Every variant of one session, measured and appended to the report.
+void measure_session(const BenchOptions& o, const SessionPoint& p, const data::ImageDataset& train,
+                     const data::ImageDataset& val, CuptiProbe* cupti, World* world, BenchReport& report) {
+  const RunOptions ro = session_options(o, p);
+  TrainingSession t(ro, data::data_view(train), data::data_view(val));
+  save_conv_plans(o.algos.conv_plans.get(), world);  // what this session timed, kept at once
+  BenchDriver drive(t);
+  const PreCaptureResult& pc = t.capture();
+  for (Variant v : o.variants) {
+    BenchCase c;
+    c.model = p.model;
+    c.mode = mode_name(p.mode);
+    c.variant = std::string(variant_name(v));
+    c.ranks = p.ranks;
+    c.iterations = o.iters;
+    TR_USER_CHECK(t.plans().plan(v).present(), "variant ", variant_name(v), " is not part of this run");
+    c.batch = t.plans().plan(v).dims.global_batch;
+    if (o.progress) std::fprintf(stderr, "\rtr-bench: %-90s", c.name(report.context.device_kind).c_str());
+    Timing timing = time_variant(o, drive, v, cupti, ro.first_device);
+    c.step_ms = std::move(timing.step_ms);
+    c.cpu_ms = std::move(timing.cpu_ms);
+    StepCounters k;
+    k.launches = launch_counters(timing.last.rank0_tally, o.iters, o.backend);
+    k.captured_graphs = pc.captured;
+    k.unique_graphs = pc.dedup.unique;
+    k.atlas_slots = pc.dedup.total_slots;
+    k.reused_slots = pc.dedup.reused;
+    k.arena_bytes = double(t.plans().arena_bytes);
+    k.side_streams = ro.train.side_streams ? 1 : 0;
+    k.capture_ms = pc.capture_ms;
+    k.samples_per_second = double(c.batch) / (median(c.step_ms) * 1e-3);
+    k.samples_per_second_per_gpu = k.samples_per_second / p.ranks;
+    if (timing.cupti.valid) {
+      k.cupti = cupti_counters(timing.cupti, timing.cupti_wall_ms, o.iters, p.ranks, k.launches);
+      c.top_kernels.assign(
+          timing.cupti.kernels.begin(),
+          timing.cupti.kernels.begin() + std::min<size_t>(timing.cupti.kernels.size(), size_t(o.top_kernels)));
+      c.kernel_trace = std::move(timing.cupti.records);
+    }
+    k.allreduce = allreduce_counters(drive, v, o.iters, p.ranks);
+    warn_if_launches_disagree(c, report.context.device_kind, k);
+    write_counters(k, c.counters);
+    if (p.part && p.part->processes() > 1) add_process_extremes(c, *p.part, std::chrono::milliseconds(ro.watchdog_ms));
+    report.cases.push_back(std::move(c));
+  }
+}
+
+}  // namespace
+
+BenchReport run_bench(const BenchOptions& o, World* world) {
+  BenchReport report;
+  report.context = sweep_context(o, world);
+  std::unique_ptr<CuptiProbe> cupti;
+  if (o.backend == Backend::Cuda && o.cupti) cupti = CuptiProbe::create();
+  const bool any_val = wants(o.variants, false, false, true);
+  const bool any_last = wants(o.variants, true, false, true) || wants(o.variants, true, false, false);
+  const bool any_lowres = wants(o.variants, false, true, false);
+  for (const std::string& model : o.models) {
+    SessionPoint p;
+    p.model = model;
+    p.entry = &model_entry(model);
+    p.side = o.image_size > 0 ? o.image_size : p.entry->height;
+    p.validate = any_val;
+    p.lowres = any_lowres;
+    for (int ranks : o.ranks) {
+      // Under a launcher: the processes this rank count needs (a collective
+      // over the world; the processes left out go on to the next count).
+      std::unique_ptr<World> part;
+      if (world && !(part = world->first(ranks / o.per_process))) continue;
+      p.ranks = ranks;
+      p.part = part.get();
+      for (int64_t listed : o.batches.empty() ? default_batches(*p.entry, o.backend) : o.batches) {
+        p.batch = o.batch_per_rank ? listed * ranks : listed;  // global
+        TR_USER_CHECK(p.batch % ranks == 0, "batch ", p.batch, " does not divide over ", ranks, " ranks");
+        // Two full batches (A and B) plus, when asked for, an incomplete last one.
+        const int64_t last = std::max<int64_t>(ranks, (p.batch / 2) / ranks * ranks);
+        const int64_t count = 2 * p.batch + (any_last ? last : 0);
+        const auto train = data::make_synthetic(count, p.side, p.side, p.entry->channels, p.entry->classes, 1);
+        const auto val = data::make_synthetic(count, p.side, p.side, p.entry->channels, p.entry->classes, 2);
+        for (ExecMode mode : o.modes) {
+          p.mode = mode;
+          measure_session(o, p, train, val, cupti.get(), world, report);
+        }
+      }
+    }
+  }
+  if (o.progress) std::fprintf(stderr, "\r%-100s\r", "");
+  if (cupti && !cupti->note().empty()) std::fprintf(stderr, "tr-bench: %s\n", cupti->note().c_str());
+  add_weak_scaling(report);
+  if (const ConvPlanBook* plans = o.algos.conv_plans.get()) report.context.conv_plans_digest = plans->digest();
+  return report;
+}
+
+void print_summary(const BenchReport& r, std::FILE* out) {
+  // Eager median per (model, variant, ranks, batch), for speedups in the same run.
+  std::map<std::string, double> eager;
+  auto key = [](const BenchCase& c) {
+    return c.model + "/" + c.variant + "/" + std::to_string(c.ranks) + "/" + std::to_string(c.batch);
+  };
+  for (const auto& c : r.cases)
+    if (c.mode == "eager") eager[key(c)] = median(c.step_ms);
+  bool busy = false;
+  for (const auto& c : r.cases) busy = busy || c.counters.count("gpu_busy_fraction");
+  std::fprintf(out, "%-8s %-16s %-11s %5s %6s %10s %8s %12s %8s %9s %9s %8s%s\n", "model", "mode", "variant",
+               r.context.device_kind == "cuda" ? "gpus" : "ranks", "batch", "step_ms", "cv_%", "samples/s", "graphs",
+               r.context.device_kind == "cuda" ? "kernels" : "nodes", "cpu_ms", "x_eager", busy ? "  gpu_busy" : "");
+  for (const auto& c : r.cases) {
+    const double med = median(c.step_ms);
+    const auto it = eager.find(key(c));
+    // Launches one by one: kernels on CUDA (CUPTI's count when present), nodes on the CPU.
+    const bool cpu = r.context.device_kind == "cpu";
+    const double kern = cpu ? c.counters.at("node_launches_per_step")
+                        : c.counters.count("cupti_kernel_launches_per_step")
+                            ? c.counters.at("cupti_kernel_launches_per_step")
+                            : c.counters.at("kernel_launches_per_step") + c.counters.at("library_calls_per_step");
+    const auto b = c.counters.find("gpu_busy_fraction");
+    std::fprintf(out, "%-8s %-16s %-11s %5d %6lld %10.4f %8.2f %12.0f %8.1f %9.1f %9.4f %8s%s\n", c.model.c_str(),
+                 c.mode.c_str(), c.variant.c_str(), c.ranks, static_cast<long long>(c.batch), med,
+                 100.0 * cv(c.step_ms), c.counters.at("samples_per_second"), c.counters.at("graph_launches_per_step"),
+                 kern, median(c.cpu_ms),
+                 it == eager.end() ? "-" : cat(std::round(100.0 * it->second / med) / 100.0).c_str(),
+                 busy_cell(busy, b == c.counters.end() ? nullptr : &b->second).c_str());
+  }
+}
+
+}  // namespace tr::bench

@@ -1,0 +1,50 @@
+#include "harness/lib/bench/step_counters.h"
+
+namespace tr::bench {
+
+void write_counters(const StepCounters& c, std::map<std::string, double>& k) {
+  const LaunchCounters& l = c.launches;
+  k["graph_launches_per_step"] = l.graph_launches;
+  k["kernel_launches_per_step"] = l.kernel_launches;
+  k["library_calls_per_step"] = l.library_calls;
+  k["memcpy_per_step"] = l.memcpy;
+  k["memset_per_step"] = l.memset;
+  k["event_ops_per_step"] = l.event_ops;
+  k["node_launches_per_step"] = l.node_launches;
+  k["cpu_launches_per_step"] = l.cpu_launches;
+  k["captured_graphs"] = c.captured_graphs;
+  k["unique_graphs"] = c.unique_graphs;
+  k["atlas_slots"] = c.atlas_slots;
+  k["reused_slots"] = c.reused_slots;
+  k["arena_bytes"] = c.arena_bytes;
+  k["side_streams"] = c.side_streams;
+  k["capture_ms"] = c.capture_ms;
+  k["samples_per_second"] = c.samples_per_second;
+  k["samples_per_second_per_gpu"] = c.samples_per_second_per_gpu;
+  if (c.cupti) {
+    const CuptiCounters& u = *c.cupti;
+    k["cupti_kernel_launches_per_step"] = u.kernel_launches;
+    k["cupti_graph_launches_per_step"] = u.graph_launches;
+    k["cupti_memcpy_per_step"] = u.memcpy;
+    k["gpu_kernel_ms_per_step"] = u.gpu_kernel_ms;
+    k["gpu_busy_fraction"] = u.busy_fraction;
+    if (u.busy_fraction_raw) k["gpu_busy_fraction_raw"] = *u.busy_fraction_raw;
+    k["gpu_idle_us_per_step"] = u.gpu_idle_us;
+    k["traced_step_ms"] = u.traced_step_ms;
+    k["gpu_kernels_per_step"] = u.gpu_kernels;
+    k["launch_crosscheck_ok"] = u.launches_agree ? 1 : 0;
+  }
+  if (c.allreduce) {
+    const AllreduceCounters& a = *c.allreduce;
+    k["grad_allreduce_bytes_per_step"] = a.bytes;
+    k["grad_allreduce_messages_per_step"] = a.messages;
+    k["grad_allreduce_ms_per_step"] = a.in_step_ms;
+    k["allreduce_alone_ms_per_step"] = a.alone_ms;
+    k["grad_allreduce_busbw_gbps"] = a.in_step_busbw_gbps;
+    k["allreduce_alone_busbw_gbps"] = a.alone_busbw_gbps;
+    k["grad_allreduce_in_backward_bytes_per_step"] = a.in_backward_bytes;
+    k["grad_allreduce_in_backward_messages_per_step"] = a.in_backward_messages;
+  }
+}
+
+}  // namespace tr::bench

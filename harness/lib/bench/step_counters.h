@@ -1,0 +1,45 @@
+#pragma once
+// One bench case's counters, typed, and the one function that writes them
+// under the report's names (BenchCase::counters, bench_types.h; what each
+// means: docs/performance.md).
+#include <map>
+#include <optional>
+#include <string>
+
+namespace tr::bench {
+
+// Rank 0's own tally, per step (Note [launch accounting]).
+struct LaunchCounters {
+  double graph_launches = 0, kernel_launches = 0, library_calls = 0, memcpy = 0, memset = 0, event_ops = 0;
+  double node_launches = 0;
+  double cpu_launches = 0;  // host submissions: CUDA's enqueueing calls, or the CPU's nodes and graphs
+};
+
+// CUPTI's traced repetition, per step (Note [busy fraction]).
+struct CuptiCounters {
+  double kernel_launches = 0, graph_launches = 0, memcpy = 0;  // per rank, to compare with rank 0's tally
+  double gpu_kernel_ms = 0, gpu_kernels = 0, traced_step_ms = 0, gpu_idle_us = 0;
+  double busy_fraction = 0;
+  std::optional<double> busy_fraction_raw;  // when the raw value was above 1
+  bool launches_agree = true;               // with rank 0's tally (launch_crosscheck.h)
+};
+
+// The gradient all-reduce inside the step and alone (Note [all-reduce bandwidth]).
+struct AllreduceCounters {
+  double bytes = 0, messages = 0, in_step_ms = 0, alone_ms = 0, in_step_busbw_gbps = 0, alone_busbw_gbps = 0;
+  double in_backward_bytes = 0, in_backward_messages = 0;  // Note [gradient buckets]
+};
+
+struct StepCounters {
+  LaunchCounters launches;
+  double captured_graphs = 0, unique_graphs = 0, atlas_slots = 0, reused_slots = 0;
+  double arena_bytes = 0, side_streams = 0, capture_ms = 0;
+  double samples_per_second = 0, samples_per_second_per_gpu = 0;
+  std::optional<CuptiCounters> cupti;
+  std::optional<AllreduceCounters> allreduce;
+};
+
+// The counters under the report's names, added to `out`.
+void write_counters(const StepCounters& c, std::map<std::string, double>& out);
+
+}  // namespace tr::bench
