@@ -104,7 +104,7 @@ TEST(ModelZoo, BadModelsWidthsAndSizesAreOneLineUserErrors) {
             std::string::npos);
   EXPECT_NE(user_error([] {
               build_model(model_config("resnet18", 0.001), TrainConfig{}, 1);
-            }).find("--width 0.001 leaves a 64-channel layer with 0 channels"),
+            }).find("{width} 0.001 leaves a 64-channel layer with 0 channels"),  // Note [settings, not flags]
             std::string::npos);
   // Five 2x2 pools need at least 32x32.
   EXPECT_NE(user_error([] {

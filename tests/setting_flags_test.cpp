@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "framework/core/error.h"
+#include "framework/core/setting.h"
 #include "harness/lib/cli/setting_flags.h"
 
 namespace tr {
