@@ -67,11 +67,8 @@ constexpr DType dtype_of() {
   else return DType::F64;
 }
 
-// Arity and dtype checks: a mismatch is a bug in the graph builder (internal).
-inline void check_arity(const OpCall& c, const char* op, int n_in_min, int n_in_max, int n_out_min, int n_out_max) {
-  TR_CHECK(c.n_in >= n_in_min && c.n_in <= n_in_max && c.n_out >= n_out_min && c.n_out <= n_out_max, op, ": got ",
-           c.n_in, " inputs / ", c.n_out, " outputs");
-}
+// Dtype and size checks: a mismatch is a bug in the graph builder (internal).
+// Operand counts: check_operands (op_signature.h), from the op table.
 inline void check_dtype(const TensorRef& t, DType want, const char* op, const char* what) {
   TR_CHECK(t.dtype == want, op, ": ", what, " is ", dtype_name(t.dtype), ", expected ", dtype_name(want));
 }

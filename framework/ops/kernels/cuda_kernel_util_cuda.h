@@ -92,12 +92,6 @@ inline const GpuHandles& handles_of(const OpCall& c, const char* op) {
   return *static_cast<const GpuHandles*>(c.env->gpu);
 }
 
-inline void check_arity(const OpCall& c, int n_in, int n_out, const char* op) {
-  TR_CHECK(c.n_in == n_in && c.n_out == n_out, op, ": expected ", n_in, " inputs and ", n_out, " outputs, got ", c.n_in,
-           " and ", c.n_out);
-  TR_CHECK(c.env != nullptr, op, ": no ExecEnv");
-}
-
 inline const OpAttrs& attrs_of(const OpCall& c, const char* op) {
   TR_CHECK(c.attrs != nullptr, op, ": no attributes");
   return *c.attrs;
