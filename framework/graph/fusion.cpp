@@ -24,8 +24,6 @@ std::vector<int> reader_counts(const ComputationGraph& cg) {
   return n;
 }
 
-bool on_own_stream(const Node& n) { return n.kind == Node::Kind::Compute && n.stream == StreamKind::COUNT; }
-
 bool wanted(const FusionRule& r, const std::vector<std::string>& only) {
   return only.empty() || std::find(only.begin(), only.end(), r.name) != only.end();
 }

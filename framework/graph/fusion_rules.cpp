@@ -12,8 +12,6 @@
 namespace tr {
 namespace {
 
-bool on_own_stream(const Node& n) { return n.kind == Node::Kind::Compute && n.stream == StreamKind::COUNT; }
-
 // Whether nodes (first, last) leave every tensor of `moved` alone.
 bool clear_between(const Fuser& f, size_t first, size_t last, const Node& moved) {
   std::set<TensorId> ts(moved.in.begin(), moved.in.end());
@@ -428,5 +426,7 @@ constexpr FusionRule kRules[] = {
 }  // namespace
 
 std::span<const FusionRule> fusion_rules() { return kRules; }
+
+bool on_own_stream(const Node& n) { return n.kind == Node::Kind::Compute && n.stream == StreamKind::COUNT; }
 
 }  // namespace tr

@@ -35,4 +35,7 @@ struct FusionRule {
 
 std::span<const FusionRule> fusion_rules();
 
+// Whether a node is a compute node on its graph's own stream: the only kind a rule touches.
+bool on_own_stream(const Node& n);
+
 }  // namespace tr

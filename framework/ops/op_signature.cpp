@@ -122,15 +122,4 @@ const TensorRef& OpOperands::out(std::string_view name) const {
 const TensorRef* OpOperands::in_if(std::string_view name) const { return find(Side::In, name); }
 const TensorRef* OpOperands::out_if(std::string_view name) const { return find(Side::Out, name); }
 
-const Shape* ShapeOperands::in_if(std::string_view name) const {
-  const int i = operand_index(kind_, Side::In, name, *attrs_);
-  return i < 0 ? nullptr : &in_[i];
-}
-
-const Shape& ShapeOperands::in(std::string_view name) const {
-  const Shape* s = in_if(name);
-  TR_CHECK(s != nullptr, op_name(kind_), ": input ", name, " is left out by its attribute");
-  return *s;
-}
-
 }  // namespace tr

@@ -64,17 +64,4 @@ class OpOperands {
   const OpCall* call_;
 };
 
-// A shape rule's inputs by name, the same way.
-class ShapeOperands {
- public:
-  ShapeOperands(OpKind k, const ShapeCtx& c) : kind_(k), in_(c.in), attrs_(c.attrs) {}
-  const Shape& in(std::string_view name) const;
-  const Shape* in_if(std::string_view name) const;
-
- private:
-  OpKind kind_;
-  const Shape* in_;
-  const OpAttrs* attrs_;
-};
-
 }  // namespace tr
