@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v clang-format >/dev/null || bash ci/setup.sh
-mapfile -t files < <(git ls-files '*.h' '*.cpp' '*.cu' | grep -v '^tests/fuzz/corpus/')
+mapfile -t files < <(git ls-files --cached --others --exclude-standard '*.h' '*.cpp' '*.cu' | grep -v '^tests/fuzz/corpus/')
 if [ "${1:-}" = "--fix" ]; then
   clang-format -i "${files[@]}"
   exit 0

@@ -14,6 +14,7 @@
 #include <system_error>
 #include <vector>
 
+#include "datasets/regular_file.h"
 #include "framework/core/error.h"
 
 namespace tr::data {
@@ -74,31 +75,8 @@ std::string describe(const std::vector<int64_t>& dims, const std::string& noun, 
   return cat(s, " (", bytes, " bytes)");
 }
 
-// What `path` names, from its metadata alone: opening a FIFO blocks until a
-// writer comes, so only a regular file is ever opened. A symbolic link is
-// followed; a loop of them, or a path that cannot be looked up, is named as
-// such rather than called missing.
-enum class PathKind { Missing, Regular, Directory };
-
-PathKind path_kind(const std::string& path) {
-  std::error_code ec;
-  const fs::file_status st = fs::status(path, ec);
-  if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory) {
-    if (ec == std::errc::too_many_symbolic_link_levels)
-      fail(path, "cannot be resolved: a symbolic link loop (too many levels of symbolic links)");
-    fail(path, cat("cannot be resolved: ", ec.message()));
-  }
-  switch (st.type()) {
-    case fs::file_type::not_found: return PathKind::Missing;
-    case fs::file_type::regular: return PathKind::Regular;
-    case fs::file_type::directory: return PathKind::Directory;
-    case fs::file_type::fifo: fail(path, "not a regular file (a FIFO), expected an IDX file");
-    case fs::file_type::socket: fail(path, "not a regular file (a socket), expected an IDX file");
-    case fs::file_type::block: fail(path, "not a regular file (a block device), expected an IDX file");
-    case fs::file_type::character: fail(path, "not a regular file (a character device), expected an IDX file");
-    default: fail(path, "not a regular file, expected an IDX file");
-  }
-}
+// The name every refusal of a path gives what it wanted (regular_file.h).
+const char* const kExpected = "an IDX file";
 
 // One open IDX file, gzip or plain (a file is gzip when it starts with the gzip
 // magic bytes 1f 8b, as zlib's gzread decides). A gzip file is a series of
@@ -337,7 +315,7 @@ int64_t IdxArray::item_bytes() const {
 IdxArray read_idx_u8(const std::string& path, const IdxExpectation& expect) {
   TR_CHECK(!expect.dims.empty() && expect.dims.size() <= 255, "an IDX file has 1..255 dimensions, asked for ",
            expect.dims.size());
-  switch (path_kind(path)) {
+  switch (path_kind(path, kExpected)) {
     case PathKind::Missing: fail(path, "no such file");
     case PathKind::Directory: fail(path, "is a directory, expected an IDX file");
     case PathKind::Regular: break;
@@ -361,7 +339,7 @@ std::string resolve_idx_path(const std::string& dir, const std::string& name) {
   const std::string gz = (fs::path(dir) / (name + ".gz")).string();
   const std::string plain = (fs::path(dir) / name).string();
   for (const std::string& p : {gz, plain}) {
-    switch (path_kind(p)) {
+    switch (path_kind(p, kExpected)) {
       case PathKind::Missing: continue;
       case PathKind::Directory: fail(p, "is a directory, expected an IDX file");
       case PathKind::Regular: return p;

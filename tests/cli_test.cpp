@@ -16,42 +16,17 @@
 #include "harness/lib/cli/conv_plans_file.h"
 #include "harness/lib/report/gate.h"
 #include "harness/lib/report/json_report.h"
-#include "tests/bin_dir.h"
 #include "tests/gpu_test_util.h"
+#include "tests/tool_run.h"
 
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
+using Result = tr::testing::ToolResult;
 
-using tr::testing::bin_dir;  // the tools sit beside this test executable (tests/bin_dir.h)
-
-Result run(const std::string& args) {
-  // ctest runs test cases as parallel processes: one stderr file per call.
-  static int calls = 0;
-  const std::string err_file =
-      testing::TempDir() + "tr_cli_stderr_" + std::to_string(getpid()) + "_" + std::to_string(calls++) + ".txt";
-  const std::string cmd = bin_dir() + "/" + args + " 2>" + err_file;
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream f(err_file);
-  r.err.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-  return r;
-}
+Result run(const std::string& args) { return tr::testing::run_tool(args); }
 
 void expect_user_error(const std::string& args, const std::string& needle) {
-  const Result r = run(args);
-  EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
-  EXPECT_NE(r.err.find(needle), std::string::npos) << args << " printed: " << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line expected: " << r.err;
+  tr::testing::expect_tool_user_error(args, needle);
 }
 
 TEST(TrTrainCli, HelpExitsZero) {

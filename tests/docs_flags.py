@@ -5,7 +5,8 @@ The user guide is the one page that answers "how do I use each tool, verb and
 flag?". It is written by hand, so it drifts when a flag is added to a tool
 and nobody updates the page. This check catches that drift in ctest:
 
-  * every `--flag` printed by `tr-train --help`, `tr-bench --help` and the
+  * every `--flag` printed by `tr-train --help`, `tr-data --help` (and its
+    verbs shards and check), `tr-bench --help` and the
     `--help` of each tr-bench verb (run, gate, report, tta; the verbs are read
     from tr-bench's usage lines, and the known ones are always checked);
   * every tr-bench verb itself (`tr-bench gate`, ...);
@@ -141,6 +142,9 @@ def main():
         bench = os.path.join(a.bin_dir, "tr-bench")
         checks = []  # (what, token)
         checks += [("tr-train", f) for f in flags_in_help(help_text(train, []), "tr-train")]
+        data = os.path.join(a.bin_dir, "tr-data")
+        checks += [("tr-data", f) for f in flags_in_help(help_text(data, []), "tr-data")]
+        checks += [("tr-data verbs", f"tr-data {v}") for v in ("shards", "check")]
         top = help_text(bench, [])
         checks += [("tr-bench", f) for f in flags_in_help(top, "tr-bench")]
         verbs = verbs_in_help(top)

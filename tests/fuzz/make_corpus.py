@@ -135,9 +135,46 @@ def model_seeds():
         put("model_registry", f"pick{i}", bytes([i, 64, 28, 3, 10] * 4))
 
 
+def token_shard(tokens, magic=20240520, version=1, count=None):
+    header = [0] * 256
+    header[0], header[1], header[2] = magic, version, len(tokens) if count is None else count
+    return struct.pack("<256i", *header) + struct.pack("<%dH" % len(tokens), *tokens)
+
+
+def token_shard_seeds():
+    # Mode byte: the vocabulary, by index into {257, 50257, 65536, 3}.
+    put("token_shard", "bytes_doc", bytes([0]) + token_shard([256] + list(b"hello\n")))
+    put("token_shard", "gpt2", bytes([1]) + token_shard([50256, 15496, 11, 995, 0]))
+    put("token_shard", "all_u16", bytes([2]) + token_shard([0, 1, 255, 256, 65535]))
+    put("token_shard", "out_of_vocab", bytes([3]) + token_shard([0, 1, 2, 3]))
+    put("token_shard", "empty", bytes([0]) + token_shard([]))
+    put("token_shard", "truncated", bytes([0]) + token_shard([1, 2, 3], count=5))
+    put("token_shard", "llama3", bytes([2]) + token_shard([1], magic=20240801, version=7))
+
+
+def text_manifest_seeds():
+    def split(name, docs, tokens):
+        return {"documents": docs, "bytes": tokens - docs, "tokens": tokens,
+                "shards": [{"file": "%s_000000.bin" % name, "tokens": tokens, "fnv1a64": "0123456789abcdef"}]}
+    manifest = {
+        "format": "tr-text-shards", "version": 1,
+        "source": {"corpus": "linux-doc", "package": "linux-doc-6.1", "package_version": "6.1.192-3",
+                   "dir": "/usr/share/doc/linux-doc-6.1/html/_sources", "suffix": ".rst.txt",
+                   "excluded": ["translations"], "documents": 3, "bytes": 40, "fnv1a64": "69b03e23ad1ec591"},
+        "tokenizer": {"kind": "bytes", "vocab": 257, "document_token": 256},
+        "split": {"rule": "fnv1a64(name) % 1000 < val_permille", "val_permille": 50},
+        "shard_tokens": 100000000,
+        "splits": {"train": split("train", 2, 30), "val": split("val", 1, 13)}}
+    put("text_manifest", "linux_doc", json.dumps(manifest, indent=2))
+    manifest["source"].update(corpus="dir", package="", package_version=None, excluded=[])
+    put("text_manifest", "dir", json.dumps(manifest))
+
+
 if __name__ == "__main__":
     idx_seeds()
     json_seeds()
     cli_seeds()
     conv_plans_seeds()
     model_seeds()
+    token_shard_seeds()
+    text_manifest_seeds()
