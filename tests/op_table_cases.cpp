@@ -10,6 +10,7 @@
 #include "framework/ops/compute/classifier_head.h"
 #include "framework/ops/compute/conv.h"
 #include "framework/ops/compute/fc.h"
+#include "framework/ops/compute/gelu.h"
 #include "framework/ops/compute/input_prep.h"
 #include "framework/ops/compute/pool.h"
 #include "framework/ops/compute/relu.h"
@@ -412,6 +413,25 @@ void dense_cases(std::vector<OpCase>& t) {
   }
 }
 
+// The transformer's elementwise ops, over a GPT's [B, T, C] activations.
+void transformer_cases(std::vector<OpCase>& t) {
+  const Shape s{2, 5, 12};
+  OpCase c;
+  c.cpu_f32 = 1e-6, c.gpu_f32 = kGpuF32, c.gpu_f16 = kGpuF16;
+  c.why =
+      "tanh from each backend's libm (within 2 ulp) and a few f32 roundings of the cubic; the GPU's compiler may "
+      "fuse the products (FMA)";
+  c.name = "gelu_fwd " + s.str();
+  c.kind = OpKind::GeluFwd;
+  c.in = {{Elem::T, s, Fill::Uniform, -4, 4}};  // both tails and the curved middle
+  c.out = {Elem::T};
+  t.push_back(c);
+  c.name = "gelu_bwd " + s.str();
+  c.kind = OpKind::GeluBwd;
+  c.in = {{Elem::T, s}, {Elem::T, s, Fill::Uniform, -4, 4}};
+  t.push_back(c);
+}
+
 void loss_cases(std::vector<OpCase>& t) {
   for (bool grad : {true, false}) {
     OpCase c;
@@ -469,6 +489,7 @@ std::vector<OpCase> make_cases() {
   bn_cases(t);
   pool_cases(t);
   dense_cases(t);
+  transformer_cases(t);
   loss_cases(t);
   return t;
 }

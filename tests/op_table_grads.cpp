@@ -14,6 +14,7 @@
 #include "framework/ops/compute/classifier_head.h"
 #include "framework/ops/compute/conv.h"
 #include "framework/ops/compute/fc.h"
+#include "framework/ops/compute/gelu.h"
 #include "framework/ops/compute/pool.h"
 #include "framework/ops/compute/relu.h"
 #include "framework/ops/compute/softmax_xent.h"
@@ -131,6 +132,21 @@ void dense_grads(std::vector<GradCase>& t) {
   };
   g.tol = kFd;
   g.why = "piecewise linear; distinct inputs keep every kink further than h";
+  t.push_back(g);
+
+  g = {};
+  g.name = "gelu_bwd " + s.str();
+  g.kind = OpKind::GeluBwd;
+  g.in = {{Elem::T, s, Fill::Uniform, -4, 4}};
+  g.loss = [=](const std::vector<HostTensor>& in) {
+    return dot(op(gelu_fwd_cpu, {&in[0]}, {like(s)}, OpAttrs{})[0], proj(s));
+  };
+  g.grad = [=](const std::vector<HostTensor>& in) {
+    const HostTensor r = proj(s);
+    return op(gelu_bwd_cpu, {&r, &in[0]}, {like(s)}, OpAttrs{})[0];
+  };
+  g.tol = kFd;
+  g.why = "smooth: h^2 times the third derivative, below 1 in [-4, 4]";
   t.push_back(g);
 }
 
@@ -295,7 +311,7 @@ const std::vector<OpKind>& gradient_kinds() {
                                             OpKind::BnReluBwdApply,   OpKind::MaxPoolBwd,       OpKind::AvgPoolBwd,
                                             OpKind::GlobalMaxPoolBwd, OpKind::GlobalAvgPoolBwd, OpKind::FcBwdData,
                                             OpKind::FcBwdWeight,      OpKind::ReluBwd,          OpKind::SoftmaxXent,
-                                            OpKind::ClassifierHead};
+                                            OpKind::ClassifierHead,   OpKind::GeluBwd};
   return kinds;
 }
 

@@ -77,6 +77,8 @@ enum class OpKind : uint8_t {
   BnReluClassifierHead,  // in: x T, w, labels, sums f32[2,C], gamma T[C], beta T[C]
                          //   out: p, dlogits, metrics, dx, batch, affine
                       //   BnReluApply of x in front of the head, its y never stored (Note [the head's BatchNorm])
+  GeluFwd,            // in: x T                                              out: y T = GELU(x), tanh form (gelu.h)
+  GeluBwd,            // in: dy T, x T                                        out: dx T = dy * GELU'(x)
   Count
 };
 // clang-format on

@@ -8,6 +8,7 @@
 #include "framework/ops/compute/classifier_head.h"
 #include "framework/ops/compute/conv.h"
 #include "framework/ops/compute/fc.h"
+#include "framework/ops/compute/gelu.h"
 #include "framework/ops/compute/input_prep.h"
 #include "framework/ops/compute/pool.h"
 #include "framework/ops/compute/relu.h"
@@ -69,6 +70,8 @@ constexpr OpDef kOps[] = {
     TR_OP(ClassifierHead, "classifier_head", classifier_head, "x w labels", "p dlogits metrics dx"),
     TR_OP(BnReluClassifierHead, "bn_relu_classifier_head", bn_relu_classifier_head, "x w labels sums gamma beta",
           "p dlogits metrics dx batch affine"),
+    TR_OP(GeluFwd, "gelu_fwd", gelu_fwd, "x", "y"),
+    TR_OP(GeluBwd, "gelu_bwd", gelu_bwd, "dy x", "dx"),
 };
 #undef TR_OP
 

@@ -9,6 +9,7 @@
 #include "framework/ops/compute/classifier_head.h"
 #include "framework/ops/compute/conv.h"
 #include "framework/ops/compute/fc.h"
+#include "framework/ops/compute/gelu.h"
 #include "framework/ops/compute/input_prep.h"
 #include "framework/ops/compute/pool.h"
 #include "framework/ops/compute/relu.h"
@@ -181,6 +182,21 @@ Spec relu_spec(const std::string& pre, bool fwd, DType t, Shape x) {
   s.in = fwd ? std::vector<TSpec>{{t, x}} : std::vector<TSpec>{{t, x}, {t, x}};
   s.out = {{t, x}};
   return s;
+}
+
+// GPT-2 124M's MLP activation at micro-batch B, T = 1024: [B*T, 4*768].
+std::vector<Spec> gelu_specs(DType t, int64_t B) {
+  const Shape x{B * 1024, 3072};
+  Spec f;
+  f.name = cat("gpt2/b", B, "/gelu_fwd/", x.inner(), "/", dn(t));
+  f.fn = gelu_fwd_cuda;
+  f.in = {{t, x, -4, 4}};
+  f.out = {{t, x}};
+  Spec b = f;
+  b.name = cat("gpt2/b", B, "/gelu_bwd/", x.inner(), "/", dn(t));
+  b.fn = gelu_bwd_cuda;
+  b.in = {{t, x}, {t, x, -4, 4}};
+  return {f, b};
 }
 
 std::vector<Spec> cnn_specs(DType t, int64_t B) {
@@ -384,6 +400,7 @@ std::vector<Spec> op_bench_specs() {
   add(resnet_specs(DType::F16));
   add(resnet50_pool_specs());
   add(zoo_specs());
+  for (int64_t B : {4, 64}) add(gelu_specs(DType::F16, B));
   return all;
 }
 
