@@ -12,6 +12,7 @@
 #include "framework/ops/compute/fc.h"
 #include "framework/ops/compute/gelu.h"
 #include "framework/ops/compute/input_prep.h"
+#include "framework/ops/compute/layernorm.h"
 #include "framework/ops/compute/pool.h"
 #include "framework/ops/compute/relu.h"
 #include "framework/ops/compute/softmax_xent.h"
@@ -429,6 +430,35 @@ void transformer_cases(std::vector<OpCase>& t) {
   c.name = "gelu_bwd " + s.str();
   c.kind = OpKind::GeluBwd;
   c.in = {{Elem::T, s}, {Elem::T, s, Fill::Uniform, -4, 4}};
+  t.push_back(c);
+
+  // LayerNorm over C = 12, 10 rows; x off-centre so the mean matters.
+  const int64_t C = s[2], rows = s[0] * s[1];
+  OpAttrs ln;
+  ln.eps = 1e-5f;
+  c = {};
+  c.attrs = ln;
+  c.cpu_f32 = 1e-6, c.gpu_f32 = kGpuF32, c.gpu_f16 = kGpuF16;
+  c.why =
+      "the row's mean and rstd rounded once to f32 as stored, a few f32 roundings per value; the GPU sums 12 "
+      "terms in f32 in another order";
+  c.name = "layernorm_fwd " + s.str();
+  c.kind = OpKind::LayerNormFwd;
+  c.in = {{Elem::T, s, Fill::Uniform, -1, 3}, {Elem::T, {C}, Fill::Uniform, 0.5, 1.5}, {Elem::T, {C}}};
+  c.out = {Elem::T, Elem::Stat};
+  t.push_back(c);
+  c.name = "layernorm_bwd " + s.str();
+  c.kind = OpKind::LayerNormBwd;
+  c.in = {{Elem::T, s},
+          {Elem::T, s, Fill::Uniform, -1, 3},
+          {Elem::T, {C}, Fill::Uniform, 0.5, 1.5},
+          {Elem::Stat, {rows, 2}}};
+  c.out = {Elem::T, Elem::T, Elem::T};
+  c.derive = [ln](std::vector<HostTensor>& in) {  // stats = the forward's of x
+    HostTensor beta(in[1].dtype(), {in[2].numel()}), y(in[1].dtype(), in[1].shape());
+    cpu_op(layernorm_fwd_cpu, {&in[1], &in[2], &beta}, {&y, &in[3]}, ln, VariantDims{4, 4, 0, 0});
+  };
+  c.why = "the input gradient's two row means cancel in part: tens of f32 roundings; dgamma and dbeta sum 10 rows";
   t.push_back(c);
 }
 

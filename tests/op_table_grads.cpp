@@ -15,6 +15,7 @@
 #include "framework/ops/compute/conv.h"
 #include "framework/ops/compute/fc.h"
 #include "framework/ops/compute/gelu.h"
+#include "framework/ops/compute/layernorm.h"
 #include "framework/ops/compute/pool.h"
 #include "framework/ops/compute/relu.h"
 #include "framework/ops/compute/softmax_xent.h"
@@ -148,6 +149,32 @@ void dense_grads(std::vector<GradCase>& t) {
   g.tol = kFd;
   g.why = "smooth: h^2 times the third derivative, below 1 in [-4, 4]";
   t.push_back(g);
+}
+
+// LayerNorm's three gradients: loss = <y(x, gamma, beta), r>.
+void layernorm_grads(std::vector<GradCase>& t) {
+  const Shape xs{2, 3, 6};
+  const int64_t C = 6;
+  OpAttrs a;
+  a.eps = 1e-5f;
+  auto forward = [=](const std::vector<HostTensor>& in) {
+    return op(layernorm_fwd_cpu, {&in[0], &in[1], &in[2]}, {like(xs), like({6, 2})}, a);
+  };
+  for (int wrt : {0, 1, 2}) {
+    GradCase g;
+    g.name = cat("layernorm_bwd ", xs.str(), ", d/d", wrt == 0 ? "x" : wrt == 1 ? "gamma" : "beta");
+    g.kind = OpKind::LayerNormBwd;
+    g.in = {{Elem::T, xs, Fill::Uniform, -1, 3}, {Elem::T, {C}, Fill::Uniform, 0.5, 1.5}, {Elem::T, {C}}};
+    g.wrt = wrt;
+    g.loss = [=](const std::vector<HostTensor>& in) { return dot(forward(in)[0], proj(xs)); };
+    g.grad = [=](const std::vector<HostTensor>& in) {
+      const HostTensor r = proj(xs), stats = forward(in)[1];
+      return op(layernorm_bwd_cpu, {&r, &in[0], &in[1], &stats}, {like(xs), like({C}), like({C})}, a)[size_t(wrt)];
+    };
+    g.tol = kFd;
+    g.why = "smooth in x (rsqrt of the variance, far from 0) and linear in gamma and beta";
+    t.push_back(g);
+  }
 }
 
 void pool_grads(std::vector<GradCase>& t) {
@@ -293,6 +320,7 @@ std::vector<GradCase> make_grads() {
   std::vector<GradCase> t;
   conv_grads(t);
   dense_grads(t);
+  layernorm_grads(t);
   pool_grads(t);
   bn_grads(t);
   loss_grads(t);
@@ -311,7 +339,7 @@ const std::vector<OpKind>& gradient_kinds() {
                                             OpKind::BnReluBwdApply,   OpKind::MaxPoolBwd,       OpKind::AvgPoolBwd,
                                             OpKind::GlobalMaxPoolBwd, OpKind::GlobalAvgPoolBwd, OpKind::FcBwdData,
                                             OpKind::FcBwdWeight,      OpKind::ReluBwd,          OpKind::SoftmaxXent,
-                                            OpKind::ClassifierHead,   OpKind::GeluBwd};
+                                            OpKind::ClassifierHead,   OpKind::GeluBwd,          OpKind::LayerNormBwd};
   return kinds;
 }
 

@@ -79,6 +79,8 @@ enum class OpKind : uint8_t {
                       //   BnReluApply of x in front of the head, its y never stored (Note [the head's BatchNorm])
   GeluFwd,            // in: x T                                              out: y T = GELU(x), tanh form (gelu.h)
   GeluBwd,            // in: dy T, x T                                        out: dx T = dy * GELU'(x)
+  LayerNormFwd,       // in: x T[..,C], gamma T[C], beta T[C]                 out: y T, stats f32[rows,2] (layernorm.h)
+  LayerNormBwd,       // in: dy T, x T, gamma T[C], stats f32[rows,2]         out: dx T, dgamma T[C], dbeta T[C]
   Count
 };
 // clang-format on

@@ -10,6 +10,7 @@
 #include "framework/ops/compute/fc.h"
 #include "framework/ops/compute/gelu.h"
 #include "framework/ops/compute/input_prep.h"
+#include "framework/ops/compute/layernorm.h"
 #include "framework/ops/compute/pool.h"
 #include "framework/ops/compute/relu.h"
 #include "framework/ops/compute/softmax_xent.h"
@@ -72,6 +73,8 @@ constexpr OpDef kOps[] = {
           "p dlogits metrics dx batch affine"),
     TR_OP(GeluFwd, "gelu_fwd", gelu_fwd, "x", "y"),
     TR_OP(GeluBwd, "gelu_bwd", gelu_bwd, "dy x", "dx"),
+    TR_OP(LayerNormFwd, "layernorm_fwd", layernorm_fwd, "x gamma beta", "y stats"),
+    TR_OP(LayerNormBwd, "layernorm_bwd", layernorm_bwd, "dy x gamma stats", "dx dgamma dbeta"),
 };
 #undef TR_OP
 

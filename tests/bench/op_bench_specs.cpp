@@ -11,6 +11,7 @@
 #include "framework/ops/compute/fc.h"
 #include "framework/ops/compute/gelu.h"
 #include "framework/ops/compute/input_prep.h"
+#include "framework/ops/compute/layernorm.h"
 #include "framework/ops/compute/pool.h"
 #include "framework/ops/compute/relu.h"
 #include "framework/ops/compute/softmax_xent.h"
@@ -184,19 +185,32 @@ Spec relu_spec(const std::string& pre, bool fwd, DType t, Shape x) {
   return s;
 }
 
-// GPT-2 124M's MLP activation at micro-batch B, T = 1024: [B*T, 4*768].
-std::vector<Spec> gelu_specs(DType t, int64_t B) {
-  const Shape x{B * 1024, 3072};
+// GPT-2 124M's elementwise and normalising ops at micro-batch B, T = 1024:
+// the MLP's GELU over [B*T, 4*768] and a LayerNorm over [B*T, 768].
+std::vector<Spec> gpt2_specs(DType t, int64_t B) {
+  const std::string pre = cat("gpt2/b", B, "/");
+  const Shape h{B * 1024, 3072}, x{B * 1024, 768}, stats{B * 1024, 2}, c{768};
   Spec f;
-  f.name = cat("gpt2/b", B, "/gelu_fwd/", x.inner(), "/", dn(t));
+  f.name = cat(pre, "gelu_fwd/", h.inner(), "/", dn(t));
   f.fn = gelu_fwd_cuda;
-  f.in = {{t, x, -4, 4}};
-  f.out = {{t, x}};
+  f.in = {{t, h, -4, 4}};
+  f.out = {{t, h}};
   Spec b = f;
-  b.name = cat("gpt2/b", B, "/gelu_bwd/", x.inner(), "/", dn(t));
+  b.name = cat(pre, "gelu_bwd/", h.inner(), "/", dn(t));
   b.fn = gelu_bwd_cuda;
-  b.in = {{t, x}, {t, x, -4, 4}};
-  return {f, b};
+  b.in = {{t, h}, {t, h, -4, 4}};
+  Spec lf;
+  lf.name = cat(pre, "layernorm_fwd/", x.inner(), "/", dn(t));
+  lf.fn = layernorm_fwd_cuda;
+  lf.in = {{t, x}, {t, c, 0.5, 1.5}, {t, c}};
+  lf.out = {{t, x}, {DType::F32, stats}};
+  Spec lb;
+  lb.name = cat(pre, "layernorm_bwd/", x.inner(), "/", dn(t));
+  lb.fn = layernorm_bwd_cuda;
+  // Any stats do for timing; rstd drawn in [0.5, 1.5] keeps the values finite.
+  lb.in = {{t, x}, {t, x}, {t, c, 0.5, 1.5}, {DType::F32, stats, 0.5, 1.5}};
+  lb.out = {{t, x}, {t, c}, {t, c}};
+  return {f, b, lf, lb};
 }
 
 std::vector<Spec> cnn_specs(DType t, int64_t B) {
@@ -400,7 +414,7 @@ std::vector<Spec> op_bench_specs() {
   add(resnet_specs(DType::F16));
   add(resnet50_pool_specs());
   add(zoo_specs());
-  for (int64_t B : {4, 64}) add(gelu_specs(DType::F16, B));
+  for (int64_t B : {4, 64}) add(gpt2_specs(DType::F16, B));
   return all;
 }
 

@@ -1,0 +1,144 @@
+// LayerNorm CUDA kernels. Semantics: framework/ops/compute/layernorm.h.
+// Forward and the input gradient: one warp per row (8 rows per block), the
+// row's sums in f32 over the lanes in a fixed order, then a butterfly. The
+// parameter gradients: one thread per channel summing every row in order, so
+// the result is the same on every run without atomics. No workspace.
+#include "framework/ops/compute/layernorm.h"
+#include "framework/ops/kernels/cuda_kernel_util_cuda.h"
+#include "framework/ops/op_signature.h"
+
+namespace tr {
+namespace {
+
+using namespace tr::cuda;
+
+constexpr int kThreads = 256;
+constexpr int kRowsPerBlock = kThreads / 32;
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// x[rows, C], gamma[C], beta[C] -> y[rows, C], stats[rows, 2] = (mean, rstd)
+template <typename T>
+__global__ void layernorm_fwd_kernel(const T* __restrict__ x, const T* __restrict__ gamma, const T* __restrict__ beta,
+                                     T* __restrict__ y, float* __restrict__ stats, int64_t rows, int64_t C, float eps) {
+  grid_dependency_begin();
+  const int64_t r = int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (r >= rows) return;
+  const T* row = x + r * C;
+  float sum = 0.f;
+  for (int64_t i = lane; i < C; i += 32) sum += to_f(row[i]);
+  const float mean = warp_sum(sum) / float(C);
+  float sq = 0.f;
+  for (int64_t i = lane; i < C; i += 32) {
+    const float d = to_f(row[i]) - mean;
+    sq += d * d;
+  }
+  const float rstd = 1.f / sqrtf(warp_sum(sq) / float(C) + eps);
+  if (lane == 0) stats[2 * r] = mean, stats[2 * r + 1] = rstd;
+  for (int64_t i = lane; i < C; i += 32)
+    y[r * C + i] = from_f<T>((to_f(row[i]) - mean) * rstd * to_f(gamma[i]) + to_f(beta[i]));
+}
+
+// dy, x [rows, C], gamma[C], stats[rows, 2] -> dx[rows, C]
+template <typename T>
+__global__ void layernorm_bwd_data_kernel(const T* __restrict__ dy, const T* __restrict__ x,
+                                          const T* __restrict__ gamma, const float* __restrict__ stats,
+                                          T* __restrict__ dx, int64_t rows, int64_t C) {
+  grid_dependency_begin();
+  const int64_t r = int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (r >= rows) return;
+  const float mean = stats[2 * r], rstd = stats[2 * r + 1];
+  float a = 0.f, b = 0.f;
+  for (int64_t i = lane; i < C; i += 32) {
+    const float g = to_f(dy[r * C + i]) * to_f(gamma[i]);
+    a += g;
+    b += g * (to_f(x[r * C + i]) - mean) * rstd;
+  }
+  a = warp_sum(a) / float(C);
+  b = warp_sum(b) / float(C);
+  for (int64_t i = lane; i < C; i += 32) {
+    const float g = to_f(dy[r * C + i]) * to_f(gamma[i]);
+    const float xhat = (to_f(x[r * C + i]) - mean) * rstd;
+    dx[r * C + i] = from_f<T>(rstd * (g - a - xhat * b));
+  }
+}
+
+// dy, x [rows, C], stats -> dgamma[C], dbeta[C]: channel c sums rows 0..rows-1 in order.
+template <typename T>
+__global__ void layernorm_bwd_params_kernel(const T* __restrict__ dy, const T* __restrict__ x,
+                                            const float* __restrict__ stats, T* __restrict__ dgamma,
+                                            T* __restrict__ dbeta, int64_t rows, int64_t C) {
+  grid_dependency_begin();
+  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= C) return;
+  float sg = 0.f, sb = 0.f;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float d = to_f(dy[r * C + c]);
+    sg += d * (to_f(x[r * C + c]) - stats[2 * r]) * stats[2 * r + 1];
+    sb += d;
+  }
+  dgamma[c] = from_f<T>(sg);
+  dbeta[c] = from_f<T>(sb);
+}
+
+struct Rows {
+  int64_t rows, C;
+};
+
+Rows rows_of(const TensorRef& x, const TensorRef& stats, const char* op) {
+  const int64_t C = x.shape[x.shape.rank - 1];
+  const Rows d{x.shape.numel() / C, C};
+  TR_CHECK(stats.dtype == DType::F32 && stats.shape.numel() == 2 * d.rows, op, ": stats is ", dtype_name(stats.dtype),
+           stats.shape.str());
+  return d;
+}
+
+void check_like(const TensorRef& t, const TensorRef& x, int64_t n, const char* op, const char* what) {
+  TR_CHECK(t.dtype == x.dtype && t.shape.numel() == n, op, ": ", what, " is ", dtype_name(t.dtype), t.shape.str(),
+           ", x is ", dtype_name(x.dtype), x.shape.str());
+}
+
+}  // namespace
+
+void layernorm_fwd_cuda(const OpCall& c) {
+  const char* op = "LayerNormFwd";
+  check_operands(OpKind::LayerNormFwd, c);
+  const TensorRef &x = c.in[0], &gamma = c.in[1], &beta = c.in[2], &y = c.out[0], &stats = c.out[1];
+  const Rows d = rows_of(x, stats, op);
+  check_like(gamma, x, d.C, op, "gamma");
+  check_like(beta, x, d.C, op, "beta");
+  check_like(y, x, d.rows * d.C, op, "y");
+  if (d.rows == 0) return;
+  dispatch_float(x.dtype, op, [&](auto tag) {
+    using T = decltype(tag);
+    launch_kernel(c.env, {dim3(unsigned(ceil_div(d.rows, kRowsPerBlock))), kThreads, 0}, layernorm_fwd_kernel<T>,
+                  x.as<T>(), gamma.as<T>(), beta.as<T>(), y.as<T>(), stats.as<float>(), d.rows, d.C, c.attrs->eps);
+  });
+}
+
+void layernorm_bwd_cuda(const OpCall& c) {
+  const char* op = "LayerNormBwd";
+  check_operands(OpKind::LayerNormBwd, c);
+  const TensorRef &dy = c.in[0], &x = c.in[1], &gamma = c.in[2], &stats = c.in[3];
+  const TensorRef &dx = c.out[0], &dgamma = c.out[1], &dbeta = c.out[2];
+  const Rows d = rows_of(x, stats, op);
+  check_like(dy, x, d.rows * d.C, op, "dy");
+  check_like(dx, x, d.rows * d.C, op, "dx");
+  for (const TensorRef* p : {&gamma, &dgamma, &dbeta}) check_like(*p, x, d.C, op, "a parameter or its gradient");
+  if (d.rows == 0) return;
+  dispatch_float(x.dtype, op, [&](auto tag) {
+    using T = decltype(tag);
+    launch_kernel(c.env, {dim3(unsigned(ceil_div(d.rows, kRowsPerBlock))), kThreads, 0}, layernorm_bwd_data_kernel<T>,
+                  dy.as<T>(), x.as<T>(), gamma.as<T>(), stats.as<float>(), dx.as<T>(), d.rows, d.C);
+    launch_kernel(c.env, {dim3(unsigned(ceil_div(d.C, kThreads))), kThreads, 0}, layernorm_bwd_params_kernel<T>,
+                  dy.as<T>(), x.as<T>(), stats.as<float>(), dgamma.as<T>(), dbeta.as<T>(), d.rows, d.C);
+  });
+}
+
+}  // namespace tr
