@@ -2,11 +2,12 @@
 # Prepares what a GPU check on a machine without our Debian packages needs, under
 # .device/ (git-ignored): the executables (with symbols), the shared libraries
 # they use that such a machine lacks (OpenBLAS, Google Benchmark, Open MPI's
-# libmpi and what it loads, ...), and the Fashion-MNIST files. Run after
+# libmpi and what it loads, ...), the Fashion-MNIST files and the text corpus's
+# token shards (docs/text_data.md; 43 MB, about 5 MB once the pack is xz'd). Run after
 # ci/build.sh (and ci/pack_mpi.sh after this one for the mpi part); then carry
 # .device to the GPU box and run ci/gpu_check.sh there. The whole tree that
 # travels is capped at 64 MiB: TR_PACK_SKIP="tr_bench_ops tr_tests data" leaves
-# out what a call does not need (the parts that need a missing piece say so and
+# out what a call does not need ("text" the shards; the parts that need a missing piece say so and
 # skip; tr_mpi_tests is for the mpi part's GPU tests as processes,
 # tr_experiments, packed when the build has it (-DTR_EXPERIMENTS=ON), for the
 # fusion-probe part). With tr_tests and the data together the tree no longer
@@ -16,7 +17,7 @@ skip=" ${TR_PACK_SKIP:-} "
 cd "$(dirname "$0")/.."
 rm -rf .device
 mkdir -p .device/bin .device/lib .device/data
-exes="tr-train tr-bench tr_tests tr_bench_ops tr_mpi_tests"
+exes="tr-train tr-bench tr-data tr_tests tr_bench_ops tr_mpi_tests"
 # Not a tr_experiments that an earlier configuration left in build/bin.
 grep -qx 'TR_EXPERIMENTS:BOOL=ON' build/CMakeCache.txt 2>/dev/null && exes="$exes tr_experiments"
 for exe in $exes; do
@@ -42,5 +43,9 @@ fi
 rm -f .device/bin/tr_bench_ops.skip
 if [[ "$skip" != *" data "* ]]; then
   cp /usr/share/datasets/fashion-mnist/*.gz .device/data/ 2>/dev/null || echo "pack_device: no Fashion-MNIST here; the GPU accuracy run will be skipped"
+fi
+if [[ "$skip" != *" text "* ]] && [ -x build/bin/tr-data ]; then
+  build/bin/tr-data shards --out .device/data/text >/dev/null ||
+    echo "pack_device: no text shards (tr-data shards failed; is linux-doc-6.1 installed?)"
 fi
 du -sh .device

@@ -177,7 +177,7 @@ def main():
         print(f"docs_flags: {len(missing)} item(s) missing from the user guide", file=sys.stderr)
         return 1
     flags = {t for w, t in seen if t.startswith("--")}
-    print(f"docs_flags: ok: {guide_path} mentions all {len(flags)} flags of tr-train, tr-bench "
+    print(f"docs_flags: ok: {guide_path} mentions all {len(flags)} flags of tr-train, tr-data (shards, check), tr-bench "
           f"({', '.join(verbs)}) and peers/*.py, {len(parts)} gpu_check parts and {len(envs)} TR_* variables")
     return 0
 
