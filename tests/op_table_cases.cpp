@@ -9,6 +9,7 @@
 #include "framework/ops/compute/bn_relu_pool.h"
 #include "framework/ops/compute/classifier_head.h"
 #include "framework/ops/compute/conv.h"
+#include "framework/ops/compute/embedding.h"
 #include "framework/ops/compute/fc.h"
 #include "framework/ops/compute/gelu.h"
 #include "framework/ops/compute/input_prep.h"
@@ -414,6 +415,35 @@ void dense_cases(std::vector<OpCase>& t) {
   }
 }
 
+// Token and position embedding: B = 2, T = 5 over a vocabulary of 7 (so
+// tokens repeat and some are absent) and a context of 8 (so wpe has rows the
+// batch does not reach).
+void embedding_cases(std::vector<OpCase>& t) {
+  const int64_t B = 2, T = 5, C = 6, V = 7, P = 8;
+  OpCase c;
+  c.cpu_f32 = kOneRounding, c.gpu_f32 = kExact, c.gpu_f16 = kExact;
+  c.why = "one sum rounded once, the same sum on the GPU";
+  c.name = cat("embedding_fwd ", B, "x", T, " of ", V, "x", C);
+  c.kind = OpKind::EmbeddingFwd;
+  c.in = {{Elem::I32, {B, T}, Fill::Labels, 0, double(V)}, {Elem::T, {V, C}}, {Elem::T, {P, C}}};
+  c.out = {Elem::T};
+  t.push_back(c);
+  c.name = cat("embedding_bwd ", B, "x", T, " of ", V, "x", C);
+  c.kind = OpKind::EmbeddingBwd;
+  c.in = {{Elem::T, {B, T, C}},
+          {Elem::I32, {B, T}, Fill::Labels, 0, double(V)},
+          {Elem::I32, {B * T}},
+          {Elem::T, {V, C}},
+          {Elem::T, {P, C}}};
+  c.out = {Elem::T, Elem::T};
+  c.derive = [](std::vector<HostTensor>& in) {
+    embedding_order(in[1].as<int32_t>(), in[1].numel(), in[2].as<int32_t>());
+  };
+  c.cpu_f32 = 1e-6;
+  c.why = "sums of at most 5 terms in the batch's order on both backends (f32 against f64: a rounding each)";
+  t.push_back(c);
+}
+
 // The transformer's elementwise ops, over a GPT's [B, T, C] activations.
 void transformer_cases(std::vector<OpCase>& t) {
   const Shape s{2, 5, 12};
@@ -460,6 +490,7 @@ void transformer_cases(std::vector<OpCase>& t) {
   };
   c.why = "the input gradient's two row means cancel in part: tens of f32 roundings; dgamma and dbeta sum 10 rows";
   t.push_back(c);
+  embedding_cases(t);
 }
 
 void loss_cases(std::vector<OpCase>& t) {

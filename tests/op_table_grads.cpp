@@ -13,6 +13,7 @@
 #include "framework/ops/compute/batchnorm.h"
 #include "framework/ops/compute/classifier_head.h"
 #include "framework/ops/compute/conv.h"
+#include "framework/ops/compute/embedding.h"
 #include "framework/ops/compute/fc.h"
 #include "framework/ops/compute/gelu.h"
 #include "framework/ops/compute/layernorm.h"
@@ -177,6 +178,31 @@ void layernorm_grads(std::vector<GradCase>& t) {
   }
 }
 
+// The embedding tables' gradients: loss = <y(ids, wte, wpe), r>.
+void embedding_grads(std::vector<GradCase>& t) {
+  const int64_t B = 2, T = 4, C = 3, V = 5, P = 6;
+  for (int wrt : {1, 2}) {
+    GradCase g;
+    g.name = cat("embedding_bwd ", B, "x", T, " of ", V, "x", C, wrt == 1 ? ", d/dwte" : ", d/dwpe");
+    g.kind = OpKind::EmbeddingBwd;
+    g.in = {{Elem::I32, {B, T}, Fill::Labels, 0, double(V)}, {Elem::T, {V, C}}, {Elem::T, {P, C}}};
+    g.wrt = wrt;
+    g.loss = [=](const std::vector<HostTensor>& in) {
+      return dot(op(embedding_fwd_cpu, {&in[0], &in[1], &in[2]}, {like({B, T, C})}, OpAttrs{})[0], proj({B, T, C}));
+    };
+    g.grad = [=](const std::vector<HostTensor>& in) {
+      const HostTensor r = proj({B, T, C});
+      HostTensor order(DType::I32, {B * T});
+      embedding_order(in[0].as<int32_t>(), B * T, order.as<int32_t>());
+      return op(embedding_bwd_cpu, {&r, &in[0], &order, &in[1], &in[2]}, {like({V, C}), like({P, C})},
+                OpAttrs{})[size_t(wrt - 1)];
+    };
+    g.tol = kFd;
+    g.why = "linear in the tables";
+    t.push_back(g);
+  }
+}
+
 void pool_grads(std::vector<GradCase>& t) {
   const Shape xs{2, 6, 7, 3};
   struct Pool {
@@ -321,6 +347,7 @@ std::vector<GradCase> make_grads() {
   conv_grads(t);
   dense_grads(t);
   layernorm_grads(t);
+  embedding_grads(t);
   pool_grads(t);
   bn_grads(t);
   loss_grads(t);
@@ -335,11 +362,11 @@ const std::vector<GradCase>& grad_cases() {
 }
 
 const std::vector<OpKind>& gradient_kinds() {
-  static const std::vector<OpKind> kinds = {OpKind::ConvBwdData,      OpKind::ConvBwdFilter,    OpKind::BnReluBwdReduce,
-                                            OpKind::BnReluBwdApply,   OpKind::MaxPoolBwd,       OpKind::AvgPoolBwd,
-                                            OpKind::GlobalMaxPoolBwd, OpKind::GlobalAvgPoolBwd, OpKind::FcBwdData,
-                                            OpKind::FcBwdWeight,      OpKind::ReluBwd,          OpKind::SoftmaxXent,
-                                            OpKind::ClassifierHead,   OpKind::GeluBwd,          OpKind::LayerNormBwd};
+  static const std::vector<OpKind> kinds = {
+      OpKind::ConvBwdData,    OpKind::ConvBwdFilter, OpKind::BnReluBwdReduce,  OpKind::BnReluBwdApply,
+      OpKind::MaxPoolBwd,     OpKind::AvgPoolBwd,    OpKind::GlobalMaxPoolBwd, OpKind::GlobalAvgPoolBwd,
+      OpKind::FcBwdData,      OpKind::FcBwdWeight,   OpKind::ReluBwd,          OpKind::SoftmaxXent,
+      OpKind::ClassifierHead, OpKind::GeluBwd,       OpKind::LayerNormBwd,     OpKind::EmbeddingBwd};
   return kinds;
 }
 

@@ -81,6 +81,9 @@ enum class OpKind : uint8_t {
   GeluBwd,            // in: dy T, x T                                        out: dx T = dy * GELU'(x)
   LayerNormFwd,       // in: x T[..,C], gamma T[C], beta T[C]                 out: y T, stats f32[rows,2] (layernorm.h)
   LayerNormBwd,       // in: dy T, x T, gamma T[C], stats f32[rows,2]         out: dx T, dgamma T[C], dbeta T[C]
+  EmbeddingFwd,       // in: ids i32[B,T], wte T[V,C], wpe T[P,C]             out: y T[B,T,C] (embedding.h)
+  EmbeddingBwd,       // in: dy T[B,T,C], ids i32[B,T], order i32[B*T], wte, wpe (shapes only)
+                      //   out: dwte T[V,C], dwpe T[P,C] (deterministic scatter-add)
   Count
 };
 // clang-format on

@@ -7,6 +7,7 @@
 #include "framework/ops/compute/bn_relu_pool.h"
 #include "framework/ops/compute/classifier_head.h"
 #include "framework/ops/compute/conv.h"
+#include "framework/ops/compute/embedding.h"
 #include "framework/ops/compute/fc.h"
 #include "framework/ops/compute/gelu.h"
 #include "framework/ops/compute/input_prep.h"
@@ -75,6 +76,8 @@ constexpr OpDef kOps[] = {
     TR_OP(GeluBwd, "gelu_bwd", gelu_bwd, "dy x", "dx"),
     TR_OP(LayerNormFwd, "layernorm_fwd", layernorm_fwd, "x gamma beta", "y stats"),
     TR_OP(LayerNormBwd, "layernorm_bwd", layernorm_bwd, "dy x gamma stats", "dx dgamma dbeta"),
+    TR_OP(EmbeddingFwd, "embedding_fwd", embedding_fwd, "ids wte wpe", "y"),
+    TR_OP(EmbeddingBwd, "embedding_bwd", embedding_bwd, "dy ids order wte wpe", "dwte dwpe"),
 };
 #undef TR_OP
 
