@@ -27,8 +27,7 @@ void add_impl(const OpCall& c, int64_t n, bool relu) {
 
 void add_shapes(const ShapeCtx& c, Shape* out, int) {
   const Shape &a = c.in[0], &b = c.in[1];
-  TR_USER_CHECK(a.rank >= 1, "add: a has no dims");
-  for (int i = 0; i < a.rank; ++i) TR_USER_CHECK(a[i] > 0, "add: a has a non-positive dim: ", a.str());
+  check_tensor_dims(a, "add", "a");
   TR_USER_CHECK(a == b, "add: the inputs differ in shape: ", a.str(), " and ", b.str());
   out[0] = a;
 }

@@ -227,7 +227,7 @@ void infer_impl(const OpCall& c, const BnOperands& o, int64_t pixels) {
 // x: [N, ..., C] with positive dims; returns C.
 int64_t check_act(const Shape& x, const char* op, const char* what) {
   TR_USER_CHECK(x.rank >= 2, op, ": ", what, " must be [N,H,W,C] (or [N,C]), got ", x.str());
-  for (int i = 0; i < x.rank; ++i) TR_USER_CHECK(x[i] > 0, op, ": ", what, " has a non-positive dim: ", x.str());
+  check_positive_dims(x, op, what);
   return x[x.rank - 1];
 }
 void check_same(const Shape& a, const Shape& x, const char* op, const char* what) {

@@ -89,23 +89,19 @@ void check_dtypes(const OpCall& c, const char* op) {
 
 // --- shape rules ---
 
-void check_positive(const Shape& s, const char* op, const char* what) {
-  for (int i = 0; i < s.rank; ++i) TR_USER_CHECK(s[i] > 0, op, ": ", what, " has a non-positive dim: ", s.str());
-}
-
 void check_w(const Shape& w, const char* op) {
   TR_USER_CHECK(w.rank == 2, op, ": w must be [M,K], got ", w.str());
-  check_positive(w, op, "w");
+  check_positive_dims(w, op, "w");
 }
 
 void check_x(const Shape& x, const char* op) {
   TR_USER_CHECK(x.rank >= 2, op, ": x must be [N,K..] (rank >= 2), got ", x.str());
-  check_positive(x, op, "x");
+  check_positive_dims(x, op, "x");
 }
 
 void check_dy(const Shape& dy, const char* op) {
   TR_USER_CHECK(dy.rank == 2, op, ": dy must be [N,M], got ", dy.str());
-  check_positive(dy, op, "dy");
+  check_positive_dims(dy, op, "dy");
 }
 
 }  // namespace

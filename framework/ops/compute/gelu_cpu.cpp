@@ -47,11 +47,6 @@ void bwd_impl(const OpCall& c, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dx[i] = cpu::store<S>(cpu::load<A>(dy[i]) * gelu_grad(cpu::load<A>(x[i])));
 }
 
-void check_shape(const Shape& s, const char* op, const char* what) {
-  TR_USER_CHECK(s.rank >= 1, op, ": ", what, " has no dims");
-  for (int i = 0; i < s.rank; ++i) TR_USER_CHECK(s[i] > 0, op, ": ", what, " has a non-positive dim: ", s.str());
-}
-
 // Every operand has the first input's dtype and element count.
 void check_call(const OpCall& c, const char* op) {
   const int64_t n = c.in[0].shape.numel();
@@ -66,12 +61,12 @@ void check_call(const OpCall& c, const char* op) {
 }  // namespace
 
 void gelu_fwd_shapes(const ShapeCtx& c, Shape* out, int) {
-  check_shape(c.in[0], "gelu_fwd", "x");
+  check_tensor_dims(c.in[0], "gelu_fwd", "x");
   out[0] = c.in[0];
 }
 
 void gelu_bwd_shapes(const ShapeCtx& c, Shape* out, int) {
-  check_shape(c.in[1], "gelu_bwd", "x");
+  check_tensor_dims(c.in[1], "gelu_bwd", "x");
   TR_USER_CHECK(c.in[0] == c.in[1], "gelu_bwd: dy ", c.in[0].str(), " must match x ", c.in[1].str());
   out[0] = c.in[1];
 }

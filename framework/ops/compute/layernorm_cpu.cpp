@@ -81,11 +81,6 @@ void bwd_impl(const OpCall& c, Dims d) {
   }
 }
 
-void check_x(const Shape& x, const char* op) {
-  TR_USER_CHECK(x.rank >= 1, op, ": x has no dims");
-  for (int i = 0; i < x.rank; ++i) TR_USER_CHECK(x[i] > 0, op, ": x has a non-positive dim: ", x.str());
-}
-
 void check_param(const Shape& p, int64_t C, const char* op, const char* what) {
   TR_USER_CHECK(p.rank == 1 && p[0] == C, op, ": ", what, " is ", p.str(), ", expected [", C, "] (x's last dim)");
 }
@@ -106,7 +101,7 @@ void check_call(const OpCall& c, const TensorRef& x, const TensorRef& stats, con
 
 void layernorm_fwd_shapes(const ShapeCtx& c, Shape* out, int) {
   const Shape& x = c.in[0];
-  check_x(x, "layernorm_fwd");
+  check_tensor_dims(x, "layernorm_fwd", "x");
   const int64_t C = x[x.rank - 1];
   check_param(c.in[1], C, "layernorm_fwd", "gamma");
   check_param(c.in[2], C, "layernorm_fwd", "beta");
@@ -116,7 +111,7 @@ void layernorm_fwd_shapes(const ShapeCtx& c, Shape* out, int) {
 
 void layernorm_bwd_shapes(const ShapeCtx& c, Shape* out, int) {
   const Shape& x = c.in[1];
-  check_x(x, "layernorm_bwd");
+  check_tensor_dims(x, "layernorm_bwd", "x");
   const int64_t C = x[x.rank - 1];
   TR_USER_CHECK(c.in[0] == x, "layernorm_bwd: dy ", c.in[0].str(), " must match x ", x.str());
   check_param(c.in[2], C, "layernorm_bwd", "gamma");

@@ -36,11 +36,6 @@ void bwd_impl(const ReluBwdOperands& o, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dx[i] = cpu::load<A>(y[i]) > A(0) ? dy[i] : zero;
 }
 
-void check_tensor(const Shape& s, const char* op, const char* what) {
-  TR_USER_CHECK(s.rank >= 1, op, ": ", what, " has no dims");
-  for (int i = 0; i < s.rank; ++i) TR_USER_CHECK(s[i] > 0, op, ": ", what, " has a non-positive dim: ", s.str());
-}
-
 void check_call(const OpCall& c, const char* op) {
   const int64_t n = c.in[0].shape.numel();
   for (int i = 0; i < c.n_in; ++i) {
@@ -54,12 +49,12 @@ void check_call(const OpCall& c, const char* op) {
 }  // namespace
 
 void relu_fwd_shapes(const ShapeCtx& c, Shape* out, int) {
-  check_tensor(c.in[0], "relu_fwd", "x");
+  check_tensor_dims(c.in[0], "relu_fwd", "x");
   out[0] = c.in[0];
 }
 
 void relu_bwd_shapes(const ShapeCtx& c, Shape* out, int) {
-  check_tensor(c.in[1], "relu_bwd", "y");
+  check_tensor_dims(c.in[1], "relu_bwd", "y");
   TR_USER_CHECK(c.in[0] == c.in[1], "relu_bwd: dy ", c.in[0].str(), " must match y ", c.in[1].str());
   out[0] = c.in[1];
 }
