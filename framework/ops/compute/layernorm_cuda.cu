@@ -1,8 +1,9 @@
 // LayerNorm CUDA kernels. Semantics: framework/ops/compute/layernorm.h.
 // Forward and the input gradient: one warp per row (8 rows per block), the
 // row's sums in f32 over the lanes in a fixed order, then a butterfly. The
-// parameter gradients: one thread per channel summing every row in order, so
-// the result is the same on every run without atomics. No workspace.
+// parameter gradients: a block per 32 channels, the rows split over 32 groups
+// and the group sums added in a fixed order, so the result is the same on every
+// run without atomics. No workspace.
 #include "framework/ops/compute/layernorm.h"
 #include "framework/ops/kernels/cuda_kernel_util_cuda.h"
 #include "framework/ops/op_signature.h"
@@ -69,20 +70,34 @@ __global__ void layernorm_bwd_data_kernel(const T* __restrict__ dy, const T* __r
   }
 }
 
-// dy, x [rows, C], stats -> dgamma[C], dbeta[C]: channel c sums rows 0..rows-1 in order.
+// dy, x [rows, C], stats -> dgamma[C], dbeta[C]. A block owns 32 channels;
+// its thread (g, j) sums channel j over the rows r = g (mod 32) in order (a
+// warp reads 32 adjacent channels of one row), then thread (0, j) adds the 32
+// partial sums in order of g: the same bits on every run, without atomics.
+constexpr int kParamChannels = 32, kParamRowGroups = 32;
+
 template <typename T>
 __global__ void layernorm_bwd_params_kernel(const T* __restrict__ dy, const T* __restrict__ x,
                                             const float* __restrict__ stats, T* __restrict__ dgamma,
                                             T* __restrict__ dbeta, int64_t rows, int64_t C) {
   grid_dependency_begin();
-  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (c >= C) return;
+  __shared__ float part_g[kParamRowGroups][kParamChannels + 1], part_b[kParamRowGroups][kParamChannels + 1];
+  const int j = threadIdx.x % kParamChannels, g = threadIdx.x / kParamChannels;
+  const int64_t c = int64_t(blockIdx.x) * kParamChannels + j;
   float sg = 0.f, sb = 0.f;
-  for (int64_t r = 0; r < rows; ++r) {
-    const float d = to_f(dy[r * C + c]);
-    sg += d * (to_f(x[r * C + c]) - stats[2 * r]) * stats[2 * r + 1];
-    sb += d;
+  if (c < C) {
+    for (int64_t r = g; r < rows; r += kParamRowGroups) {
+      const float d = to_f(dy[r * C + c]);
+      sg += d * (to_f(x[r * C + c]) - stats[2 * r]) * stats[2 * r + 1];
+      sb += d;
+    }
   }
+  part_g[g][j] = sg;
+  part_b[g][j] = sb;
+  __syncthreads();
+  if (g != 0 || c >= C) return;
+  sg = 0.f, sb = 0.f;
+  for (int k = 0; k < kParamRowGroups; ++k) sg += part_g[k][j], sb += part_b[k][j];
   dgamma[c] = from_f<T>(sg);
   dbeta[c] = from_f<T>(sb);
 }
@@ -136,8 +151,9 @@ void layernorm_bwd_cuda(const OpCall& c) {
     using T = decltype(tag);
     launch_kernel(c.env, {dim3(unsigned(ceil_div(d.rows, kRowsPerBlock))), kThreads, 0}, layernorm_bwd_data_kernel<T>,
                   dy.as<T>(), x.as<T>(), gamma.as<T>(), stats.as<float>(), dx.as<T>(), d.rows, d.C);
-    launch_kernel(c.env, {dim3(unsigned(ceil_div(d.C, kThreads))), kThreads, 0}, layernorm_bwd_params_kernel<T>,
-                  dy.as<T>(), x.as<T>(), stats.as<float>(), dgamma.as<T>(), dbeta.as<T>(), d.rows, d.C);
+    launch_kernel(c.env, {dim3(unsigned(ceil_div(d.C, kParamChannels))), kParamChannels * kParamRowGroups, 0},
+                  layernorm_bwd_params_kernel<T>, dy.as<T>(), x.as<T>(), stats.as<float>(), dgamma.as<T>(),
+                  dbeta.as<T>(), d.rows, d.C);
   });
 }
 
