@@ -8,7 +8,7 @@
 //                 dx = rstd * (g - mean_C(g) - xhat * mean_C(g * xhat)),
 //                 dgamma = sum_rows(dy * xhat), dbeta = sum_rows(dy) (written, not added to)
 // The CPU sums in double; CUDA in f32, one warp per row for the row sums, and
-// for dgamma and dbeta 32 row groups per channel whose sums are added in a
+// for dgamma and dbeta 128 row groups per channel whose sums are added in a
 // fixed order, so the backward gives the same bits on every run (Note
 // [deterministic kernels]).
 // f32 statistics are f64 when T is f64.

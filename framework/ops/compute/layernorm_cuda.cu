@@ -1,7 +1,7 @@
 // LayerNorm CUDA kernels. Semantics: framework/ops/compute/layernorm.h.
 // Forward and the input gradient: one warp per row (8 rows per block), the
 // row's sums in f32 over the lanes in a fixed order, then a butterfly. The
-// parameter gradients: a block per 32 channels, the rows split over 32 groups
+// parameter gradients: a block per 8 channels, the rows split over 128 groups
 // and the group sums added in a fixed order, so the result is the same on every
 // run without atomics. No workspace.
 #include "framework/ops/compute/layernorm.h"
@@ -70,11 +70,14 @@ __global__ void layernorm_bwd_data_kernel(const T* __restrict__ dy, const T* __r
   }
 }
 
-// dy, x [rows, C], stats -> dgamma[C], dbeta[C]. A block owns 32 channels;
-// its thread (g, j) sums channel j over the rows r = g (mod 32) in order (a
-// warp reads 32 adjacent channels of one row), then thread (0, j) adds the 32
-// partial sums in order of g: the same bits on every run, without atomics.
-constexpr int kParamChannels = 32, kParamRowGroups = 32;
+// dy, x [rows, C], stats -> dgamma[C], dbeta[C]. A block owns 8 channels;
+// its thread (g, j) sums channel j over the rows r = g (mod 128) in order,
+// then thread (0, j) adds the 128 partial sums in order of g: the same bits on
+// every run, without atomics. 8 channels per block keeps C / 8 blocks busy
+// (96 at C = 768); a warp reads 8 adjacent channels of 4 rows, one 32-byte
+// sector per row in f32 and half of one in f16 (the other half is the
+// neighbouring block's, read at the same time, from L2).
+constexpr int kParamChannels = 8, kParamRowGroups = 128;
 
 template <typename T>
 __global__ void layernorm_bwd_params_kernel(const T* __restrict__ dy, const T* __restrict__ x,
