@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "framework/ops/compute/add.h"
+#include "framework/ops/compute/attention.h"
 #include "framework/ops/compute/batchnorm.h"
 #include "framework/ops/compute/bn_relu_pool.h"
 #include "framework/ops/compute/classifier_head.h"
@@ -444,6 +445,78 @@ void embedding_cases(std::vector<OpCase>& t) {
   t.push_back(c);
 }
 
+// A transformer's linear layers: tokens [B,T,K] as rows (fc_last_dim), with
+// M = 40 outputs, past the small-fc kernels (kSmallFcMaxOutputs), so the GPU
+// runs cuBLAS (and cuBLASLt's bias epilogue).
+void token_fc_cases(std::vector<OpCase>& t) {
+  const int64_t B = 2, T = 5, K = 24, M = 40;
+  for (bool bias : {false, true}) {
+    OpCase c;
+    c.attrs.fc_last_dim = true;
+    c.attrs.has_bias = bias;
+    c.cpu_f32 = 1e-6, c.gpu_f32 = kGpuF32, c.gpu_f16 = kGpuF16;
+    c.why = "dot products of 24 f32 products (of 10 for dw); cuBLAS sums in other orders";
+    const std::string tag = bias ? " with a bias" : "";
+    c.name = cat("fc_fwd [", B, ",", T, ",", K, "] -> ", M, " per token", tag);
+    c.kind = OpKind::FcFwd;
+    c.in = {{Elem::T, {B, T, K}}, {Elem::T, {M, K}, Fill::Uniform, -0.5, 0.5}};
+    if (bias) c.in.push_back({Elem::T, {M}});
+    c.out = {Elem::T};
+    t.push_back(c);
+    c.name = cat("fc_bwd_weight [", B, ",", T, ",", K, "] -> ", M, " per token", tag);
+    c.kind = OpKind::FcBwdWeight;
+    c.in = {{Elem::T, {B, T, K}}, {Elem::T, {B, T, M}}};
+    c.out = bias ? std::vector<Elem>{Elem::T, Elem::T} : std::vector<Elem>{Elem::T};
+    t.push_back(c);
+  }
+  OpCase c;
+  c.attrs.fc_last_dim = true;
+  c.cpu_f32 = 1e-6, c.gpu_f32 = kGpuF32, c.gpu_f16 = kGpuF16;
+  c.why = "dot products of 40 f32 products; cuBLAS sums in other orders";
+  c.name = cat("fc_bwd_data [", B, ",", T, ",", M, "] -> ", K, " per token");
+  c.kind = OpKind::FcBwdData;
+  c.in = {{Elem::T, {B, T, M}}, {Elem::T, {M, K}, Fill::Uniform, -0.5, 0.5}, {Elem::T, {B, T, K}}};
+  c.out = {Elem::T};
+  t.push_back(c);
+}
+
+// Causal attention: a short sequence with head dim 8; one of 70 tokens (past
+// the CUDA kernels' 64-row blocks and 32-row tiles) with head dim 64, as
+// GPT-2's; and head dim 128, the widest kernel.
+void attention_cases(std::vector<OpCase>& t) {
+  struct Geometry {
+    int64_t B, T, C;
+    int heads;
+  };
+  for (const Geometry& g : {Geometry{2, 5, 16, 2}, Geometry{1, 70, 128, 2}, Geometry{1, 33, 384, 3}}) {
+    OpCase c;
+    c.attrs.heads = g.heads;
+    const Shape qkv{g.B, g.T, 3 * g.C}, y{g.B, g.T, g.C}, lse{g.B, g.heads, g.T};
+    const std::string tag = cat(qkv.str(), ", ", g.heads, " heads of ", g.C / g.heads);
+    c.cpu_f32 = 1e-6, c.gpu_f32 = kGpuF32, c.gpu_f16 = kGpuF16;
+    c.why =
+        "the CPU sums in double for any storage and rounds each output once; the GPU sums up to 70 scores and "
+        "values in f32 with its own expf (2 ulp)";
+    c.name = "attention_fwd " + tag;
+    c.kind = OpKind::AttentionFwd;
+    c.in = {{Elem::T, qkv}};
+    c.out = {Elem::T, Elem::Stat};
+    t.push_back(c);
+    c.name = "attention_bwd " + tag;
+    c.kind = OpKind::AttentionBwd;
+    c.in = {{Elem::T, y}, {Elem::T, qkv}, {Elem::T, y}, {Elem::Stat, lse}};
+    c.out = {Elem::T, Elem::Stat};
+    const OpAttrs a = c.attrs;
+    c.derive = [a](std::vector<HostTensor>& in) {  // y and lse = the forward's of qkv
+      cpu_op(attention_fwd_cpu, {&in[1]}, {&in[2], &in[3]}, a, VariantDims{4, 4, 0, 0});
+    };
+    c.why =
+        "as the forward, and ds = p (dy.v - delta) cancels in part: the f32 lse as stored (one rounding) and tens "
+        "of f32 roundings in each sum";
+    t.push_back(c);
+  }
+}
+
 // The transformer's elementwise ops, over a GPT's [B, T, C] activations.
 void transformer_cases(std::vector<OpCase>& t) {
   const Shape s{2, 5, 12};
@@ -490,7 +563,19 @@ void transformer_cases(std::vector<OpCase>& t) {
   };
   c.why = "the input gradient's two row means cancel in part: tens of f32 roundings; dgamma and dbeta sum 10 rows";
   t.push_back(c);
+  // 300 rows over C = 20: the CUDA kernel's 128 row groups and a block of 8
+  // channels that C does not fill.
+  const Shape wide{3, 100, 20};
+  c.name = "layernorm_bwd " + wide.str();
+  c.in = {{Elem::T, wide},
+          {Elem::T, wide, Fill::Uniform, -1, 3},
+          {Elem::T, {wide[2]}, Fill::Uniform, 0.5, 1.5},
+          {Elem::Stat, {wide[0] * wide[1], 2}}};
+  c.why = "as above; dgamma and dbeta sum 300 rows in 128 groups on the GPU, in row order on the CPU";
+  t.push_back(c);
   embedding_cases(t);
+  attention_cases(t);
+  token_fc_cases(t);
 }
 
 void loss_cases(std::vector<OpCase>& t) {

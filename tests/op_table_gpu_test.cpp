@@ -1,9 +1,13 @@
 // The op test table on CUDA (Note [the op test table], op_table.h): every
 // case against the CPU in the same storage type, f32 and, where the case has
 // an f16 bound, f16; and two GPU runs of a case give the same bits.
+// TR_OP_CASES=text runs only the cases whose name holds text (a kernel under
+// compute-sanitizer, which is slow on the whole table).
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include "tests/op_table.h"
 #include "tests/ops_gpu_fixture.h"
@@ -15,8 +19,10 @@ bool is_conv(OpKind k) { return k == OpKind::ConvFwd || k == OpKind::ConvBwdData
 
 TEST_F(OpsGpu, OpTableEveryCaseMatchesTheCpu) {
   int runs = 0;
+  const char* only = std::getenv("TR_OP_CASES");
   for (const test::OpCase& c : test::op_cases())
     for (DType t : {F32, F16}) {
+      if (only != nullptr && c.name.find(only) == std::string::npos) continue;
       const double bound = t == F32 ? c.gpu_f32 : c.gpu_f16;
       if (bound < 0) continue;
       Case k;
@@ -31,7 +37,11 @@ TEST_F(OpsGpu, OpTableEveryCaseMatchesTheCpu) {
       check(op_def(c.kind).cpu, op_def(c.kind).cuda, k);
       ++runs;
     }
-  std::printf("[ op table gpu ] %d runs of %zu cases against the CPU\n", runs, test::op_cases().size());
+  std::printf("[ op table gpu ] %d runs of %zu cases against the CPU%s%s\n", runs, test::op_cases().size(),
+              only != nullptr ? ", only those named with " : "", only != nullptr ? only : "");
+  if (only != nullptr) {
+    EXPECT_GT(runs, 0) << "TR_OP_CASES=" << only << " names no case";
+  }
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 // ones (softmax, the BatchNorm's rsqrt): 1e-6 bounds both with room.
 #include <utility>
 
+#include "framework/ops/compute/attention.h"
 #include "framework/ops/compute/avgpool.h"
 #include "framework/ops/compute/batchnorm.h"
 #include "framework/ops/compute/classifier_head.h"
@@ -176,6 +177,31 @@ void layernorm_grads(std::vector<GradCase>& t) {
     g.why = "smooth in x (rsqrt of the variance, far from 0) and linear in gamma and beta";
     t.push_back(g);
   }
+}
+
+// Attention's gradient with respect to qkv: loss = <y(qkv), r>, 2 heads of 8 over 6 tokens.
+void attention_grads(std::vector<GradCase>& t) {
+  const int64_t B = 2, T = 6, C = 16;
+  OpAttrs a;
+  a.heads = 2;
+  const Shape qkv{B, T, 3 * C}, y{B, T, C}, lse{B, 2, T};
+  auto forward = [=](const std::vector<HostTensor>& in) {
+    return op(attention_fwd_cpu, {&in[0]}, {like(y), like(lse)}, a);
+  };
+  GradCase g;
+  g.name = "attention_bwd " + qkv.str() + ", 2 heads, d/dqkv";
+  g.kind = OpKind::AttentionBwd;
+  g.in = {{Elem::T, qkv}};
+  g.wrt = 0;
+  g.loss = [=](const std::vector<HostTensor>& in) { return dot(forward(in)[0], proj(y)); };
+  g.grad = [=](const std::vector<HostTensor>& in) {
+    const HostTensor r = proj(y);
+    const std::vector<HostTensor> f = forward(in);
+    return op(attention_bwd_cpu, {&r, &in[0], &f[0], &f[1]}, {like(qkv), like(lse)}, a)[0];
+  };
+  g.tol = kFd;
+  g.why = "smooth: softmax of scores below 3 in size (|q.k| <= 8 over sqrt(8))";
+  t.push_back(g);
 }
 
 // The embedding tables' gradients: loss = <y(ids, wte, wpe), r>.
@@ -348,6 +374,7 @@ std::vector<GradCase> make_grads() {
   dense_grads(t);
   layernorm_grads(t);
   embedding_grads(t);
+  attention_grads(t);
   pool_grads(t);
   bn_grads(t);
   loss_grads(t);
@@ -362,11 +389,12 @@ const std::vector<GradCase>& grad_cases() {
 }
 
 const std::vector<OpKind>& gradient_kinds() {
-  static const std::vector<OpKind> kinds = {
-      OpKind::ConvBwdData,    OpKind::ConvBwdFilter, OpKind::BnReluBwdReduce,  OpKind::BnReluBwdApply,
-      OpKind::MaxPoolBwd,     OpKind::AvgPoolBwd,    OpKind::GlobalMaxPoolBwd, OpKind::GlobalAvgPoolBwd,
-      OpKind::FcBwdData,      OpKind::FcBwdWeight,   OpKind::ReluBwd,          OpKind::SoftmaxXent,
-      OpKind::ClassifierHead, OpKind::GeluBwd,       OpKind::LayerNormBwd,     OpKind::EmbeddingBwd};
+  static const std::vector<OpKind> kinds = {OpKind::ConvBwdData,      OpKind::ConvBwdFilter,    OpKind::BnReluBwdReduce,
+                                            OpKind::BnReluBwdApply,   OpKind::MaxPoolBwd,       OpKind::AvgPoolBwd,
+                                            OpKind::GlobalMaxPoolBwd, OpKind::GlobalAvgPoolBwd, OpKind::FcBwdData,
+                                            OpKind::FcBwdWeight,      OpKind::ReluBwd,          OpKind::SoftmaxXent,
+                                            OpKind::ClassifierHead,   OpKind::GeluBwd,          OpKind::LayerNormBwd,
+                                            OpKind::EmbeddingBwd,     OpKind::AttentionBwd};
   return kinds;
 }
 

@@ -32,6 +32,12 @@ struct Shape {
     for (int i = 1; i < rank; ++i) n *= dims[i];
     return n;
   }
+  // This shape with its last dim replaced by v.
+  Shape with_last(int64_t v) const {
+    Shape s = *this;
+    s.dims[rank - 1] = v;
+    return s;
+  }
   bool operator==(const Shape& o) const {
     if (rank != o.rank) return false;
     for (int i = 0; i < rank; ++i)

@@ -36,6 +36,9 @@ struct OpAttrs {
                                       // instead of every rank's (global_batch*H*W, synchronised BN)
   bool with_grad = true;              // SoftmaxXent: also write dlogits
   bool has_bias = false;              // FcFwd / FcBwdWeight
+  bool fc_last_dim = false;           // Fc*: x is [.., K], its leading dims kept ([B,T,C] -> [B,T,M]);
+                                      // false: x [N, K..] is flattened to [N, K] (fc.h)
+  int heads = 0;                      // Attention*: heads; each owns C / heads channels (attention.h)
   float norm_mean[4] = {0, 0, 0, 0};  // InputPrep: x = (u8/255 - mean) / std, per channel
   float norm_std[4] = {1, 1, 1, 1};
   // InputPrep augmentation and flip-TTA (Note [augmentation], framework/ops/kernels/augment.h).

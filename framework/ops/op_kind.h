@@ -84,6 +84,9 @@ enum class OpKind : uint8_t {
   EmbeddingFwd,       // in: ids i32[B,T], wte T[V,C], wpe T[P,C]             out: y T[B,T,C] (embedding.h)
   EmbeddingBwd,       // in: dy T[B,T,C], ids i32[B,T], order i32[B*T], wte, wpe (shapes only)
                       //   out: dwte T[V,C], dwpe T[P,C] (deterministic scatter-add)
+  AttentionFwd,       // in: qkv T[B,T,3C]                                    out: y T[B,T,C], lse f32[B,H,T]
+                      //   causal multi-head self-attention, H = attrs.heads (attention.h)
+  AttentionBwd,       // in: dy T[B,T,C], qkv T, y T, lse f32[B,H,T]          out: dqkv T[B,T,3C], delta f32[B,H,T]
   Count
 };
 // clang-format on

@@ -2,6 +2,7 @@
 
 #include "framework/core/error.h"
 #include "framework/ops/compute/add.h"
+#include "framework/ops/compute/attention.h"
 #include "framework/ops/compute/avgpool.h"
 #include "framework/ops/compute/batchnorm.h"
 #include "framework/ops/compute/bn_relu_pool.h"
@@ -78,6 +79,8 @@ constexpr OpDef kOps[] = {
     TR_OP(LayerNormBwd, "layernorm_bwd", layernorm_bwd, "dy x gamma stats", "dx dgamma dbeta"),
     TR_OP(EmbeddingFwd, "embedding_fwd", embedding_fwd, "ids wte wpe", "y"),
     TR_OP(EmbeddingBwd, "embedding_bwd", embedding_bwd, "dy ids order wte wpe", "dwte dwpe"),
+    TR_OP(AttentionFwd, "attention_fwd", attention_fwd, "qkv", "y lse"),
+    TR_OP(AttentionBwd, "attention_bwd", attention_bwd, "dy qkv y lse", "dqkv delta"),
 };
 #undef TR_OP
 

@@ -4,6 +4,7 @@
 #include "tests/bench/op_bench_spec.h"
 
 #include "framework/core/error.h"
+#include "framework/ops/compute/attention.h"
 #include "framework/ops/compute/avgpool.h"
 #include "framework/ops/compute/batchnorm.h"
 #include "framework/ops/compute/classifier_head.h"
@@ -185,8 +186,67 @@ Spec relu_spec(const std::string& pre, bool fwd, DType t, Shape x) {
   return s;
 }
 
-// GPT-2 124M's elementwise and normalising ops at micro-batch B, T = 1024:
-// the MLP's GELU over [B*T, 4*768] and a LayerNorm over [B*T, 768].
+// GPT-2 124M's linear layers over tokens [B, T, 768]: the attention's qkv
+// projection (768 -> 2304) and the MLP's up projection (768 -> 3072) with
+// their biases, and the MLP's gradients.
+std::vector<Spec> gpt2_fc_specs(const std::string& pre, DType t, int64_t B, int64_t T) {
+  const int64_t C = 768;
+  std::vector<Spec> v;
+  for (int64_t M : {3 * C, 4 * C}) {
+    Spec f;
+    f.name = cat(pre, "fc_fwd/", C, "-", M, "/", dn(t));
+    f.fn = fc_fwd_cuda;
+    f.attrs.fc_last_dim = true;
+    f.attrs.has_bias = true;
+    f.in = {{t, {B, T, C}}, {t, {M, C}, -0.05, 0.05}, {t, {M}}};
+    f.out = {{t, {B, T, M}}};
+    f.flops = 2.0 * double(B * T) * double(C) * double(M);
+    v.push_back(f);
+  }
+  Spec d = v.back();
+  d.name = cat(pre, "fc_bwd_data/", 4 * C, "-", C, "/", dn(t));
+  d.fn = fc_bwd_data_cuda;
+  d.attrs.has_bias = false;
+  d.in = {{t, {B, T, 4 * C}}, {t, {4 * C, C}, -0.05, 0.05}, {t, {B, T, C}, -1, 1, true}};
+  d.out = {{t, {B, T, C}}};
+  v.push_back(d);
+  Spec w = v.back();
+  w.name = cat(pre, "fc_bwd_weight/", C, "-", 4 * C, "/", dn(t));
+  w.fn = fc_bwd_weight_cuda;
+  w.attrs.has_bias = true;
+  w.in = {{t, {B, T, C}}, {t, {B, T, 4 * C}}};
+  w.out = {{t, {4 * C, C}}, {t, {4 * C}}};
+  v.push_back(w);
+  return v;
+}
+
+// Causal self-attention of GPT-2 124M (12 heads of 64) at [B, T]. FLOPs of
+// the causal half of the scores: the forward's two products 2 * B * T^2 * C,
+// the backward's five (the scores again, dp, dv, dq, dk) 5 * B * T^2 * C.
+std::vector<Spec> gpt2_attention_specs(const std::string& pre, DType t, int64_t B, int64_t T) {
+  const int64_t C = 768, H = 12;
+  const Shape qkv{B, T, 3 * C}, y{B, T, C}, lse{B, H, T};
+  Spec f;
+  f.name = cat(pre, "attention_fwd/", H, "x", C / H, "/", dn(t));
+  f.fn = attention_fwd_cuda;
+  f.attrs.heads = int(H);
+  f.in = {{t, qkv}};
+  f.out = {{t, y}, {DType::F32, lse}};
+  f.flops = 2.0 * double(B) * double(T * T) * double(C);
+  Spec b = f;
+  b.name = cat(pre, "attention_bwd/", H, "x", C / H, "/", dn(t));
+  b.fn = attention_bwd_cuda;
+  b.in = {{t, y}, {t, qkv}, {t, y}, {DType::F32, lse}};
+  b.out = {{t, qkv}, {DType::F32, lse}};
+  b.derive = attention_fwd_cuda;  // y and lse: the forward's of qkv
+  b.derive_from = 1;
+  b.derive_to = {2, 3};
+  b.flops = 2.5 * f.flops;
+  return {f, b};
+}
+
+// GPT-2 124M's ops at micro-batch B, T = 1024: the MLP's GELU over
+// [B*T, 4*768], a LayerNorm over [B*T, 768], the linear layers and attention.
 std::vector<Spec> gpt2_specs(DType t, int64_t B) {
   const std::string pre = cat("gpt2/b", B, "/");
   const Shape h{B * 1024, 3072}, x{B * 1024, 768}, stats{B * 1024, 2}, c{768};
@@ -210,7 +270,10 @@ std::vector<Spec> gpt2_specs(DType t, int64_t B) {
   // Any stats do for timing; rstd drawn in [0.5, 1.5] keeps the values finite.
   lb.in = {{t, x}, {t, x}, {t, c, 0.5, 1.5}, {DType::F32, stats, 0.5, 1.5}};
   lb.out = {{t, x}, {t, c}, {t, c}};
-  return {f, b, lf, lb};
+  std::vector<Spec> v = {f, b, lf, lb};
+  for (const std::vector<Spec>& more : {gpt2_fc_specs(pre, t, B, 1024), gpt2_attention_specs(pre, t, B, 1024)})
+    v.insert(v.end(), more.begin(), more.end());
+  return v;
 }
 
 std::vector<Spec> cnn_specs(DType t, int64_t B) {

@@ -1,9 +1,11 @@
 #pragma once
-// Fully connected layer; x is [N, ...] flattened to [N,K] (flatten is a view).
-//   FcFwd:       x[N,K..], w[M,K] (, b[M])  -> y[N,M] = scale * x w^T (+ b)
-//   FcBwdData:   dy[N,M], w[M,K] (, x)      -> dx = scale * dy w: [N,K], or the shape of x when given
+// Fully connected layer over rows: x is [N, ...] flattened to [N,K] (flatten
+// is a view), or with attrs.fc_last_dim x is [.., K] and every leading dim is
+// a row dim (a transformer's tokens: [B,T,C] -> [B,T,M]). R = numel(x) / K rows:
+//   FcFwd:       x[N,K..], w[M,K] (, b[M])  -> y[N,M] = scale * x w^T (+ b)   (y[..,M] with fc_last_dim)
+//   FcBwdData:   dy[N,M], w[M,K], x         -> dx = scale * dy w, in the shape of x
 //                (x is read for its shape only: the image an fc flattened, e.g. [N,7,7,512])
-//   FcBwdWeight: x, dy                      -> dw[M,K] = scale * dy^T x  (, db[M] = sum_n dy)
+//   FcBwdWeight: x, dy                      -> dw[M,K] = scale * dy^T x  (, db[M] = sum over rows of dy)
 #include "framework/ops/shape_ctx.h"
 
 namespace tr {

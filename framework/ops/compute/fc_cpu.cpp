@@ -1,8 +1,9 @@
 // Fully connected layer: shape rules and the CPU reference (GEMMs; the forward
 // and data gradient one per sample, Note [batch-invariant CPU GEMMs]).
-//   fwd:    y[N,M]  = scale * x[N,K] w[M,K]^T (+ b)     (the bias is not scaled)
-//   data:   dx[N,K] = scale * dy[N,M] w[M,K]
-//   weight: dw[M,K] = scale * dy^T x,  db[M] = sum_n dy  (db accumulates in double)
+//   fwd:    y[R,M]  = scale * x[R,K] w[M,K]^T (+ b)     (the bias is not scaled)
+//   data:   dx[R,K] = scale * dy[R,M] w[M,K]
+//   weight: dw[M,K] = scale * dy^T x,  db[M] = sum_r dy  (db accumulates in double)
+// R = numel(x) / K rows (fc.h); the per-sample GEMMs are one per row.
 // fp16 operands are converted to float scratch first; results are rounded once.
 #include "framework/ops/compute/fc.h"
 
@@ -94,14 +95,37 @@ void check_w(const Shape& w, const char* op) {
   check_positive_dims(w, op, "w");
 }
 
-void check_x(const Shape& x, const char* op) {
-  TR_USER_CHECK(x.rank >= 2, op, ": x must be [N,K..] (rank >= 2), got ", x.str());
-  check_positive_dims(x, op, "x");
+// x[N,K..], or x[..,K] with fc_last_dim; returns K.
+int64_t features_of(const Shape& x, const OpAttrs& a, const char* op, const char* what) {
+  TR_USER_CHECK(x.rank >= 2, op, ": ", what,
+                a.fc_last_dim ? " must be [..,K] (rank >= 2), got " : " must be [N,K..] (rank >= 2), got ", x.str());
+  check_positive_dims(x, op, what);
+  return a.fc_last_dim ? x[x.rank - 1] : x.inner();
 }
 
-void check_dy(const Shape& dy, const char* op) {
-  TR_USER_CHECK(dy.rank == 2, op, ": dy must be [N,M], got ", dy.str());
+// dy[N,M], or dy[..,M] whose leading dims are x's with fc_last_dim.
+void check_dy(const Shape& dy, const Shape& x, const OpAttrs& a, const char* op) {
   check_positive_dims(dy, op, "dy");
+  if (!a.fc_last_dim) {
+    TR_USER_CHECK(dy.rank == 2, op, ": dy must be [N,M], got ", dy.str());
+    TR_USER_CHECK(x[0] == dy[0], op, ": x ", x.str(), " and dy ", dy.str(), " differ in N");
+    return;
+  }
+  bool same = dy.rank == x.rank;
+  for (int i = 0; same && i + 1 < x.rank; ++i) same = dy[i] == x[i];
+  TR_USER_CHECK(same, op, ": dy ", dy.str(), " and x ", x.str(), " differ in their leading dims");
+}
+
+// R rows of K features and M outputs, from x (or dx) and w, checked against y (or dy).
+struct Rows {
+  int64_t R, K, M;
+};
+
+Rows rows_of(const TensorRef& x, const Shape& w, const TensorRef& y, const char* op) {
+  TR_CHECK(w.rank == 2 && w[1] > 0 && x.shape.numel() % w[1] == 0, op, ": x ", x.shape.str(), " w ", w.str());
+  const Rows r{x.shape.numel() / w[1], w[1], w[0]};
+  cpu::check_numel(y, r.R * r.M, op, "y or dy");
+  return r;
 }
 
 }  // namespace
@@ -109,34 +133,35 @@ void check_dy(const Shape& dy, const char* op) {
 void fc_fwd_shapes(const ShapeCtx& c, Shape* out, int) {
   const char* op = "fc_fwd";
   const Shape &x = c.in[0], &w = c.in[1];
-  check_x(x, op);
+  const int64_t K = features_of(x, *c.attrs, op, "x");
   check_w(w, op);
-  TR_USER_CHECK(x.inner() == w[1], op, ": x ", x.str(), " flattens to ", x.inner(), " features but w is ", w.str());
+  TR_USER_CHECK(K == w[1], op, ": x ", x.str(), c.attrs->fc_last_dim ? " has " : " flattens to ", K,
+                " features but w is ", w.str());
   if (c.attrs->has_bias)
     TR_USER_CHECK(c.in[2].rank == 1 && c.in[2][0] == w[0], op, ": b must be [", w[0], "], got ", c.in[2].str());
-  out[0] = Shape{x[0], w[0]};
+  out[0] = c.attrs->fc_last_dim ? x.with_last(w[0]) : Shape{x[0], w[0]};
 }
 
 // dx has the shape of the forward x (a view [N,K..] of the flattened [N,K]).
 void fc_bwd_data_shapes(const ShapeCtx& c, Shape* out, int) {
   const char* op = "fc_bwd_data";
   const Shape &dy = c.in[0], &w = c.in[1], &x = c.in[2];
-  check_dy(dy, op);
   check_w(w, op);
-  TR_USER_CHECK(dy[1] == w[0], op, ": dy ", dy.str(), " does not match w ", w.str());
-  TR_USER_CHECK(x.rank >= 2 && x[0] == dy[0] && x.numel() == dy[0] * w[1], op, ": x ", x.str(), " is not the [", dy[0],
-                ",", w[1], "] input of w ", w.str());
+  const int64_t K = features_of(x, *c.attrs, op, "x");
+  check_dy(dy, x, *c.attrs, op);
+  TR_USER_CHECK(dy[dy.rank - 1] == w[0], op, ": dy ", dy.str(), " does not match w ", w.str());
+  TR_USER_CHECK(K == w[1], op, ": x ", x.str(), " is not the input of w ", w.str());
   out[0] = x;
 }
 
 void fc_bwd_weight_shapes(const ShapeCtx& c, Shape* out, int) {
   const char* op = "fc_bwd_weight";
   const Shape &x = c.in[0], &dy = c.in[1];
-  check_x(x, op);
-  check_dy(dy, op);
-  TR_USER_CHECK(x[0] == dy[0], op, ": x ", x.str(), " and dy ", dy.str(), " differ in N");
-  out[0] = Shape{dy[1], x.inner()};
-  if (c.attrs->has_bias) out[1] = Shape{dy[1]};
+  const int64_t K = features_of(x, *c.attrs, op, "x");
+  check_dy(dy, x, *c.attrs, op);
+  const int64_t M = dy[dy.rank - 1];
+  out[0] = Shape{M, K};
+  if (c.attrs->has_bias) out[1] = Shape{M};
 }
 
 // --- kernels ---
@@ -145,36 +170,28 @@ void fc_fwd_cpu(const OpCall& c) {
   const char* op = "fc_fwd";
   check_operands(OpKind::FcFwd, c);
   check_dtypes(c, op);
-  const Shape &x = c.in[0].shape, &w = c.in[1].shape;
-  TR_CHECK(x.rank >= 2 && w.rank == 2 && x.inner() == w[1], op, ": x ", x.str(), " w ", w.str());
-  const int64_t N = x[0], K = w[1], M = w[0];
-  cpu::check_numel(c.out[0], N * M, op, "y");
-  if (c.attrs->has_bias) cpu::check_numel(c.in[2], M, op, "b");
-  cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { fwd_impl<typename decltype(tag)::type>(c, N, K, M); });
+  const Rows r = rows_of(c.in[0], c.in[1].shape, c.out[0], op);
+  if (c.attrs->has_bias) cpu::check_numel(c.in[2], r.M, op, "b");
+  cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { fwd_impl<typename decltype(tag)::type>(c, r.R, r.K, r.M); });
 }
 
 void fc_bwd_data_cpu(const OpCall& c) {
   const char* op = "fc_bwd_data";
   const OpOperands named(OpKind::FcBwdData, c);  // dy, w, x (dx's shape only) -> dx
   check_dtypes(c, op);
-  const Shape &dy = c.in[0].shape, &w = c.in[1].shape;
-  TR_CHECK(dy.rank == 2 && w.rank == 2 && dy[1] == w[0], op, ": dy ", dy.str(), " w ", w.str());
-  const int64_t N = dy[0], K = w[1], M = w[0];
-  TR_CHECK(c.out[0].shape.rank >= 1 && c.out[0].shape[0] == N && c.out[0].shape.numel() == N * K, op, ": dx ",
-           c.out[0].shape.str(), " for [", N, ",", K, "]");
-  cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { bwd_data_impl<typename decltype(tag)::type>(c, N, K, M); });
+  const Rows r = rows_of(c.out[0], c.in[1].shape, c.in[0], op);
+  cpu::dispatch_float(c.in[0].dtype, op,
+                      [&](auto tag) { bwd_data_impl<typename decltype(tag)::type>(c, r.R, r.K, r.M); });
 }
 
 void fc_bwd_weight_cpu(const OpCall& c) {
   const char* op = "fc_bwd_weight";
   check_operands(OpKind::FcBwdWeight, c);
   check_dtypes(c, op);
-  const Shape &x = c.in[0].shape, &dy = c.in[1].shape;
-  TR_CHECK(x.rank >= 2 && dy.rank == 2 && x[0] == dy[0], op, ": x ", x.str(), " dy ", dy.str());
-  const int64_t N = x[0], K = x.inner(), M = dy[1];
-  cpu::check_numel(c.out[0], M * K, op, "dw");
-  if (c.attrs->has_bias) cpu::check_numel(c.out[1], M, op, "db");
-  cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { bwd_weight_impl<typename decltype(tag)::type>(c, N, K, M); });
+  const Rows r = rows_of(c.in[0], c.out[0].shape, c.in[1], op);
+  if (c.attrs->has_bias) cpu::check_numel(c.out[1], r.M, op, "db");
+  cpu::dispatch_float(c.in[0].dtype, op,
+                      [&](auto tag) { bwd_weight_impl<typename decltype(tag)::type>(c, r.R, r.K, r.M); });
 }
 
 }  // namespace tr

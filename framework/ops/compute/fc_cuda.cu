@@ -3,7 +3,8 @@
 // kernels instead (Note [small fc], fc_small_cuda.h).
 //
 // Row-major tensors seen by column-major cuBLAS: a row-major [R,C] buffer is a
-// column-major [C,R] matrix, i.e. its transpose. So, with x[N,K], w[M,K], y[N,M]:
+// column-major [C,R] matrix, i.e. its transpose. So, with x[N,K], w[M,K], y[N,M]
+// (N = the rows: numel(x) / K, fc.h):
 //   FcFwd:       y^T[M,N]  = w[M,K](=T of the K x M buffer) * x^T[K,N]
 //                -> gemm(T, N, m=M, n=N, k=K, A=w lda=K, B=x ldb=K, C=y ldc=M)
 //   FcBwdData:   dx^T[K,N] = w^T[K,M] * dy^T[M,N]
@@ -11,19 +12,18 @@
 //   FcBwdWeight: dw^T[K,M] = x^T[K,N] * dy[N,M]
 //                -> gemm(N, T, m=K, n=M, k=N, A=x lda=K, B=dy ldb=M, C=dw ldc=K)
 // fp32 and fp16 storage, fp32 compute (CUBLAS_COMPUTE_32F: no TF32, and fp16
-// split-K reductions kept in fp32). The bias follows the CPU reference's
-// sequence: fp32 y = scale * x w^T, then y + b rounded once to T. For f32 the
-// GEMM writes y and the bias is added in place; for f16 the GEMM writes an fp32
-// copy into the workspace (cuBLAS's beta path would round through f16 first).
+// split-K reductions kept in fp32). The bias is cuBLASLt's epilogue: fp32
+// scale * x w^T + b rounded once to T, as the CPU reference adds it (the CPU
+// rounds the f32 product first: one rounding more, in f32 only).
 // db is a deterministic column sum (no atomics). cuBLAS runs on the op's stream
 // with the arena workspace set on every call, so it never allocates (launches
 // may be captured) and picks the same kernels eagerly and under capture.
 //   workspace: cuBLAS uses what GpuHandles offers beyond the op's own scratch
 //   (NVIDIA recommends 32 MiB on Hopper; it runs with less). Own scratch:
-//   FcFwd f16 with bias: round_up(N * M * 4, 256) bytes;
 //   FcBwdWeight with bias: channel_grid(N, M, ...).grid.x * M * 4 bytes
 //   (<= 4 * SMs * M * 4), used after the GEMM on the same stream.
 #include <climits>
+#include <utility>
 
 #include "framework/ops/compute/fc.h"
 #include "framework/ops/kernels/channel_sums_cuda.h"
@@ -35,7 +35,7 @@ namespace {
 
 using namespace tr::cuda;
 
-constexpr int kThreads = 256;
+cudaDataType_t cuda_type(DType t) { return t == DType::F16 ? CUDA_R_16F : CUDA_R_32F; }
 
 // Column-major cuBLAS GEMM, fp32 compute. a/b have dtype ab, c has dtype cdt;
 // cuBLAS gets the workspace from ws_offset on (the op's scratch lies before it).
@@ -55,27 +55,79 @@ void gemm(const GpuHandles& g, cudaStream_t s, DType ab, DType cdt, cublasOperat
   TR_GPU_CHECK(cublasSetWorkspace(h, ws, ws_bytes));
   TR_GPU_CHECK(
       cublasSetMathMode(h, cublasMath_t(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
-  auto cuda_t = [](DType t) { return t == DType::F16 ? CUDA_R_16F : CUDA_R_32F; };
-  TR_LIBRARY_LAUNCH(cublasGemmEx(h, ta, tb, int(m), int(n), int(k), &alpha, a, cuda_t(ab), int(lda), b, cuda_t(ab),
-                                 int(ldb), &beta, c, cuda_t(cdt), int(ldc), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  TR_LIBRARY_LAUNCH(cublasGemmEx(h, ta, tb, int(m), int(n), int(k), &alpha, a, cuda_type(ab), int(lda), b,
+                                 cuda_type(ab), int(ldb), &beta, c, cuda_type(cdt), int(ldc), CUBLAS_COMPUTE_32F,
+                                 CUBLAS_GEMM_DEFAULT));
 }
 
-size_t round_up256(size_t v) { return (v + 255) / 256 * 256; }
-
-// y[n,m] = T(src[n,m] + b[m]); src is y itself (f32) or an fp32 GEMM result (f16)
-template <typename S, typename T, int VEC>
-__global__ void bias_add_kernel(const S* src, const T* __restrict__ b, T* y, int64_t N, int64_t M) {
-  grid_dependency_begin();
-  const int64_t G = M / VEC, total = N * G;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t g = i % G;
-    float v[VEC], bb[VEC];
-    load_vec<S, VEC>(src + i * VEC, v);
-    load_vec<T, VEC>(b + g * VEC, bb);
-#pragma unroll
-    for (int j = 0; j < VEC; ++j) v[j] += bb[j];
-    store_vec<T, VEC>(y + i * VEC, v);
+// cuBLASLt descriptors, destroyed with the call.
+struct LtDescs {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulPreference_t pref = nullptr;
+  LtDescs() = default;
+  LtDescs(const LtDescs&) = delete;
+  LtDescs& operator=(const LtDescs&) = delete;
+  ~LtDescs() {
+    if (pref) TR_GPU_WARN(cublasLtMatmulPreferenceDestroy(pref));
+    for (cublasLtMatrixLayout_t l : {a, b, c})
+      if (l) TR_GPU_WARN(cublasLtMatrixLayoutDestroy(l));
+    if (op) TR_GPU_WARN(cublasLtMatmulDescDestroy(op));
   }
+};
+
+// y^T[M,N] = alpha * w[M,K] x^T[K,N] + bias[M] (per column of y^T), column-major
+// as gemm() sees it, on cuBLASLt with the bias epilogue; fp32 compute, and
+// split-K partial sums kept in fp32 (no reduction in the output's type).
+void gemm_bias(const GpuHandles& g, cudaStream_t s, DType t, int64_t m, int64_t n, int64_t k, float alpha,
+               const void* w, const void* x, const void* bias, void* y) {
+  for (int64_t v : {m, n, k}) TR_CHECK(v >= 0 && v <= INT_MAX, "fc: GEMM dimension ", v, " too large");
+  TR_CHECK(g.cublaslt != nullptr, "fc: no cuBLASLt handle in GpuHandles");
+  cublasLtHandle_t lt = static_cast<cublasLtHandle_t>(g.cublaslt);
+  const cudaDataType_t dt = cuda_type(t);
+  LtDescs d;
+  TR_GPU_CHECK(cublasLtMatmulDescCreate(&d.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+  const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+  TR_GPU_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+  TR_GPU_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+  TR_GPU_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)));
+  TR_GPU_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+  TR_GPU_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &dt, sizeof(dt)));
+  TR_GPU_CHECK(cublasLtMatrixLayoutCreate(&d.a, dt, uint64_t(k), uint64_t(m), k));  // w: K x M, transposed
+  TR_GPU_CHECK(cublasLtMatrixLayoutCreate(&d.b, dt, uint64_t(k), uint64_t(n), k));  // x^T: K x N
+  TR_GPU_CHECK(cublasLtMatrixLayoutCreate(&d.c, dt, uint64_t(m), uint64_t(n), m));  // y^T: M x N
+  const uint64_t ws_bytes = g.workspace != nullptr ? g.workspace_bytes : 0;
+  const uint32_t reductions = CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+  TR_GPU_CHECK(cublasLtMatmulPreferenceCreate(&d.pref));
+  TR_GPU_CHECK(cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes,
+                                                    sizeof(ws_bytes)));
+  TR_GPU_CHECK(cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &reductions,
+                                                    sizeof(reductions)));
+  // The operands' own alignment (the largest power of two up to 256 dividing the
+  // address): cuBLASLt otherwise assumes 256 bytes, and a parameter packed in
+  // a region may sit at less.
+  const auto align = [](const void* p) {
+    uint32_t a = 256;
+    while (a > 1 && reinterpret_cast<uintptr_t>(p) % a != 0) a /= 2;
+    return a;
+  };
+  const std::pair<cublasLtMatmulPreferenceAttributes_t, const void*> aligned[] = {
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, w},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, x},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, y},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, y}};
+  for (const auto& [attr, p] : aligned) {
+    const uint32_t a = align(p);
+    TR_GPU_CHECK(cublasLtMatmulPreferenceSetAttribute(d.pref, attr, &a, sizeof(a)));
+  }
+  cublasLtMatmulHeuristicResult_t best = {};
+  int found = 0;
+  TR_GPU_CHECK(cublasLtMatmulAlgoGetHeuristic(lt, d.op, d.a, d.b, d.c, d.c, d.pref, 1, &best, &found));
+  TR_CHECK(found > 0, "fc: cuBLASLt has no algorithm for a [", m, "x", k, "] by [", k, "x", n, "] GEMM with a bias");
+  const float beta = 0.f;
+  TR_LIBRARY_LAUNCH(cublasLtMatmul(lt, d.op, &alpha, w, d.a, x, d.b, &beta, y, d.c, y, d.c, &best.algo, g.workspace,
+                                   best.workspaceSize, s));
 }
 
 // db[M] = sum_n dy[n, :] (per-channel sum over rows, Note [deterministic kernels])
@@ -108,19 +160,6 @@ bool vec_ok(int64_t inner, std::initializer_list<const void*> ptrs) {
   return true;
 }
 
-template <typename S, typename T>
-void launch_bias_add(const S* src, const T* b, T* y, int64_t N, int64_t M, int sms, const ExecEnv* env) {
-  auto run = [&](auto vt) {
-    constexpr int V = decltype(vt)::value;
-    int64_t blocks = ceil_div(N * (M / V), kThreads);
-    if (blocks > int64_t(sms) * 8) blocks = int64_t(sms) * 8;
-    launch_kernel(env, {unsigned(blocks < 1 ? 1 : blocks), kThreads, 0}, bias_add_kernel<S, T, V>, src, b, y, N, M);
-  };
-  if (vec_ok<T>(M, {src, b, y}) && aligned_to(src, sizeof(S) * kVec16<T>))
-    run(std::integral_constant<int, kVec16<T>>{});
-  else run(std::integral_constant<int, 1>{});
-}
-
 template <typename T>
 void launch_col_sum(const GpuHandles& gh, const T* dy, T* db, int64_t N, int64_t M, const ExecEnv* env,
                     const char* op) {
@@ -138,8 +177,17 @@ void launch_col_sum(const GpuHandles& gh, const T* dy, T* db, int64_t N, int64_t
 }
 
 struct FcDims {
-  int64_t n, k, m;
+  int64_t n, k, m;  // rows, features, outputs
 };
+
+// The rows of x (or dx) for w's K features (fc.h), checked against y (or dy).
+FcDims dims_of(const TensorRef& x, const Shape& w, const TensorRef& y, const char* op) {
+  TR_CHECK(w.rank == 2 && w[1] > 0 && x.shape.numel() % w[1] == 0, op, ": x ", x.shape.str(), " and w ", w.str(),
+           " do not match");
+  const FcDims d{x.shape.numel() / w[1], w[1], w[0]};
+  check_numel(y, d.n * d.m, op, "y or dy");
+  return d;
+}
 
 }  // namespace
 
@@ -150,12 +198,9 @@ void fc_fwd_cuda(const OpCall& c) {
   const TensorRef& x = c.in[0];
   const TensorRef& w = c.in[1];
   const TensorRef& y = c.out[0];
-  TR_CHECK(x.shape.rank >= 2 && w.shape.rank == 2 && x.shape.inner() == w.shape[1], op, ": x ", x.shape.str(),
-           " and w ", w.shape.str(), " do not match");
-  const FcDims d{x.shape[0], w.shape[1], w.shape[0]};
+  const FcDims d = dims_of(x, w.shape, y, op);
   check_dtype(w, x.dtype, op, "w");
   check_dtype(y, x.dtype, op, "y");
-  check_numel(y, d.n * d.m, op, "y");
   if (a.has_bias) {
     check_dtype(c.in[2], x.dtype, op, "b");
     check_numel(c.in[2], d.m, op, "b");
@@ -175,18 +220,7 @@ void fc_fwd_cuda(const OpCall& c) {
            y.data, d.m);
       return;
     }
-    const int sms = sm_count(gh);
-    if constexpr (std::is_same_v<T, float>) {
-      gemm(gh, s, x.dtype, x.dtype, CUBLAS_OP_T, CUBLAS_OP_N, d.m, d.n, d.k, a.scale, w.data, d.k, x.data, d.k, 0.f,
-           y.data, d.m);
-      launch_bias_add<float, float>(y.as<float>(), c.in[2].as<float>(), y.as<float>(), d.n, d.m, sms, c.env);
-    } else {
-      const size_t acc_bytes = round_up256(size_t(d.n * d.m) * sizeof(float));
-      float* acc = static_cast<float*>(workspace(gh, acc_bytes, op));
-      gemm(gh, s, x.dtype, DType::F32, CUBLAS_OP_T, CUBLAS_OP_N, d.m, d.n, d.k, a.scale, w.data, d.k, x.data, d.k, 0.f,
-           acc, d.m, acc_bytes);
-      launch_bias_add<float, T>(acc, c.in[2].as<T>(), y.as<T>(), d.n, d.m, sms, c.env);
-    }
+    gemm_bias(gh, s, x.dtype, d.m, d.n, d.k, a.scale, w.data, x.data, c.in[2].data, y.data);
   });
 }
 
@@ -197,12 +231,9 @@ void fc_bwd_data_cuda(const OpCall& c) {
   const TensorRef& dy = c.in[0];
   const TensorRef& w = c.in[1];
   const TensorRef& dx = c.out[0];
-  TR_CHECK(dy.shape.rank == 2 && w.shape.rank == 2 && dy.shape[1] == w.shape[0], op, ": dy ", dy.shape.str(), " and w ",
-           w.shape.str(), " do not match");
-  const FcDims d{dy.shape[0], w.shape[1], w.shape[0]};
+  const FcDims d = dims_of(dx, w.shape, dy, op);
   check_dtype(w, dy.dtype, op, "w");
   check_dtype(dx, dy.dtype, op, "dx");
-  check_numel(dx, d.n * d.k, op, "dx");
   const GpuHandles& gh = handles_of(c, op);
   const cudaStream_t s = stream_of(c);
   if (d.n == 0) return;
@@ -224,12 +255,9 @@ void fc_bwd_weight_cuda(const OpCall& c) {
   const TensorRef& x = c.in[0];
   const TensorRef& dy = c.in[1];
   const TensorRef& dw = c.out[0];
-  TR_CHECK(x.shape.rank >= 2 && dy.shape.rank == 2 && x.shape[0] == dy.shape[0], op, ": x ", x.shape.str(), " and dy ",
-           dy.shape.str(), " do not match");
-  const FcDims d{x.shape[0], x.shape.inner(), dy.shape[1]};
+  const FcDims d = dims_of(x, dw.shape, dy, op);
   check_dtype(dy, x.dtype, op, "dy");
   check_dtype(dw, x.dtype, op, "dw");
-  check_numel(dw, d.m * d.k, op, "dw");
   if (a.has_bias) {
     check_dtype(c.out[1], x.dtype, op, "db");
     check_numel(c.out[1], d.m, op, "db");
