@@ -86,6 +86,8 @@ TEST(TrTrainCli, BadAugmentationAndRecipeFlags) {
   expect_user_error("tr-train --no-augment --flip", "--no-augment contradicts");
   expect_user_error("tr-train --amp --no-amp", "give --amp or --no-amp, not both");
   expect_user_error("tr-train --recipe fast", "--recipe must be plain or tta, got 'fast'");
+  expect_user_error("tr-train --optimizer sgd --clip-grad-norm 1", "--clip-grad-norm needs --optimizer adamw, not sgd");
+  expect_user_error("tr-train --clip-grad-norm -1", "--clip-grad-norm must be in");
 }
 
 TEST(TrBenchTtaCli, HelpAndBadFlags) {

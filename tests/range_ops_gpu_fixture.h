@@ -56,6 +56,10 @@ template <>
 inline DType dtype_of<half_t>() {
   return DType::F16;
 }
+template <>
+inline DType dtype_of<double>() {
+  return DType::F64;
+}
 
 template <class T>
 RangeOperand operand(T* data, size_t n, const std::vector<Segment>* segs = nullptr) {

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "framework/ops/kernels/range_util.h"
+#include "framework/ops/range/grad_norm.h"
 #include "tests/range_ops_gpu_fixture.h"
 
 namespace tr {
@@ -258,5 +259,49 @@ TEST_F(RangeOpsGpuOptim, AFoundInfStepChangesNothing) {
 // A whole AMP step captured once into a CUDA Graph and replayed with new
 // gradients (one of them overflowing): the captured launchers read every
 // per-step value from device memory, so replays track the CPU step by step.
+// GradNorm: the CPU's norm within the f32 rounding of two double sums in
+// other orders, the same scale formula, and two GPU runs give the same bits;
+// AdamW with clip on the GPU gives the CPU's bits for the same scale.
+TEST_F(RangeOpsGpuOptim, GradNormMatchesTheCpuAndRepeatsItsBits) {
+  std::mt19937 rng(24);
+  const Layout l(rng, 40, true);
+  std::vector<float> g = l.random(rng, -1, 1);
+  std::vector<double> hp(kGradNormPartials, 0.0);
+  DevBuf<float> dg(g);
+  DevBuf<double> dp(hp);
+  RangeAttrs a;
+  a.max_norm = 10.f;
+  set_scalars(TrainScalars{});
+  run_cpu(grad_norm_cpu, {operand(g, &l.segs), operand(hp)}, a);
+  run_gpu(grad_norm_cuda, {operand(dg, &l.segs), operand(dp)}, a);
+  const TrainScalars first = gpu_scalars();
+  run_gpu(grad_norm_cuda, {operand(dg, &l.segs), operand(dp)}, a);
+  const TrainScalars second = gpu_scalars();
+  EXPECT_TRUE(bitwise_equal(&first.grad_norm, &second.grad_norm, 4));
+  // Double sums of ~3e5 squares in two orders differ by ~1e-16 relative: the f32 norms are equal or one
+  // ulp (6e-8) apart.
+  EXPECT_NEAR(first.grad_norm, host_scalars_.grad_norm, 1.2e-7 * host_scalars_.grad_norm);
+  EXPECT_EQ(first.clip_scale, range::clip_scale_of(first.grad_norm, a.max_norm));
+  EXPECT_LT(first.clip_scale, 1.f);
+  std::printf("[ grad norm ] %zu gradients: norm %.6g on the GPU, %.6g on the CPU; scale %.6g\n", g.size(),
+              double(first.grad_norm), double(host_scalars_.grad_norm), double(first.clip_scale));
+
+  // AdamW with clip: the same scale on both sides, the CPU's bits.
+  TrainScalars s;
+  s.lr = 0.05f;
+  s.step = 1;
+  s.clip_scale = first.clip_scale;
+  set_scalars(s);
+  RangeAttrs o = opt_attrs();
+  o.clip = true;
+  std::vector<float> p = l.random(rng, -1, 1), m(p.size(), 0.f), v(p.size(), 0.f);
+  DevBuf<float> P(p), M(m), V(v);
+  run_gpu(adamw_cuda, {operand(P, &l.segs), operand(dg, &l.segs), operand(M, &l.segs), operand(V, &l.segs)}, o);
+  run_cpu(adamw_cpu, {operand(p, &l.segs), operand(g, &l.segs), operand(m, &l.segs), operand(v, &l.segs)}, o);
+  expect_bitwise(P.download(), p, "param");
+  expect_bitwise(M.download(), m, "m");
+  expect_bitwise(V.download(), v, "v");
+}
+
 }  // namespace
 }  // namespace tr

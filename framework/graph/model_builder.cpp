@@ -9,10 +9,12 @@
 #include <set>
 
 #include "framework/core/error.h"
+#include "framework/core/setting.h"
 #include "framework/graph/grad_buckets.h"
 #include "framework/graph/layer_plugin.h"
 #include "framework/graph/model_registry.h"
 #include "framework/graph/recipe_graphs.h"
+#include "framework/ops/range/grad_norm.h"
 
 namespace tr {
 namespace {
@@ -46,6 +48,11 @@ class Builder {
     TR_USER_CHECK(t.ranks >= 1, "ranks must be >= 1, got ", t.ranks);
     TR_USER_CHECK(max_batch >= 1, "batch must be >= 1");
     TR_USER_CHECK(t.schedule_len >= 1, "learning-rate schedule must have at least one entry");
+    TR_USER_CHECK(t.max_grad_norm >= 0, "the gradient norm's bound (", setting("max_grad_norm"), ") is ",
+                  t.max_grad_norm, "; it must be positive, or 0 for no clipping");
+    TR_USER_CHECK(t.max_grad_norm == 0 || t.optimizer == OptimizerKind::AdamW, "clipping the gradient norm (",
+                  setting("max_grad_norm"), ") needs the adamw ", setting("optimizer"), ", not ",
+                  optimizer_name(t.optimizer));
   }
 
   CompiledModel build() {
@@ -57,6 +64,8 @@ class Builder {
     emit_training();
     RecipeTensors rt{out_.images,        out_.labels_src,       out_.lr_table,       out_.step_metrics,
                      out_.train_metrics, out_.val_main_metrics, out_.val_ema_metrics};
+    if (out_.train.max_grad_norm > 0)
+      rt.grad_norm_partials = emitter_.persistent("grad_norm.partials", DType::F64, Shape{kGradNormPartials});
     // DEEP_COMM takes the last bucket: the slots below the in-backward ones.
     const int32_t deep_comm_hi = buckets_.size() > 1 ? buckets_[buckets_.size() - 2].slot_lo : INT32_MAX;
     emit_recipe_graphs(out_.cg, out_.train, rt, emitter_.bn_slots() > 0, deep_comm_hi);

@@ -57,6 +57,9 @@ struct TrainConfig {
   float weight_decay = 0.f;
   float momentum = 0.9f;  // SGD / LARS
   float beta1 = 0.9f, beta2 = 0.999f, adam_eps = 1e-8f;
+  // > 0: clip the global gradient norm to this on the device (GradNorm, then
+  // AdamW with attrs.clip; framework/ops/range/grad_norm.h). AdamW only.
+  float max_grad_norm = 0.f;
   float trust_coef = 0.02f;     // LARS
   float bn_momentum = 0.1f;     // running += bn_momentum * (batch - running)
   float ema_decay = 0.99f;      // ema += (1 - decay) * (param - ema)

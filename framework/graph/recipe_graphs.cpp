@@ -88,6 +88,13 @@ void emit_step_scalars(const Recipe& r) {
   }
   r.cg.add(nan, range(RangeOp::AdvanceStep, step_ops, "advance_step", ls));
   if (r.amp && !r.tail) r.cg.add(nan, range(RangeOp::UnscaleGrads, {RangeRef::region(r.grads)}, "unscale_grads"));
+  // The global norm of the unscaled, all-reduced gradients, for AdamW's clip.
+  if (r.tc.max_grad_norm > 0) {
+    RangeAttrs gn;
+    gn.max_norm = r.tc.max_grad_norm;
+    r.cg.add(nan, range(RangeOp::GradNorm, {RangeRef::region(r.grads), RangeRef::of(r.ids.grad_norm_partials)},
+                        "grad_norm", gn));
+  }
   if (!r.tail) r.cg.add(nan, range(RangeOp::UpdateLossScale, {}, "update_loss_scale", ls));
   // BatchNorm's running statistics; with SGD's tail, they and their EMA move
   // inside the optimizer's kernel (Note [optimizer tail]).
@@ -109,6 +116,7 @@ void emit_optimizer(const Recipe& r) {
   oa.beta2 = tc.beta2;
   oa.adam_eps = tc.adam_eps;
   oa.trust_coef = tc.trust_coef;
+  oa.clip = tc.max_grad_norm > 0;
   auto param_ops = [&](GroupMask gm) {
     std::vector<RangeRef> ops = {RangeRef::region(Role::ParamMaster, gm), RangeRef::region(r.grads, gm),
                                  RangeRef::region(Role::OptState1, gm)};

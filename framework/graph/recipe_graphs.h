@@ -16,6 +16,7 @@ namespace tr {
 struct RecipeTensors {
   std::array<TensorId, 2> images, labels_src;  // input buffers A and B
   TensorId lr_table, step_metrics, train_metrics, val_main_metrics, val_ema_metrics;
+  TensorId grad_norm_partials = kNoTensor;  // GradNorm's scratch, with TrainConfig::max_grad_norm > 0
 };
 
 // Note [optimizer tail]

@@ -101,6 +101,8 @@ struct RangeAttrs {
   float momentum = 0.9f;                                 // SGD / LARS
   float weight_decay = 0.f;                              // applied to segments with decay=true
   float beta1 = 0.9f, beta2 = 0.999f, adam_eps = 1e-8f;  // AdamW
+  bool clip = false;                                     // AdamW: g *= scalars.clip_scale first (GradNorm's)
+  float max_norm = 0.f;                                  // GradNorm: the norm the gradients are clipped to
   float trust_coef = 0.001f;                             // LARS trust coefficient
   float growth_factor = 2.f, backoff_factor = 0.5f;      // UpdateLossScale
   int growth_interval = 2000;

@@ -99,6 +99,7 @@ enum class RangeOp : uint8_t {
   Cast,               // ops: src, dst (f16<->f32, same layout)     dst = src (check_finite: as CheckFinite too)
   CheckFinite,        // ops: grads...                              scalars.pending_inf |= any non-finite
   UnscaleGrads,       // ops: grads...                              g *= 1/loss_scale (when finite)
+  GradNorm,           // ops: grads..., partials f64                scalars.grad_norm = |g|, clip_scale (grad_norm.h)
   UpdateLossScale,    // ops: none                                  dynamic loss scale, growth/backoff
   AdvanceStep,        // ops: lr_table[, dst, src]                  found_inf = pending_inf; batches++; if finite:
                       //   step++, lr = table[step-1]; dst += src; update_scale: the loss scale too
@@ -106,7 +107,7 @@ enum class RangeOp : uint8_t {
   Accumulate,         // ops: dst, src                              dst += src
   AllReduceSum,       // ops: buf                                   sum over ranks (then *1/ranks if attrs.average)
   SgdNesterov,        // ops: param, grad, momentum[, ema[, param f16]]  (skipped on inf; optimizers.h)
-  AdamW,              // ops: param, grad, m, v                     (skipped on inf)
+  AdamW,              // ops: param, grad, m, v                     (skipped on inf; attrs.clip: g *= clip_scale)
   Lars,               // ops: param, grad, momentum; segment subset (skipped on inf)
   Count
 };

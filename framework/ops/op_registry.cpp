@@ -19,6 +19,7 @@
 #include "framework/ops/compute/tta_mean.h"
 #include "framework/ops/range/allreduce_op.h"
 #include "framework/ops/range/amp_ops.h"
+#include "framework/ops/range/grad_norm.h"
 #include "framework/ops/range/optimizers.h"
 #include "framework/ops/range/region_ops.h"
 
@@ -92,6 +93,7 @@ constexpr RangeDef kRanges[] = {
     TR_RANGE(Cast, "cast", cast),
     TR_RANGE(CheckFinite, "check_finite", check_finite),
     TR_RANGE(UnscaleGrads, "unscale_grads", unscale_grads),
+    TR_RANGE(GradNorm, "grad_norm", grad_norm),
     TR_RANGE(UpdateLossScale, "update_loss_scale", update_loss_scale),
     TR_RANGE(AdvanceStep, "advance_step", advance_step),
     TR_RANGE(Lerp, "lerp", lerp),

@@ -27,6 +27,10 @@ struct TrainScalars {
   // before it may move the scale (AdvanceStep with attrs.update_scale);
   // SgdNesterov with attrs.unscale multiplies by it.
   float grad_unscale = 1.f;
+  // GradNorm (framework/ops/range/grad_norm.h): this step's global gradient
+  // norm, and the factor AdamW with attrs.clip multiplies the gradients by.
+  float grad_norm = 0.f;
+  float clip_scale = 1.f;
 };
 
 // Metric slots (f32) written by the loss ops and summed by ACCUM_METRICS.

@@ -197,6 +197,13 @@ TR_RANGE_HD float lars_trust(double sum_p2, double sum_g2, float trust_coef, flo
 }
 
 // LARS: g' = trust*(g + wd*p) (decay) or g;  v = mu*v + g';  p -= lr*v
+// GradNorm's factor for a gradient of norm `norm`: min(1, max_norm / (norm + 1e-6)),
+// as torch.nn.utils.clip_grad_norm_ computes it; 1 for a NaN norm (that step is skipped).
+TR_RANGE_HD float clip_scale_of(float norm, float max_norm) {
+  const float s = rn_div(max_norm, rn_add(norm, 1e-6f));
+  return s < 1.f ? s : 1.f;
+}
+
 TR_RANGE_HD void lars_elem(float& p, float g, float& v, float lr, float mu, float wd, float trust, bool decay) {
   const float gd = decay ? rn_mul(trust, rn_add(g, rn_mul(wd, p))) : g;
   v = rn_add(rn_mul(mu, v), gd);

@@ -14,6 +14,7 @@
 //       same bits as those ops run one after another (Note [optimizer tail]
 //       in framework/graph/recipe_graphs.h).
 //   AdamW:       ops = param, grad, m, v.   t = scalars.step (already advanced, >= 1)
+//       With attrs.clip, g is first multiplied by scalars.clip_scale (GradNorm's, grad_norm.h).
 //       p -= lr*wd*p (decay segs); m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
 //       p -= lr * (m/(1-b1^t)) / (sqrt(v/(1-b2^t)) + eps)
 //   Lars:        ops = param, grad, momentum; operands already restricted to the group's

@@ -56,10 +56,11 @@ void adamw_cpu(const RangeCall& c) {
   const float* g = f32(c.ops[1]);
   float* m = f32(c.ops[2]);
   float* v = f32(c.ops[3]);
+  const float clip = a.clip ? s.clip_scale : 1.f;  // GradNorm's (grad_norm.h)
   for (int j = 0; j < c.ops[0].n_segs; ++j) {
     const Segment& seg = c.ops[0].segs[j];
     for (int64_t i = seg.offset; i < seg.offset + seg.elems; ++i)
-      range::adamw_elem(p[i], g[i], m[i], v[i], k, seg.decay);
+      range::adamw_elem(p[i], a.clip ? range::rn_mul(g[i], clip) : g[i], m[i], v[i], k, seg.decay);
   }
 }
 

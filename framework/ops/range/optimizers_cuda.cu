@@ -105,10 +105,11 @@ __global__ void __launch_bounds__(range::kThreads)
 __global__ void __launch_bounds__(range::kThreads)
     adamw_kernel(__grid_constant__ const range::SegTable t, float* __restrict__ p, const float* __restrict__ g,
                  float* __restrict__ m, float* __restrict__ v, const TrainScalars* s, float wd, float b1, float b2,
-                 float eps) {
+                 float eps, bool clip) {
   cuda::grid_dependency_begin();
   if (s->found_inf) return;
   const range::AdamCoef k = range::adam_coef(s->lr, wd, b1, b2, eps, s->step);
+  const float scale = s->clip_scale;  // GradNorm's, read when clip (grad_norm.h)
   range::for_each_seg_piece(t, [&](int64_t i, int count, bool decay) {
     float P[kVec], G[kVec], M[kVec], V[kVec];
     range::load_f32(p + i, count, P);
@@ -116,7 +117,8 @@ __global__ void __launch_bounds__(range::kThreads)
     range::load_f32(m + i, count, M);
     range::load_f32(v + i, count, V);
 #pragma unroll
-    for (int j = 0; j < kVec; ++j) range::adamw_elem(P[j], G[j], M[j], V[j], k, decay);
+    for (int j = 0; j < kVec; ++j)
+      range::adamw_elem(P[j], clip ? range::rn_mul(G[j], scale) : G[j], M[j], V[j], k, decay);
     range::store_f32(p + i, count, P);
     range::store_f32(m + i, count, M);
     range::store_f32(v + i, count, V);
@@ -299,7 +301,8 @@ void adamw_cuda(const RangeCall& c) {
     k += range::fill_seg_table(P.segs, k, P.n_segs, t, "AdamW");
     if (t.n == 0) continue;
     cuda::launch_kernel(c.env, {dim3(range::grid_for_tiles(c, t.tiles)), range::kThreads, 0}, adamw_kernel, t, f32(P),
-                        f32(c.ops[1]), f32(c.ops[2]), f32(c.ops[3]), s, a.weight_decay, a.beta1, a.beta2, a.adam_eps);
+                        f32(c.ops[1]), f32(c.ops[2]), f32(c.ops[3]), s, a.weight_decay, a.beta1, a.beta2, a.adam_eps,
+                        a.clip);
   }
 }
 

@@ -7,7 +7,7 @@ namespace tr {
 namespace {
 
 // Each setting the framework names, and the flags of tr-train and tr-bench that set it.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 9> kFlags = {{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 11> kFlags = {{
     {"batch", "--batch"},
     {"ranks", "--ranks/--gpus"},
     {"epochs", "--epochs"},
@@ -17,6 +17,8 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 9> kFlags = 
     {"translate", "--translate"},
     {"cutout", "--cutout"},
     {"conv_plans", "--cudnn-benchmark --conv-plans"},
+    {"optimizer", "--optimizer"},
+    {"max_grad_norm", "--clip-grad-norm"},
 }};
 
 }  // namespace

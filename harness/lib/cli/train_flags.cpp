@@ -35,6 +35,8 @@ const char* const kTrainFlagsUsage = R"(  --model NAME             a registered 
   --schedule constant|linear|cosine   (default linear, to 0)
   --warmup X               warm-up share of all steps (default 0.1 for sgd/lars, 0 for adamw)
   --weight-decay X         (default: adamw 1e-4, sgd/lars 5e-4)
+  --clip-grad-norm X       adamw: scale the gradients down to a global norm of at most X, on the
+                           device inside the step (default 0: no clipping)
   --label-smoothing X      (default 0.1)
   --ema-decay X            EMA of the weights, evaluated too (default 0.99)
   --flip                   augment: mirror each training image left-right with probability 1/2
@@ -103,7 +105,7 @@ std::vector<std::string> train_value_flags() {
       "--lr",        "--schedule",      "--warmup",      "--weight-decay", "--label-smoothing",
       "--ema-decay", "--lowres-epochs", "--lowres-size", "--ranks",        "--gpus",
       "--seed",      "--bn-sync",       "--image-size",  "--bucket-mb",    "--translate",
-      "--cutout",    "--tta",           "--watchdog-ms", "--conv-plans"};
+      "--cutout",    "--tta",           "--watchdog-ms", "--conv-plans",   "--clip-grad-norm"};
   for (const std::string& p : process_value_flags()) f.push_back(p);
   return f;
 }
@@ -199,6 +201,9 @@ void parse_optimization(const CliArgs& a, const ModelEntry& entry, const Recipe&
   o.lr.warmup_fraction = static_cast<float>(a.real("--warmup", warmup, 0.0, 0.99));
   const double wd = recipe_defaults && rc.weight_decay >= 0 ? rc.weight_decay : adam ? 1e-4 : 5e-4;
   o.train.weight_decay = static_cast<float>(a.real("--weight-decay", wd, 0.0, 1.0));
+  o.train.max_grad_norm = static_cast<float>(a.real("--clip-grad-norm", 0.0, 0.0, 1e6));
+  TR_USER_CHECK(o.train.max_grad_norm == 0 || adam, "--clip-grad-norm needs --optimizer adamw, not ",
+                optimizer_name(o.train.optimizer));
   o.train.label_smoothing = static_cast<float>(a.real("--label-smoothing", rc.label_smoothing, 0.0, 0.99));
   o.train.ema_decay = static_cast<float>(a.real("--ema-decay", rc.ema_decay, 0.0, 0.999999));
 }

@@ -1,0 +1,28 @@
+#pragma once
+// Global gradient-norm clipping on the device (RangeOp::GradNorm), so a
+// captured step clips without a host sync:
+//   ops = grads... (f32 regions), partials (f64[>= kGradNormPartials], scratch)
+//   scalars.grad_norm  = sqrt(sum of g^2 over every segment of every grads
+//                        region), the squares summed in double;
+//   scalars.clip_scale = min(1, attrs.max_norm / (grad_norm + 1e-6))
+//                        (range::clip_scale_of, as torch.nn.utils.clip_grad_norm_).
+// AdamW with attrs.clip multiplies every gradient by clip_scale before its
+// update (optimizers.h). The norm is computed whether or not the step is
+// skipped; a skipped step's optimizer does not read it.
+// The CPU sums segment by segment in order. CUDA sums each region flat (its
+// padding is zero) over kGradNormPartials blocks in a fixed pattern, then the
+// blocks' sums in order: the same bits on every run, within double roundings
+// of the CPU's sum.
+#include "framework/ops/op_call.h"
+
+namespace tr {
+
+constexpr int kGradNormPartials = 256;
+
+// The launch-time checks of both backends: grads f32 regions, then the f64 partials.
+void check_grad_norm_operands(const RangeCall& c, const char* op);
+
+void grad_norm_cpu(const RangeCall& c);
+void grad_norm_cuda(const RangeCall& c);
+
+}  // namespace tr

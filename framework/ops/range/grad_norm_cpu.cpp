@@ -1,0 +1,33 @@
+// GradNorm's CPU reference (see grad_norm.h).
+#include <cmath>
+
+#include "framework/ops/kernels/range_util.h"
+#include "framework/ops/range/grad_norm.h"
+
+namespace tr {
+
+void check_grad_norm_operands(const RangeCall& c, const char* op) {
+  range::check_n_ops(c, 2, op);
+  TR_CHECK(c.attrs != nullptr && c.env->scalars != nullptr, op, ": no attributes or scalars");
+  for (int k = 0; k + 1 < c.n_ops; ++k) range::check_f32(c.ops[k], op);
+  const RangeOperand& partials = c.ops[c.n_ops - 1];
+  TR_CHECK(partials.dtype == DType::F64 && partials.elems >= kGradNormPartials, op,
+           ": partials must be f64[>= ", kGradNormPartials, "], got ", dtype_name(partials.dtype), "[", partials.elems,
+           "]");
+}
+
+void grad_norm_cpu(const RangeCall& c) {
+  check_grad_norm_operands(c, "GradNorm");
+  double sum = 0;
+  for (int k = 0; k + 1 < c.n_ops; ++k) {
+    const RangeOperand& g = c.ops[k];
+    const float* v = static_cast<const float*>(g.data);
+    for (int j = 0; j < g.n_segs; ++j)
+      for (int64_t i = g.segs[j].offset; i < g.segs[j].offset + g.segs[j].elems; ++i) sum += double(v[i]) * v[i];
+  }
+  TrainScalars& s = *c.env->scalars;
+  s.grad_norm = float(std::sqrt(sum));
+  s.clip_scale = range::clip_scale_of(s.grad_norm, c.attrs->max_norm);
+}
+
+}  // namespace tr
