@@ -18,6 +18,7 @@
 #include "framework/ops/compute/pool.h"
 #include "framework/ops/compute/relu.h"
 #include "framework/ops/compute/softmax_xent.h"
+#include "framework/ops/compute/token_prep.h"
 #include "framework/ops/compute/tta_mean.h"
 #include "tests/op_table.h"
 
@@ -445,6 +446,20 @@ void embedding_cases(std::vector<OpCase>& t) {
   t.push_back(c);
 }
 
+// A sequence model's input: 4 windows of 9 tokens over a vocabulary of 6 (so
+// ids repeat), a variant of 3 samples of 5 tokens; exact on both backends.
+void token_prep_cases(std::vector<OpCase>& t) {
+  OpCase c;
+  c.name = "token_prep [4,9] windows -> 3x5";
+  c.kind = OpKind::TokenPrep;
+  c.variant = {3, 3, 5, 0};
+  c.in = {{Elem::I32, {4, 9}, Fill::Labels, 0, 6}};
+  c.out = {Elem::I32, Elem::I32, Elem::I32};
+  c.cpu_f32 = kExact, c.gpu_f32 = kExact, c.gpu_f16 = kExact;
+  c.why = "copies, and the one permutation that sorts by (id, position)";
+  t.push_back(c);
+}
+
 // A transformer's linear layers: tokens [B,T,K] as rows (fc_last_dim), with
 // M = 40 outputs, past the small-fc kernels (kSmallFcMaxOutputs), so the GPU
 // runs cuBLAS (and cuBLASLt's bias epilogue).
@@ -576,6 +591,7 @@ void transformer_cases(std::vector<OpCase>& t) {
   embedding_cases(t);
   attention_cases(t);
   token_fc_cases(t);
+  token_prep_cases(t);
 }
 
 void loss_cases(std::vector<OpCase>& t) {
@@ -592,6 +608,21 @@ void loss_cases(std::vector<OpCase>& t) {
     c.out = grad ? std::vector<Elem>{Elem::T, Elem::Stat} : std::vector<Elem>{Elem::Stat};
     c.cpu_f32 = 1e-6, c.gpu_f32 = kGpuF32, c.gpu_f16 = 2e-3;
     c.why = "exp and a sum of 10 in f32; f16 logits round the loss at 4.9e-4 per input";
+    t.push_back(c);
+  }
+  {  // a sequence model's: a row of logits per token
+    OpCase c;
+    const int64_t N = 3, T = 5, V = 12;
+    c.name = cat("softmax_xent ", N, "x", T, "x", V, " per token with its gradient");
+    c.kind = OpKind::SoftmaxXent;
+    c.attrs.with_grad = true;
+    c.attrs.label_smoothing = 0.f;
+    c.variant = {N, 2 * N, T, 0};
+    c.loss_scale = 1.f;
+    c.in = {{Elem::T, {N, T, V}, Fill::Uniform, -4, 4}, {Elem::I32, {N, T}, Fill::Labels, 0, double(V)}};
+    c.out = {Elem::T, Elem::Stat};
+    c.cpu_f32 = 1e-6, c.gpu_f32 = kGpuF32, c.gpu_f16 = 2e-3;
+    c.why = "exp and a sum of 12 in f32 per row; f16 logits round the loss at 4.9e-4 per input";
     t.push_back(c);
   }
   const Shape xs{6, 3, 3, 16};

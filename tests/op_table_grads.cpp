@@ -351,6 +351,21 @@ void loss_grads(std::vector<GradCase>& t) {
   g.why = "log-sum-exp is smooth: h^2 terms near 1e-10";
   t.push_back(g);
 
+  // Per token: 5 samples of 3 tokens; the loss is a mean over global x 3 rows.
+  const VariantDims vt{N, global, 3, 0};
+  g.name = "softmax_xent 5x3x7 per token, d(loss sum)/dlogits";
+  g.in = {{Elem::T, {N, 3, M}, Fill::Uniform, -3, 3}, {Elem::I32, {N, 3}, Fill::Labels, 0, double(M)}};
+  g.loss = [=](const std::vector<HostTensor>& in) {
+    return op(softmax_xent_cpu, {&in[0], &in[1]}, {like({N, 3, M}), like({kMetricSlots})}, a, vt, scale)[1].get(
+        kMetricLossSum);
+  };
+  g.grad = [=](const std::vector<HostTensor>& in) {
+    HostTensor d = op(softmax_xent_cpu, {&in[0], &in[1]}, {like({N, 3, M}), like({kMetricSlots})}, a, vt, scale)[0];
+    for (int64_t i = 0; i < d.numel(); ++i) d.set(i, d.get(i) * double(global * 3) / scale);
+    return d;
+  };
+  t.push_back(g);
+
   const Shape xs{N, 2, 3, 6};
   OpAttrs h = a;
   h.scale = 0.25f;

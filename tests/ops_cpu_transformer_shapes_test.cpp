@@ -1,10 +1,13 @@
 // The shape rules of a transformer's ops: attention's [B,T,3C] -> [B,T,C]
-// with its heads, and fc over tokens (fc_last_dim); a one-line UserError
-// naming the op for every bad combination.
+// with its heads, fc over tokens (fc_last_dim), the input windows' split and
+// the loss per token; a one-line UserError naming the op for every bad
+// combination.
 #include <string>
 
 #include "framework/ops/compute/attention.h"
 #include "framework/ops/compute/fc.h"
+#include "framework/ops/compute/softmax_xent.h"
+#include "framework/ops/compute/token_prep.h"
 #include "tests/ops_cpu_test_util.h"
 
 namespace tr::test {
@@ -107,6 +110,33 @@ TEST(OpsCpuTransformerShapes, BadFcOverTokensIsAUserError) {
             }).find("differ in their leading dims"),
             std::string::npos);
   EXPECT_NE(user_error([&] { r.shapes(fc_fwd_shapes, {Shape{768}, w}, 1); }).find("must be [..,K]"), std::string::npos);
+}
+
+TEST(OpsCpuTransformerShapes, TokenPrepSplitsTheVariantsShareOfTheWindows) {
+  OpRunner r;
+  r.variant = {4, 8, 1024, 0};
+  const std::vector<Shape> out = r.shapes(token_prep_shapes, {Shape{16, 1025}}, 3);
+  EXPECT_EQ(out[0], (Shape{4, 1024}));
+  EXPECT_EQ(out[1], (Shape{4, 1024}));
+  EXPECT_EQ(out[2], (Shape{4 * 1024}));
+  r.variant = {4, 8, 1025, 0};
+  EXPECT_NE(user_error([&] { r.shapes(token_prep_shapes, {Shape{16, 1025}}, 3); })
+                .find("token_prep: the variant's sequence length 1025 is outside [1, 1024] (windows of 1025 tokens)"),
+            std::string::npos);
+  r.variant = {17, 17, 64, 0};
+  EXPECT_NE(user_error([&] { r.shapes(token_prep_shapes, {Shape{16, 1025}}, 3); }).find("batch 17 is outside [1, 16]"),
+            std::string::npos);
+  EXPECT_NE(user_error([&] { r.shapes(token_prep_shapes, {Shape{16, 1}}, 3); }).find("T >= 1"), std::string::npos);
+}
+
+TEST(OpsCpuTransformerShapes, TheLossPerTokenTakesALabelPerToken) {
+  OpRunner r;
+  r.attrs.with_grad = true;
+  const std::vector<Shape> out = r.shapes(softmax_xent_shapes, {Shape{4, 64, 257}, Shape{4, 64}}, 2);
+  EXPECT_EQ(out[0], (Shape{4, 64, 257}));
+  EXPECT_NE(user_error([&] { r.shapes(softmax_xent_shapes, {Shape{4, 64, 257}, Shape{4}}, 2); })
+                .find("softmax_xent: labels must be the logits' [4,64,257] without the last dim, got [4]"),
+            std::string::npos);
 }
 
 }  // namespace

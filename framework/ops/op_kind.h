@@ -87,6 +87,8 @@ enum class OpKind : uint8_t {
   AttentionFwd,       // in: qkv T[B,T,3C]                                    out: y T[B,T,C], lse f32[B,H,T]
                       //   causal multi-head self-attention, H = attrs.heads (attention.h)
   AttentionBwd,       // in: dy T[B,T,C], qkv T, y T, lse f32[B,H,T]          out: dqkv T[B,T,3C], delta f32[B,H,T]
+  TokenPrep,          // in: tokens i32[Bmax,T0+1]                            out: ids i32[N,T], labels i32[N,T],
+                      //   order i32[N*T] (N = variant.batch, T = variant.height; token_prep.h)
   Count
 };
 // clang-format on

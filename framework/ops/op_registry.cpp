@@ -16,6 +16,7 @@
 #include "framework/ops/compute/pool.h"
 #include "framework/ops/compute/relu.h"
 #include "framework/ops/compute/softmax_xent.h"
+#include "framework/ops/compute/token_prep.h"
 #include "framework/ops/compute/tta_mean.h"
 #include "framework/ops/range/allreduce_op.h"
 #include "framework/ops/range/amp_ops.h"
@@ -82,6 +83,7 @@ constexpr OpDef kOps[] = {
     TR_OP(EmbeddingBwd, "embedding_bwd", embedding_bwd, "dy ids order wte wpe", "dwte dwpe"),
     TR_OP(AttentionFwd, "attention_fwd", attention_fwd, "qkv", "y lse"),
     TR_OP(AttentionBwd, "attention_bwd", attention_bwd, "dy qkv y lse", "dqkv delta"),
+    TR_OP(TokenPrep, "token_prep", token_prep, "tokens", "ids labels order"),
 };
 #undef TR_OP
 

@@ -1,8 +1,10 @@
 #pragma once
-// Softmax cross-entropy with label smoothing, mean over variant.global_batch.
-//   in: logits[N,M], labels i32[N]
-//   out: (with_grad) dlogits[N,M] = loss_scale * (softmax - target) / global_batch,
-//        metrics f32[4] = (sum of per-sample loss, correct count, N, 0)  (overwritten)
+// Softmax cross-entropy with label smoothing over rows of M logits, the mean
+// over every row of the global batch.
+//   in: logits[N,M], labels i32[N]; or a sequence model's logits[N,T,M], labels i32[N,T]
+//       (labels: the logits' shape without M; R = numel / M rows, R / N per sample)
+//   out: (with_grad) dlogits = loss_scale * (softmax - target) / (global_batch * R / N),
+//        metrics f32[4] = (sum of the rows' losses, correct count, R, 0)  (overwritten)
 //   target = (1-s)*onehot + s/M; loss_scale from env.scalars (read on the device).
 #include "framework/ops/shape_ctx.h"
 

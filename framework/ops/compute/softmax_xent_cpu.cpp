@@ -1,7 +1,7 @@
 // Softmax cross-entropy with label smoothing: shape rule and the CPU reference.
-// Per sample (a row of M logits z, label l, smoothing s):
+// Per row (M logits z, label l, smoothing s):
 //   loss = logsumexp(z) - (1-s) z[l] - (s/M) sum_j z[j]     (= -sum_j target_j log softmax_j)
-//   dlogits = loss_scale * (softmax(z) - target) / global_batch
+//   dlogits = loss_scale * (softmax(z) - target) / (global_batch * rows per sample)
 //   correct = argmax(z) == l, the first maximum winning ties.
 // Row math runs in double (M is small); dlogits is rounded once to T.
 #include "framework/ops/compute/softmax_xent.h"
@@ -14,18 +14,19 @@
 namespace tr {
 namespace {
 
+// N rows of M logits, per_sample of them to each sample.
 template <class S>
-void xent_impl(const OpCall& c, int64_t N, int64_t M) {
+void xent_impl(const OpCall& c, int64_t N, int64_t M, int64_t per_sample) {
   const char* op = "softmax_xent";
   const bool grad = c.attrs->with_grad;
   const S* logits = c.in[0].as<S>();
   const int32_t* labels = c.in[1].as<int32_t>();
   S* dlogits = grad ? c.out[0].as<S>() : nullptr;
-  double scale = 0;  // loss_scale / global_batch
+  double scale = 0;  // loss_scale / (global_batch * per_sample)
   if (grad) {
     TR_CHECK(c.env != nullptr && c.env->scalars != nullptr, op, ": with_grad needs env.scalars (loss_scale)");
     TR_CHECK(c.variant != nullptr && c.variant->global_batch > 0, op, ": needs variant.global_batch");
-    scale = double(c.env->scalars->loss_scale) / double(c.variant->global_batch);
+    scale = double(c.env->scalars->loss_scale) / (double(c.variant->global_batch) * double(per_sample));
   }
   const double s = c.attrs->label_smoothing;
   const double off = s / double(M);  // target of every class; the label gets (1 - s) more
@@ -34,7 +35,7 @@ void xent_impl(const OpCall& c, int64_t N, int64_t M) {
   int64_t correct = 0;
   for (int64_t n = 0; n < N; ++n) {
     const int32_t l = labels[n];
-    TR_USER_CHECK(l >= 0 && l < M, op, ": label ", l, " of sample ", n, " is outside [0,", M, ")");
+    TR_USER_CHECK(l >= 0 && l < M, op, ": label ", l, " of row ", n, " is outside [0,", M, ")");
     const S* row = logits + n * M;
     int64_t arg = 0;
     double zmax = cpu::load<double>(row[0]);
@@ -71,8 +72,11 @@ void softmax_xent_shapes(const ShapeCtx& c, Shape* out, int) {
   const char* op = "softmax_xent";
   const bool grad = c.attrs->with_grad;
   const Shape &z = c.in[0], &l = c.in[1];
-  TR_USER_CHECK(z.rank == 2 && z[0] > 0 && z[1] > 0, op, ": logits must be [N,M], got ", z.str());
-  TR_USER_CHECK(l.rank == 1 && l[0] == z[0], op, ": labels must be [", z[0], "], got ", l.str());
+  TR_USER_CHECK(z.rank >= 2, op, ": logits must be [N,M] or [N,T,M], got ", z.str());
+  check_positive_dims(z, op, "logits");
+  bool match = l.rank == z.rank - 1;
+  for (int i = 0; match && i < l.rank; ++i) match = l[i] == z[i];
+  TR_USER_CHECK(match, op, ": labels must be the logits' ", z.str(), " without the last dim, got ", l.str());
   TR_USER_CHECK(c.attrs->label_smoothing >= 0.f && c.attrs->label_smoothing <= 1.f, op, ": label_smoothing ",
                 c.attrs->label_smoothing, " is outside [0,1]");
   if (grad) out[0] = z;
@@ -84,15 +88,16 @@ void softmax_xent_cpu(const OpCall& c) {
   const bool grad = c.attrs->with_grad;
   check_operands(OpKind::SoftmaxXent, c);
   const Shape& z = c.in[0].shape;
-  TR_CHECK(z.rank == 2, op, ": logits ", z.str());
-  const int64_t N = z[0], M = z[1];
+  TR_CHECK(z.rank >= 2 && z[z.rank - 1] > 0, op, ": logits ", z.str());
+  const int64_t M = z[z.rank - 1], N = z.numel() / M, per_sample = N / z[0];
   cpu::check_dtype(c.in[1], DType::I32, op, "labels");
   cpu::check_numel(c.in[1], N, op, "labels");
   if (grad) {
     cpu::check_dtype(c.out[0], c.in[0].dtype, op, "dlogits");
     cpu::check_numel(c.out[0], N * M, op, "dlogits");
   }
-  cpu::dispatch_float(c.in[0].dtype, op, [&](auto tag) { xent_impl<typename decltype(tag)::type>(c, N, M); });
+  cpu::dispatch_float(c.in[0].dtype, op,
+                      [&](auto tag) { xent_impl<typename decltype(tag)::type>(c, N, M, per_sample); });
 }
 
 }  // namespace tr

@@ -1,7 +1,7 @@
 // Softmax cross-entropy (label smoothing) CUDA kernels. Semantics:
 // framework/ops/compute/softmax_xent.h; formulas as in softmax_xent_cpu.cpp:
 //   loss = lse(z) - (1-s) z[l] - (s/M) sum_j z[j],  correct = (first argmax == l)
-//   dlogits = loss_scale * (softmax(z) - target) / global_batch
+//   dlogits = loss_scale * (softmax(z) - target) / (global_batch * rows per sample)
 // loss_scale is read on the device (Note [scalars in device memory]).
 // Two kernels, both deterministic: one warp per row writes (loss, correct) to the
 // workspace (xent_row, softmax_xent_row_cuda.h); one block adds the rows in a
@@ -71,8 +71,9 @@ void softmax_xent_cuda(const OpCall& c) {
   check_operands(OpKind::SoftmaxXent, c);
   const TensorRef& logits = c.in[0];
   const TensorRef& labels = c.in[1];
-  TR_CHECK(logits.shape.rank == 2 && logits.shape[1] > 0, op, ": logits must be [N,M], got ", logits.shape.str());
-  const int64_t N = logits.shape[0], M = logits.shape[1];
+  const Shape& z = logits.shape;
+  TR_CHECK(z.rank >= 2 && z[z.rank - 1] > 0, op, ": logits must be [N,..,M], got ", z.str());
+  const int64_t M = z[z.rank - 1], N = z.numel() / M, per_sample = N / z[0];  // N rows
   check_dtype(labels, DType::I32, op, "labels");
   check_numel(labels, N, op, "labels");
   const TensorRef& metrics = c.out[grad ? 1 : 0];
@@ -85,7 +86,7 @@ void softmax_xent_cuda(const OpCall& c) {
     check_numel(dl, N * M, op, "dlogits");
     TR_CHECK(c.env->scalars != nullptr, op, ": with_grad needs env.scalars (loss_scale)");
     TR_CHECK(c.variant != nullptr && c.variant->global_batch > 0, op, ": needs variant.global_batch");
-    inv_gb = float(1.0 / double(c.variant->global_batch));
+    inv_gb = float(1.0 / (double(c.variant->global_batch) * double(per_sample)));
   }
   const GpuHandles& gh = handles_of(c, op);
   float2* rows = static_cast<float2*>(workspace(gh, size_t(N > 0 ? N : 1) * sizeof(float2), op));
