@@ -120,11 +120,14 @@ TEST(OpsCpuTransformerShapes, TokenPrepSplitsTheVariantsShareOfTheWindows) {
   EXPECT_EQ(out[1], (Shape{4, 1024}));
   EXPECT_EQ(out[2], (Shape{4 * 1024}));
   r.variant = {4, 8, 1025, 0};
-  EXPECT_NE(user_error([&] { r.shapes(token_prep_shapes, {Shape{16, 1025}}, 3); })
-                .find("token_prep: the variant's sequence length 1025 is outside [1, 1024] (windows of 1025 tokens)"),
+  EXPECT_NE(user_error([&] {
+              r.shapes(token_prep_shapes, {Shape{16, 1025}}, 3);
+            }).find("token_prep: the variant's sequence length 1025 is outside [1, 1024] (windows of 1025 tokens)"),
             std::string::npos);
   r.variant = {17, 17, 64, 0};
-  EXPECT_NE(user_error([&] { r.shapes(token_prep_shapes, {Shape{16, 1025}}, 3); }).find("batch 17 is outside [1, 16]"),
+  EXPECT_NE(user_error([&] {
+              r.shapes(token_prep_shapes, {Shape{16, 1025}}, 3);
+            }).find("batch 17 is outside [1, 16]"),
             std::string::npos);
   EXPECT_NE(user_error([&] { r.shapes(token_prep_shapes, {Shape{16, 1}}, 3); }).find("T >= 1"), std::string::npos);
 }
@@ -134,8 +137,9 @@ TEST(OpsCpuTransformerShapes, TheLossPerTokenTakesALabelPerToken) {
   r.attrs.with_grad = true;
   const std::vector<Shape> out = r.shapes(softmax_xent_shapes, {Shape{4, 64, 257}, Shape{4, 64}}, 2);
   EXPECT_EQ(out[0], (Shape{4, 64, 257}));
-  EXPECT_NE(user_error([&] { r.shapes(softmax_xent_shapes, {Shape{4, 64, 257}, Shape{4}}, 2); })
-                .find("softmax_xent: labels must be the logits' [4,64,257] without the last dim, got [4]"),
+  EXPECT_NE(user_error([&] {
+              r.shapes(softmax_xent_shapes, {Shape{4, 64, 257}, Shape{4}}, 2);
+            }).find("softmax_xent: labels must be the logits' [4,64,257] without the last dim, got [4]"),
             std::string::npos);
 }
 

@@ -20,17 +20,20 @@
 namespace tr {
 
 // One sample's activation shape at the model's input resolution: [H,W,C], or
-// [C] once `spatial` is false (after a global pool or a fully connected layer).
+// [C] once `spatial` is false (after a global pool or a fully connected layer),
+// or [t, C] in a sequence model (t > 0: tokens per sample; spatial false).
 struct FeatureShape {
   int64_t h = 1, w = 1, c = 1;
   bool spatial = true;
+  int64_t t = 0;
 };
 
 struct LayerFwd {
   const LayerSpec& spec;
   const std::string& name;  // prefix of its tensors and node labels
   const LayerState& state;
-  std::vector<TensorId> x;  // its inputs, in spec.inputs order
+  const std::vector<FeatureShape>& in;  // its inputs' shapes, as its shape() saw them
+  std::vector<TensorId> x;              // its inputs, in spec.inputs order
   Pass pass;
   std::vector<GraphId> graphs;  // emit every node into each of these
 };
@@ -39,6 +42,7 @@ struct LayerBwd {
   const LayerSpec& spec;
   const std::string& name;
   const LayerState& state;
+  const std::vector<FeatureShape>& in;
   std::vector<TensorId> x;    // the forward's inputs
   TensorId y;                 // the forward's output
   TensorId dy;                // gradient of y

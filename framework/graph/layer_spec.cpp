@@ -18,6 +18,10 @@ std::string_view layer_kind_name(LayerKind k) {
     case LayerKind::Fc: return "fc";
     case LayerKind::Relu: return "relu";
     case LayerKind::Add: return "add";
+    case LayerKind::Embedding: return "embedding";
+    case LayerKind::LayerNorm: return "layernorm";
+    case LayerKind::Gelu: return "gelu";
+    case LayerKind::Attention: return "attention";
     case LayerKind::Count: break;
   }
   return "?";

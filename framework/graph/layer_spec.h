@@ -19,7 +19,11 @@ enum class LayerKind : uint8_t {
   GlobalAvgPool,  // [N,H,W,C] -> [N,C]
   Fc,             // channels = outputs; bias; scale; flattens a spatial input
   Relu,
-  Add,  // two inputs of one shape; relu: ReLU after the sum
+  Add,        // two inputs of one shape; relu: ReLU after the sum
+  Embedding,  // a sequence model's first layer: token (vocab x channels) + position (context x channels)
+  LayerNorm,  // over the channels, with gamma and beta
+  Gelu,       // tanh form
+  Attention,  // causal self-attention of `heads` heads over [q | k | v] (channels 3C in, C out)
   Count
 };
 
@@ -34,13 +38,17 @@ struct LayerSpec {
   // Layers whose outputs this one reads, earlier in the list. Empty: the layer
   // just before it (the network input for the first layer).
   std::vector<std::string> inputs;
-  int channels = 0;   // Conv: output channels; Fc: outputs
-  int kernel = 0;     // Conv, MaxPool, AvgPool: window side
-  int stride = 1;     // Conv, MaxPool, AvgPool
-  int pad = 0;        // Conv: zero padding; MaxPool: padding that never wins
-  bool relu = false;  // BatchNorm, Add
-  bool bias = false;  // Fc
-  float scale = 1.f;  // Fc: y = scale * x W^T (+ b)
+  int channels = 0;      // Conv: output channels; Fc: outputs
+  int kernel = 0;        // Conv, MaxPool, AvgPool: window side
+  int stride = 1;        // Conv, MaxPool, AvgPool
+  int pad = 0;           // Conv: zero padding; MaxPool: padding that never wins
+  bool relu = false;     // BatchNorm, Add
+  bool bias = false;     // Fc
+  float scale = 1.f;     // Fc: y = scale * x W^T (+ b)
+  float init_std = 0.f;  // Fc: > 0: w normal with this std (GPT-2's 0.02); 0: He-normal, sqrt(2 / fan-in)
+  int vocab = 0;         // Embedding: token table rows
+  int context = 0;       // Embedding: position table rows (the longest sequence)
+  int heads = 0;         // Attention
   // Which gradients travel together (FIRST_COMM / DEEP_COMM) and which LARS
   // group a parameter joins; First layers also run in the first-layer graphs.
   ParamGroup group = ParamGroup::Deep;

@@ -84,7 +84,8 @@ class Builder {
     TR_USER_CHECK(!specs_.empty(), "model ", model, " has no layers");
     TR_USER_CHECK(mc_.in_height >= 1 && mc_.in_width >= 1 && mc_.in_channels >= 1, "model ", model, ": input ",
                   mc_.in_height, "x", mc_.in_width, "x", mc_.in_channels, " is empty");
-    const FeatureShape input{mc_.in_height, mc_.in_width, mc_.in_channels, true};
+    const FeatureShape input = mc_.is_sequence() ? FeatureShape{1, 1, 1, false, mc_.seq_len}
+                                                 : FeatureShape{mc_.in_height, mc_.in_width, mc_.in_channels, true};
     std::map<std::string, int> index;
     resolved_.resize(specs_.size());
     states_.resize(specs_.size());
@@ -133,17 +134,27 @@ class Builder {
     }
     for (size_t i = 0; i + 1 < specs_.size(); ++i)
       TR_USER_CHECK(used[i], "model ", model, ": the output of layer ", resolved_[i].name, " is never read");
+    if (mc_.is_sequence()) {  // image operations have no meaning for tokens
+      TR_USER_CHECK(!out_.train.augment.any() && !out_.train.tta_flip, "model ", model,
+                    " reads tokens: no image augmentation or flip test-time augmentation");
+      out_.supports_lowres = false;
+    }
     const FeatureShape& logits = resolved_.back().out_shape;
-    TR_USER_CHECK(!logits.spatial && logits.c == mc_.classes, "model ", model, ": the last layer (",
-                  resolved_.back().name, ") must give one logit per class (", mc_.classes, "), not ",
-                  logits.spatial ? cat(logits.h, "x", logits.w, "x", logits.c) : cat(logits.c));
+    TR_USER_CHECK(!logits.spatial && logits.c == mc_.classes && logits.t == mc_.seq_len, "model ", model,
+                  ": the last layer (", resolved_.back().name, ") must give one logit per class (", mc_.classes, ")",
+                  mc_.is_sequence() ? " for each token" : "", ", not ",
+                  logits.spatial ? cat(logits.h, "x", logits.w, "x", logits.c)
+                  : logits.t > 0 ? cat(logits.t, "x", logits.c)
+                                 : cat(logits.c));
   }
 
   void make_inputs_and_state() {
     const Shape img{out_.max_batch, mc_.in_height, mc_.in_width, mc_.in_channels};
+    const Shape windows{out_.max_batch, mc_.seq_len + 1};  // a sequence model's (token_prep.h)
     for (int b = 0; b < 2; ++b) {
       const char* ab = b == 0 ? "A" : "B";
-      out_.images[b] = emitter_.persistent(cat("images_", ab), DType::U8, img, Role::Input);
+      out_.images[b] = mc_.is_sequence() ? emitter_.persistent(cat("tokens_", ab), DType::I32, windows, Role::Input)
+                                         : emitter_.persistent(cat("images_", ab), DType::U8, img, Role::Input);
       out_.labels_src[b] = emitter_.persistent(cat("labels_", ab), DType::I32, Shape{out_.max_batch}, Role::Input);
     }
     out_.lr_table = emitter_.persistent("lr_table", DType::F32, Shape{out_.train.schedule_len});
@@ -175,6 +186,14 @@ class Builder {
     return a;
   }
 
+  // The input graph's first node: InputPrep of the images (or TokenPrep of a
+  // sequence model's windows, which also writes the batch's order by id,
+  // `order`) from buffer b into x and labels.
+  Node input_node(int b, TensorId x, TensorId labels, TensorId order, const std::string& label, bool training) const {
+    if (mc_.is_sequence()) return compute(OpKind::TokenPrep, {out_.images[b]}, {x, labels, order}, label);
+    return compute(OpKind::InputPrep, {out_.images[b], out_.labels_src[b]}, {x, labels}, label, prep_attrs(training));
+  }
+
   // One forward pass over the whole list from x0; records the tape for training.
   TensorId forward_pass(TensorId x0, Pass pass, const std::string& suffix, const std::vector<GraphId>& first_graphs,
                         const std::vector<GraphId>& deep_graphs) {
@@ -184,7 +203,7 @@ class Builder {
       std::vector<TensorId> xs;
       for (int in : r.inputs) xs.push_back(in == kNetworkInput ? x0 : outs[size_t(in)]);
       const std::string name = r.name + suffix;
-      const LayerFwd f{specs_[i], name, states_[i], xs, pass, is_first(i) ? first_graphs : deep_graphs};
+      const LayerFwd f{specs_[i], name, states_[i], r.in_shapes, xs, pass, is_first(i) ? first_graphs : deep_graphs};
       outs[i] = r.plugin->forward(emitter_, f);
       if (pass == Pass::Train) tape_.push_back({int(i), xs, outs[i]});
     }
@@ -193,12 +212,12 @@ class Builder {
 
   void emit_training() {
     const std::vector<GraphId> fwd_ab = {GraphId::FIRST_LAYER_FWD_A, GraphId::FIRST_LAYER_FWD_B};
-    const TensorId x0 = emitter_.activation("input.x");
+    const bool seq = mc_.is_sequence();
+    const TensorId x0 = seq ? emitter_.activation("input.x", DType::I32) : emitter_.activation("input.x");
     const TensorId labels = emitter_.activation("input.labels", DType::I32);
-    emitter_.emit(GraphId::FIRST_LAYER_FWD_A, compute(OpKind::InputPrep, {out_.images[0], out_.labels_src[0]},
-                                                      {x0, labels}, "input_prep.A", prep_attrs(true)));
-    emitter_.emit(GraphId::FIRST_LAYER_FWD_B, compute(OpKind::InputPrep, {out_.images[1], out_.labels_src[1]},
-                                                      {x0, labels}, "input_prep.B", prep_attrs(true)));
+    const TensorId order = seq ? emitter_.activation("input.order", DType::I32) : kNoTensor;
+    emitter_.emit(GraphId::FIRST_LAYER_FWD_A, input_node(0, x0, labels, order, "input_prep.A", true));
+    emitter_.emit(GraphId::FIRST_LAYER_FWD_B, input_node(1, x0, labels, order, "input_prep.B", true));
     const TensorId logits = forward_pass(x0, Pass::Train, "", fwd_ab, {GraphId::DEEP_FWD_BWD});
 
     OpAttrs la;
@@ -226,7 +245,7 @@ class Builder {
       TR_CHECK(dy != grad_of.end(), "layer ", r.name, ": no gradient reached its output");
       std::vector<bool> need;
       for (TensorId x : it->x) need.push_back(x != x0);
-      const LayerBwd b{specs_[i], r.name, states_[i], it->x, it->y, dy->second, need, g};
+      const LayerBwd b{specs_[i], r.name, states_[i], r.in_shapes, it->x, it->y, dy->second, need, g};
       const std::vector<TensorId> dx = r.plugin->backward(emitter_, b);
       TR_CHECK(dx.size() == it->x.size(), "layer ", r.name, ": backward gave ", dx.size(), " gradients");
       for (size_t k = 0; k < dx.size(); ++k) {
@@ -290,12 +309,14 @@ class Builder {
   void emit_validation() {
     for (size_t i = 0; i < specs_.size(); ++i)
       if (layer(i).plugin->before_inference) layer(i).plugin->before_inference(emitter_, layer(i).name, states_[i]);
-    const TensorId xv = emitter_.activation("val.x");
+    const bool seq = mc_.is_sequence();
+    const TensorId xv = seq ? emitter_.activation("val.x", DType::I32) : emitter_.activation("val.x");
     const TensorId lv = emitter_.activation("val.labels", DType::I32);
+    const TensorId ov = seq ? emitter_.activation("val.order", DType::I32) : kNoTensor;
     const std::vector<GraphId> main_gs = {GraphId::INF_MAIN_A, GraphId::INF_MAIN_B};
     for (int b = 0; b < 2; ++b)
-      emitter_.emit(main_gs[size_t(b)], compute(OpKind::InputPrep, {out_.images[b], out_.labels_src[b]}, {xv, lv},
-                                                b == 0 ? "val.input_prep.A" : "val.input_prep.B", prep_attrs(false)));
+      emitter_.emit(main_gs[size_t(b)],
+                    input_node(b, xv, lv, ov, b == 0 ? "val.input_prep.A" : "val.input_prep.B", false));
     OpAttrs la;
     la.label_smoothing = out_.train.label_smoothing;
     la.with_grad = false;

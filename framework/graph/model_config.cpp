@@ -4,6 +4,15 @@
 
 namespace tr {
 
+void sequence_input(ModelConfig& m, int64_t seq_len, int vocab) {
+  TR_USER_CHECK(seq_len >= 1 && seq_len < (int64_t(1) << 24), "sequence length ", seq_len, " is outside [1, 2^24)");
+  m.seq_len = seq_len;
+  m.in_height = 1;
+  m.in_width = int(seq_len + 1);
+  m.in_channels = 4;  // the bytes of an int32 token
+  m.classes = vocab;
+}
+
 std::string optimizer_name(OptimizerKind k) {
   switch (k) {
     case OptimizerKind::Sgd: return "sgd";

@@ -37,7 +37,17 @@ struct ModelConfig {
   // A layer list of its own instead of the registry entry's (tests, and models
   // described outside the registry); `name` then only labels the run.
   std::vector<LayerSpec> layers;
+  // > 0: a sequence model. It reads windows of seq_len + 1 int32 tokens (the
+  // inputs and, one later, their targets: TokenPrep, token_prep.h), `classes`
+  // is its vocabulary, and its variants' height is the sequence length. Its
+  // samples are the windows' bytes: in_height 1, in_width seq_len + 1 and
+  // in_channels 4 (sequence_input below), as its DataView holds them.
+  int64_t seq_len = 0;
+  bool is_sequence() const { return seq_len > 0; }
 };
+
+// Sets m's input to windows of seq_len + 1 tokens over a vocabulary of `vocab` (ModelConfig::seq_len).
+void sequence_input(ModelConfig& m, int64_t seq_len, int vocab);
 
 // Training-time augmentation inside the captured input graphs (Note
 // [augmentation], framework/ops/kernels/augment.h).

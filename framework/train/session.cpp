@@ -66,7 +66,7 @@ void TrainingSession::check_options() const {
   if (opt_.validate) check_data(val_, opt_.model, "validation");
   const int64_t vb = opt_.val_batch > 0 ? opt_.val_batch : opt_.batch;
   TR_USER_CHECK(vb % ranks == 0, "validation batch ", vb, " does not divide evenly over ", ranks, " ranks");
-  TR_USER_CHECK(opt_.model.in_height == opt_.model.in_width, "square inputs only");
+  TR_USER_CHECK(opt_.model.is_sequence() || opt_.model.in_height == opt_.model.in_width, "square inputs only");
 }
 
 // Variants (global sizes). Note [uneven last batch]: every rank must run the
@@ -84,7 +84,8 @@ TrainingSession::Dims TrainingSession::plan_variants() {
     if (b < 1) return;
     dims[static_cast<size_t>(vidx(v))] = VariantDims{b, b * ranks, hw, hw};
   };
-  const int64_t H = opt_.model.in_height;
+  // The variants' height: the image side, or a sequence model's length (TokenPrep reads it).
+  const int64_t H = opt_.model.is_sequence() ? opt_.model.seq_len : opt_.model.in_height;
   set(Variant::TrainBase, B, H);
   if (last_batch_ != B) set(Variant::TrainLast, last_batch_, H);
   if (opt_.lowres_epochs > 0) {

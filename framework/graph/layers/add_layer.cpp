@@ -8,7 +8,7 @@ namespace {
 
 FeatureShape shape(const LayerSpec&, const std::string& name, const std::vector<FeatureShape>& in) {
   const FeatureShape &a = in[0], &b = in[1];
-  TR_USER_CHECK(a.spatial == b.spatial && a.h == b.h && a.w == b.w && a.c == b.c, "layer ", name,
+  TR_USER_CHECK(a.spatial == b.spatial && a.h == b.h && a.w == b.w && a.c == b.c && a.t == b.t, "layer ", name,
                 ": its inputs differ in shape (", a.h, "x", a.w, "x", a.c, " and ", b.h, "x", b.w, "x", b.c, ")");
   return a;
 }

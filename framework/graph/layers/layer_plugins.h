@@ -13,5 +13,9 @@ extern const LayerPlugin kGlobalAvgPoolLayer;
 extern const LayerPlugin kFcLayer;
 extern const LayerPlugin kReluLayer;
 extern const LayerPlugin kAddLayer;
+extern const LayerPlugin kEmbeddingLayer;
+extern const LayerPlugin kLayerNormLayer;
+extern const LayerPlugin kGeluLayer;
+extern const LayerPlugin kAttentionLayer;
 
 }  // namespace tr

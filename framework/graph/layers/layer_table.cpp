@@ -7,8 +7,9 @@ namespace tr {
 const LayerPlugin& layer_plugin(LayerKind k) {
   // Indexed by LayerKind; each plug-in names its kind and is checked on lookup.
   static const LayerPlugin* const kTable[] = {
-      &kConvLayer,          &kBatchNormLayer, &kMaxPoolLayer, &kAvgPoolLayer, &kGlobalMaxPoolLayer,
-      &kGlobalAvgPoolLayer, &kFcLayer,        &kReluLayer,    &kAddLayer,
+      &kConvLayer,          &kBatchNormLayer, &kMaxPoolLayer,   &kAvgPoolLayer, &kGlobalMaxPoolLayer,
+      &kGlobalAvgPoolLayer, &kFcLayer,        &kReluLayer,      &kAddLayer,     &kEmbeddingLayer,
+      &kLayerNormLayer,     &kGeluLayer,      &kAttentionLayer,
   };
   static_assert(sizeof(kTable) / sizeof(kTable[0]) == static_cast<size_t>(LayerKind::Count),
                 "one plug-in per LayerKind");

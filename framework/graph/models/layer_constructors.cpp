@@ -32,6 +32,39 @@ LayerSpec max_pool(std::string name, int kernel, int stride, int pad) {
   return s;
 }
 
+LayerSpec embedding(std::string name, int vocab, int context, int channels) {
+  LayerSpec s;
+  s.kind = LayerKind::Embedding;
+  s.name = std::move(name);
+  s.vocab = vocab;
+  s.context = context;
+  s.channels = channels;
+  return s;
+}
+
+LayerSpec layernorm(std::string name, std::vector<std::string> inputs) {
+  LayerSpec s;
+  s.kind = LayerKind::LayerNorm;
+  s.name = std::move(name);
+  s.inputs = std::move(inputs);
+  return s;
+}
+
+LayerSpec gelu(std::string name) {
+  LayerSpec s;
+  s.kind = LayerKind::Gelu;
+  s.name = std::move(name);
+  return s;
+}
+
+LayerSpec attention(std::string name, int heads) {
+  LayerSpec s;
+  s.kind = LayerKind::Attention;
+  s.name = std::move(name);
+  s.heads = heads;
+  return s;
+}
+
 LayerSpec global_avg_pool(std::string name) {
   LayerSpec s;
   s.kind = LayerKind::GlobalAvgPool;

@@ -22,6 +22,11 @@ LayerSpec global_max_pool(std::string name);
 LayerSpec fc(std::string name, int outputs, bool bias, float scale = 1.f);
 LayerSpec relu(std::string name);
 LayerSpec add(std::string name, std::string a, std::string b, bool relu);
+// A sequence model's token + position embedding: vocab x channels and context x channels.
+LayerSpec embedding(std::string name, int vocab, int context, int channels);
+LayerSpec layernorm(std::string name, std::vector<std::string> inputs = {});
+LayerSpec gelu(std::string name);
+LayerSpec attention(std::string name, int heads);
 // Marks every layer of `list` from index `from` on as belonging to `g`.
 void set_group(std::vector<LayerSpec>& list, size_t from, ParamGroup g);
 }  // namespace layer

@@ -38,8 +38,7 @@ void token_prep_cuda(const OpCall& c) {
   const TensorRef& w = c.in[0];
   TR_CHECK(c.variant != nullptr, op, ": no variant");
   const int64_t N = c.variant->batch, T = c.variant->height, n = N * T;
-  TR_CHECK(w.shape.rank == 2 && N <= w.shape[0] && T < w.shape[1], op, ": tokens ", w.shape.str(), " for ", N, "x",
-           T);
+  TR_CHECK(w.shape.rank == 2 && N <= w.shape[0] && T < w.shape[1], op, ": tokens ", w.shape.str(), " for ", N, "x", T);
   TR_CHECK(n <= INT32_MAX, op, ": ", n, " tokens in a batch");
   check_dtype(w, DType::I32, op, "tokens");
   for (int i = 0; i < 3; ++i) {
