@@ -49,6 +49,10 @@ struct LayerSpec {
   int vocab = 0;         // Embedding: token table rows
   int context = 0;       // Embedding: position table rows (the longest sequence)
   int heads = 0;         // Attention
+  // Fc: reads this earlier Embedding layer's token table [vocab, C] as its w
+  // (GPT-2's tied head) and has no w of its own; the builder sums the two
+  // layers' gradients of the table (Note [shared parameters], model_builder.cpp).
+  std::string tie;
   // Which gradients travel together (FIRST_COMM / DEEP_COMM) and which LARS
   // group a parameter joins; First layers also run in the first-layer graphs.
   ParamGroup group = ParamGroup::Deep;

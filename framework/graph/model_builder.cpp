@@ -60,6 +60,7 @@ class Builder {
     make_inputs_and_state();
     for (size_t i = 0; i < specs_.size(); ++i)
       layer(i).plugin->make_params(emitter_, specs_[i], layer(i).name, layer(i).in_shapes, states_[i]);
+    tie_params();
     if (out_.train.has_collectives()) buckets_ = grad_buckets(out_.cg, out_.train.bucket_bytes);
     emit_training();
     RecipeTensors rt{out_.images,        out_.labels_src,       out_.lr_table,       out_.step_metrics,
@@ -194,6 +195,61 @@ class Builder {
     return compute(OpKind::InputPrep, {out_.images[b], out_.labels_src[b]}, {x, labels}, label, prep_attrs(training));
   }
 
+  // Note [shared parameters]
+  // A tied head (LayerSpec::tie) reads its embedding's token table: the
+  // table's Param goes first in the head's params, so both layers read the
+  // same weights in every pass. Gradients are overwritten, never accumulated
+  // (Note [gradients are overwritten]), so in the backward each layer writes
+  // its part of a shared gradient into a tensor of its own ("<layer>.dshared"),
+  // and after the last of them one Add writes their sum into the gradient.
+  void tie_params() {
+    for (size_t i = 0; i < specs_.size(); ++i) {
+      const LayerSpec& s = specs_[i];
+      if (s.tie.empty()) continue;
+      const std::string& name = layer(i).name;
+      TR_USER_CHECK(s.kind == LayerKind::Fc, "model ", mc_.name, ": layer ", name,
+                    " ties its weights but only an fc can");
+      size_t j = 0;
+      while (j < i && layer(j).name != s.tie) ++j;
+      TR_USER_CHECK(j < i && specs_[j].kind == LayerKind::Embedding, "model ", mc_.name, ": layer ", name,
+                    " ties its weights to '", s.tie, "', which is not an earlier embedding");
+      TR_USER_CHECK(specs_[j].vocab == s.channels && specs_[j].channels == layer(i).in_shapes[0].c, "model ", mc_.name,
+                    ": layer ", name, " (", layer(i).in_shapes[0].c, " -> ", s.channels, ") cannot use ", s.tie, "'s ",
+                    specs_[j].vocab, "x", specs_[j].channels, " table as its weights");
+      states_[i].params.insert(states_[i].params.begin(), states_[j].params[0]);
+    }
+    std::map<TensorId, int> users;
+    for (const LayerState& st : states_)
+      for (const Param& p : st.params) ++users[p.grad];
+    for (const auto& [grad, n] : users)
+      if (n > 1) shared_grads_[grad] = {n, {}};
+  }
+
+  // The state layer i's backward writes into: its shared gradients swapped for
+  // parts of its own (Note [shared parameters]).
+  LayerState backward_state(size_t i) {
+    LayerState st = states_[i];
+    for (Param& p : st.params)
+      if (shared_grads_.count(p.grad)) p.grad = emitter_.activation(cat(layer(i).name, ".dshared"));
+    return st;
+  }
+
+  // After layer i's backward: each shared gradient's part, and the sum once every user has written its part.
+  void finish_shared_grads(size_t i, const LayerState& written, GraphId g) {
+    for (size_t k = 0; k < written.params.size(); ++k) {
+      const auto it = shared_grads_.find(states_[i].params[k].grad);
+      if (it == shared_grads_.end()) continue;
+      SharedGrad& sg = it->second;
+      sg.parts.push_back(written.params[k].grad);
+      if (int(sg.parts.size()) < sg.users) continue;
+      TR_CHECK(sg.users == 2, "a parameter shared by ", sg.users, " layers");
+      OpAttrs a;
+      a.relu = false;
+      emitter_.emit(
+          g, compute(OpKind::Add, {sg.parts[0], sg.parts[1]}, {it->first}, cat(layer(i).name, ".dshared_sum"), a));
+    }
+  }
+
   // One forward pass over the whole list from x0; records the tape for training.
   TensorId forward_pass(TensorId x0, Pass pass, const std::string& suffix, const std::vector<GraphId>& first_graphs,
                         const std::vector<GraphId>& deep_graphs) {
@@ -245,8 +301,10 @@ class Builder {
       TR_CHECK(dy != grad_of.end(), "layer ", r.name, ": no gradient reached its output");
       std::vector<bool> need;
       for (TensorId x : it->x) need.push_back(x != x0);
-      const LayerBwd b{specs_[i], r.name, states_[i], r.in_shapes, it->x, it->y, dy->second, need, g};
+      const LayerState st = backward_state(i);
+      const LayerBwd b{specs_[i], r.name, st, r.in_shapes, it->x, it->y, dy->second, need, g};
       const std::vector<TensorId> dx = r.plugin->backward(emitter_, b);
+      finish_shared_grads(i, st, g);
       TR_CHECK(dx.size() == it->x.size(), "layer ", r.name, ": backward gave ", dx.size(), " gradients");
       for (size_t k = 0; k < dx.size(); ++k) {
         if (!need[k]) continue;
@@ -344,6 +402,11 @@ class Builder {
   std::vector<LayerState> states_;
   std::vector<TapeEntry> tape_;
   std::vector<GradBucket> buckets_;  // Note [gradient buckets]; empty without collectives
+  struct SharedGrad {
+    int users = 0;
+    std::vector<TensorId> parts;  // written so far, in backward order
+  };
+  std::map<TensorId, SharedGrad> shared_grads_;  // Note [shared parameters]
   TensorId val_step_main_ = kNoTensor, val_step_ema_ = kNoTensor;
 };
 

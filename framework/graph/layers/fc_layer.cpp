@@ -34,7 +34,8 @@ void make_params(LayerEmitter& e, const LayerSpec& s, const std::string& name, c
                  LayerState& out) {
   const int64_t k = fan_in(in[0]);
   const float std = s.init_std > 0.f ? s.init_std : std::sqrt(2.f / float(k));
-  out.params.push_back(e.param(name + ".w", Shape{s.channels, k}, s.group, true, Init::Normal, std));
+  // Tied (spec.tie): the builder puts the embedding's table first in params.
+  if (s.tie.empty()) out.params.push_back(e.param(name + ".w", Shape{s.channels, k}, s.group, true, Init::Normal, std));
   if (s.bias) out.params.push_back(e.param(name + ".b", Shape{s.channels}, s.group, false, Init::Zero, 0.f));
 }
 
