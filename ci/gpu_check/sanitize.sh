@@ -2,7 +2,8 @@
 # compute-sanitizer on short runs of every model in every mode: memcheck with
 # leak checking and initcheck on 64 synthetic images (zoo models at 1/8 width,
 # 32x32), synccheck and racecheck on sizes they finish (mlp, cnn at 1/4 width,
-# 128 images). TR_SAN_TOOLS picks tools, TR_SAN_MODELS models (each part of a
+# 128 images); and the op table's sequence-model cases under each tool.
+# TR_SAN_TOOLS picks tools, TR_SAN_MODELS models (each part of a
 # 10-minute call). A tool's "ERROR SUMMARY" line goes to the summary; any
 # error fails the check.
 CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
@@ -35,6 +36,16 @@ else
       for mode in eager partial-capture full-capture; do
         san "$tool" "san_${tool}_${m}_${mode}.log" --model "$m" --mode "$mode" "${size[@]}"
       done
+    done
+    # The sequence models' kernels, which no registry model runs yet: the op
+    # table's attention, token and per-token loss cases (TR_OP_CASES picks them).
+    for cases in attention token_prep "per token"; do
+      log="san_${tool}_ops_${cases// /_}.log"
+      TR_OP_CASES="$cases" timeout ${TR_T_SAN:-300} "$CS" --tool "$tool" --error-exitcode 9 "$BIN/tr_tests" \
+        --gtest_filter=OpsGpu.OpTableEveryCaseMatchesTheCpu > "$OUT/$log" 2>&1
+      rc=$?
+      [ $rc -ne 0 ] && status=1
+      note "compute-sanitizer $tool op table '$cases' (exit $rc): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/$log" | sed 's/^========= //' | paste -sd';' -)"
     done
   done
 fi
