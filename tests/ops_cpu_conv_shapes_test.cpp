@@ -16,17 +16,6 @@ OpRunner with(int kernel, int stride, int pad) {
   return r;
 }
 
-// The message of the UserError `f` throws ("" when it throws none).
-template <class F>
-std::string user_error(F&& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "";
-}
-
 TEST(OpsCpuConvShapes, OutputShapes) {
   struct Row {
     int kernel, stride, pad;

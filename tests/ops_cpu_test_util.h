@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <string>
 
 #include "framework/ops/compute/batchnorm.h"
 #include "framework/ops/compute/conv.h"
@@ -15,6 +16,17 @@
 #include "tests/op_test_util.h"
 
 namespace tr::test {
+
+// The message of the UserError `f` throws ("" when it throws none).
+template <class F>
+std::string user_error(F&& f) {
+  try {
+    f();
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
 
 inline constexpr DType F16 = DType::F16, F32 = DType::F32, F64 = DType::F64;
 // fd_gradient's central differences in double with h = 1e-5 err by the truncation h^2/6 * f''' (about

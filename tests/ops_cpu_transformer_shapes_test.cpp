@@ -13,16 +13,6 @@
 namespace tr::test {
 namespace {
 
-template <class F>
-std::string user_error(F&& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "";
-}
-
 OpRunner heads(int h) {
   OpRunner r;
   r.attrs.heads = h;
