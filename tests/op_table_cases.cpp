@@ -5,42 +5,21 @@
 #include <utility>
 
 #include "framework/ops/compute/add.h"
-#include "framework/ops/compute/attention.h"
 #include "framework/ops/compute/batchnorm.h"
 #include "framework/ops/compute/bn_relu_pool.h"
 #include "framework/ops/compute/classifier_head.h"
 #include "framework/ops/compute/conv.h"
-#include "framework/ops/compute/embedding.h"
 #include "framework/ops/compute/fc.h"
-#include "framework/ops/compute/gelu.h"
 #include "framework/ops/compute/input_prep.h"
-#include "framework/ops/compute/layernorm.h"
 #include "framework/ops/compute/pool.h"
 #include "framework/ops/compute/relu.h"
 #include "framework/ops/compute/softmax_xent.h"
-#include "framework/ops/compute/token_prep.h"
 #include "framework/ops/compute/tta_mean.h"
 #include "tests/op_table.h"
+#include "tests/op_table_bounds.h"
 
 namespace tr::test {
 namespace {
-
-// The bounds most cases share, each with its reason.
-constexpr double kExact = 0;           // the same arithmetic in any type the value fits (max, copy, mask)
-constexpr double kOneRounding = 1e-7;  // one f32 rounding of each result (6e-8)
-constexpr double kGpuF32 = 1e-5;       // another order of a short f32 sum on the GPU: tens of roundings
-constexpr double kGpuF16 = 1e-3;       // f16 storage: two roundings of 4.9e-4 at most, against the CPU's own f16
-constexpr double kGpuConv = 1e-4;      // cuDNN's algorithms: sums of up to 9*C products in other orders
-constexpr double kGpuConvF16 = 2e-3;   // ... with f16 inputs and f32 accumulation, rounded once to f16
-
-// Runs a CPU op on tensors already made (the derive steps).
-void cpu_op(OpFn fn, const std::vector<const HostTensor*>& in, const std::vector<HostTensor*>& out, const OpAttrs& a,
-            const VariantDims& v) {
-  OpRunner r;
-  r.attrs = a;
-  r.variant = v;
-  r.run(fn, in, out);
-}
 
 // sums = BnStats(x), in x's statistics type.
 HostTensor sums_of(const HostTensor& x, const OpAttrs& a, const VariantDims& v) {
@@ -415,183 +394,6 @@ void dense_cases(std::vector<OpCase>& t) {
     c.why = "a + b rounded once, the same sum on the GPU";
     t.push_back(c);
   }
-}
-
-// Token and position embedding: B = 2, T = 5 over a vocabulary of 7 (so
-// tokens repeat and some are absent) and a context of 8 (so wpe has rows the
-// batch does not reach).
-void embedding_cases(std::vector<OpCase>& t) {
-  const int64_t B = 2, T = 5, C = 6, V = 7, P = 8;
-  OpCase c;
-  c.cpu_f32 = kOneRounding, c.gpu_f32 = kExact, c.gpu_f16 = kExact;
-  c.why = "one sum rounded once, the same sum on the GPU";
-  c.name = cat("embedding_fwd ", B, "x", T, " of ", V, "x", C);
-  c.kind = OpKind::EmbeddingFwd;
-  c.in = {{Elem::I32, {B, T}, Fill::Labels, 0, double(V)}, {Elem::T, {V, C}}, {Elem::T, {P, C}}};
-  c.out = {Elem::T};
-  t.push_back(c);
-  c.name = cat("embedding_bwd ", B, "x", T, " of ", V, "x", C);
-  c.kind = OpKind::EmbeddingBwd;
-  c.in = {{Elem::T, {B, T, C}},
-          {Elem::I32, {B, T}, Fill::Labels, 0, double(V)},
-          {Elem::I32, {B * T}},
-          {Elem::T, {V, C}},
-          {Elem::T, {P, C}}};
-  c.out = {Elem::T, Elem::T};
-  c.derive = [](std::vector<HostTensor>& in) {
-    embedding_order(in[1].as<int32_t>(), in[1].numel(), in[2].as<int32_t>());
-  };
-  c.cpu_f32 = 1e-6;
-  c.why = "sums of at most 5 terms in the batch's order on both backends (f32 against f64: a rounding each)";
-  t.push_back(c);
-}
-
-// A sequence model's input: 4 windows of 9 tokens over a vocabulary of 6 (so
-// ids repeat), a variant of 3 samples of 5 tokens; exact on both backends.
-void token_prep_cases(std::vector<OpCase>& t) {
-  OpCase c;
-  c.name = "token_prep [4,9] windows -> 3x5";
-  c.kind = OpKind::TokenPrep;
-  c.variant = {3, 3, 5, 0};
-  c.in = {{Elem::I32, {4, 9}, Fill::Labels, 0, 6}};
-  c.out = {Elem::I32, Elem::I32, Elem::I32};
-  c.cpu_f32 = kExact, c.gpu_f32 = kExact, c.gpu_f16 = kExact;
-  c.why = "copies, and the one permutation that sorts by (id, position)";
-  t.push_back(c);
-}
-
-// A transformer's linear layers: tokens [B,T,K] as rows (fc_last_dim), with
-// M = 40 outputs, past the small-fc kernels (kSmallFcMaxOutputs), so the GPU
-// runs cuBLAS (and cuBLASLt's bias epilogue).
-void token_fc_cases(std::vector<OpCase>& t) {
-  const int64_t B = 2, T = 5, K = 24, M = 40;
-  for (bool bias : {false, true}) {
-    OpCase c;
-    c.attrs.fc_last_dim = true;
-    c.attrs.has_bias = bias;
-    c.cpu_f32 = 1e-6, c.gpu_f32 = kGpuF32, c.gpu_f16 = kGpuF16;
-    c.why = "dot products of 24 f32 products (of 10 for dw); cuBLAS sums in other orders";
-    const std::string tag = bias ? " with a bias" : "";
-    c.name = cat("fc_fwd [", B, ",", T, ",", K, "] -> ", M, " per token", tag);
-    c.kind = OpKind::FcFwd;
-    c.in = {{Elem::T, {B, T, K}}, {Elem::T, {M, K}, Fill::Uniform, -0.5, 0.5}};
-    if (bias) c.in.push_back({Elem::T, {M}});
-    c.out = {Elem::T};
-    t.push_back(c);
-    c.name = cat("fc_bwd_weight [", B, ",", T, ",", K, "] -> ", M, " per token", tag);
-    c.kind = OpKind::FcBwdWeight;
-    c.in = {{Elem::T, {B, T, K}}, {Elem::T, {B, T, M}}};
-    c.out = bias ? std::vector<Elem>{Elem::T, Elem::T} : std::vector<Elem>{Elem::T};
-    t.push_back(c);
-  }
-  OpCase c;
-  c.attrs.fc_last_dim = true;
-  c.cpu_f32 = 1e-6, c.gpu_f32 = kGpuF32, c.gpu_f16 = kGpuF16;
-  c.why = "dot products of 40 f32 products; cuBLAS sums in other orders";
-  c.name = cat("fc_bwd_data [", B, ",", T, ",", M, "] -> ", K, " per token");
-  c.kind = OpKind::FcBwdData;
-  c.in = {{Elem::T, {B, T, M}}, {Elem::T, {M, K}, Fill::Uniform, -0.5, 0.5}, {Elem::T, {B, T, K}}};
-  c.out = {Elem::T};
-  t.push_back(c);
-}
-
-// Causal attention: a short sequence with head dim 8; one of 70 tokens (past
-// the CUDA kernels' 64-row blocks and 32-row tiles) with head dim 64, as
-// GPT-2's; and head dim 128, the widest kernel.
-void attention_cases(std::vector<OpCase>& t) {
-  struct Geometry {
-    int64_t B, T, C;
-    int heads;
-  };
-  for (const Geometry& g : {Geometry{2, 5, 16, 2}, Geometry{1, 70, 128, 2}, Geometry{1, 33, 384, 3}}) {
-    OpCase c;
-    c.attrs.heads = g.heads;
-    const Shape qkv{g.B, g.T, 3 * g.C}, y{g.B, g.T, g.C}, lse{g.B, g.heads, g.T};
-    const std::string tag = cat(qkv.str(), ", ", g.heads, " heads of ", g.C / g.heads);
-    c.cpu_f32 = 1e-6, c.gpu_f32 = kGpuF32, c.gpu_f16 = kGpuF16;
-    c.why =
-        "the CPU sums in double for any storage and rounds each output once; the GPU sums up to 70 scores and "
-        "values in f32 with its own expf (2 ulp)";
-    c.name = "attention_fwd " + tag;
-    c.kind = OpKind::AttentionFwd;
-    c.in = {{Elem::T, qkv}};
-    c.out = {Elem::T, Elem::Stat};
-    t.push_back(c);
-    c.name = "attention_bwd " + tag;
-    c.kind = OpKind::AttentionBwd;
-    c.in = {{Elem::T, y}, {Elem::T, qkv}, {Elem::T, y}, {Elem::Stat, lse}};
-    c.out = {Elem::T, Elem::Stat};
-    const OpAttrs a = c.attrs;
-    c.derive = [a](std::vector<HostTensor>& in) {  // y and lse = the forward's of qkv
-      cpu_op(attention_fwd_cpu, {&in[1]}, {&in[2], &in[3]}, a, VariantDims{4, 4, 0, 0});
-    };
-    c.why =
-        "as the forward, and ds = p (dy.v - delta) cancels in part: the f32 lse as stored (one rounding) and tens "
-        "of f32 roundings in each sum";
-    t.push_back(c);
-  }
-}
-
-// The transformer's elementwise ops, over a GPT's [B, T, C] activations.
-void transformer_cases(std::vector<OpCase>& t) {
-  const Shape s{2, 5, 12};
-  OpCase c;
-  c.cpu_f32 = 1e-6, c.gpu_f32 = kGpuF32, c.gpu_f16 = kGpuF16;
-  c.why =
-      "tanh from each backend's libm (within 2 ulp) and a few f32 roundings of the cubic; the GPU's compiler may "
-      "fuse the products (FMA)";
-  c.name = "gelu_fwd " + s.str();
-  c.kind = OpKind::GeluFwd;
-  c.in = {{Elem::T, s, Fill::Uniform, -4, 4}};  // both tails and the curved middle
-  c.out = {Elem::T};
-  t.push_back(c);
-  c.name = "gelu_bwd " + s.str();
-  c.kind = OpKind::GeluBwd;
-  c.in = {{Elem::T, s}, {Elem::T, s, Fill::Uniform, -4, 4}};
-  t.push_back(c);
-
-  // LayerNorm over C = 12, 10 rows; x off-centre so the mean matters.
-  const int64_t C = s[2], rows = s[0] * s[1];
-  OpAttrs ln;
-  ln.eps = 1e-5f;
-  c = {};
-  c.attrs = ln;
-  c.cpu_f32 = 1e-6, c.gpu_f32 = kGpuF32, c.gpu_f16 = kGpuF16;
-  c.why =
-      "the row's mean and rstd rounded once to f32 as stored, a few f32 roundings per value; the GPU sums 12 "
-      "terms in f32 in another order";
-  c.name = "layernorm_fwd " + s.str();
-  c.kind = OpKind::LayerNormFwd;
-  c.in = {{Elem::T, s, Fill::Uniform, -1, 3}, {Elem::T, {C}, Fill::Uniform, 0.5, 1.5}, {Elem::T, {C}}};
-  c.out = {Elem::T, Elem::Stat};
-  t.push_back(c);
-  c.name = "layernorm_bwd " + s.str();
-  c.kind = OpKind::LayerNormBwd;
-  c.in = {{Elem::T, s},
-          {Elem::T, s, Fill::Uniform, -1, 3},
-          {Elem::T, {C}, Fill::Uniform, 0.5, 1.5},
-          {Elem::Stat, {rows, 2}}};
-  c.out = {Elem::T, Elem::T, Elem::T};
-  c.derive = [ln](std::vector<HostTensor>& in) {  // stats = the forward's of x
-    HostTensor beta(in[1].dtype(), {in[2].numel()}), y(in[1].dtype(), in[1].shape());
-    cpu_op(layernorm_fwd_cpu, {&in[1], &in[2], &beta}, {&y, &in[3]}, ln, VariantDims{4, 4, 0, 0});
-  };
-  c.why = "the input gradient's two row means cancel in part: tens of f32 roundings; dgamma and dbeta sum 10 rows";
-  t.push_back(c);
-  // 300 rows over C = 20: the CUDA kernel's 128 row groups and a block of 8
-  // channels that C does not fill.
-  const Shape wide{3, 100, 20};
-  c.name = "layernorm_bwd " + wide.str();
-  c.in = {{Elem::T, wide},
-          {Elem::T, wide, Fill::Uniform, -1, 3},
-          {Elem::T, {wide[2]}, Fill::Uniform, 0.5, 1.5},
-          {Elem::Stat, {wide[0] * wide[1], 2}}};
-  c.why = "as above; dgamma and dbeta sum 300 rows in 128 groups on the GPU, in row order on the CPU";
-  t.push_back(c);
-  embedding_cases(t);
-  attention_cases(t);
-  token_fc_cases(t);
-  token_prep_cases(t);
 }
 
 void loss_cases(std::vector<OpCase>& t) {
