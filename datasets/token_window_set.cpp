@@ -1,5 +1,7 @@
 #include "datasets/token_window_set.h"
 
+#include <cstring>
+
 #include "framework/core/error.h"
 
 namespace tr::data {
@@ -27,6 +29,21 @@ DataView data_view(const TokenWindowSet& s) {
   v.width = int(s.seq + 1);
   v.channels = int(sizeof(int32_t));
   return v;
+}
+
+ImageDataset window_images(std::span<const uint16_t> stream, int64_t seq, int vocab, const char* what) {
+  const TokenWindowSet w = consecutive_windows(stream, seq, what);
+  const DataView v = data_view(w);
+  ImageDataset d;
+  d.count = v.count;
+  d.height = v.height;
+  d.width = v.width;
+  d.channels = v.channels;
+  d.num_classes = vocab;
+  d.images.resize(w.tokens.size() * sizeof(int32_t));
+  std::memcpy(d.images.data(), w.tokens.data(), d.images.size());
+  d.labels = w.labels;
+  return d;
 }
 
 }  // namespace tr::data

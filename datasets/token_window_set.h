@@ -8,6 +8,7 @@
 #include <span>
 #include <vector>
 
+#include "datasets/image_dataset.h"
 #include "framework/core/data_view.h"
 
 namespace tr::data {
@@ -24,5 +25,10 @@ struct TokenWindowSet {
 TokenWindowSet consecutive_windows(std::span<const uint16_t> stream, int64_t seq, const char* what);
 
 DataView data_view(const TokenWindowSet& s);
+
+// The same windows held as an image set, as the command-line tools carry
+// their data: each "image" 1 x (seq + 1) x 4 bytes (the int32 tokens), label 0,
+// num_classes the vocabulary.
+ImageDataset window_images(std::span<const uint16_t> stream, int64_t seq, int vocab, const char* what);
 
 }  // namespace tr::data

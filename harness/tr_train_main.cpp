@@ -62,14 +62,14 @@ int run(int argc, char** argv, tr::World* world) {
       world ? cat(" in ", world->processes(), world->processes() == 1 ? " process (" : " processes (",
                   world->launch_kind(), ", ", world->library(), ")")
             : "";
-  std::printf(
-      "tr-train: model %s (width %g, %dx%dx%d, %d classes), %s, mode %s, %s, batch %lld, %d rank(s)%s%s, "
-      "%lld steps/epoch\n",
-      o.model.name.c_str(), o.model.width, o.model.in_height, o.model.in_width, o.model.in_channels, o.model.classes,
-      device.c_str(), mode_name(o.mode).c_str(), o.train.amp ? "amp fp16" : "fp32", static_cast<long long>(o.batch),
-      o.train.ranks, processes.c_str(),
-      o.train.ranks > 1 ? cat(", BN sync ", bn_sync_name(o.train.bn_sync)).c_str() : "",
-      static_cast<long long>(t.steps_per_epoch()));
+  const std::string input = o.model.is_sequence() ? cat(o.model.seq_len, "-token windows, vocabulary ", o.model.classes)
+                                                  : cat(o.model.in_height, "x", o.model.in_width, "x",
+                                                        o.model.in_channels, ", ", o.model.classes, " classes");
+  std::printf("tr-train: model %s (width %g, %s), %s, mode %s, %s, batch %lld, %d rank(s)%s%s, %lld steps/epoch\n",
+              o.model.name.c_str(), o.model.width, input.c_str(), device.c_str(), mode_name(o.mode).c_str(),
+              o.train.amp ? "amp fp16" : "fp32", static_cast<long long>(o.batch), o.train.ranks, processes.c_str(),
+              o.train.ranks > 1 ? cat(", BN sync ", bn_sync_name(o.train.bn_sync)).c_str() : "",
+              static_cast<long long>(t.steps_per_epoch()));
   const AugmentConfig& aug = o.train.augment;
   if (aug.any() || o.train.tta_flip)
     std::printf("tr-train: augmentation in the input graphs: flip %s, translate %d, cutout %d; test-time: %s\n",
@@ -85,8 +85,11 @@ int run(int argc, char** argv, tr::World* world) {
   for (int e = 0; e < o.epochs; ++e) {
     const EpochStats s = t.run_epoch();
     std::printf("%5d %5d %10.4f %9.4f %9.4f %9.4f %9.4f %9.4f %8.2f %8.2f %6d\n", s.epoch + 1,
-                s.lowres ? o.lowres_size : o.model.in_height, s.train_loss, s.train_acc, s.val_loss, s.val_acc,
-                s.val_ema_loss, s.val_ema_acc, s.train_seconds, s.val_seconds, s.skipped_steps);
+                s.lowres                ? o.lowres_size
+                : o.model.is_sequence() ? int(o.model.seq_len)
+                                        : o.model.in_height,
+                s.train_loss, s.train_acc, s.val_loss, s.val_acc, s.val_ema_loss, s.val_ema_acc, s.train_seconds,
+                s.val_seconds, s.skipped_steps);
     std::fflush(stdout);
   }
   if (o.algos.conv_plans) std::printf("tr-train: %s\n", conv_plans_summary(*o.algos.conv_plans).c_str());

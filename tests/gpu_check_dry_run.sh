@@ -53,13 +53,15 @@ expect_summary() {
   grep -qF -- "$2" "$work/out$1/summary.txt" || { echo "gpu_check_dry_run: with $1 GPU(s), the summary lacks: $2"; exit 1; }
 }
 
-all="tests ops fusion-probe bench zoo fusion schedule conv-plans train tta sanitize mpi scaling scaling-zoo"
+all="tests ops fusion-probe bench zoo gpt fusion schedule conv-plans train tta sanitize mpi scaling scaling-zoo"
 run_check 1 "$all"
 expect_summary 1 "scaling skipped: 1 GPU visible (needs 2 or more)"
 expect_summary 1 "scaling-zoo skipped: 1 GPU visible (needs 2 or more)"
 expect_call 1 "^tr_mpi_tests --gtest_filter=GpuProcesses\*"
 expect_call 1 "^tr_bench_ops .*--benchmark_filter=\. "
 expect_call 1 "^tr-train --device cuda --model resnet18 .*--state-hash --cudnn-benchmark --conv-plans .*conv_plans_resnet18.json"
+expect_call 1 "^tr-bench --device cuda --model gpt2 --batch 1,4,16,64 --precision amp --mode eager,partial-capture,full-capture "
+expect_call 1 "peers/torch_gpt.py --model gpt2 --batch 1,4,16,64 "
 expect_call 1 "^tr-bench --device cuda --mode full-capture .*--conv-plans .*conv_plans_resnet18.json --json"
 expect_summary 1 "conv plans: resnet18 b128 state hashes: timed alone 0x0123456789abcdef and 0x0123456789abcdef; recorded"
 # The fusion-probe part: the probes from tr_experiments, then the unfused ops of their shapes from tr_bench_ops.

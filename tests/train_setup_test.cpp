@@ -12,25 +12,12 @@
 #include "harness/lib/cli/process_launch.h"
 #include "harness/lib/cli/train_flags.h"
 #include "tests/thread_world.h"
+#include "tests/train_setup_util.h"
 
 namespace tr {
 namespace {
 
-// parse_train_setup over the words of `line` (flags only), with or without the recipe.
-TrainSetup setup_of(const std::string& line, bool recipe, World* world = nullptr) {
-  std::vector<std::string> words{"tr-train"};
-  for (size_t at = 0; at < line.size();) {
-    const size_t end = std::min(line.find(' ', at), line.size());
-    if (end > at) words.push_back(line.substr(at, end - at));
-    at = end + 1;
-  }
-  std::vector<char*> argv;
-  for (auto& w : words) argv.push_back(w.data());
-  std::vector<std::string> values = train_value_flags();
-  for (const auto& f : process_value_flags()) values.push_back(f);
-  const CliArgs a(int(argv.size()), argv.data(), values, train_bool_flags());
-  return parse_train_setup(a, recipe, world);
-}
+using testing::setup_of;
 
 constexpr const char* kTiny = "--synthetic --train-subset 8 --val-subset 8";
 

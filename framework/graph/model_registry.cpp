@@ -15,6 +15,16 @@ constexpr std::array<float, 3> kCifar10Std = {0.2470f, 0.2435f, 0.2616f};
 constexpr std::array<float, 3> kImageNetMean = {0.485f, 0.456f, 0.406f};
 constexpr std::array<float, 3> kImageNetStd = {0.229f, 0.224f, 0.225f};
 
+// GPT-2 124M (llm.c's and nanoGPT's), and a small one of its blocks for the
+// CPU and the text task (byte tokens, datasets/byte_tokens.h).
+constexpr GptShape kGpt2{.depth = 12, .heads = 12, .head_dim = 64, .context = 1024};
+constexpr int kGpt2Vocab = 50304;  // GPT-2's 50,257 tokens padded to a multiple of 128, as llm.c pads them
+constexpr GptShape kGptD6{.depth = 6, .heads = 6, .head_dim = 64, .context = 256};
+constexpr int kByteVocab = 264;  // 256 bytes and the document token (datasets/byte_tokens.h), padded to 8s
+
+std::vector<LayerSpec> gpt2_layers(double width, int vocab) { return gpt_layers(kGpt2, width, vocab); }
+std::vector<LayerSpec> gpt_d6_layers(double width, int vocab) { return gpt_layers(kGptD6, width, vocab); }
+
 std::vector<ModelEntry> make_registry() {
   using O = OptimizerKind;
   std::vector<ModelEntry> r;
@@ -49,6 +59,16 @@ std::vector<ModelEntry> make_registry() {
   r.push_back({"vgg16bn", "VGG-16 with BatchNorm: 13 conv+BN+ReLU, 5 max pools, 4096-4096 classifier",
                vgg16bn_layers, 224, 224, 3, 1000, kImageNetMean, kImageNetStd, 128, O::Sgd, 0.f, {32, 128}, {2}, O::Sgd,
                {}, 64});
+  // Sequence models: no image (0 x 0 x 0), `classes` is the vocabulary, the
+  // last member the context. lr 6e-4: GPT-2 small's, as llm.c and nanoGPT train it.
+  r.push_back({"gpt2",
+               "GPT-2 124M: 12 pre-LN blocks, 12 heads, 768 channels, context 1024, vocabulary 50,304, tied head",
+               gpt2_layers, 0, 0, 0, kGpt2Vocab, {}, {}, 8, O::AdamW, 6e-4f, {1, 4, 16, 64}, {1}, O::AdamW, {}, 0,
+               kGpt2.context});
+  r.push_back({"gpt2-d6",
+               "GPT-2's blocks at depth 6: 6 heads, 384 channels, context 256, bytes (257 tokens padded to 264), tied",
+               gpt_d6_layers, 0, 0, 0, kByteVocab, {}, {}, 32, O::AdamW, 1e-3f, {8, 32, 128}, {2}, O::AdamW, {}, 0,
+               kGptD6.context});
   // clang-format on
   return r;
 }
@@ -72,9 +92,28 @@ const ModelEntry& model_entry(std::string_view name) {
   throw UserError(cat("unknown model '", name, "' (known: ", model_names(), ")"));
 }
 
-ModelConfig model_config(std::string_view name, double width, int image_size, int channels, int classes) {
+namespace {
+
+ModelConfig sequence_config(const ModelEntry& e, double width, int image_size, int channels, int classes, int64_t seq) {
+  TR_USER_CHECK(image_size == 0 && channels == 0, "model ", e.name,
+                " reads tokens: an image size or channel count has no meaning for it");
+  TR_USER_CHECK(seq >= 0 && seq <= e.context, "model ", e.name, " reads windows of 1 to ", e.context,
+                " tokens (its context), not ", seq);
+  TR_USER_CHECK(classes >= 0 && classes != 1, "model ", e.name, " needs a vocabulary of at least 2, got ", classes);
+  ModelConfig m;
+  m.name = std::string(e.name);
+  m.width = width;
+  sequence_input(m, seq > 0 ? seq : e.context, classes > 0 ? classes : e.classes);
+  return m;
+}
+
+}  // namespace
+
+ModelConfig model_config(std::string_view name, double width, int image_size, int channels, int classes, int64_t seq) {
   const ModelEntry& e = model_entry(name);
   TR_USER_CHECK(width > 0 && width <= 16, setting("width"), " must be in (0, 16], got ", width);
+  if (e.is_sequence()) return sequence_config(e, width, image_size, channels, classes, seq);
+  TR_USER_CHECK(seq == 0, "model ", name, " reads images: a sequence length has no meaning for it");
   TR_USER_CHECK(image_size >= 0 && channels >= 0 && channels <= 4 && classes >= 0, "model ", name,
                 ": bad input override (image size ", image_size, ", channels ", channels, ", classes ", classes,
                 "; at most 4 channels)");

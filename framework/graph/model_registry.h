@@ -54,6 +54,11 @@ struct ModelEntry {
   // GPU room for the weight gradients beside the data-gradient chain, a large
   // one makes them contend (cnn 1024, resnet18 2048, resnet50 64, vgg16bn 64).
   int64_t side_streams_max_batch = 0;
+  // > 0: a sequence model (ModelConfig::seq_len) with positions for this many
+  // tokens, the longest window it reads and its default. `classes` is then its
+  // vocabulary; height, width, channels and the normalisation are unused (0).
+  int64_t context = 0;
+  bool is_sequence() const { return context > 0; }
 };
 
 const std::vector<ModelEntry>& model_registry();
@@ -62,9 +67,12 @@ const ModelEntry& model_entry(std::string_view name);
 std::string model_names();  // "mlp, cnn, ..." for messages and --help
 
 // A ModelConfig for `name` at its designed input (square side `image_size`
-// when > 0, `channels` and `classes` when > 0 instead).
+// when > 0, `channels` and `classes` when > 0 instead). A sequence model reads
+// windows of `seq` tokens (its context when 0; at most its context) over its
+// vocabulary (`classes` when > 0 instead); an image size or channel count for
+// it, or a sequence length for an image model, is a UserError.
 ModelConfig model_config(std::string_view name, double width = 1.0, int image_size = 0, int channels = 0,
-                         int classes = 0);
+                         int classes = 0, int64_t seq = 0);
 
 // The layer list of a configured model: its own, else its registry entry's.
 std::vector<LayerSpec> model_layers(const ModelConfig& m);

@@ -1,5 +1,5 @@
 // Fuzzes the model registry and the engine behind it: model_config(name,
-// width, image size, channels, classes) from the bytes, then what a training
+// width, image size, channels, classes, sequence length) from the bytes, then what a training
 // session does with it short of memory (framework/train/session.cpp):
 // build_model with a fuzzed recipe, and plan_memory, which runs every
 // variant's shape inference. Sizes are capped (width <= 2, side <= 40,
@@ -27,6 +27,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const int side = in.ConsumeIntegralInRange<int>(-1, 40);
   const int channels = in.ConsumeIntegralInRange<int>(-1, 5);
   const int classes = in.ConsumeIntegralInRange<int>(-1, 12);
+  const int64_t seq = in.ConsumeIntegralInRange<int64_t>(-1, 64);
 
   TrainConfig tc;
   tc.optimizer = in.PickValueInArray({OptimizerKind::Sgd, OptimizerKind::Lars, OptimizerKind::AdamW});
@@ -44,12 +45,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const int lowres = in.ConsumeIntegralInRange<int>(0, 40);
 
   try {
-    const ModelConfig m = model_config(name, width, side, channels, classes);
+    const ModelConfig m = model_config(name, width, side, channels, classes, seq);
     const CompiledModel cm = build_model(m, tc, batch);
     // The variants a session would run: base, a last batch, low resolution
     // where the model allows it, validation.
     std::array<VariantDims, kVariantCount> dims{};
-    const int64_t H = m.in_height;
+    const int64_t H = m.is_sequence() ? m.seq_len : m.in_height;  // as the session sets it
     auto set = [&](Variant v, int64_t b, int64_t hw) { dims[size_t(vidx(v))] = VariantDims{b, b * tc.ranks, hw, hw}; };
     set(Variant::TrainBase, batch, H);
     if (last > 0) set(Variant::TrainLast, last, H);

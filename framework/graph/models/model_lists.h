@@ -12,6 +12,14 @@ std::vector<LayerSpec> resnet18_layers(double width, int classes);
 std::vector<LayerSpec> resnet50_layers(double width, int classes);
 std::vector<LayerSpec> vgg16bn_layers(double width, int classes);
 
+// A GPT-2 shape (gpt.cpp): `depth` blocks of `heads` heads of `head_dim`
+// channels each (C = heads x head_dim), positions for `context` tokens.
+struct GptShape {
+  int depth = 12, heads = 12, head_dim = 64, context = 1024;
+};
+// Its layers over a vocabulary of `vocab`; --width scales head_dim.
+std::vector<LayerSpec> gpt_layers(const GptShape& g, double width, int vocab);
+
 // Constructors that keep the lists short: conv(k, K, stride, pad), bn(relu), ...
 namespace layer {
 LayerSpec conv(std::string name, int channels, int kernel, int stride, int pad, std::vector<std::string> inputs = {});

@@ -33,7 +33,9 @@ and writes a Google-Benchmark-compatible JSON report.
   --variants V[,V..]    train_base, train_last, train_lowres, train_lowres_last, val_base, val_last
                         (default train_base)
   --width X             channel multiplier of every layer (default 1.0)
-  --image-size S        build every model for S x S inputs (default: each model's own)
+  --image-size S        build every image model for S x S inputs (default: each model's own)
+  --seq T               GPT models: windows of T tokens (default: each one's context, gpt2 1024);
+                        they report tokens/s and model FLOP utilisation too
   --optimizer O         sgd | lars | adamw for every model (default: each model's: cnn lars,
                         mlp adamw, the others sgd)
   --bn-sync S           with several GPUs: batch (default; every BN layer all-reduces its
@@ -223,6 +225,11 @@ void parse_sweep(const CliArgs& a, BenchOptions& o) {
   }
   o.width = a.real("--width", 1.0, 1e-3, 16.0);
   o.image_size = static_cast<int>(a.integer("--image-size", 0, 1, 4096));
+  o.seq = a.integer("--seq", 0, 1, int64_t(1) << 24);
+  bool images = false, sequences = false;
+  for (const std::string& m : o.models) (model_entry(m).is_sequence() ? sequences : images) = true;
+  TR_USER_CHECK(!a.has("--image-size") || images, "--image-size is for image models; the models swept read tokens");
+  TR_USER_CHECK(!a.has("--seq") || sequences, "--seq is for GPT models; the models swept read images");
   TR_USER_CHECK(!a.has("--cnn-optimizer"), "--cnn-optimizer is now --optimizer (it applies to every model swept)");
   if (a.has("--optimizer")) o.optimizer = parse_optimizer(a.str("--optimizer", ""));
   o.bn_sync = parse_bn_sync(a.str("--bn-sync", "batch"));
@@ -258,10 +265,10 @@ void parse_measurement(const CliArgs& a, BenchOptions& o) {
 
 BenchOptions parse_bench_options(int argc, char** argv, World* world) {
   std::vector<std::string> values = {
-      "--mode",      "--device",      "--gpus",          "--ranks",         "--model",       "--batch",
-      "--variants",  "--width",       "--warmup",        "--iters",         "--repetitions", "--json",
-      "--precision", "--optimizer",   "--cnn-optimizer", "--batch-per-gpu", "--bn-sync",     "--image-size",
-      "--bucket-mb", "--top-kernels", "--kernel-trace",  "--conv-plans",    "--watchdog-ms"};
+      "--mode",      "--device",    "--gpus",          "--ranks",         "--model",       "--batch",
+      "--variants",  "--width",     "--warmup",        "--iters",         "--repetitions", "--json",
+      "--precision", "--optimizer", "--cnn-optimizer", "--batch-per-gpu", "--bn-sync",     "--image-size",
+      "--seq",       "--bucket-mb", "--top-kernels",   "--kernel-trace",  "--conv-plans",  "--watchdog-ms"};
   for (const std::string& p : process_value_flags()) values.push_back(p);
   CliArgs a(argc, argv, values,
             {"--no-cupti", "--side-streams", "--no-side-streams", "--split-steps", "--cudnn-benchmark", "--no-fusion",

@@ -9,6 +9,8 @@
 
 #include "datasets/data_view.h"
 #include "datasets/synthetic.h"
+#include "datasets/token_window_set.h"
+#include "datasets/token_windows.h"
 #include "framework/graph/model_registry.h"
 #include "framework/runtime/nvtx.h"
 #include "framework/train/session.h"
@@ -18,6 +20,7 @@
 #include "harness/lib/bench/context_info.h"
 #include "harness/lib/bench/cupti_probe.h"
 #include "harness/lib/bench/launch_crosscheck.h"
+#include "harness/lib/bench/model_flops.h"
 #include "harness/lib/bench/process_counters.h"
 #include "harness/lib/bench/profiler_range.h"
 #include "harness/lib/bench/step_counters.h"
@@ -59,6 +62,17 @@ bool wants(const std::vector<Variant>& vs, bool last, bool lowres, bool val) {
   return false;
 }
 
+// The summary's tokens/s and MFU columns: empty when no case reads tokens,
+// "-" where a case has no value.
+std::string token_cells(bool columns, const BenchCase& c) {
+  if (!columns) return "";
+  const auto t = c.counters.find("tokens_per_second"), m = c.counters.find("mfu");
+  char buf[64];
+  std::snprintf(buf, sizeof buf, " %12s %6s", t == c.counters.end() ? "-" : cat(std::llround(t->second)).c_str(),
+                m == c.counters.end() ? "-" : cat(std::round(1000.0 * m->second) / 1000.0).c_str());
+  return buf;
+}
+
 }  // namespace
 
 namespace {
@@ -89,7 +103,8 @@ BenchContext sweep_context(const BenchOptions& o, World* world) {
 struct SessionPoint {
   std::string model;
   const ModelEntry* entry = nullptr;
-  int side = 0;  // image side
+  int side = 0;     // image side
+  int64_t seq = 0;  // a sequence model's window length
   int ranks = 1;
   int64_t batch = 0;  // global
   ExecMode mode = ExecMode::FullCapture;
@@ -99,7 +114,11 @@ struct SessionPoint {
 
 RunOptions session_options(const BenchOptions& o, const SessionPoint& p) {
   RunOptions ro;
-  ro.model = model_config(p.model, o.width, p.side);
+  ro.model = p.seq > 0 ? model_config(p.model, o.width, 0, 0, 0, p.seq) : model_config(p.model, o.width, p.side);
+  if (p.seq > 0) {  // as language models train: no label smoothing, the gradient norm clipped to 1 (AdamW's)
+    ro.train.label_smoothing = 0.f;
+    if (ro.train.optimizer == OptimizerKind::AdamW) ro.train.max_grad_norm = 1.f;
+  }
   ro.train.optimizer = o.optimizer.value_or(p.entry->bench_optimizer);
   ro.train.amp = o.amp;
   ro.train.side_streams = use_side_streams(o.side_streams, o.backend, *p.entry, p.batch / p.ranks);
@@ -235,6 +254,31 @@ void warn_if_launches_disagree(const BenchCase& c, const std::string& device_kin
                k.cupti->memcpy, k.launches.kernel_launches + k.launches.library_calls, k.cupti->kernel_launches);
 }
 
+SequenceCounters sequence_counters(const CompiledModel& m, double samples_per_second, int ranks,
+                                   const std::string& device_name) {
+  const SequenceFlops f = sequence_flops(m);
+  SequenceCounters q;
+  q.tokens_per_second = samples_per_second * double(f.seq);
+  q.tokens_per_second_per_gpu = q.tokens_per_second / ranks;
+  q.flops_per_token = f.per_token();
+  q.tflops_per_gpu = q.tokens_per_second_per_gpu * q.flops_per_token / 1e12;
+  if (const double peak = tensor_peak_flops(device_name); peak > 0) q.mfu = q.tflops_per_gpu * 1e12 / peak;
+  return q;
+}
+
+// The synthetic data of one bench session: `count` images of the model's, or
+// `count` windows of its tokens (training and validation from one stream).
+std::pair<data::ImageDataset, data::ImageDataset> bench_data(const SessionPoint& p, int64_t count) {
+  const ModelEntry& e = *p.entry;
+  if (p.seq == 0)
+    return {data::make_synthetic(count, p.side, p.side, e.channels, e.classes, 1),
+            data::make_synthetic(count, p.side, p.side, e.channels, e.classes, 2)};
+  const std::vector<uint16_t> stream = data::make_synthetic_tokens(2 * count * p.seq + 1, e.classes, 1);
+  const std::span<const uint16_t> all(stream);
+  return {data::window_images(all.first(size_t(count * p.seq + 1)), p.seq, e.classes, "the synthetic tokens"),
+          data::window_images(all.subspan(size_t(count * p.seq)), p.seq, e.classes, "the synthetic tokens")};
+}
+
 // Every variant of one session, measured and appended to the report.
 void measure_session(const BenchOptions& o, const SessionPoint& p, const data::ImageDataset& train,
                      const data::ImageDataset& val, CuptiProbe* cupti, World* world, BenchReport& report) {
@@ -267,6 +311,7 @@ void measure_session(const BenchOptions& o, const SessionPoint& p, const data::I
     k.capture_ms = pc.capture_ms;
     k.samples_per_second = double(c.batch) / (median(c.step_ms) * 1e-3);
     k.samples_per_second_per_gpu = k.samples_per_second / p.ranks;
+    if (p.seq > 0) k.sequence = sequence_counters(t.model(), k.samples_per_second, p.ranks, report.context.device_name);
     if (timing.cupti.valid) {
       k.cupti = cupti_counters(timing.cupti, timing.cupti_wall_ms, o.iters, p.ranks, k.launches);
       c.top_kernels.assign(
@@ -297,6 +342,7 @@ BenchReport run_bench(const BenchOptions& o, World* world) {
     p.model = model;
     p.entry = &model_entry(model);
     p.side = o.image_size > 0 ? o.image_size : p.entry->height;
+    p.seq = p.entry->is_sequence() ? (o.seq > 0 ? o.seq : p.entry->context) : 0;
     p.validate = any_val;
     p.lowres = any_lowres;
     for (int ranks : o.ranks) {
@@ -312,8 +358,7 @@ BenchReport run_bench(const BenchOptions& o, World* world) {
         // Two full batches (A and B) plus, when asked for, an incomplete last one.
         const int64_t last = std::max<int64_t>(ranks, (p.batch / 2) / ranks * ranks);
         const int64_t count = 2 * p.batch + (any_last ? last : 0);
-        const auto train = data::make_synthetic(count, p.side, p.side, p.entry->channels, p.entry->classes, 1);
-        const auto val = data::make_synthetic(count, p.side, p.side, p.entry->channels, p.entry->classes, 2);
+        const auto [train, val] = bench_data(p, count);
         for (ExecMode mode : o.modes) {
           p.mode = mode;
           measure_session(o, p, train, val, cupti.get(), world, report);
@@ -336,11 +381,15 @@ void print_summary(const BenchReport& r, std::FILE* out) {
   };
   for (const auto& c : r.cases)
     if (c.mode == "eager") eager[key(c)] = median(c.step_ms);
-  bool busy = false;
-  for (const auto& c : r.cases) busy = busy || c.counters.count("gpu_busy_fraction");
-  std::fprintf(out, "%-8s %-16s %-11s %5s %6s %10s %8s %12s %8s %9s %9s %8s%s\n", "model", "mode", "variant",
+  bool busy = false, tokens = false;
+  for (const auto& c : r.cases) {
+    busy = busy || c.counters.count("gpu_busy_fraction");
+    tokens = tokens || c.counters.count("tokens_per_second");
+  }
+  std::fprintf(out, "%-8s %-16s %-11s %5s %6s %10s %8s %12s %8s %9s %9s %8s%s%s\n", "model", "mode", "variant",
                r.context.device_kind == "cuda" ? "gpus" : "ranks", "batch", "step_ms", "cv_%", "samples/s", "graphs",
-               r.context.device_kind == "cuda" ? "kernels" : "nodes", "cpu_ms", "x_eager", busy ? "  gpu_busy" : "");
+               r.context.device_kind == "cuda" ? "kernels" : "nodes", "cpu_ms", "x_eager", busy ? "  gpu_busy" : "",
+               tokens ? "     tokens/s    mfu" : "");
   for (const auto& c : r.cases) {
     const double med = median(c.step_ms);
     const auto it = eager.find(key(c));
@@ -351,12 +400,12 @@ void print_summary(const BenchReport& r, std::FILE* out) {
                             ? c.counters.at("cupti_kernel_launches_per_step")
                             : c.counters.at("kernel_launches_per_step") + c.counters.at("library_calls_per_step");
     const auto b = c.counters.find("gpu_busy_fraction");
-    std::fprintf(out, "%-8s %-16s %-11s %5d %6lld %10.4f %8.2f %12.0f %8.1f %9.1f %9.4f %8s%s\n", c.model.c_str(),
+    std::fprintf(out, "%-8s %-16s %-11s %5d %6lld %10.4f %8.2f %12.0f %8.1f %9.1f %9.4f %8s%s%s\n", c.model.c_str(),
                  c.mode.c_str(), c.variant.c_str(), c.ranks, static_cast<long long>(c.batch), med,
                  100.0 * cv(c.step_ms), c.counters.at("samples_per_second"), c.counters.at("graph_launches_per_step"),
                  kern, median(c.cpu_ms),
                  it == eager.end() ? "-" : cat(std::round(100.0 * it->second / med) / 100.0).c_str(),
-                 busy_cell(busy, b == c.counters.end() ? nullptr : &b->second).c_str());
+                 busy_cell(busy, b == c.counters.end() ? nullptr : &b->second).c_str(), token_cells(tokens, c).c_str());
   }
 }
 

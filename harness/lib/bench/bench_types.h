@@ -120,7 +120,7 @@ struct BenchReport {
 // and GateTest.SchemaListsTheDeterministicCounters holds the two together.
 const std::set<std::string>& deterministic_counters();
 bool is_deterministic_counter(const std::string& key);
-// Counters that are fractions of a whole (gpu_busy_fraction): a reader
+// Counters that are fractions of a whole (gpu_busy_fraction, mfu): a reader
 // refuses them above 1 (Note [busy fraction]).
 bool is_fraction_counter(const std::string& key);
 

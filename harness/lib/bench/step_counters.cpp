@@ -21,6 +21,14 @@ void write_counters(const StepCounters& c, std::map<std::string, double>& k) {
   k["capture_ms"] = c.capture_ms;
   k["samples_per_second"] = c.samples_per_second;
   k["samples_per_second_per_gpu"] = c.samples_per_second_per_gpu;
+  if (c.sequence) {
+    const SequenceCounters& q = *c.sequence;
+    k["tokens_per_second"] = q.tokens_per_second;
+    k["tokens_per_second_per_gpu"] = q.tokens_per_second_per_gpu;
+    k["model_flops_per_token"] = q.flops_per_token;
+    k["model_tflops_per_gpu"] = q.tflops_per_gpu;
+    if (q.mfu) k["mfu"] = *q.mfu;
+  }
   if (c.cupti) {
     const CuptiCounters& u = *c.cupti;
     k["cupti_kernel_launches_per_step"] = u.kernel_launches;

@@ -30,6 +30,13 @@ struct AllreduceCounters {
   double in_backward_bytes = 0, in_backward_messages = 0;  // Note [gradient buckets]
 };
 
+// A sequence model's throughput in tokens and model FLOPs (Note [model FLOPs]).
+struct SequenceCounters {
+  double tokens_per_second = 0, tokens_per_second_per_gpu = 0;
+  double flops_per_token = 0, tflops_per_gpu = 0;
+  std::optional<double> mfu;  // when the GPU's peak is known
+};
+
 struct StepCounters {
   LaunchCounters launches;
   double captured_graphs = 0, unique_graphs = 0, atlas_slots = 0, reused_slots = 0;
@@ -37,6 +44,7 @@ struct StepCounters {
   double samples_per_second = 0, samples_per_second_per_gpu = 0;
   std::optional<CuptiCounters> cupti;
   std::optional<AllreduceCounters> allreduce;
+  std::optional<SequenceCounters> sequence;
 };
 
 // The counters under the report's names, added to `out`.

@@ -13,6 +13,7 @@
 #include "harness/lib/cli/algo_flags.h"
 #include "harness/lib/cli/process_agreement.h"
 #include "harness/lib/cli/process_launch.h"
+#include "harness/lib/cli/token_data.h"
 
 namespace tr {
 
@@ -23,10 +24,14 @@ const char* const kTrainFlagsUsage = R"(  --model NAME             a registered 
   --batch N                global batch size (default: the model's, e.g. mlp 200, cnn 256)
   --data-dir DIR           IDX image set (MNIST family: train-/t10k- or *-train-/*-test- files;
                            default $TR_DATA_DIR or /usr/share/datasets/fashion-mnist). Images
-                           smaller than the model's input are zero-padded to it (28 -> 32)
+                           smaller than the model's input are zero-padded to it (28 -> 32).
+                           GPT models: token shards, tr-data's (with their manifest.json) or
+                           llm.c's (*train*.bin, *val*.bin)
   --synthetic              train on deterministic synthetic data of the model's shape instead
-  --train-subset N         use the first N training images (default: all)
-  --val-subset N           use the first N test images (default: all)
+  --train-subset N         use the first N training images (GPT: windows; default: all)
+  --val-subset N           use the first N test images (GPT: windows; default: all)
+  --seq T                  GPT models: train on windows of T tokens (default and at most: the
+                           model's context, e.g. gpt2 1024)
   --width X                channel multiplier of every layer (default 1.0)
   --image-size S           build the model for S x S inputs (default: the model's own)
   --optimizer sgd|lars|adamw   (default: the model's; mlp adamw, the others sgd)
@@ -105,7 +110,8 @@ std::vector<std::string> train_value_flags() {
       "--lr",        "--schedule",      "--warmup",      "--weight-decay", "--label-smoothing",
       "--ema-decay", "--lowres-epochs", "--lowres-size", "--ranks",        "--gpus",
       "--seed",      "--bn-sync",       "--image-size",  "--bucket-mb",    "--translate",
-      "--cutout",    "--tta",           "--watchdog-ms", "--conv-plans",   "--clip-grad-norm"};
+      "--cutout",    "--tta",           "--watchdog-ms", "--conv-plans",   "--clip-grad-norm",
+      "--seq"};
   for (const std::string& p : process_value_flags()) f.push_back(p);
   return f;
 }
@@ -221,6 +227,14 @@ void parse_augmentation(const CliArgs& a, const Recipe& rc, RunOptions& o) {
   o.train.tta_flip = tta == "flip";
 }
 
+// What a run without a recipe starts from: Recipe{}'s values, except that a
+// language model trains without label smoothing (GPT-2 and llm.c train so).
+Recipe plain_defaults(const ModelEntry& e) {
+  Recipe r;
+  if (e.is_sequence()) r.label_smoothing = 0.f;
+  return r;
+}
+
 // The ranks: CPU rank threads or GPUs, and under a launcher every process's
 // (Note [processes and ranks]). Then the algorithm flags, which come after the
 // GPU count: --conv-plans reads (and may test-write) its file.
@@ -256,8 +270,10 @@ TrainSetup parse_train_setup(const CliArgs& a, bool recipe_defaults, World* worl
   RunOptions& o = s.options;
   const ModelEntry& entry = model_entry(a.str("--model", "mlp"));
   s.entry = &entry;
-  const Recipe rc = recipe_defaults ? entry.recipe : Recipe{};
+  const Recipe rc = recipe_defaults ? entry.recipe : plain_defaults(entry);
+  // A sequence model has no image size: --image-size then only reaches model_config, which refuses it.
   const int image_size = static_cast<int>(a.integer("--image-size", entry.height, 1, 4096));
+  TR_USER_CHECK(entry.is_sequence() || !a.has("--seq"), "--seq is for GPT models; ", entry.name, " reads images");
   s.device = a.str("--device", "cpu");
   TR_USER_CHECK(s.device == "cpu" || s.device == "cuda", "--device must be cpu or cuda, got '", s.device, "'");
   o.backend = s.device == "cuda" ? Backend::Cuda : Backend::Cpu;
@@ -283,11 +299,16 @@ TrainSetup parse_train_setup(const CliArgs& a, bool recipe_defaults, World* worl
   o.watchdog_ms = static_cast<int>(watchdog_flag(a).count());
   o.seed = static_cast<uint64_t>(a.integer("--seed", 1, 0, INT64_MAX));
   o.shuffle = !a.flag("--no-shuffle");
-  s.data = load_data(a, entry, image_size, o.seed);
+  if (entry.is_sequence()) {
+    o.model = model_config(entry.name, width, image_size, 0, 0, a.integer("--seq", entry.context, 1, entry.context));
+    s.data = load_token_data(a, o.model, o.seed);
+  } else {
+    s.data = load_data(a, entry, image_size, o.seed);
+    o.model = model_config(entry.name, width, image_size, s.data.train.channels, s.data.train.num_classes);
+  }
   if (world)  // the same bits on every process (Note [processes agree])
     check_processes_agree(*world, {{"data (digest of the training and test sets as used)", data_digest(s.data)}},
                           watchdog_flag(a));
-  o.model = model_config(entry.name, width, image_size, s.data.train.channels, s.data.train.num_classes);
   return s;
 }
 

@@ -1,0 +1,63 @@
+// The GPT models through the tools: tr-train learns synthetic tokens, and
+// tr-bench reports tokens/s and the model FLOPs behind them (Note [model
+// FLOPs]); on the CPU there is no tensor peak, so no MFU.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include "harness/lib/report/json_report.h"
+#include "tests/tool_run.h"
+
+namespace {
+
+using tr::testing::run_tool;
+
+TEST(GptCli, TrTrainLearnsSyntheticTokens) {
+  const auto r = run_tool(
+      "tr-train --model gpt2-d6 --width 0.25 --seq 32 --synthetic --train-subset 256 --val-subset 16 --batch 16 "
+      "--epochs 2 --lr 3e-3 --clip-grad-norm 1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("model gpt2-d6 (width 0.25, 32-token windows, vocabulary 264)"), std::string::npos) << r.out;
+  // The last line: epoch 2's losses. The synthetic stream's best loss is about
+  // 1.9 at this vocabulary (3 tokens in 4 follow a fixed successor); ln 264 =
+  // 5.58 is where an untrained model stands. 32 steps take it below 4.5.
+  const size_t last = r.out.rfind("\n    2 ");
+  ASSERT_NE(last, std::string::npos) << r.out;
+  double train_loss = 0;
+  int epoch = 0, res = 0;
+  ASSERT_EQ(std::sscanf(r.out.c_str() + last, "%d %d %lf", &epoch, &res, &train_loss), 3) << r.out;
+  EXPECT_EQ(res, 32);
+  EXPECT_LT(train_loss, 4.5) << r.out;
+}
+
+TEST(GptCli, TrBenchReportsTokensAndModelFlops) {
+  const std::string json = testing::TempDir() + "tr_gpt_bench_" + std::to_string(getpid()) + ".json";
+  const auto r = run_tool(
+      "tr-bench --device cpu --model gpt2-d6 --width 0.25 --seq 16 --batch 4 --mode eager,full-capture --warmup 1 "
+      "--iters 2 --repetitions 1 --json " +
+      json);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const tr::bench::BenchReport rep = tr::bench::read_report(json);
+  ASSERT_EQ(rep.cases.size(), 2u);
+  for (const auto& c : rep.cases) {
+    const auto& k = c.counters;
+    ASSERT_TRUE(k.count("tokens_per_second")) << c.mode;
+    EXPECT_DOUBLE_EQ(k.at("tokens_per_second"), 16 * k.at("samples_per_second"));
+    // 6 N + 12 L C T: N = 264 x 96 + 6 blocks of 111,840 + 192 (C = 96; the
+    // position table left out), L = 6, C = 96, T = 16.
+    const double n = 264.0 * 96 + 6 * (2 * 192 + 288 * 97 + 96 * 97 + 384 * 97 + 96 * 385) + 192;
+    EXPECT_DOUBLE_EQ(k.at("model_flops_per_token"), 6 * n + 12.0 * 6 * 96 * 16);
+    EXPECT_DOUBLE_EQ(k.at("model_tflops_per_gpu"), k.at("tokens_per_second") * k.at("model_flops_per_token") / 1e12);
+    EXPECT_FALSE(k.count("mfu")) << "a CPU has no tensor peak in the table";
+  }
+  std::filesystem::remove(json);
+  tr::testing::expect_tool_user_error("tr-bench --device cpu --model gpt2-d6 --image-size 32",
+                                      "--image-size is for image models");
+  tr::testing::expect_tool_user_error("tr-bench --device cpu --model cnn --seq 32", "--seq is for GPT models");
+  tr::testing::expect_tool_user_error("tr-bench --device cpu --model gpt2-d6 --seq 512",
+                                      "model gpt2-d6 reads windows of 1 to 256 tokens (its context), not 512");
+}
+
+}  // namespace
