@@ -53,6 +53,8 @@ TEST(GptCli, TrBenchReportsTokensAndModelFlops) {
     EXPECT_FALSE(k.count("mfu")) << "a CPU has no tensor peak in the table";
   }
   std::filesystem::remove(json);
+  tr::testing::expect_tool_user_error("tr-train --model gpt2-d6 --synthetic --seq 32 --seq-warmup 32",
+                                      "--seq-warmup must be in [4, 32), got 32");
   tr::testing::expect_tool_user_error("tr-bench --device cpu --model gpt2-d6 --image-size 32",
                                       "--image-size is for image models");
   tr::testing::expect_tool_user_error("tr-bench --device cpu --model cnn --seq 32", "--seq is for GPT models");

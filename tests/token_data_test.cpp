@@ -55,7 +55,30 @@ TEST(TokenData, SyntheticWindowsOfTheSequenceLength) {
   EXPECT_EQ(setup_of("--model gpt2-d6 --synthetic --train-subset 1 --val-subset 1", false).options.model.seq_len, 256);
 }
 
+// --seq-warmup: the first epochs on shorter windows (Note [sequence warm-up]).
+TEST(TokenData, ASequenceWarmupIsTheFirstEpochsAtAShorterLength) {
+  const RunOptions o = setup_of("--model gpt2-d6 --synthetic --seq 64 --seq-warmup 16 --epochs 3", false).options;
+  EXPECT_EQ(o.lowres_size, 16);
+  EXPECT_EQ(o.lowres_epochs, 1);
+  EXPECT_EQ(setup_of("--model gpt2-d6 --synthetic --seq-warmup 16 --seq-warmup-epochs 2 --epochs 3", false)
+                .options.lowres_epochs,
+            2);
+  EXPECT_EQ(setup_of("--model gpt2-d6 --synthetic", false).options.lowres_epochs, 0);
+}
+
 TEST(TokenData, OptionsThatDoNotFitAreRefused) {
+  EXPECT_NE(user_error([] {
+              setup_of("--model cnn --synthetic --seq-warmup 8", false);
+            }).find("--seq-warmup is for GPT models; cnn reads images"),
+            std::string::npos);
+  EXPECT_NE(user_error([] {
+              setup_of("--model gpt2-d6 --synthetic --lowres-epochs 1", false);
+            }).find("model gpt2-d6 reads tokens: give --seq-warmup T (and --seq-warmup-epochs N) instead"),
+            std::string::npos);
+  EXPECT_NE(user_error([] {
+              setup_of("--model gpt2-d6 --synthetic --seq-warmup-epochs 1", false);
+            }).find("--seq-warmup-epochs needs --seq-warmup T"),
+            std::string::npos);
   EXPECT_NE(user_error([] {
               setup_of("--model gpt2-d6 --synthetic --seq 257", false);
             }).find("--seq must be in [1, 256], got 257"),

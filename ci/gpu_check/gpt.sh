@@ -2,8 +2,9 @@
 # GPT-2 124M at T = 1024 in every mode at its default micro-batches (TR_GPT_BATCHES
 # narrows them), fp16 AMP, AdamW with the gradient norm clipped to 1, beside the
 # PyTorch peer (eager, whole-step CUDA graph, torch.compile default and
-# max-autotune) in the same call.
+# max-autotune; TR_GPT_TORCH_MODES narrows them) in the same call.
 gpt_batches=${TR_GPT_BATCHES:-1,4,16,64}
+gpt_torch_modes=${TR_GPT_TORCH_MODES:-eager,full-capture,torch-compile,compile-max-autotune}
 timeout ${TR_T_GPT:-420} "$BIN/tr-bench" --device cuda --model gpt2 --batch "$gpt_batches" --precision amp \
   --mode eager,partial-capture,full-capture --warmup 2 --iters 5 --repetitions 3 --json "$OUT/bench_gpt2_amp.json" \
   > "$OUT/bench_gpt2_amp.log" 2>&1 || status=1
@@ -11,8 +12,8 @@ note "tr-bench gpt2 (amp, T 1024): batches $gpt_batches"
 tee -a "$OUT/summary.txt" < "$OUT/bench_gpt2_amp.log"
 PY=${TR_TORCH_PYTHON:-/opt/torch/.venv/bin/python}
 if [ -x "$PY" ] && "$PY" -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
-  timeout ${TR_T_GPT_TORCH:-420} "$PY" peers/torch_gpt.py --model gpt2 --batch "$gpt_batches" --warmup 3 --iters 5 \
-    --repetitions 3 --json "$OUT/torch_gpt2_amp.json" > "$OUT/torch_gpt2_amp.log" 2>&1 || status=1
+  timeout ${TR_T_GPT_TORCH:-420} "$PY" peers/torch_gpt.py --model gpt2 --batch "$gpt_batches" --mode "$gpt_torch_modes" \
+    --warmup 3 --iters 5 --repetitions 3 --json "$OUT/torch_gpt2_amp.json" > "$OUT/torch_gpt2_amp.log" 2>&1 || status=1
   note "PyTorch peer, gpt2 (amp, T 1024)"
   grep -v -i warn "$OUT/torch_gpt2_amp.log" | tee -a "$OUT/summary.txt"
 else

@@ -135,11 +135,17 @@ class Builder {
     }
     for (size_t i = 0; i + 1 < specs_.size(); ++i)
       TR_USER_CHECK(used[i], "model ", model, ": the output of layer ", resolved_[i].name, " is never read");
-    if (mc_.is_sequence()) {  // image operations have no meaning for tokens
+    // Image operations have no meaning for tokens.
+    // Note [sequence warm-up]: a sequence model's "low resolution" variants
+    // (TrainLowres, TrainLowresLast) are a shorter window T' < T (--seq-warmup):
+    // TokenPrep takes the first T' + 1 tokens of each T + 1 window, the position
+    // table its first T' rows, the loss divides by N x T', and no layer depends
+    // on T otherwise. Like every variant it is captured ahead of time and lays
+    // its activations out in the one arena sized for the largest variant
+    // (Note [same offset in every variant]): a warm-up costs no memory.
+    if (mc_.is_sequence())
       TR_USER_CHECK(!out_.train.augment.any() && !out_.train.tta_flip, "model ", model,
                     " reads tokens: no image augmentation or flip test-time augmentation");
-      out_.supports_lowres = false;
-    }
     const FeatureShape& logits = resolved_.back().out_shape;
     TR_USER_CHECK(!logits.spatial && logits.c == mc_.classes && logits.t == mc_.seq_len, "model ", model,
                   ": the last layer (", resolved_.back().name, ") must give one logit per class (", mc_.classes, ")",

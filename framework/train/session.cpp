@@ -89,8 +89,10 @@ TrainingSession::Dims TrainingSession::plan_variants() {
   set(Variant::TrainBase, B, H);
   if (last_batch_ != B) set(Variant::TrainLast, last_batch_, H);
   if (opt_.lowres_epochs > 0) {
-    TR_USER_CHECK(opt_.lowres_size >= 4 && opt_.lowres_size < H, setting("lowres_size"), " must be in [4, ", H,
-                  "), got ", opt_.lowres_size);
+    // A GPT model's low resolution is its warm-up window (--seq-warmup).
+    TR_USER_CHECK(opt_.lowres_size >= 4 && opt_.lowres_size < H,
+                  setting(opt_.model.is_sequence() ? "seq_warmup" : "lowres_size"), " must be in [4, ", H, "), got ",
+                  opt_.lowres_size);
     set(Variant::TrainLowres, B, opt_.lowres_size);
     if (last_batch_ != B) set(Variant::TrainLowresLast, last_batch_, opt_.lowres_size);
   }

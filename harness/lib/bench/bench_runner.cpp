@@ -137,7 +137,7 @@ RunOptions session_options(const BenchOptions& o, const SessionPoint& p) {
   ro.batch = p.batch;
   ro.epochs = 2;
   ro.lowres_epochs = p.lowres ? 1 : 0;
-  ro.lowres_size = p.side * 5 / 7;
+  ro.lowres_size = p.seq > 0 ? int(p.seq / 2) : p.side * 5 / 7;  // a GPT's shorter window: half the length
   ro.validate = p.validate;
   ro.lr.base_lr = default_lr(ro.train.optimizer);
   return ro;

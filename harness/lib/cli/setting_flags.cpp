@@ -7,13 +7,14 @@ namespace tr {
 namespace {
 
 // Each setting the framework names, and the flags of tr-train and tr-bench that set it.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 11> kFlags = {{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 12> kFlags = {{
     {"batch", "--batch"},
     {"ranks", "--ranks/--gpus"},
     {"epochs", "--epochs"},
     {"width", "--width"},
     {"image_size", "--image-size"},
     {"lowres_size", "--lowres-size"},
+    {"seq_warmup", "--seq-warmup"},
     {"translate", "--translate"},
     {"cutout", "--cutout"},
     {"conv_plans", "--cudnn-benchmark --conv-plans"},

@@ -32,6 +32,9 @@ const char* const kTrainFlagsUsage = R"(  --model NAME             a registered 
   --val-subset N           use the first N test images (GPT: windows; default: all)
   --seq T                  GPT models: train on windows of T tokens (default and at most: the
                            model's context, e.g. gpt2 1024)
+  --seq-warmup T           GPT models: train the first --seq-warmup-epochs epochs on the first T
+                           tokens of each window (T < --seq), then at the full length
+  --seq-warmup-epochs N    (default 1 with --seq-warmup)
   --width X                channel multiplier of every layer (default 1.0)
   --image-size S           build the model for S x S inputs (default: the model's own)
   --optimizer sgd|lars|adamw   (default: the model's; mlp adamw, the others sgd)
@@ -104,14 +107,39 @@ const char* const kTrainFlagsUsage = R"(  --model NAME             a registered 
 )";
 
 std::vector<std::string> train_value_flags() {
-  std::vector<std::string> f = {
-      "--model",     "--device",        "--mode",        "--epochs",       "--batch",
-      "--data-dir",  "--train-subset",  "--val-subset",  "--width",        "--optimizer",
-      "--lr",        "--schedule",      "--warmup",      "--weight-decay", "--label-smoothing",
-      "--ema-decay", "--lowres-epochs", "--lowres-size", "--ranks",        "--gpus",
-      "--seed",      "--bn-sync",       "--image-size",  "--bucket-mb",    "--translate",
-      "--cutout",    "--tta",           "--watchdog-ms", "--conv-plans",   "--clip-grad-norm",
-      "--seq"};
+  std::vector<std::string> f = {"--model",
+                                "--device",
+                                "--mode",
+                                "--epochs",
+                                "--batch",
+                                "--data-dir",
+                                "--train-subset",
+                                "--val-subset",
+                                "--width",
+                                "--optimizer",
+                                "--lr",
+                                "--schedule",
+                                "--warmup",
+                                "--weight-decay",
+                                "--label-smoothing",
+                                "--ema-decay",
+                                "--lowres-epochs",
+                                "--lowres-size",
+                                "--ranks",
+                                "--gpus",
+                                "--seed",
+                                "--bn-sync",
+                                "--image-size",
+                                "--bucket-mb",
+                                "--translate",
+                                "--cutout",
+                                "--tta",
+                                "--watchdog-ms",
+                                "--conv-plans",
+                                "--clip-grad-norm",
+                                "--seq",
+                                "--seq-warmup",
+                                "--seq-warmup-epochs"};
   for (const std::string& p : process_value_flags()) f.push_back(p);
   return f;
 }
@@ -235,6 +263,24 @@ Recipe plain_defaults(const ModelEntry& e) {
   return r;
 }
 
+// The first epochs at a lower resolution: a smaller image side, or for a GPT
+// model a shorter window (the session's low-resolution variants either way).
+void parse_lowres(const CliArgs& a, const ModelEntry& e, int image_size, RunOptions& o) {
+  if (!e.is_sequence()) {
+    TR_USER_CHECK(!a.has("--seq-warmup") && !a.has("--seq-warmup-epochs"), "--seq-warmup is for GPT models; ", e.name,
+                  " reads images (see --lowres-epochs)");
+    o.lowres_epochs = static_cast<int>(a.integer("--lowres-epochs", 0, 0, o.epochs));
+    o.lowres_size = static_cast<int>(a.integer("--lowres-size", image_size * 5 / 7, 1, 4096));
+    return;
+  }
+  TR_USER_CHECK(!a.has("--lowres-epochs") && !a.has("--lowres-size"), "model ", e.name,
+                " reads tokens: give --seq-warmup T (and --seq-warmup-epochs N) instead of --lowres-*");
+  TR_USER_CHECK(a.has("--seq-warmup") || !a.has("--seq-warmup-epochs"), "--seq-warmup-epochs needs --seq-warmup T");
+  if (!a.has("--seq-warmup")) return;
+  o.lowres_size = static_cast<int>(a.integer("--seq-warmup", 1, 1, e.context));
+  o.lowres_epochs = static_cast<int>(a.integer("--seq-warmup-epochs", 1, 1, o.epochs));
+}
+
 // The ranks: CPU rank threads or GPUs, and under a launcher every process's
 // (Note [processes and ranks]). Then the algorithm flags, which come after the
 // GPU count: --conv-plans reads (and may test-write) its file.
@@ -291,8 +337,7 @@ TrainSetup parse_train_setup(const CliArgs& a, bool recipe_defaults, World* worl
   o.train.bucket_bytes = int64_t(a.real("--bucket-mb", 25.0, 0.0, 1e6) * 1048576.0);
   o.step_graphs = !a.flag("--split-steps");
   if (o.train.amp) o.train.init_loss_scale = 65536.f;
-  o.lowres_epochs = static_cast<int>(a.integer("--lowres-epochs", 0, 0, o.epochs));
-  o.lowres_size = static_cast<int>(a.integer("--lowres-size", image_size * 5 / 7, 1, 4096));
+  parse_lowres(a, entry, image_size, o);
   parse_ranks(a, world, o);
   o.train.side_streams = use_side_streams(side_streams, o.backend, entry, o.batch / o.train.ranks);
   o.train.force_collectives = a.flag("--force-collectives");

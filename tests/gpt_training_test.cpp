@@ -1,0 +1,143 @@
+// Training the small GPT (gpt2-d6 at a quarter width, windows of 32 tokens)
+// on the CPU: every mode gives the same bits in fp32 and fp16 AMP with a
+// shorter last batch; a warm-up on shorter windows (--seq-warmup) is the same
+// training as a model built for them; N ranks x B/N match 1 rank x B.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <span>
+
+#include "datasets/token_window_set.h"
+#include "datasets/token_windows.h"
+#include "tests/train_test_util.h"
+
+namespace tr {
+namespace {
+
+constexpr int kVocab = 264;
+
+RunOptions small_gpt(ExecMode mode, int64_t seq, int64_t batch) {
+  RunOptions o;
+  o.model = model_config("gpt2-d6", 0.25, 0, 0, 0, seq);
+  o.mode = mode;
+  o.train.optimizer = OptimizerKind::AdamW;
+  o.train.weight_decay = 0.1f;
+  o.train.label_smoothing = 0.f;
+  o.train.max_grad_norm = 1.f;
+  o.batch = batch;
+  o.lr.base_lr = 3e-3f;
+  o.lr.kind = LrSchedule::Cosine;
+  o.lr.warmup_fraction = 0.2f;
+  o.seed = 11;
+  return o;
+}
+
+// `count` windows of T + 1 synthetic tokens, as the tools carry them.
+data::ImageDataset windows(int64_t count, int64_t seq, uint64_t seed) {
+  return data::window_images(data::make_synthetic_tokens(count * seq + 1, kVocab, seed), seq, kVocab, "the test's");
+}
+
+// 10 windows at batch 4: two full batches and a last one of 2, 3 epochs.
+TEST(GptTraining, ModesGiveTheSameBitsInFp32AndAmpWithAShorterLastBatch) {
+  const data::ImageDataset train = windows(10, 32, 3), val = windows(6, 32, 4);
+  for (bool amp : {false, true}) {
+    std::map<std::string, std::vector<float>> ref;
+    for (const auto& [mode, split] : testing::kModeRuns) {
+      RunOptions o = small_gpt(mode, 32, 4);
+      o.epochs = 3;
+      o.train.amp = amp;
+      o.train.init_loss_scale = amp ? 1024.f : 1.f;
+      o.step_graphs = !split;
+      Trainer t(o, testing::view_of(train), testing::view_of(val));
+      ASSERT_EQ(t.plans().plan(Variant::TrainLast).dims.global_batch, 2);
+      EpochStats s;
+      for (int e = 0; e < 3; ++e) s = t.run_epoch();
+      std::printf("[ gpt modes ] %s %s%s: train loss %.4f, val loss %.4f\n", amp ? "amp" : "fp32",
+                  mode_name(mode).c_str(), split ? " (split steps)" : "", s.train_loss, s.val_loss);
+      EXPECT_EQ(s.skipped_steps, 0);
+      const auto state = testing::state_of(t);
+      if (ref.empty()) {
+        ref = state;
+        continue;
+      }
+      EXPECT_EQ(testing::differing_tensors(ref, state, cat(amp ? "amp " : "fp32 ", "eager vs ", mode_name(mode))), 0);
+    }
+  }
+}
+
+// The first 17 tokens of each 33-token window, as a set of 17-token windows.
+data::ImageDataset shortened(const data::ImageDataset& d, int keep) {
+  data::ImageDataset s = d;
+  s.width = keep;
+  s.images.assign(size_t(d.count * keep * 4), 0);
+  for (int64_t k = 0; k < d.count; ++k)
+    std::memcpy(s.images.data() + k * keep * 4, d.images.data() + k * d.image_bytes(), size_t(keep * 4));
+  return s;
+}
+
+// Note [sequence warm-up]: the warm-up epoch reads the first T + 1 tokens of
+// each window, so it is the same step as a model built for T-token windows
+// fed those tokens: the same losses and the same weights after it, bit for
+// bit; the next epoch runs at the full length.
+TEST(GptTraining, ASequenceWarmupTrainsLikeAModelOfTheShorterWindows) {
+  const data::ImageDataset long_windows = windows(8, 32, 5), short_windows = shortened(long_windows, 17);
+  RunOptions warm = small_gpt(ExecMode::FullCapture, 32, 4);
+  warm.epochs = 2;
+  warm.lowres_epochs = 1;
+  warm.lowres_size = 16;
+  RunOptions plain = small_gpt(ExecMode::FullCapture, 16, 4);
+  plain.epochs = 2;
+  Trainer a(warm, testing::view_of(long_windows), testing::view_of(long_windows));
+  Trainer b(plain, testing::view_of(short_windows), testing::view_of(short_windows));
+  EXPECT_EQ(a.plans().plan(Variant::TrainLowres).dims.height, 16);
+  EXPECT_EQ(a.plans().plan(Variant::TrainBase).dims.height, 32);
+  const EpochStats wa = a.run_epoch(), wb = b.run_epoch();
+  EXPECT_TRUE(wa.lowres);
+  EXPECT_EQ(wa.train_loss, wb.train_loss);
+  EXPECT_EQ(testing::differing_tensors(testing::state_of(b), testing::state_of(a), "warm-up epoch vs T = 16"), 0);
+  const EpochStats full = a.run_epoch();
+  EXPECT_FALSE(full.lowres);
+  std::printf("[ gpt seq warm-up ] epoch 1 at T = 16: loss %.4f (both); epoch 2 at T = 32: %.4f\n", wa.train_loss,
+              full.train_loss);
+}
+
+// 10 steps of 2 and 4 ranks x 8/N against 1 rank x 8, each from the same
+// state, within Note [rank-split bounds], with SGD: the per-token loss divides
+// by every rank's tokens (a rank that divided by its own would double the
+// update), and the embedding's, LayerNorms' and linear layers' weight
+// gradients are sums over tokens that the split only reorders. (AdamW divides
+// each gradient by its own size, which hides a wrong scale and magnifies the
+// rounding of gradients near its epsilon: measured up to 1e-4 of a tensor's
+// update.) Then AdamW with the clip: the global norm is taken after the
+// all-reduce, so every rank holds the same state.
+TEST(GptTraining, RanksMatchOneRankWithTheWholeBatch) {
+  const data::ImageDataset all = windows(10 * 8, 32, 7);
+  data::ImageDataset window = windows(8, 32, 7);
+  auto run = [](int r, OptimizerKind opt) {
+    RunOptions o = testing::stepwise_run(small_gpt(ExecMode::FullCapture, 32, 8), 10);
+    o.lr.kind = LrSchedule::Constant;
+    o.train.optimizer = opt;
+    if (opt == OptimizerKind::Sgd) o.train.max_grad_norm = 0.f, o.lr.base_lr = 0.05f;
+    o.train.ranks = r;
+    return o;
+  };
+  for (int ranks : {2, 4}) {
+    Trainer one(run(1, OptimizerKind::Sgd), testing::view_of(window), testing::view_of(window));
+    Trainer many(run(ranks, OptimizerKind::Sgd), testing::view_of(window), testing::view_of(window));
+    const testing::StepwiseDiff d = testing::compare_stepwise(one, many, window, all, 10);
+    for (int r = 1; r < ranks; ++r)
+      EXPECT_EQ(testing::differing_tensors(testing::state_of(many, 0), testing::state_of(many, r), "ranks"), 0);
+    std::printf("[ gpt dp ] sgd, %d ranks x %d vs 1 rank x 8, 10 steps: updates within %.3g overall, worst %.3g (%s)\n",
+                ranks, 8 / ranks, d.total, d.worst, d.worst_name.c_str());
+    EXPECT_LT(d.total, testing::kRankSplitStepTotal) << "step " << d.total_step;
+    EXPECT_LT(d.worst, testing::kRankSplitStepWorst) << d.worst_name << ", step " << d.worst_step;
+    EXPECT_LT(d.loss_rel, 1e-5);
+  }
+  Trainer adam(run(2, OptimizerKind::AdamW), testing::view_of(window), testing::view_of(window));
+  for (int e = 0; e < 3; ++e) adam.run_epoch();
+  EXPECT_EQ(testing::differing_tensors(testing::state_of(adam, 0), testing::state_of(adam, 1), "adamw ranks"), 0);
+}
+
+}  // namespace
+}  // namespace tr
