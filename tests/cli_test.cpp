@@ -202,7 +202,7 @@ TEST(TrBenchCli, HelpAndBadInput) {
   expect_user_error("tr-bench --device cpu --batch 64,,128", "--batch: empty item in '64,,128'");
   expect_user_error("tr-bench --device cpu --variants train_first", "unknown variant 'train_first'");
   expect_user_error("tr-bench --device cpu --model resnet51",
-                    "unknown model 'resnet51' (known: mlp, cnn, resnet18, resnet50, vgg16bn)");
+                    "unknown model 'resnet51' (known: mlp, cnn, resnet18, resnet50, vgg16bn, gpt2, gpt2-d6)");
   expect_user_error("tr-bench --device cpu --model cnn --image-size 4 --batch 2", "smaller than its");
   expect_user_error("tr-bench --device cpu --gpus 2", "--gpus needs --device cuda");
   // Data larger than any host (2^21 images of 4096x4096, 35 TB): one line

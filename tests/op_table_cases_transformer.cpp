@@ -91,21 +91,23 @@ void token_fc_cases(std::vector<OpCase>& t) {
 
 // Causal attention: a short sequence with head dim 8; one of 70 tokens (past
 // the CUDA kernels' 64-row blocks and 32-row tiles) with head dim 64, as
-// GPT-2's; and head dim 128, the widest kernel.
+// GPT-2's; head dim 128, the widest kernel; and 300 tokens of head dim 64,
+// several of the f16 tensor-core kernels' tiles with a ragged last one.
 void attention_cases(std::vector<OpCase>& t) {
   struct Geometry {
     int64_t B, T, C;
     int heads;
   };
-  for (const Geometry& g : {Geometry{2, 5, 16, 2}, Geometry{1, 70, 128, 2}, Geometry{1, 33, 384, 3}}) {
+  for (const Geometry& g : {Geometry{2, 5, 16, 2}, Geometry{1, 70, 128, 2}, Geometry{1, 33, 384, 3},
+                          Geometry{1, 300, 128, 2}}) {
     OpCase c;
     c.attrs.heads = g.heads;
     const Shape qkv{g.B, g.T, 3 * g.C}, y{g.B, g.T, g.C}, lse{g.B, g.heads, g.T};
     const std::string tag = cat(qkv.str(), ", ", g.heads, " heads of ", g.C / g.heads);
     c.cpu_f32 = 1e-6, c.gpu_f32 = kGpuF32, c.gpu_f16 = kGpuF16;
     c.why =
-        "the CPU sums in double for any storage and rounds each output once; the GPU sums up to 70 scores and "
-        "values in f32 with its own expf (2 ulp)";
+        "the CPU sums in double for any storage and rounds each output once; the GPU sums up to 300 scores and "
+        "values in f32 with its own expf (2 ulp); f16 tensor cores round p to f16 before p.v";
     c.name = "attention_fwd " + tag;
     c.kind = OpKind::AttentionFwd;
     c.in = {{Elem::T, qkv}};
