@@ -98,8 +98,8 @@ void attention_cases(std::vector<OpCase>& t) {
     int64_t B, T, C;
     int heads;
   };
-  for (const Geometry& g : {Geometry{2, 5, 16, 2}, Geometry{1, 70, 128, 2}, Geometry{1, 33, 384, 3},
-                          Geometry{1, 300, 128, 2}}) {
+  for (const Geometry& g :
+       {Geometry{2, 5, 16, 2}, Geometry{1, 70, 128, 2}, Geometry{1, 33, 384, 3}, Geometry{1, 300, 128, 2}}) {
     OpCase c;
     c.attrs.heads = g.heads;
     const Shape qkv{g.B, g.T, 3 * g.C}, y{g.B, g.T, g.C}, lse{g.B, g.heads, g.T};
