@@ -150,6 +150,35 @@ void expect_overfits_one_batch(Backend backend) {
   }
 }
 
+// GPT-2 124M itself, one step on 8 windows of 16 tokens. At initialisation
+// the head's logits are the final LayerNorm's unit-variance rows times a table
+// of std 0.02: Gaussian with variance 768 x 0.02^2 = 0.307, so the expected
+// loss is ln 50304 + 0.307 / 2 = 10.98. The label's logit varies by token
+// (std 0.55): the mean over 128 tokens by 0.05, hence 0.15. A head untied or
+// scaled wrong, or a missing LayerNorm, is off by far more.
+void expect_gpt2_starts_at_ln_vocab(Backend backend) {
+  const std::vector<uint16_t> stream = data::make_synthetic_tokens(8 * 16 + 1, 50304, 4);
+  const data::TokenWindowSet batch = data::consecutive_windows(stream, 16, "one batch");
+  RunOptions o = small_gpt(backend, ExecMode::FullCapture);
+  o.model = model_config("gpt2", 1.0, 0, 0, 0, 16);
+  o.epochs = 1;
+  o.batch = 8;
+  o.validate = false;
+  Trainer t(o, data::data_view(batch), data::data_view(batch));
+  const double loss = t.run_epoch().train_loss;
+  const double expected = std::log(50304.0) + 768 * 0.02 * 0.02 / 2;
+  std::printf("[ gpt2 ] %s: loss at the first step %.4f (ln 50304 + 0.154 = %.4f)\n",
+              backend == Backend::Cuda ? "cuda" : "cpu", loss, expected);
+  EXPECT_NEAR(loss, expected, 0.15);
+}
+
+TEST(GptModel, Gpt2StartsAtLnVocab) { expect_gpt2_starts_at_ln_vocab(Backend::Cpu); }
+
+TEST(GptModelGpu, Gpt2StartsAtLnVocab) {
+  SKIP_WITHOUT_GPU();
+  expect_gpt2_starts_at_ln_vocab(Backend::Cuda);
+}
+
 TEST(GptModel, TheSmallGptStartsAtLnVocabAndOverfitsOneBatch) { expect_overfits_one_batch(Backend::Cpu); }
 
 TEST(GptModelGpu, TheSmallGptStartsAtLnVocabAndOverfitsOneBatch) {

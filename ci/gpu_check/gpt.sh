@@ -19,3 +19,12 @@ if [ -x "$PY" ] && "$PY" -c "import torch; assert torch.cuda.is_available()" 2>/
 else
   note "PyTorch peer skipped: no python with torch and CUDA at $PY"
 fi
+# llm.c at the same batches (ci/llmc/build.sh made the binary here and the pack carried it).
+if [ -x .device-llmc/train_gpt2cu ] || [ -f .device-llmc/train_gpt2cu.xz ]; then
+  OUT=$OUT LLMC_BATCHES=$gpt_batches timeout ${TR_T_GPT_LLMC:-200} bash ci/llmc/run.sh > "$OUT/llmc_gpt2_run.log" 2>&1 ||
+    status=1
+  note "llm.c peer, gpt2 (bf16, T 1024)"
+  tail -n 8 "$OUT/llmc_gpt2_run.log" | tee -a "$OUT/summary.txt"
+else
+  note "llm.c peer skipped: no .device-llmc/train_gpt2cu (bash ci/llmc/build.sh LLMC_SRC)"
+fi
