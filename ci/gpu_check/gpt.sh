@@ -6,7 +6,8 @@
 gpt_batches=${TR_GPT_BATCHES:-1,4,16,64}
 gpt_torch_modes=${TR_GPT_TORCH_MODES:-eager,full-capture,torch-compile,compile-max-autotune}
 timeout ${TR_T_GPT:-420} "$BIN/tr-bench" --device cuda --model gpt2 --batch "$gpt_batches" --precision amp \
-  --mode eager,partial-capture,full-capture --warmup 2 --iters 5 --repetitions 3 --json "$OUT/bench_gpt2_amp.json" \
+  --mode eager,partial-capture,full-capture --warmup 2 --iters 5 --repetitions 3 --top-kernels 12 \
+  --json "$OUT/bench_gpt2_amp.json" \
   > "$OUT/bench_gpt2_amp.log" 2>&1 || status=1
 note "tr-bench gpt2 (amp, T 1024): batches $gpt_batches"
 tee -a "$OUT/summary.txt" < "$OUT/bench_gpt2_amp.log"

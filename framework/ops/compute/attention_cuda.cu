@@ -9,10 +9,14 @@
 //   dk, dv:    per key, over the queries from the diagonal on.
 // Each output is summed by one thread in key (or query) order: the same bits on
 // every run, without atomics. Blocks with the longest causal rows start first.
+// f16 with head dim 64 or 128 goes to the tensor-core kernels instead
+// (attention_f16_fwd_cuda.cu, attention_f16_bwd_cuda.cu); these serve f32 and
+// the other head dims.
 #include <cmath>
 #include <type_traits>
 
 #include "framework/ops/compute/attention.h"
+#include "framework/ops/compute/attention_f16_cuda.h"
 #include "framework/ops/kernels/cuda_kernel_util_cuda.h"
 #include "framework/ops/op_signature.h"
 
@@ -272,6 +276,10 @@ void attention_fwd_cuda(const OpCall& c) {
   const Problem p = problem_of(c, qkv, op);
   check_like(y, qkv.dtype, p.B * p.g.T * p.g.C, op, "y");
   check_like(lse, DType::F32, int64_t(p.g.BH) * p.g.T, op, "lse");
+  if (qkv.dtype == DType::F16 && attention_f16_has_kernel(p.d, {qkv.data, y.data})) {
+    attention_f16_fwd(c.env, {int(p.B), p.g.T, p.g.H, int(p.d)}, qkv.as<__half>(), y.as<__half>(), lse.as<float>());
+    return;
+  }
   dispatch_float(qkv.dtype, op, [&](auto tag) {
     using T = decltype(tag);
     with_head_dim(p.d, op, [&](auto dim) {
@@ -292,6 +300,11 @@ void attention_bwd_cuda(const OpCall& c) {
   check_like(lse, DType::F32, rows, op, "lse");
   check_like(dqkv, qkv.dtype, qkv.shape.numel(), op, "dqkv");
   check_like(delta, DType::F32, rows, op, "delta");
+  if (qkv.dtype == DType::F16 && attention_f16_has_kernel(p.d, {dy.data, qkv.data, y.data, dqkv.data})) {
+    attention_f16_bwd(c.env, {int(p.B), p.g.T, p.g.H, int(p.d)}, dy.as<__half>(), qkv.as<__half>(), y.as<__half>(),
+                      lse.as<float>(), dqkv.as<__half>(), delta.as<float>());
+    return;
+  }
   dispatch_float(qkv.dtype, op, [&](auto tag) {
     using T = decltype(tag);
     with_head_dim(p.d, op, [&](auto dim) {
