@@ -10,6 +10,7 @@
 
 #include "datasets/token_window_set.h"
 #include "datasets/token_windows.h"
+#include "tests/gpu_test_util.h"
 #include "tests/train_test_util.h"
 
 namespace tr {
@@ -64,6 +65,46 @@ TEST(GptTraining, ModesGiveTheSameBitsInFp32AndAmpWithAShorterLastBatch) {
       EXPECT_EQ(testing::differing_tensors(ref, state, cat(amp ? "amp " : "fp32 ", "eager vs ", mode_name(mode))), 0);
     }
   }
+}
+
+// Note [optimizer tail]: with fusion AdamW unscales, updates, moves the EMA
+// and writes the f16 copy in one node, and GradNorm unscales as it squares;
+// without, UnscaleGrads, AdamW, a Lerp and a Cast. The same bits, in fp32 and
+// AMP, with the clip binding (a bound of 0.5) and a shorter last batch.
+void expect_the_tail_changes_no_bit(Backend backend) {
+  const data::ImageDataset train = windows(10, 32, 8), val = windows(4, 32, 9);
+  for (bool amp : {false, true}) {
+    std::map<std::string, std::vector<float>> ref;
+    for (bool fusion : {false, true}) {
+      RunOptions o = small_gpt(ExecMode::FullCapture, 32, 4);
+      o.epochs = 3;
+      o.train.amp = amp;
+      o.train.init_loss_scale = amp ? 1024.f : 1.f;
+      o.train.max_grad_norm = 0.5f;
+      o.train.fusion = fusion;
+      o.backend = backend;
+      Trainer t(o, testing::view_of(train), testing::view_of(val));
+      int tails = 0, lerps = 0;
+      for (const Node& n : t.model().cg.nodes(GraphId::OPTIMIZER)) tails += n.label == "adamw_tail";
+      for (const Node& n : t.model().cg.nodes(GraphId::EMA_UPDATE)) lerps += n.label == "ema_params";
+      EXPECT_EQ(tails, fusion ? 1 : 0);
+      EXPECT_EQ(lerps, fusion ? 0 : 1);
+      for (int e = 0; e < 3; ++e) t.run_epoch();
+      const auto state = testing::state_of(t);
+      if (!fusion) {
+        ref = state;
+        continue;
+      }
+      EXPECT_EQ(testing::differing_tensors(ref, state, amp ? "amp, fused tail vs not" : "fp32, fused tail vs not"), 0);
+    }
+  }
+}
+
+TEST(GptTraining, TheOptimizerTailChangesNoBit) { expect_the_tail_changes_no_bit(Backend::Cpu); }
+
+TEST(GptTrainingGpu, TheOptimizerTailChangesNoBit) {
+  SKIP_WITHOUT_GPU();
+  expect_the_tail_changes_no_bit(Backend::Cuda);
 }
 
 // The first 17 tokens of each 33-token window, as a set of 17-token windows.

@@ -92,6 +92,7 @@ void emit_step_scalars(const Recipe& r) {
   if (r.tc.max_grad_norm > 0) {
     RangeAttrs gn;
     gn.max_norm = r.tc.max_grad_norm;
+    gn.unscale = r.amp && r.tail;  // the gradients are still scaled: the optimizer unscales them
     r.cg.add(nan, range(RangeOp::GradNorm, {RangeRef::region(r.grads), RangeRef::of(r.ids.grad_norm_partials)},
                         "grad_norm", gn));
   }
@@ -143,7 +144,16 @@ void emit_optimizer(const Recipe& r) {
       }
       break;
     case OptimizerKind::AdamW:
-      r.cg.add(GraphId::OPTIMIZER, range(RangeOp::AdamW, param_ops(kAllGroups), "adamw", oa));
+      if (r.tail) {
+        std::vector<RangeRef> ops = param_ops(kAllGroups);
+        ops.push_back(RangeRef::region(Role::EmaParam));
+        if (r.amp) ops.push_back(RangeRef::region(Role::ParamCompute));
+        oa.unscale = r.amp;
+        oa.ema_t = 1.f - tc.ema_decay;
+        r.cg.add(GraphId::OPTIMIZER, range(RangeOp::AdamW, ops, "adamw_tail", oa));
+      } else {
+        r.cg.add(GraphId::OPTIMIZER, range(RangeOp::AdamW, param_ops(kAllGroups), "adamw", oa));
+      }
       break;
     case OptimizerKind::Lars:
       r.cg.add(GraphId::LARS_FC_OPT, range(RangeOp::Lars, param_ops(group_bit(ParamGroup::Fc)), "lars_fc", oa));
@@ -190,7 +200,8 @@ void emit_recipe_graphs(ComputationGraph& cg, const TrainConfig& tc, const Recip
   Recipe r{cg, tc, ids, has_bn, deep_comm_slot_hi};
   r.amp = tc.amp;
   r.grads = tc.amp ? Role::GradMaster : Role::Grad;
-  r.tail = tc.fusion && tc.optimizer == OptimizerKind::Sgd;  // Note [optimizer tail]
+  // Note [optimizer tail]: SGD's, and AdamW's in a model without BatchNorm.
+  r.tail = tc.fusion && (tc.optimizer == OptimizerKind::Sgd || (tc.optimizer == OptimizerKind::AdamW && !has_bn));
   // Note [the check in the casts]: on one rank the AMP casts read every f16
   // gradient the check would read, before any all-reduce could mix ranks in.
   r.check_in_casts = tc.amp && tc.fusion && !tc.has_collectives();

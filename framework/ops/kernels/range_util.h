@@ -280,6 +280,16 @@ inline int sgd_operands(const RangeCall& c) {
 // How many of SgdNesterov's own operands are f32 (the backend checks those
 // with its other optimizers').
 inline int sgd_f32_operands(int n) { return n < 4 ? n : 4; }
+// AdamW's operands (optimizers.h): param, grad, m, v[, ema[, param_compute f16]];
+// returns their count. Its f32 ones: the first min(n, 5).
+inline int adamw_operands(const RangeCall& c) {
+  TR_CHECK(c.ops != nullptr && c.n_ops >= 4 && c.n_ops <= 6, "AdamW: needs 4 to 6 operands, got ", c.n_ops);
+  if (c.n_ops == 6) {
+    TR_CHECK(c.ops[5].dtype == DType::F16, "AdamW: the compute copy must be f16");
+    check_parallel(c.ops[0], c.ops[5], "AdamW");
+  }
+  return c.n_ops;
+}
 // Cast with attrs.check_finite (amp_ops.h): only an f16 -> f32 cast may check
 // (its source is what CheckFinite would see, exactly), and it needs the
 // scalars. False without the attribute.

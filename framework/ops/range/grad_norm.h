@@ -6,6 +6,9 @@
 //                        region), the squares summed in double;
 //   scalars.clip_scale = min(1, attrs.max_norm / (grad_norm + 1e-6))
 //                        (range::clip_scale_of, as torch.nn.utils.clip_grad_norm_).
+// With attrs.unscale each g is first multiplied by scalars.grad_unscale in f32,
+// as UnscaleGrads would have (AdamW's tail unscales inside the optimizer: Note
+// [optimizer tail]), so the norm is the same bits either way.
 // AdamW with attrs.clip multiplies every gradient by clip_scale before its
 // update (optimizers.h). The norm is computed whether or not the step is
 // skipped; a skipped step's optimizer does not read it.

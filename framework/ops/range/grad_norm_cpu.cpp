@@ -18,14 +18,18 @@ void check_grad_norm_operands(const RangeCall& c, const char* op) {
 
 void grad_norm_cpu(const RangeCall& c) {
   check_grad_norm_operands(c, "GradNorm");
+  TrainScalars& s = *c.env->scalars;
+  const bool unscale = c.attrs->unscale;
   double sum = 0;
   for (int k = 0; k + 1 < c.n_ops; ++k) {
     const RangeOperand& g = c.ops[k];
     const float* v = static_cast<const float*>(g.data);
     for (int j = 0; j < g.n_segs; ++j)
-      for (int64_t i = g.segs[j].offset; i < g.segs[j].offset + g.segs[j].elems; ++i) sum += double(v[i]) * v[i];
+      for (int64_t i = g.segs[j].offset; i < g.segs[j].offset + g.segs[j].elems; ++i) {
+        const double gi = unscale ? range::rn_mul(v[i], s.grad_unscale) : v[i];
+        sum += gi * gi;
+      }
   }
-  TrainScalars& s = *c.env->scalars;
   s.grad_norm = float(std::sqrt(sum));
   s.clip_scale = range::clip_scale_of(s.grad_norm, c.attrs->max_norm);
 }

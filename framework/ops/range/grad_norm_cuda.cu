@@ -23,15 +23,18 @@ __device__ double warp_sum(double v) {
   return v;
 }
 
-// partials[blockIdx.x] = sum over this block's elements of g^2.
-__global__ void __launch_bounds__(kThreads) grad_squares_kernel(GradRegions r, double* __restrict__ partials) {
+// partials[blockIdx.x] = sum over this block's elements of g^2 (g times
+// grad_unscale first, in f32, when unscale).
+__global__ void __launch_bounds__(kThreads)
+    grad_squares_kernel(GradRegions r, double* __restrict__ partials, const TrainScalars* s, bool unscale) {
   cuda::grid_dependency_begin();
   __shared__ double warp_sums[kThreads / 32];
   double acc = 0;
+  const float inv = unscale ? s->grad_unscale : 1.f;
   const int64_t first = int64_t(blockIdx.x) * kThreads + threadIdx.x, stride = int64_t(gridDim.x) * kThreads;
   for (int k = 0; k < r.count; ++k)
     for (int64_t i = first; i < r.n[k]; i += stride) {
-      const double g = r.p[k][i];
+      const double g = unscale ? range::rn_mul(r.p[k][i], inv) : r.p[k][i];
       acc = range::rn_dadd(acc, range::rn_dmul(g, g));
     }
   acc = warp_sum(acc);
@@ -67,7 +70,8 @@ void grad_norm_cuda(const RangeCall& c) {
   }
   r.count = c.n_ops - 1;
   double* partials = static_cast<double*>(c.ops[c.n_ops - 1].data);
-  cuda::launch_kernel(c.env, {dim3(kGradNormPartials), dim3(kThreads), 0}, grad_squares_kernel, r, partials);
+  cuda::launch_kernel(c.env, {dim3(kGradNormPartials), dim3(kThreads), 0}, grad_squares_kernel, r, partials,
+                      c.env->scalars, c.attrs->unscale);
   cuda::launch_kernel(c.env, {dim3(1), dim3(32), 0}, grad_norm_finish_kernel, partials, c.env->scalars,
                       c.attrs->max_norm);
 }

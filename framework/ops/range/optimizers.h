@@ -13,10 +13,13 @@
 //       (running by attrs.t, then the EMA by attrs.ema_t), in the same kernel. The
 //       same bits as those ops run one after another (Note [optimizer tail]
 //       in framework/graph/recipe_graphs.h).
-//   AdamW:       ops = param, grad, m, v.   t = scalars.step (already advanced, >= 1)
-//       With attrs.clip, g is first multiplied by scalars.clip_scale (GradNorm's, grad_norm.h).
+//   AdamW:       ops = param, grad, m, v[, ema[, param_compute f16]].   t = scalars.step (already
+//       advanced, >= 1). With attrs.unscale, g is first multiplied by scalars.grad_unscale, as
+//       UnscaleGrads does; then, with attrs.clip, by scalars.clip_scale (GradNorm's, grad_norm.h).
 //       p -= lr*wd*p (decay segs); m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
 //       p -= lr * (m/(1-b1^t)) / (sqrt(v/(1-b2^t)) + eps)
+//       The ema and compute-copy operands move as SgdNesterov's do (the same bits as Lerp and
+//       Cast after it: Note [optimizer tail]).
 //   Lars:        ops = param, grad, momentum; operands already restricted to the group's
 //       segments. For decay segments: trust = trust_coef*|p|/(|g| + wd*|p|) (1 when a
 //       norm is 0), g' = trust*(g + wd*p); others g' = g. v = mu*v + g'; p -= lr*v.

@@ -47,7 +47,8 @@ void sgd_nesterov_cpu(const RangeCall& c) {
 }
 
 void adamw_cpu(const RangeCall& c) {
-  check_optimizer(c, 4, "AdamW");
+  const int n = range::adamw_operands(c);
+  check_optimizer(c, n < 5 ? n : 5, "AdamW");
   const TrainScalars& s = *c.env->scalars;
   if (s.found_inf) return;
   const RangeAttrs& a = *c.attrs;
@@ -56,11 +57,19 @@ void adamw_cpu(const RangeCall& c) {
   const float* g = f32(c.ops[1]);
   float* m = f32(c.ops[2]);
   float* v = f32(c.ops[3]);
+  float* ema = n >= 5 ? f32(c.ops[4]) : nullptr;
+  half_t* p16 = n == 6 ? static_cast<half_t*>(c.ops[5].data) : nullptr;
+  const float inv = s.grad_unscale;                // AdvanceStep's 1/loss_scale
   const float clip = a.clip ? s.clip_scale : 1.f;  // GradNorm's (grad_norm.h)
   for (int j = 0; j < c.ops[0].n_segs; ++j) {
     const Segment& seg = c.ops[0].segs[j];
-    for (int64_t i = seg.offset; i < seg.offset + seg.elems; ++i)
-      range::adamw_elem(p[i], a.clip ? range::rn_mul(g[i], clip) : g[i], m[i], v[i], k, seg.decay);
+    for (int64_t i = seg.offset; i < seg.offset + seg.elems; ++i) {
+      float gi = a.unscale ? range::rn_mul(g[i], inv) : g[i];
+      if (a.clip) gi = range::rn_mul(gi, clip);
+      range::adamw_elem(p[i], gi, m[i], v[i], k, seg.decay);
+      if (ema) ema[i] = range::lerp_elem(ema[i], p[i], a.ema_t);
+      if (p16) p16[i] = float_to_half(p[i]);
+    }
   }
 }
 

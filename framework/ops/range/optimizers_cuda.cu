@@ -101,27 +101,45 @@ __global__ void __launch_bounds__(range::kThreads)
   });
 }
 
+// AdamW's tail (Note [optimizer tail]): ema (f32) and p16 (f16), each null when absent;
+// unscale: g *= grad_unscale first, then clip: g *= clip_scale (optimizers.h).
+struct AdamTail {
+  float* ema = nullptr;
+  __half* p16 = nullptr;
+  float ema_t = 0.f;
+  bool unscale = false, clip = false;
+};
+
 // p, g, m, v: f32 regions with the segments of t; t = scalars.step.
 __global__ void __launch_bounds__(range::kThreads)
     adamw_kernel(__grid_constant__ const range::SegTable t, float* __restrict__ p, const float* __restrict__ g,
                  float* __restrict__ m, float* __restrict__ v, const TrainScalars* s, float wd, float b1, float b2,
-                 float eps, bool clip) {
+                 float eps, AdamTail tail) {
   cuda::grid_dependency_begin();
   if (s->found_inf) return;
   const range::AdamCoef k = range::adam_coef(s->lr, wd, b1, b2, eps, s->step);
+  const float inv = s->grad_unscale;  // AdvanceStep's 1/loss_scale, read when unscale
   const float scale = s->clip_scale;  // GradNorm's, read when clip (grad_norm.h)
   range::for_each_seg_piece(t, [&](int64_t i, int count, bool decay) {
-    float P[kVec], G[kVec], M[kVec], V[kVec];
+    float P[kVec], G[kVec], M[kVec], V[kVec], E[kVec];
     range::load_f32(p + i, count, P);
     range::load_f32(g + i, count, G);
     range::load_f32(m + i, count, M);
     range::load_f32(v + i, count, V);
+    if (tail.ema) range::load_f32(tail.ema + i, count, E);
 #pragma unroll
-    for (int j = 0; j < kVec; ++j)
-      range::adamw_elem(P[j], clip ? range::rn_mul(G[j], scale) : G[j], M[j], V[j], k, decay);
+    for (int j = 0; j < kVec; ++j) {
+      float gj = tail.unscale ? range::rn_mul(G[j], inv) : G[j];
+      if (tail.clip) gj = range::rn_mul(gj, scale);
+      range::adamw_elem(P[j], gj, M[j], V[j], k, decay);
+      if (tail.ema) E[j] = range::lerp_elem(E[j], P[j], tail.ema_t);
+    }
     range::store_f32(p + i, count, P);
     range::store_f32(m + i, count, M);
     range::store_f32(v + i, count, V);
+    if (tail.ema) range::store_f32(tail.ema + i, count, E);
+    if (tail.p16)
+      for (int j = 0; j < count; ++j) tail.p16[i + j] = __float2half_rn(P[j]);
   });
 }
 
@@ -293,16 +311,23 @@ void sgd_nesterov_cuda(const RangeCall& c) {
 }
 
 void adamw_cuda(const RangeCall& c) {
-  const TrainScalars* s = check_optimizer(c, 4, "AdamW");
+  const int n = range::adamw_operands(c);
+  const TrainScalars* s = check_optimizer(c, n < 5 ? n : 5, "AdamW");
   const RangeAttrs& a = *c.attrs;
   const RangeOperand& P = c.ops[0];
+  AdamTail tail;
+  tail.ema = n >= 5 ? f32(c.ops[4]) : nullptr;
+  tail.p16 = n == 6 ? static_cast<__half*>(c.ops[5].data) : nullptr;
+  tail.ema_t = a.ema_t;
+  tail.unscale = a.unscale;
+  tail.clip = a.clip;
   range::SegTable t;
   for (int k = 0; k < P.n_segs;) {
     k += range::fill_seg_table(P.segs, k, P.n_segs, t, "AdamW");
     if (t.n == 0) continue;
     cuda::launch_kernel(c.env, {dim3(range::grid_for_tiles(c, t.tiles)), range::kThreads, 0}, adamw_kernel, t, f32(P),
                         f32(c.ops[1]), f32(c.ops[2]), f32(c.ops[3]), s, a.weight_decay, a.beta1, a.beta2, a.adam_eps,
-                        a.clip);
+                        tail);
   }
 }
 

@@ -76,8 +76,8 @@ const char* const kTrainFlagsUsage = R"(  --model NAME             a registered 
                            BatchNorm statistics after it; BatchNorm + ReLU + the 2x2 max pool
                            after it; the classifier head and the BatchNorm before it) and the
                            step's tail apart (SGD's unscale, EMA, f16 copy and BatchNorm
-                           statistics; the NaN check in the AMP casts; metrics and loss scale
-                           in AdvanceStep)
+                           statistics; AdamW's unscale, EMA and f16 copy without BatchNorm;
+                           the NaN check in the AMP casts; metrics and loss scale in AdvanceStep)
   --nondeterministic       let cuDNN pick non-deterministic algorithms too (CUDA only): runs
                            and modes are then no longer bit-identical
   --no-pdl                 launch our kernels without programmatic dependent launch (CUDA only)
