@@ -1,5 +1,6 @@
 // tr-train: trains a registered model on an IDX image set (Fashion-MNIST by
 // default) or on synthetic data, and prints per-epoch loss, accuracy and time.
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -82,8 +83,9 @@ int run(int argc, char** argv, tr::World* world) {
       pc.captured, pc.step_graphs, pc.capture_ms);
   std::printf("%5s %5s %10s %9s %9s %9s %9s %9s %8s %8s %6s\n", "epoch", "res", "train_loss", "train_acc", "val_loss",
               "val_acc", "ema_loss", "ema_acc", "train_s", "val_s", "skip");
+  EpochStats s;
   for (int e = 0; e < o.epochs; ++e) {
-    const EpochStats s = t.run_epoch();
+    s = t.run_epoch();
     std::printf("%5d %5d %10.4f %9.4f %9.4f %9.4f %9.4f %9.4f %8.2f %8.2f %6d\n", s.epoch + 1,
                 s.lowres                ? o.lowres_size
                 : o.model.is_sequence() ? int(o.model.seq_len)
@@ -92,6 +94,11 @@ int run(int argc, char** argv, tr::World* world) {
                 s.val_seconds, s.skipped_steps);
     std::fflush(stdout);
   }
+  // Text: a loss in nats per token is ln 2 x bits per token; the split's
+  // tokens per byte turn that into bits per byte, comparable across tokenizers.
+  if (const double tpb = setup.data.val_tokens_per_byte; tpb > 0)
+    std::printf("tr-train: validation loss %.4f nats/token = %.4f bits/byte (EMA %.4f), %.6f tokens a byte\n",
+                s.val_loss, s.val_loss / std::log(2.0) * tpb, s.val_ema_loss / std::log(2.0) * tpb, tpb);
   if (o.algos.conv_plans) std::printf("tr-train: %s\n", conv_plans_summary(*o.algos.conv_plans).c_str());
   if (a.flag("--state-hash")) std::printf("tr-train: state hash %s\n", state_digest(t).str().c_str());
   return 0;

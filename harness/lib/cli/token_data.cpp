@@ -24,6 +24,7 @@ constexpr int64_t kSyntheticValTokens = int64_t(1) << 18, kSyntheticTrainTokens 
 struct TokenStreams {
   std::vector<uint16_t> train, val;
   std::string train_what, val_what;  // names for errors
+  double val_tokens_per_byte = 0;    // known for tr-data's text shards
 };
 
 // One stream, so both splits follow the same successor rule: validation first,
@@ -73,6 +74,7 @@ TokenStreams shard_streams(const std::string& dir, int vocab) {
                   ", larger than the model's ", vocab);
     s.train = text::read_split_tokens(dir, m, "train");
     s.val = text::read_split_tokens(dir, m, "val");
+    if (m.val.bytes > 0) s.val_tokens_per_byte = double(m.val.tokens) / double(m.val.bytes);
     return s;
   }
   s.train = llmc_split(dir, "train", vocab);
@@ -96,6 +98,7 @@ RunData load_token_data(const CliArgs& a, const ModelConfig& m, uint64_t seed) {
   d.test = data::window_images(s.val, m.seq_len, m.classes, s.val_what.c_str());
   d.train_count = a.integer("--train-subset", d.train.count, 1, d.train.count);
   d.test_count = a.integer("--val-subset", d.test.count, 1, d.test.count);
+  d.val_tokens_per_byte = s.val_tokens_per_byte;
   return d;
 }
 

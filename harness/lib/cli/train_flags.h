@@ -26,6 +26,10 @@ std::vector<std::string> train_bool_flags();
 struct RunData {
   data::ImageDataset train, test;
   int64_t train_count = 0, test_count = 0;  // after --train-subset / --val-subset
+  // Text from tr-data's shards: the validation split's tokens per byte of
+  // text (each document adds one token), to state a loss in bits per byte; 0
+  // for other data.
+  double val_tokens_per_byte = 0;
 };
 
 // A parsed command line: the model's entry, the run options (model config
