@@ -449,6 +449,23 @@ TEST(JsonReport, LaunchContextRoundTripsAndDefaultsToThreads) {
   EXPECT_EQ(old.context.mpi_version, "none");
 }
 
+// Note [machine state]: the GPU's state round-trips as strings, is absent
+// from older reports, and anything but a string is refused.
+TEST(JsonReport, GpuStateRoundTripsAndHoldsStrings) {
+  BenchReport r = small_report();
+  r.context.gpu_state = {{"nvml", "ok"}, {"uuid", "GPU-0123"}, {"power_limit_w", "700"}, {"ecc", "on"}};
+  const std::string path = temp_path("gpu_state.json");
+  write_report(r, path);
+  EXPECT_EQ(read_report(path).context.gpu_state, r.context.gpu_state);
+  EXPECT_TRUE(read_report(edited("no_state.json", [](nlohmann::json& j) {
+                j["context"].erase("gpu_state");
+              })).context.gpu_state.empty());
+  expect_bad(edited("state_number.json", [](nlohmann::json& j) { j["context"]["gpu_state"]["power_limit_w"] = 700; }),
+             "gpu_state.power_limit_w must be a string");
+  expect_bad(edited("state_list.json", [](nlohmann::json& j) { j["context"]["gpu_state"] = nlohmann::json::array(); }),
+             "gpu_state must be an object");
+}
+
 TEST(JsonReport, ReaderToleratesOtherUnitsAndIgnoresAggregates) {
   const std::string path = edited("units.json", [](nlohmann::json& j) {
     for (auto& e : j["benchmarks"]) {

@@ -20,6 +20,7 @@
 #include "harness/lib/bench/context_info.h"
 #include "harness/lib/bench/cupti_probe.h"
 #include "harness/lib/bench/launch_crosscheck.h"
+#include "harness/lib/bench/machine_counters.h"
 #include "harness/lib/bench/model_flops.h"
 #include "harness/lib/bench/process_counters.h"
 #include "harness/lib/bench/profiler_range.h"
@@ -82,6 +83,8 @@ BenchContext sweep_context(const BenchOptions& o, World* world) {
   BenchContext x = collect_context(o.backend, o.command_line, world);
   const bool cuda = o.backend == Backend::Cuda;
   x.precision = o.amp ? "amp" : "fp32";
+  // Note [machine state]: the first GPU's clocks, limits and modes ("unavailable" on the CPU).
+  x.gpu_state = cuda ? Nvml::get().state(cuda_pci_bus_id(0)) : std::map<std::string, std::string>{{"nvml", "cpu"}};
   x.bn_sync = bn_sync_name(o.bn_sync);
   x.bucket_mb = o.bucket_mb;
   // A replayed --conv-plans file holds timed plans too.
@@ -146,6 +149,7 @@ RunOptions session_options(const BenchOptions& o, const SessionPoint& p) {
 // One variant's timed and traced steps.
 struct Timing {
   std::vector<double> step_ms, cpu_ms;  // per repetition
+  std::vector<RepMachine> machine;      // per repetition, where NVML reads the GPU (Note [machine state])
   BenchDriver::Stats last;              // the last repetition's (rank 0's tally)
   CuptiCounts cupti;
   double cupti_wall_ms = 0;
@@ -153,6 +157,8 @@ struct Timing {
 
 Timing time_variant(const BenchOptions& o, BenchDriver& drive, Variant v, CuptiProbe* cupti, int device) {
   Timing t;
+  const Nvml& nvml = Nvml::get();
+  const std::string bus = o.backend == Backend::Cuda && nvml.available() ? cuda_pci_bus_id(device) : "";
   drive.prime(v);
   {
     nvtx::Range r(nvtx::Phase::Warmup);
@@ -162,9 +168,17 @@ Timing time_variant(const BenchOptions& o, BenchDriver& drive, Variant v, CuptiP
     nvtx::Range r(nvtx::Phase::Measure);
     ProfilerRange pr(o.backend);  // cudaProfilerStart/Stop around the steady state
     for (int rep = 0; rep < o.repetitions; ++rep) {
+      GpuSample before;
+      const bool sampled = !bus.empty() && nvml.sample(bus, before);
       t.last = drive.steps(v, o.iters);
       t.step_ms.push_back(1e3 * t.last.wall_s / o.iters);
       t.cpu_ms.push_back(1e3 * t.last.rank0_cpu_s / o.iters);
+      RepMachine m;
+      if (sampled && nvml.sample(bus, m.end)) {
+        m.energy_j = (m.end.energy_mj - before.energy_mj) * 1e-3;
+        m.seconds = t.last.wall_s;
+        t.machine.push_back(m);
+      }
     }
   }
   // CUPTI tracing perturbs timing, so it gets one extra repetition of its
@@ -322,6 +336,8 @@ void measure_session(const BenchOptions& o, const SessionPoint& p, const data::I
     k.allreduce = allreduce_counters(drive, v, o.iters, p.ranks);
     warn_if_launches_disagree(c, report.context.device_kind, k);
     write_counters(k, c.counters);
+    // Note [machine state]: rank 0's GPU (the others' run the same steps).
+    for (const auto& [key, value] : machine_counters(timing.machine, o.iters, c.batch, p.seq)) c.counters[key] = value;
     if (p.part && p.part->processes() > 1) add_process_extremes(c, *p.part, std::chrono::milliseconds(ro.watchdog_ms));
     report.cases.push_back(std::move(c));
   }

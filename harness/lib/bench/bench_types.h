@@ -60,6 +60,10 @@ struct BenchContext {
   std::string hosts;  // per process, comma-separated ("" for threads: host_name)
   std::string mpi_version = "none";
   std::string launcher = "none";  // "mpirun", "srun", "pmi" (World::launcher), "none" for threads
+  // The GPU's state through NVML (Note [machine state], nvml.h): "nvml" is
+  // "ok", "cpu", or "unavailable: <why>"; with "ok" its name, uuid, driver,
+  // clocks, power limit, ECC and persistence mode. {} in reports older than it.
+  std::map<std::string, std::string> gpu_state;
   int schema_version = kReportSchemaVersion;
 };
 

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "framework/core/error.h"
+#include "harness/lib/bench/nvml.h"
 #include "harness/lib/report/statistics.h"
 
 namespace tr::bench {
@@ -90,6 +91,16 @@ void add_timing_row(GateResult& res, const std::string& name, const BenchCase& b
     }
   }
   res.rows.push_back(std::move(row));
+}
+
+// Note [machine state]: repetitions that ran while the GPU throttled time a
+// slower GPU; the gate says which, in either report.
+void note_throttling(GateResult& res, const std::string& name, const char* which, const BenchCase& c) {
+  const auto n = c.counters.find("throttled_repetitions");
+  if (n == c.counters.end() || n->second <= 0) return;
+  const auto r = c.counters.find("throttle_reasons");
+  res.notes.push_back(cat(name, ": ", n->second, " of ", c.step_ms.size(), " repetitions in the ", which,
+                          " ran throttled (", throttle_names(r == c.counters.end() ? 0 : uint64_t(r->second)), ")"));
 }
 
 void add_counter_rows(GateResult& res, const std::string& name, const BenchCase& b, const BenchCase& c) {
@@ -245,6 +256,8 @@ GateResult run_gate(const BenchReport& baseline, const BenchReport& current, con
           cat(name, ": ", b.iterations, " steps per repetition in the baseline, ", c.iterations, " now"));
     add_timing_row(res, name, b, c, opt);
     add_counter_rows(res, name, b, c);
+    note_throttling(res, name, "baseline", b);
+    note_throttling(res, name, "current", c);
   }
   return res;
 }

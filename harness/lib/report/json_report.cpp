@@ -104,6 +104,11 @@ ojson context_to_json(const BenchContext& x) {
   ctx["hosts"] = x.hosts;
   ctx["mpi_version"] = x.mpi_version;
   ctx["launcher"] = x.launcher;
+  if (!x.gpu_state.empty()) {
+    ojson g = ojson::object();
+    for (const auto& [k, v] : x.gpu_state) g[k] = v;
+    ctx["gpu_state"] = g;
+  }
   return ctx;
 }
 
@@ -308,6 +313,14 @@ BenchContext context_from_json(const Reader& rd, const json& ctx) {
   x.launcher = text("launcher", "none");  // reports from before it was recorded
   if (x.launcher != "none" && x.launcher != "mpirun" && x.launcher != "srun" && x.launcher != "pmi")
     rd.fail("context", cat("launcher must be none, mpirun, srun or pmi, got '", x.launcher, "'"));
+  if (ctx.contains("gpu_state")) {  // Note [machine state]; absent from older reports
+    const auto& g = ctx["gpu_state"];
+    if (!g.is_object()) rd.fail("context", "gpu_state must be an object");
+    for (auto it = g.begin(); it != g.end(); ++it) {
+      if (!it.value().is_string()) rd.fail("context", cat("gpu_state.", it.key(), " must be a string"));
+      x.gpu_state[it.key()] = it.value().get<std::string>();
+    }
+  }
   return x;
 }
 

@@ -1,0 +1,91 @@
+// Note [machine state] (harness/lib/bench/nvml.h): the throttle reasons by
+// name, NVML's absence stated rather than guessed, the repetitions' energy,
+// clocks and throttling as counters, and the gate's note on throttled runs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "harness/lib/bench/machine_counters.h"
+#include "harness/lib/bench/nvml.h"
+#include "harness/lib/report/gate.h"
+
+namespace tr::bench {
+namespace {
+
+TEST(MachineState, ThrottleReasonsByName) {
+  EXPECT_EQ(throttle_names(0), "none");
+  EXPECT_EQ(throttle_names(0x1 | 0x2), "none");  // idle and the application-clock setting slow nothing measured
+  EXPECT_EQ(throttle_names(0x4 | 0x40), "sw_power_cap,hw_thermal_slowdown");
+  EXPECT_EQ(throttle_names(kThrottleMask),
+            "sw_power_cap,hw_slowdown,sw_thermal_slowdown,hw_thermal_slowdown,hw_power_brake");
+}
+
+// Without the driver's library (this machine, CI's) the state says so and no
+// sample is invented.
+TEST(MachineState, WithoutNvmlTheReportSaysWhy) {
+  const Nvml& nvml = Nvml::get();
+  if (nvml.available()) GTEST_SKIP() << "libnvidia-ml.so.1 is present here";
+  const auto state = nvml.state("0000:00:00.0");
+  ASSERT_EQ(state.size(), 1u);
+  EXPECT_EQ(state.at("nvml"), "unavailable: libnvidia-ml.so.1 not found (no NVIDIA driver here)");
+  GpuSample s;
+  EXPECT_FALSE(nvml.sample("0000:00:00.0", s));
+}
+
+TEST(MachineState, RepetitionsBecomeCounters) {
+  auto rep = [](double joules, unsigned sm, unsigned temp, uint64_t reasons) {
+    RepMachine r;
+    r.energy_j = joules;
+    r.seconds = 0.1;
+    r.end.sm_mhz = sm;
+    r.end.mem_mhz = 2619;
+    r.end.temperature_c = temp;
+    r.end.reasons = reasons;
+    return r;
+  };
+  // 3 repetitions of 5 steps at batch 8; the second ran power-capped while idle-flagged.
+  const std::vector<RepMachine> reps = {rep(10, 1980, 40, 0), rep(12, 1755, 44, 0x4 | 0x1), rep(11, 1980, 42, 0x1)};
+  const auto k = machine_counters(reps, 5, 8, 0);
+  EXPECT_DOUBLE_EQ(k.at("energy_j_per_step"), 11.0 / 5);
+  EXPECT_DOUBLE_EQ(k.at("power_w"), 110.0);
+  EXPECT_DOUBLE_EQ(k.at("samples_per_joule"), 8.0 * 5 * 3 / 33);
+  EXPECT_EQ(k.count("tokens_per_joule"), 0u);
+  EXPECT_EQ(k.at("sm_clock_mhz_min"), 1755);
+  EXPECT_EQ(k.at("mem_clock_mhz_min"), 2619);
+  EXPECT_EQ(k.at("temperature_c_max"), 44);
+  EXPECT_EQ(k.at("throttled_repetitions"), 1);
+  EXPECT_EQ(k.at("throttle_reasons"), 0x4);
+  EXPECT_DOUBLE_EQ(machine_counters(reps, 5, 8, 1024).at("tokens_per_joule"), 8.0 * 5 * 3 * 1024 / 33);
+  EXPECT_TRUE(machine_counters({}, 5, 8, 0).empty());
+  // A counter that did not move gives no rate rather than an infinite one.
+  EXPECT_EQ(machine_counters({rep(0, 1980, 40, 0)}, 5, 8, 0).count("samples_per_joule"), 0u);
+}
+
+TEST(MachineState, TheGateNamesThrottledRepetitions) {
+  BenchReport r;
+  r.context.device_kind = "cuda";
+  r.context.device_name = "NVIDIA H100 80GB HBM3";
+  BenchCase c;
+  c.model = "gpt2";
+  c.mode = "full-capture";
+  c.variant = "train_base";
+  c.batch = 4;
+  c.iterations = 5;
+  c.step_ms = {1, 1, 1};
+  c.cpu_ms = {1, 1, 1};
+  c.counters = {{"graph_launches_per_step", 1}};
+  r.cases.push_back(c);
+  BenchReport hot = r;
+  hot.cases[0].counters["throttled_repetitions"] = 2;
+  hot.cases[0].counters["throttle_reasons"] = 0x40;
+  GateOptions opt;
+  opt.counters_only = true;
+  const GateResult g = run_gate(r, hot, opt);
+  ASSERT_EQ(g.notes.size(), 1u);
+  EXPECT_NE(g.notes[0].find("2 of 3 repetitions in the current ran throttled (hw_thermal_slowdown)"), std::string::npos)
+      << g.notes[0];
+  EXPECT_TRUE(run_gate(r, r, opt).notes.empty());
+}
+
+}  // namespace
+}  // namespace tr::bench
