@@ -1,6 +1,7 @@
 #include "harness/lib/bench/bench_runner.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -170,13 +171,14 @@ Timing time_variant(const BenchOptions& o, BenchDriver& drive, Variant v, CuptiP
     for (int rep = 0; rep < o.repetitions; ++rep) {
       GpuSample before;
       const bool sampled = !bus.empty() && nvml.sample(bus, before);
+      const auto t0 = std::chrono::steady_clock::now();
       t.last = drive.steps(v, o.iters);
       t.step_ms.push_back(1e3 * t.last.wall_s / o.iters);
       t.cpu_ms.push_back(1e3 * t.last.rank0_cpu_s / o.iters);
       RepMachine m;
-      if (sampled && nvml.sample(bus, m.end)) {
+      if (sampled && nvml.sample(bus, m.end)) {  // power over the samples' own window, not the steps'
         m.energy_j = (m.end.energy_mj - before.energy_mj) * 1e-3;
-        m.seconds = t.last.wall_s;
+        m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         t.machine.push_back(m);
       }
     }
