@@ -32,6 +32,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+import machine_state
+
 # name: (depth, heads, head_dim, context, vocabulary), as tr's registry.
 SHAPES = {"gpt2": (12, 12, 64, 1024, 50304), "gpt2-d6": (6, 6, 64, 256, 264)}
 MODES = ("eager", "full-capture", "torch-compile", "compile-max-autotune")
@@ -204,7 +206,8 @@ def main():
         return 2
     out = {"context": {"torch_version": torch.__version__, "cuda": torch.version.cuda,
                        "cudnn": torch.backends.cudnn.version(), "device_name": torch.cuda.get_device_name(),
-                       "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "command_line": " ".join(sys.argv)},
+                       "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "command_line": " ".join(sys.argv),
+                       "gpu_state": machine_state.gpu_state()},
            "benchmarks": []}
     print(f"torch_gpt: torch {torch.__version__} on {torch.cuda.get_device_name()}, {a.model} at T = {seq}, "
           f"{a.repetitions} repetitions x {a.iters} steps after {a.warmup} warm-up steps")

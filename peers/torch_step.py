@@ -33,6 +33,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+import machine_state
 import torch_models
 
 
@@ -180,9 +181,11 @@ def main():
         if m not in torch_models.REGISTRY:
             print(f"torch_step: unknown model '{m}' (known: {', '.join(torch_models.REGISTRY)})", file=sys.stderr)
             return 2
-    out = {"context": {"torch_version": torch.__version__, "cuda": torch.version.cuda,
+    out = {"context": {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                       "torch_version": torch.__version__, "cuda": torch.version.cuda,
                        "cudnn": torch.backends.cudnn.version(), "device_name": torch.cuda.get_device_name(),
-                       "command_line": " ".join(sys.argv)},
+                       "command_line": " ".join(sys.argv),
+                       "gpu_state": machine_state.gpu_state()},
            "benchmarks": []}
     print(f"torch_step: torch {torch.__version__} on {torch.cuda.get_device_name()}, "
           f"{a.repetitions} repetitions x {a.iters} steps after {a.warmup} warm-up steps")
