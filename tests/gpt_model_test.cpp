@@ -15,18 +15,14 @@
 #include "framework/graph/shape_inference.h"
 #include "harness/lib/bench/model_flops.h"
 #include "tests/gpu_test_util.h"
+#include "tests/model_test_util.h"
 #include "tests/ops_cpu_test_util.h"
 #include "tests/train_test_util.h"
 
 namespace tr {
 namespace {
 
-int64_t parameter_count(const CompiledModel& m) {
-  int64_t n = 0;
-  for (TensorId t = 0; t < m.cg.num_tensors(); ++t)
-    if (m.cg.tensor(t).role == Role::ParamMaster) n += m.cg.tensor(t).fixed_shape.numel();
-  return n;
-}
+using testing::parameter_count;
 
 // 124,475,904: llm.c's count for GPT-2 124M with the vocabulary padded to
 // 50,304 (wte 50,304 x 768, wpe 1,024 x 768, 12 blocks of 7,087,872, the

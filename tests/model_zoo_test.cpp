@@ -11,16 +11,12 @@
 #include "framework/graph/model_builder.h"
 #include "framework/graph/models/model_lists.h"
 #include "framework/graph/shape_inference.h"
+#include "tests/model_test_util.h"
 
 namespace tr {
 namespace {
 
-int64_t parameter_count(const CompiledModel& m) {
-  int64_t n = 0;
-  for (TensorId t = 0; t < m.cg.num_tensors(); ++t)
-    if (m.cg.tensor(t).role == Role::ParamMaster) n += m.cg.tensor(t).fixed_shape.numel();
-  return n;
-}
+using testing::parameter_count;
 
 // Shapes of one training variant at batch `batch` and the model's input size.
 std::vector<Shape> train_shapes(const CompiledModel& m, int64_t batch) {
