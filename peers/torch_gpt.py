@@ -24,7 +24,6 @@ import argparse
 import json
 import math
 import os
-import statistics
 import sys
 import time
 
@@ -33,6 +32,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import machine_state
+import step_timing
 
 # name: (depth, heads, head_dim, context, vocabulary), as tr's registry.
 SHAPES = {"gpt2": (12, 12, 64, 1024, 50304), "gpt2-d6": (6, 6, 64, 256, 264)}
@@ -79,7 +79,7 @@ class Gpt(nn.Module):
         return F.linear(self.lnf(x), self.wte.weight)  # the tied head
 
 
-class Step:
+class Step(step_timing.TwoSlotStep):
     def __init__(self, model, batch, seq, mode):
         self.mode = mode
         dev = torch.device("cuda")
@@ -130,54 +130,19 @@ class Step:
             self.scaler.update()
         self.loss_sum += loss.detach()
 
-    def capture(self, warmup_steps=3):
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            for i in range(warmup_steps):
-                self._body(i % 2)
-        torch.cuda.current_stream().wait_stream(s)
-        self.graphs = []
-        for slot in (0, 1):
-            g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g):
-                self._body(slot)
-            self.graphs.append(g)
-
-    def step(self):
-        if self.mode == "full-capture":
-            self.graphs[self.slot].replay()
-        else:
-            self._body(self.slot)
-        self.slot = 1 - self.slot
-
 
 def time_case(model, batch, seq, mode, warmup, iters, reps):
     torch.manual_seed(0)
     st = Step(model, batch, seq, mode)
     if mode == "full-capture":
         st.capture()
-    for _ in range(warmup):
-        st.step()
-    torch.cuda.synchronize()
-    times, cpu = [], []
-    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    for _ in range(reps):
-        c0 = time.thread_time()
-        e0.record()
-        for _ in range(iters):
-            st.step()
-        e1.record()
-        c1 = time.thread_time()
-        e1.synchronize()
-        times.append(e0.elapsed_time(e1) / iters)
-        cpu.append((c1 - c0) * 1e3 / iters)
+    ms, cpu_ms = step_timing.time_steps(st, warmup, iters, reps)
     loss = st.loss_sum.item() / (warmup + iters * reps + (3 if mode == "full-capture" else 0))
     peak = torch.cuda.max_memory_allocated()
     del st
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
-    return statistics.median(times), statistics.median(cpu), loss, peak
+    return ms, cpu_ms, loss, peak
 
 
 def main():

@@ -25,7 +25,6 @@ Step time: CUDA events around --iters steps after --warmup steps, median of
 import argparse
 import json
 import os
-import statistics
 import sys
 import time
 
@@ -34,10 +33,11 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import machine_state
+import step_timing
 import torch_models
 
 
-class Step:
+class Step(step_timing.TwoSlotStep):
     """One model, optimizer, EMA and metric state; step() runs one training step."""
 
     def __init__(self, model_name, batch, mode, wrap=None):
@@ -109,50 +109,14 @@ class Step:
             self.correct += (logits.argmax(1) == self.y).sum()
             self.loss_sum += loss.detach()
 
-    def capture(self, warmup_steps=3):
-        # PyTorch's recipe: warm up on a side stream, then capture the whole step.
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            for i in range(warmup_steps):
-                self._body(i % 2)
-        torch.cuda.current_stream().wait_stream(s)
-        self.graphs = []
-        for slot in (0, 1):
-            g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g):
-                self._body(slot)
-            self.graphs.append(g)
-
-    def step(self):
-        if self.mode == "full-capture":
-            self.graphs[self.slot].replay()
-        else:
-            self._body(self.slot)
-        self.slot = 1 - self.slot
-
 
 def time_case(model, batch, mode, warmup, iters, reps, wrap=None, capture_warmup=3):
     torch.manual_seed(0)
     st = Step(model, batch, mode, wrap)
     if mode == "full-capture":
         st.capture(capture_warmup)
-    for _ in range(warmup):
-        st.step()
-    torch.cuda.synchronize()
-    times, cpu = [], []
-    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    for _ in range(reps):
-        c0 = time.thread_time()
-        e0.record()
-        for _ in range(iters):
-            st.step()
-        e1.record()
-        c1 = time.thread_time()
-        e1.synchronize()
-        times.append(e0.elapsed_time(e1) / iters)
-        cpu.append((c1 - c0) * 1e3 / iters)
-    return statistics.median(times), statistics.median(cpu)
+    ms, cpu_ms = step_timing.time_steps(st, warmup, iters, reps)
+    return ms, cpu_ms
 
 
 def main():
