@@ -1,5 +1,5 @@
 // Probe: are the f16 tensor-core attention kernels (framework/ops/compute/
-// attention_f16_{fwd,bwd}_cuda.cu) right, deterministic and fast, beside the f32-arithmetic
+// attention_tc_{fwd,bwd}_cuda.cu) right, deterministic and fast, beside the f32-arithmetic
 // kernels (attention_cuda.cu) that f16 used before?
 //   1. Small shapes (T = 1, 17, 64, 100, 129, 257; d = 64, 128; B*H = 3 or 4): every
 //      output against a double-precision CPU reference of attention.h's formulas,
@@ -28,8 +28,8 @@
 
 #include "framework/core/half.h"
 #include "framework/ops/compute/attention_cuda.cu"
-#include "framework/ops/compute/attention_f16_bwd_cuda.cu"
-#include "framework/ops/compute/attention_f16_fwd_cuda.cu"
+#include "framework/ops/compute/attention_tc_bwd_cuda.cu"
+#include "framework/ops/compute/attention_tc_fwd_cuda.cu"
 
 // The framework functions the included launchers name, which the probe does not
 // link (they only report errors): stand-ins that print and abort.
@@ -120,10 +120,10 @@ void old_bwd(const ExecEnv* env, const Dims& s, const Dev& m) {
   });
 }
 void new_fwd(const ExecEnv* env, const Dims& s, const Dev& m) {
-  tr::cuda::attention_f16_fwd(env, {s.B, s.T, s.H, s.d}, m.qkv, m.y, m.lse);
+  tr::cuda::attention_tc_fwd(env, {s.B, s.T, s.H, s.d}, m.qkv, m.y, m.lse);
 }
 void new_bwd(const ExecEnv* env, const Dims& s, const Dev& m) {
-  tr::cuda::attention_f16_bwd(env, {s.B, s.T, s.H, s.d}, m.dy, m.qkv, m.y, m.lse, m.dqkv, m.delta);
+  tr::cuda::attention_tc_bwd(env, {s.B, s.T, s.H, s.d}, m.dy, m.qkv, m.y, m.lse, m.dqkv, m.delta);
 }
 
 // attention.h's formulas in double over the stored (f16 / f32) values.
@@ -305,7 +305,7 @@ void time_shape(const ExecEnv* env, cudaStream_t st, const Dims& s, bool with_ol
   }
   // The new kernels one at a time, in the configurations the launchers choose
   // (marked *) and a few others: warps per block, m tiles per warp, query step.
-  const tr::cuda::AttentionF16Shape sh{s.B, s.T, s.H, s.d};
+  const tr::cuda::AttentionTcShape sh{s.B, s.T, s.H, s.d};
   auto fwd_v = [&](auto dim, auto w, auto mt, bool chosen) {
     const float t = median_us(st, 21, [&] { tr::cuda::fwd<dim.value, w.value, mt.value>(env, sh, m.qkv, m.y, m.lse); });
     std::printf("      fwd   W=%d MT=%d%s %8.1f us %6.1f TFLOP/s\n", w.value, mt.value, chosen ? "*" : " ", t,

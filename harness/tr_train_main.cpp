@@ -12,6 +12,7 @@
 #include "harness/lib/cli/cli_args.h"
 #include "harness/lib/cli/cli_main.h"
 #include "harness/lib/cli/conv_plans_file.h"
+#include "harness/lib/cli/precision_flag.h"
 #include "harness/lib/cli/process_agreement.h"
 #include "harness/lib/cli/process_launch.h"
 #include "harness/lib/cli/state_digest.h"
@@ -68,7 +69,7 @@ int run(int argc, char** argv, tr::World* world) {
                                                         o.model.in_channels, ", ", o.model.classes, " classes");
   std::printf("tr-train: model %s (width %g, %s), %s, mode %s, %s, batch %lld, %d rank(s)%s%s, %lld steps/epoch\n",
               o.model.name.c_str(), o.model.width, input.c_str(), device.c_str(), mode_name(o.mode).c_str(),
-              o.train.amp ? "amp fp16" : "fp32", static_cast<long long>(o.batch), o.train.ranks, processes.c_str(),
+              precision_name(o.train).c_str(), static_cast<long long>(o.batch), o.train.ranks, processes.c_str(),
               o.train.ranks > 1 ? cat(", BN sync ", bn_sync_name(o.train.bn_sync)).c_str() : "",
               static_cast<long long>(t.steps_per_epoch()));
   const AugmentConfig& aug = o.train.augment;

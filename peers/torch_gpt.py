@@ -5,11 +5,15 @@ The model is tr's `gpt2` (or `gpt2-d6`) layer for layer: token + position
 embedding, pre-LN blocks (LayerNorm, qkv, causal attention through
 F.scaled_dot_product_attention, proj, residual; LayerNorm, 4C, tanh GELU, C,
 residual), a final LayerNorm and the head tied to the token table. The step:
-synthetic tokens copied from pinned memory, fp16 autocast, cross-entropy over
+synthetic tokens copied from pinned memory, autocast, cross-entropy over
 every token, the global gradient norm clipped to 1.0, fused AdamW (lr 6e-4,
 weight decay 0.1 on matrices and embeddings, none on biases and LayerNorms).
 
-Modes (all fp16 autocast with fp32 weights):
+--precision amp: fp16 autocast with fp32 weights and loss scaling, as below;
+--precision bf16: bf16 autocast with fp32 weights and no loss scaling in any
+mode (tr's --precision bf16, and llm.c's precision).
+
+Modes:
   eager               torch.amp.GradScaler (what most users run)
   full-capture        the whole step in one torch.cuda.graph: a static loss
                       scale, capturable fused AdamW, clipping inside the graph
@@ -80,8 +84,9 @@ class Gpt(nn.Module):
 
 
 class Step(step_timing.TwoSlotStep):
-    def __init__(self, model, batch, seq, mode):
+    def __init__(self, model, batch, seq, mode, precision):
         self.mode = mode
+        self.dtype = torch.bfloat16 if precision == "bf16" else torch.float16
         dev = torch.device("cuda")
         depth, heads, head_dim, context, vocab = SHAPES[model]
         self.net = Gpt(depth, heads, head_dim, context, vocab).to(dev)
@@ -102,10 +107,8 @@ class Step(step_timing.TwoSlotStep):
             self.fwd = torch.compile(self.net)
         elif mode == "compile-max-autotune":
             self.fwd = torch.compile(self.net, mode="max-autotune-no-cudagraphs")
-        if mode == "full-capture":
-            self.scale = 1024.0
-        else:
-            self.scaler = torch.amp.GradScaler("cuda", init_scale=65536.0)
+        self.scale = 1024.0 if self.dtype == torch.float16 else 1.0  # the whole-step graph's static scale
+        self.scaler = torch.amp.GradScaler("cuda", init_scale=65536.0, enabled=self.dtype == torch.float16)
         self.loss_sum = torch.zeros((), device=dev)
         self.slot = 0
 
@@ -113,13 +116,16 @@ class Step(step_timing.TwoSlotStep):
         self.tokens.copy_(self.host[slot], non_blocking=True)
         ids, targets = self.tokens[:, :-1], self.tokens[:, 1:]
         self.opt.zero_grad(set_to_none=False)
-        with torch.autocast("cuda", dtype=torch.float16):
+        with torch.autocast("cuda", dtype=self.dtype):
             logits = self.fwd(ids)
             loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten())
         params = list(self.net.parameters())
         if self.mode == "full-capture":
-            (loss * self.scale).backward()
-            torch._foreach_mul_([p.grad for p in params], 1.0 / self.scale)
+            if self.scale != 1.0:
+                (loss * self.scale).backward()
+                torch._foreach_mul_([p.grad for p in params], 1.0 / self.scale)
+            else:
+                loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0, foreach=True)
             self.opt.step()
         else:
@@ -131,9 +137,9 @@ class Step(step_timing.TwoSlotStep):
         self.loss_sum += loss.detach()
 
 
-def time_case(model, batch, seq, mode, warmup, iters, reps):
+def time_case(model, batch, seq, mode, precision, warmup, iters, reps):
     torch.manual_seed(0)
-    st = Step(model, batch, seq, mode)
+    st = Step(model, batch, seq, mode, precision)
     if mode == "full-capture":
         st.capture()
     ms, cpu_ms = step_timing.time_steps(st, warmup, iters, reps)
@@ -151,6 +157,7 @@ def main():
     ap.add_argument("--batch", default="1,4,16,64")
     ap.add_argument("--seq", type=int, default=0, help="window length (default: the model's context)")
     ap.add_argument("--mode", default=",".join(MODES))
+    ap.add_argument("--precision", default="amp", choices=("amp", "bf16"))
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--repetitions", type=int, default=3)
@@ -175,13 +182,14 @@ def main():
                        "gpu_state": machine_state.gpu_state()},
            "benchmarks": []}
     print(f"torch_gpt: torch {torch.__version__} on {torch.cuda.get_device_name()}, {a.model} at T = {seq}, "
+          f"{a.precision}, "
           f"{a.repetitions} repetitions x {a.iters} steps after {a.warmup} warm-up steps")
     print(f"{'mode':22} {'batch':>6} {'step_ms':>9} {'cpu_ms':>8} {'tokens/s':>10} {'loss':>7} {'peak_GiB':>8}")
     for b in (int(x) for x in a.batch.split(",")):
         for m in modes:
-            name = f"torch_gpt/model:{a.model}/mode:{m}/batch:{b}/seq:{seq}"
+            name = f"torch_gpt/model:{a.model}/mode:{m}/batch:{b}/seq:{seq}/precision:{a.precision}"
             try:
-                ms, cpu_ms, loss, peak = time_case(a.model, b, seq, m, a.warmup, a.iters, a.repetitions)
+                ms, cpu_ms, loss, peak = time_case(a.model, b, seq, m, a.precision, a.warmup, a.iters, a.repetitions)
             except Exception as e:  # one failed case must not hide the others
                 print(f"{m:22} {b:6d} failed: {str(e).splitlines()[0] if str(e) else type(e).__name__}", flush=True)
                 out["benchmarks"].append({"name": name, "error": str(e)})

@@ -84,7 +84,9 @@ TEST(TrTrainCli, BadAugmentationAndRecipeFlags) {
   expect_user_error("tr-train --translate -1", "--translate must be in");
   expect_user_error("tr-train --tta mirror", "--tta must be none or flip, got 'mirror'");
   expect_user_error("tr-train --no-augment --flip", "--no-augment contradicts");
-  expect_user_error("tr-train --amp --no-amp", "give --amp or --no-amp, not both");
+  expect_user_error("tr-train --amp --no-amp", "give one of --precision, --amp and --no-amp");
+  expect_user_error("tr-train --precision bf16 --amp", "give one of --precision, --amp and --no-amp");
+  expect_user_error("tr-train --precision fp16", "--precision must be fp32, amp or bf16, got 'fp16'");
   expect_user_error("tr-train --recipe fast", "--recipe must be plain or tta, got 'fast'");
   expect_user_error("tr-train --optimizer sgd --clip-grad-norm 1", "--clip-grad-norm needs --optimizer adamw, not sgd");
   expect_user_error("tr-train --clip-grad-norm -1", "--clip-grad-norm must be in");
@@ -229,7 +231,7 @@ TEST(TrBenchCli, HelpAndBadInput) {
   } else {
     expect_user_error("tr-bench --device cuda", "no CUDA GPU is visible");
   }
-  expect_user_error("tr-bench --device cpu --precision fp8", "--precision must be fp32 or amp");
+  expect_user_error("tr-bench --device cpu --precision fp8", "--precision must be fp32, amp or bf16, got 'fp8'");
   expect_user_error("tr-bench --device cpu --optimizer rmsprop", "unknown optimizer");
   expect_user_error("tr-bench --device cpu --cnn-optimizer sgd", "--cnn-optimizer is now --optimizer");
   expect_user_error("tr-bench --device cpu --bn-sync local", "unknown BN sync 'local' (expected batch or running)");

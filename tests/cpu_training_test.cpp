@@ -20,7 +20,7 @@ TEST(CpuTraining, ReplayEqualsEagerBitForBit) {
   // variant), the first epoch at low resolution (a resolution switch).
   const auto train = testing::model_data("cnn", 10 * 32 - 12, 3);
   const auto val = testing::model_data("cnn", 50, 4);
-  for (bool amp : {false, true}) {
+  for (const testing::PrecisionCase& p : testing::kPrecisions) {
     std::map<std::string, std::vector<float>> ref;
     for (auto [mode, split] : testing::kModeRuns) {
       RunOptions o = small_run("cnn", OptimizerKind::Lars, mode, 32);
@@ -28,8 +28,7 @@ TEST(CpuTraining, ReplayEqualsEagerBitForBit) {
       o.epochs = 2;
       o.lowres_epochs = 1;
       o.lowres_size = 20;
-      o.train.amp = amp;
-      o.train.init_loss_scale = amp ? 1024.f : 1.f;
+      testing::set_precision_case(o.train, p);
       Trainer t(o, view_of(train), view_of(val));
       ASSERT_EQ(t.steps_per_epoch(), 10);
       for (int e = 0; e < 2; ++e) t.run_epoch();
@@ -43,8 +42,8 @@ TEST(CpuTraining, ReplayEqualsEagerBitForBit) {
         const auto& w = s.at(name);
         ASSERT_EQ(v.size(), w.size()) << name;
         EXPECT_EQ(0, std::memcmp(v.data(), w.data(), v.size() * sizeof(float)))
-            << name << " differs between eager and " << mode_name(mode) << (split ? " split" : "")
-            << (amp ? " (amp)" : "");
+            << name << " differs between eager and " << mode_name(mode) << (split ? " split" : "") << " (" << p.name
+            << ")";
       }
     }
   }

@@ -118,20 +118,22 @@ RunOptions small_gpt(Backend backend, ExecMode mode) {
 // through a table of std 0.02), so the loss is near ln(vocab) = ln 264 = 5.58.
 // Then one batch of 2 windows, repeated, is learned by heart: its loss falls
 // below 0.1. Eager and full capture give the same bits all the way.
-void expect_overfits_one_batch(Backend backend) {
+void expect_overfits_one_batch(Backend backend, const testing::PrecisionCase& precision = testing::kPrecisions[0]) {
   const std::vector<uint16_t> stream = data::make_synthetic_tokens(2 * 32 + 1, 264, 9);
   const data::TokenWindowSet batch = data::consecutive_windows(stream, 32, "one batch");
   ASSERT_EQ(batch.count, 2);
   std::map<std::string, std::vector<float>> eager_state;
   for (ExecMode mode : {ExecMode::Eager, ExecMode::FullCapture}) {
-    Trainer t(small_gpt(backend, mode), data::data_view(batch), data::data_view(batch));
+    RunOptions o = small_gpt(backend, mode);
+    testing::set_precision_case(o.train, precision);
+    Trainer t(o, data::data_view(batch), data::data_view(batch));
     const EpochStats first = t.run_epoch();
     EpochStats last = first;
     int steps = 1;  // one per epoch
     for (; steps < 150 && last.train_loss >= 0.05; ++steps) last = t.run_epoch();
-    std::printf("[ gpt2-d6 ] %s, %s: loss at the first step %.3f (ln 264 = %.3f), after %d steps %.4f\n",
-                backend == Backend::Cuda ? "cuda" : "cpu", mode_name(mode).c_str(), first.train_loss, std::log(264.0),
-                steps, last.train_loss);
+    std::printf("[ gpt2-d6 ] %s %s, %s: loss at the first step %.3f (ln 264 = %.3f), after %d steps %.4f\n",
+                backend == Backend::Cuda ? "cuda" : "cpu", precision.name, mode_name(mode).c_str(), first.train_loss,
+                std::log(264.0), steps, last.train_loss);
     // Within 0.1 of ln 264: the logits' spread at initialisation adds a few
     // hundredths (measured 5.578 on the CPU); a model whose head or embedding were scaled
     // wrong starts far from it.
@@ -180,6 +182,14 @@ TEST(GptModel, TheSmallGptStartsAtLnVocabAndOverfitsOneBatch) { expect_overfits_
 TEST(GptModelGpu, TheSmallGptStartsAtLnVocabAndOverfitsOneBatch) {
   SKIP_WITHOUT_GPU();
   expect_overfits_one_batch(Backend::Cuda);
+}
+
+// The same in bf16 and fp16 AMP on the GPU: the tensor-core attention and
+// cuBLASLt in either 16-bit type.
+TEST(GptModelGpu, TheSmallGptOverfitsOneBatchInBf16AndAmp) {
+  SKIP_WITHOUT_GPU();
+  for (const testing::PrecisionCase& p : testing::kPrecisions)
+    if (p.amp) expect_overfits_one_batch(Backend::Cuda, p);
 }
 
 }  // namespace

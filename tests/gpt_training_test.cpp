@@ -1,5 +1,5 @@
 // Training the small GPT (gpt2-d6 at a quarter width, windows of 32 tokens)
-// on the CPU: every mode gives the same bits in fp32 and fp16 AMP with a
+// on the CPU: every mode gives the same bits in fp32, fp16 AMP and bf16 with a
 // shorter last batch; a warm-up on shorter windows (--seq-warmup) is the same
 // training as a model built for them; N ranks x B/N match 1 rank x B.
 #include <gtest/gtest.h>
@@ -41,23 +41,22 @@ data::ImageDataset windows(int64_t count, int64_t seq, uint64_t seed) {
 
 // 10 windows at batch 4: two full batches and a last one of 2, 3 epochs. The
 // state and the validation loss are the same bits in every mode.
-TEST(GptTraining, ModesGiveTheSameBitsInFp32AndAmpWithAShorterLastBatch) {
+TEST(GptTraining, ModesGiveTheSameBitsInEveryPrecisionWithAShorterLastBatch) {
   const data::ImageDataset train = windows(10, 32, 3), val = windows(6, 32, 4);
-  for (bool amp : {false, true}) {
+  for (const testing::PrecisionCase& p : testing::kPrecisions) {
     std::map<std::string, std::vector<float>> ref;
     double ref_val = 0;  // the validation loss, from the inference graphs (captured in the capture modes)
     for (const auto& [mode, split] : testing::kModeRuns) {
       RunOptions o = small_gpt(mode, 32, 4);
       o.epochs = 3;
-      o.train.amp = amp;
-      o.train.init_loss_scale = amp ? 1024.f : 1.f;
+      testing::set_precision_case(o.train, p);
       o.step_graphs = !split;
       Trainer t(o, testing::view_of(train), testing::view_of(val));
       ASSERT_EQ(t.plans().plan(Variant::TrainLast).dims.global_batch, 2);
       EpochStats s;
       for (int e = 0; e < 3; ++e) s = t.run_epoch();
-      std::printf("[ gpt modes ] %s %s%s: train loss %.4f, val loss %.4f\n", amp ? "amp" : "fp32",
-                  mode_name(mode).c_str(), split ? " (split steps)" : "", s.train_loss, s.val_loss);
+      std::printf("[ gpt modes ] %s %s%s: train loss %.4f, val loss %.4f\n", p.name, mode_name(mode).c_str(),
+                  split ? " (split steps)" : "", s.train_loss, s.val_loss);
       EXPECT_EQ(s.skipped_steps, 0);
       const auto state = testing::state_of(t);
       if (ref.empty()) {
@@ -65,25 +64,25 @@ TEST(GptTraining, ModesGiveTheSameBitsInFp32AndAmpWithAShorterLastBatch) {
         ref_val = s.val_loss;
         continue;
       }
-      EXPECT_EQ(testing::differing_tensors(ref, state, cat(amp ? "amp " : "fp32 ", "eager vs ", mode_name(mode))), 0);
+      EXPECT_EQ(testing::differing_tensors(ref, state, cat(p.name, " eager vs ", mode_name(mode))), 0);
       EXPECT_EQ(s.val_loss, ref_val) << mode_name(mode) << ": the validation loss differs from eager's";
     }
   }
 }
 
 // Note [optimizer tail]: with fusion AdamW unscales, updates, moves the EMA
-// and writes the f16 copy in one node, and GradNorm unscales as it squares;
-// without, UnscaleGrads, AdamW, a Lerp and a Cast. The same bits, in fp32 and
-// AMP, with the clip binding (a bound of 0.5) and a shorter last batch.
+// and writes the 16-bit copy in one node, and GradNorm unscales as it squares;
+// without, UnscaleGrads (fp16 AMP only), AdamW, a Lerp and a Cast. The same
+// bits, in every precision, with the clip binding (a bound of 0.5) and a
+// shorter last batch.
 void expect_the_tail_changes_no_bit(Backend backend) {
   const data::ImageDataset train = windows(10, 32, 8), val = windows(4, 32, 9);
-  for (bool amp : {false, true}) {
+  for (const testing::PrecisionCase& p : testing::kPrecisions) {
     std::map<std::string, std::vector<float>> ref;
     for (bool fusion : {false, true}) {
       RunOptions o = small_gpt(ExecMode::FullCapture, 32, 4);
       o.epochs = 3;
-      o.train.amp = amp;
-      o.train.init_loss_scale = amp ? 1024.f : 1.f;
+      testing::set_precision_case(o.train, p);
       o.train.max_grad_norm = 0.5f;
       o.train.fusion = fusion;
       o.backend = backend;
@@ -99,9 +98,41 @@ void expect_the_tail_changes_no_bit(Backend backend) {
         ref = state;
         continue;
       }
-      EXPECT_EQ(testing::differing_tensors(ref, state, amp ? "amp, fused tail vs not" : "fp32, fused tail vs not"), 0);
+      EXPECT_EQ(testing::differing_tensors(ref, state, cat(p.name, ", fused tail vs not")), 0);
     }
   }
+}
+
+// bf16 has f32's exponent range: no loss scaling. Its recipe has no
+// UnscaleGrads node even unfused, its compute copies are bf16 (named so),
+// and the loss scale stays 1 through training, with no step skipped.
+TEST(GptTraining, Bf16RunsAtAFixedLossScaleOfOne) {
+  const data::ImageDataset train = windows(8, 32, 12), val = windows(4, 32, 13);
+  RunOptions o = small_gpt(ExecMode::FullCapture, 32, 4);
+  o.epochs = 2;
+  o.train.fusion = false;
+  testing::set_precision_case(o.train, testing::kPrecisions[2]);
+  ASSERT_EQ(o.train.amp_dtype, DType::BF16);
+  Trainer t(o, testing::view_of(train), testing::view_of(val));
+  int unscales = 0, compute_copies = 0;
+  for (const Node& n : t.model().cg.nodes(GraphId::NAN_CHECK_AND_GRAD_SCALING)) unscales += n.label == "unscale_grads";
+  for (TensorId id = 0; id < t.model().cg.num_tensors(); ++id) {
+    const TensorInfo& ti = t.model().cg.tensor(id);
+    if (ti.role != Role::ParamCompute) continue;
+    ++compute_copies;
+    EXPECT_EQ(ti.dtype, DType::BF16) << ti.name;
+    EXPECT_TRUE(ti.name.ends_with(".bf16")) << ti.name;
+  }
+  EXPECT_EQ(unscales, 0);
+  EXPECT_GT(compute_copies, 0);
+  EpochStats s;
+  for (int e = 0; e < 2; ++e) s = t.run_epoch();
+  const TrainScalars sc = read_scalars(t.plans(), t.context(0));
+  EXPECT_EQ(sc.loss_scale, 1.f);
+  EXPECT_EQ(sc.skipped_steps, 0);
+  EXPECT_EQ(sc.step, 4);
+  std::printf("[ gpt modes ] bf16: loss scale %g after %d steps, train loss %.4f\n", sc.loss_scale, sc.step,
+              s.train_loss);
 }
 
 TEST(GptTraining, TheOptimizerTailChangesNoBit) { expect_the_tail_changes_no_bit(Backend::Cpu); }

@@ -138,7 +138,7 @@ TEST(GpuTraining, ModesAreBitIdenticalOver100Steps) {
   SKIP_WITHOUT_GPU();
   const auto train = testing::model_data("cnn", 25 * 48 - 20, 45);  // 25 steps/epoch, last one short
   const auto val = testing::model_data("cnn", 200, 46);
-  for (bool amp : {false, true}) {
+  for (const testing::PrecisionCase& p : testing::kPrecisions) {
     std::map<std::string, std::vector<float>> ref;
     for (auto [mode, split] : testing::kModeRuns) {
       RunOptions o = small_run("cnn", OptimizerKind::Lars, mode, 48);
@@ -147,8 +147,7 @@ TEST(GpuTraining, ModesAreBitIdenticalOver100Steps) {
       o.epochs = 4;
       o.lowres_epochs = 2;
       o.lowres_size = 20;
-      o.train.amp = amp;
-      o.train.init_loss_scale = amp ? 4096.f : 1.f;
+      testing::set_precision_case(o.train, p);
       Trainer t(o, view_of(train), view_of(val));
       for (int e = 0; e < 4; ++e) t.run_epoch();
       const auto s = state_of(t);
@@ -157,9 +156,9 @@ TEST(GpuTraining, ModesAreBitIdenticalOver100Steps) {
         continue;
       }
       const int differing = testing::differing_tensors(
-          ref, s, cat("eager vs ", mode_name(mode), split ? " split" : "", amp ? " (amp)" : ""));
+          ref, s, cat("eager vs ", mode_name(mode), split ? " split" : "", " (", p.name, ")"));
       std::printf("[ modes ] %s%s %s: %zu state tensors, %d differ from eager\n", mode_name(mode).c_str(),
-                  split ? " (split steps)" : "", amp ? "amp" : "fp32", s.size(), differing);
+                  split ? " (split steps)" : "", p.name, s.size(), differing);
     }
   }
 }

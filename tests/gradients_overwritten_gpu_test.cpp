@@ -16,12 +16,11 @@ namespace {
 TEST(GradientsOverwrittenGpu, PoisonBetweenStepsChangesNoBit) {
   SKIP_WITHOUT_GPU();
   for (const std::string model : {"cnn", "resnet18", "vgg16bn"}) {
-    for (bool amp : {false, true}) {
+    for (const testing::PrecisionCase& p : testing::kPrecisions) {
       RunOptions o = model == "cnn" ? testing::small_run(model, OptimizerKind::Sgd, ExecMode::FullCapture, 64)
                                     : testing::zoo_run(model, OptimizerKind::Sgd, ExecMode::FullCapture, 32, 0.25);
       o.backend = Backend::Cuda;
-      o.train.amp = amp;
-      o.train.init_loss_scale = amp ? 256.f : 1.f;
+      testing::set_precision_case(o.train, p);
       testing::expect_poisoned_gradients_change_nothing(o, 94);
     }
   }

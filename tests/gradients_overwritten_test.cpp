@@ -1,7 +1,7 @@
 // Note [gradients are overwritten] (framework/runtime/step_loop.h): the
 // gradient region is cleared once an epoch, so every step must write every
 // gradient element before anything reads it. Each model of the registry, in
-// fp32 and AMP, trains three steps with its gradients poisoned with NaN
+// fp32, fp16 AMP and bf16, trains three steps with its gradients poisoned with NaN
 // between steps, and must end bit for bit where the clean run ends.
 #include <gtest/gtest.h>
 
@@ -14,18 +14,16 @@ using testing::expect_poisoned_gradients_change_nothing;
 
 TEST(GradientsOverwritten, PoisonBetweenStepsChangesNoBit) {
   for (const char* model : {"mlp", "cnn"}) {
-    for (bool amp : {false, true}) {
+    for (const testing::PrecisionCase& p : testing::kPrecisions) {
       RunOptions o = testing::small_run(model, OptimizerKind::Sgd, ExecMode::Eager, 16);
-      o.train.amp = amp;
-      o.train.init_loss_scale = amp ? 256.f : 1.f;
+      testing::set_precision_case(o.train, p);
       expect_poisoned_gradients_change_nothing(o, 91);
     }
   }
   for (const std::string& model : testing::zoo_models()) {
-    for (bool amp : {false, true}) {
+    for (const testing::PrecisionCase& p : testing::kPrecisions) {
       RunOptions o = testing::zoo_run(model, OptimizerKind::Sgd, ExecMode::Eager, 8);
-      o.train.amp = amp;
-      o.train.init_loss_scale = amp ? 256.f : 1.f;
+      testing::set_precision_case(o.train, p);
       expect_poisoned_gradients_change_nothing(o, 92);
     }
   }

@@ -17,6 +17,7 @@
 #include <limits>
 #include <vector>
 
+#include "framework/core/bf16.h"
 #include "framework/core/dtype.h"
 #include "framework/core/half.h"
 #include "framework/core/rng.h"
@@ -53,6 +54,7 @@ class HostTensor {
     switch (dtype_) {
       case DType::F32: return as<float>()[i];
       case DType::F16: return half_to_float(as<half_t>()[i]);
+      case DType::BF16: return bf16_to_float(as<bf16_t>()[i]);
       case DType::F64: return as<double>()[i];
       case DType::U8: return as<uint8_t>()[i];
       case DType::I32: return as<int32_t>()[i];
@@ -63,6 +65,7 @@ class HostTensor {
     switch (dtype_) {
       case DType::F32: as<float>()[i] = float(v); break;
       case DType::F16: as<half_t>()[i] = float_to_half(float(v)); break;
+      case DType::BF16: as<bf16_t>()[i] = float_to_bf16(float(v)); break;
       case DType::F64: as<double>()[i] = v; break;
       case DType::U8: as<uint8_t>()[i] = uint8_t(v); break;
       case DType::I32: as<int32_t>()[i] = int32_t(v); break;

@@ -4,8 +4,10 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
+#include "framework/core/bf16.h"
 #include "framework/core/error.h"
 #include "framework/core/half.h"
 #include "framework/ops/kernels/range_util.h"
@@ -35,6 +37,52 @@ TEST(RangeOpsAmp, CastF32ToF16RoundsToNearestEvenAndBack) {
   EXPECT_EQ(back[3], 65504.f);
   EXPECT_TRUE(std::isinf(back[4]));
   EXPECT_EQ(back[7], 1.f);
+}
+
+// bf16 is the top half of an f32, rounded to nearest even on the 16 bits
+// dropped: 1 + 2^-8 is a tie and stays 1 (even); 1 + 3 * 2^-8 is a tie and
+// goes up to the even 1 + 2^-6 (0x3f82); anything above a tie goes up; the
+// largest float rounds to inf; f32 subnormals survive (bf16 has f32's range);
+// NaN becomes the canonical quiet NaN 0x7fff, as cvt.rn.bf16.f32 writes it.
+// Back to f32 is exact, and the NaN check sees bf16's NaN and inf.
+TEST(RangeOpsAmp, CastF32ToBF16RoundsToNearestEvenAndBack) {
+  auto from_bits = [](uint32_t b) {
+    float x;
+    std::memcpy(&x, &b, 4);
+    return x;
+  };
+  std::vector<float> f = {1.f,
+                          -2.f,
+                          from_bits(0x3f808000u),
+                          from_bits(0x3f818000u),
+                          from_bits(0x3f808001u),
+                          std::numeric_limits<float>::max(),
+                          from_bits(0x00018000u),
+                          NAN,
+                          -INFINITY,
+                          1e30f};
+  std::vector<bf16_t> h(f.size(), bf16_t{0x1234});
+  Call c;
+  c.set_ops({operand(f), operand(h)});
+  c.run(cast_cpu);
+  const uint16_t want[] = {0x3f80, 0xc000, 0x3f80, 0x3f82, 0x3f81, 0x7f80, 0x0002, 0x7fff, 0xff80, 0x714a};
+  for (size_t i = 0; i < f.size(); ++i) EXPECT_EQ(h[i].bits, want[i]) << i;
+  std::vector<float> back(f.size(), 0.f);
+  c.scalars.pending_inf = 0;
+  c.attrs.check_finite = true;
+  c.set_ops({operand(h), operand(back)});
+  c.run(cast_cpu);
+  EXPECT_EQ(c.scalars.pending_inf, 1) << "inf and NaN among the bf16 values";
+  EXPECT_EQ(back[0], 1.f);
+  EXPECT_EQ(back[3], 1.f + 1.f / 64.f);
+  EXPECT_EQ(back[6], from_bits(0x00020000u));
+  EXPECT_TRUE(std::isnan(back[7]));
+  EXPECT_EQ(back[9], from_bits(0x714a0000u));
+  // Every bf16 that is not a NaN makes the round trip unchanged.
+  for (uint32_t b = 0; b < 0x10000u; ++b) {
+    if ((b & 0x7f80u) == 0x7f80u && (b & 0x7fu) != 0) continue;
+    ASSERT_EQ(float_to_bf16(bf16_to_float(bf16_t{uint16_t(b)})).bits, b);
+  }
 }
 
 TEST(RangeOpsAmp, CastSameDtypeCopies) {

@@ -7,10 +7,13 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "framework/core/bf16.h"
 #include "framework/core/half.h"
 #include "framework/ops/gpu_handles.h"
 #include "framework/ops/range/amp_ops.h"
@@ -43,7 +46,13 @@ struct DevBuf {
     EXPECT_EQ(cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
     return h;
   }
-  void poison() { EXPECT_EQ(cudaMemset(p, 0xff, n * sizeof(T)), cudaSuccess); }
+  // cudaMemset runs on the legacy stream, which the tests' non-blocking stream
+  // does not wait for: without the synchronisation a large buffer's poison
+  // could land after the kernel under test has written it.
+  void poison() {
+    EXPECT_EQ(cudaMemset(p, 0xff, n * sizeof(T)), cudaSuccess);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  }
 };
 
 template <class T>
@@ -55,6 +64,10 @@ inline DType dtype_of<float>() {
 template <>
 inline DType dtype_of<half_t>() {
   return DType::F16;
+}
+template <>
+inline DType dtype_of<bf16_t>() {
+  return DType::BF16;
 }
 template <>
 inline DType dtype_of<double>() {
@@ -84,14 +97,27 @@ RangeOperand operand(DevBuf<T>& d, const std::vector<Segment>* segs = nullptr) {
 
 inline bool bitwise_equal(const void* a, const void* b, size_t bytes) { return std::memcmp(a, b, bytes) == 0; }
 
+// An element's bytes in hex, most significant first (little-endian host).
+template <class T>
+inline std::string hex_of(const T& v) {
+  const unsigned char* b = reinterpret_cast<const unsigned char*>(&v);
+  std::string s = "0x";
+  const char* digits = "0123456789abcdef";
+  for (size_t k = sizeof(T); k-- > 0;) s += {digits[b[k] >> 4], digits[b[k] & 15]};
+  return s;
+}
+
 template <class T>
 inline void expect_bitwise(const std::vector<T>& got, const std::vector<T>& want, const char* what) {
   ASSERT_EQ(got.size(), want.size());
+  size_t first = got.size(), count = 0;
   for (size_t i = 0; i < got.size(); ++i)
     if (!bitwise_equal(&got[i], &want[i], sizeof(T))) {
-      ADD_FAILURE() << what << ": first difference at " << i << " of " << got.size();
-      return;
+      if (count++ == 0) first = i;
     }
+  if (count > 0)
+    ADD_FAILURE() << what << ": " << count << " of " << got.size() << " elements differ; the first at " << first
+                  << ": " << hex_of(got[first]) << ", expected " << hex_of(want[first]);
 }
 
 inline void expect_scalars(const TrainScalars& got, const TrainScalars& want, const char* what) {

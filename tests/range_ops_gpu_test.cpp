@@ -86,6 +86,43 @@ TEST_F(RangeOpsGpu, CastMatchesCpuBitwiseBothWays) {
   }
 }
 
+// bf16 keeps f32's exponent: floats across the whole f32 range, subnormals,
+// ties of the 16 bits dropped (to even), the largest finite floats (which
+// round to inf) and infinities, both ways, bit for bit with the CPU's
+// float_to_bf16; NaN becomes the canonical 0x7fff on both sides.
+TEST_F(RangeOpsGpu, BF16CastMatchesCpuBitwiseBothWays) {
+  std::mt19937 rng(13);
+  std::uniform_int_distribution<uint32_t> any(0, 0xffffffffu);
+  for (int64_t n : {int64_t(5), int64_t(4096 + 3), int64_t(500009)}) {
+    std::vector<float> f(n);
+    for (auto& x : f) {
+      uint32_t b = any(rng);
+      if (b % 4 == 0) b = (b & 0xffff0000u) | 0x8000u;  // a tie in one case of four
+      std::memcpy(&x, &b, 4);
+    }
+    f[0] = std::numeric_limits<float>::max();
+    f[1] = -INFINITY;
+    f[2] = NAN;
+    f[3] = std::numeric_limits<float>::denorm_min();
+    std::vector<bf16_t> h(n, bf16_t{0x1234});
+    DevBuf<float> gf(f);
+    DevBuf<bf16_t> gh(h);
+    gh.poison();
+    run_gpu(cast_cuda, {operand(gf), operand(gh)});
+    run_cpu(cast_cpu, {operand(f), operand(h)});
+    expect_bitwise(gh.download(), h, "f32->bf16");
+    EXPECT_EQ(h[0].bits, 0x7f80) << "the largest float rounds to inf";
+    EXPECT_EQ(h[2].bits, 0x7fff) << "NaN";
+
+    std::vector<float> back(n, 0.f);
+    DevBuf<float> gb(back);
+    gb.poison();
+    run_gpu(cast_cuda, {operand(gh), operand(gb)});
+    run_cpu(cast_cpu, {operand(h), operand(back)});
+    expect_bitwise(gb.download(), back, "bf16->f32");
+  }
+}
+
 TEST_F(RangeOpsGpu, CastNanStaysNan) {
   std::vector<float> f(8, NAN);
   std::vector<half_t> h(8);

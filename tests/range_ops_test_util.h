@@ -5,6 +5,7 @@
 #include <initializer_list>
 #include <vector>
 
+#include "framework/core/bf16.h"
 #include "framework/core/half.h"
 #include "framework/ops/op_call.h"
 #include "framework/ops/train_scalars.h"
@@ -27,6 +28,14 @@ inline RangeOperand operand(std::vector<half_t>& v) {
   RangeOperand o;
   o.data = v.data();
   o.dtype = DType::F16;
+  o.elems = int64_t(v.size());
+  return o;
+}
+
+inline RangeOperand operand(std::vector<bf16_t>& v) {
+  RangeOperand o;
+  o.data = v.data();
+  o.dtype = DType::BF16;
   o.elems = int64_t(v.size());
   return o;
 }

@@ -85,6 +85,16 @@ TEST(TrainSetup, EveryRecipeIsTheTtaDefaultAndPlainIsNot) {
     EXPECT_FALSE(f.train.amp) << model;
     EXPECT_FALSE(f.train.augment.any()) << model;
     EXPECT_FALSE(f.train.tta_flip) << model;
+    // --precision over the recipe's: bf16 runs without loss scaling, amp starts at 2^16.
+    const RunOptions b = setup_of("--model " + model + " " + kTiny + " --precision bf16", true).options;
+    EXPECT_TRUE(b.train.amp) << model;
+    EXPECT_EQ(b.train.amp_dtype, DType::BF16) << model;
+    EXPECT_FALSE(b.train.loss_scaling()) << model;
+    EXPECT_EQ(b.train.init_loss_scale, 1.f) << model;
+    const RunOptions a = setup_of("--model " + model + " " + kTiny + " --precision amp", false).options;
+    EXPECT_EQ(a.train.amp_dtype, DType::F16) << model;
+    EXPECT_TRUE(a.train.loss_scaling()) << model;
+    EXPECT_EQ(a.train.init_loss_scale, 65536.f) << model;
   }
   EXPECT_EQ(models_with_a_recipe, 3);  // mlp, cnn, resnet18 (model_registry.cpp)
 }

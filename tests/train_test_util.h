@@ -77,8 +77,8 @@ inline void poison_gradients(Trainer& t) {
     const TensorInfo& ti = m.cg.tensor(id);
     if (ti.role != Role::Grad && ti.role != Role::GradMaster) continue;
     const size_t n = static_cast<size_t>(p.shape_of(id).numel());
-    if (ti.dtype == DType::F16) {
-      const std::vector<uint16_t> nan(n, 0x7e00);
+    if (is_half(ti.dtype)) {
+      const std::vector<uint16_t> nan(n, ti.dtype == DType::BF16 ? 0x7fc0 : 0x7e00);
       ctx.upload(p.offset_of(id), nan.data(), 2 * n);
     } else {
       ASSERT_EQ(ti.dtype, DType::F32) << ti.name;
@@ -358,14 +358,30 @@ inline data::ImageDataset run_data(const RunOptions& o, int64_t count, uint64_t 
   return data::make_synthetic(count, m.in_height, m.in_width, m.in_channels, m.classes, seed);
 }
 
+// The precisions the mode tests run: fp32, fp16 AMP (at a loss scale of
+// 1024, so that some steps overflow and are skipped in every mode alike) and
+// bf16 (no loss scaling).
+struct PrecisionCase {
+  const char* name;
+  bool amp;
+  DType dtype;
+};
+inline constexpr PrecisionCase kPrecisions[] = {
+    {"fp32", false, DType::F16}, {"amp", true, DType::F16}, {"bf16", true, DType::BF16}};
+inline void set_precision_case(TrainConfig& tc, const PrecisionCase& p) {
+  tc.amp = p.amp;
+  tc.amp_dtype = p.dtype;
+  tc.init_loss_scale = tc.loss_scaling() ? 1024.f : 1.f;
+}
+
 // The specification of the modes for one model: two epochs of
 // `steps_per_epoch` steps, the last one short, the first at 24x24 where the
-// model takes it (a resolution switch), in fp32 and AMP; every mode's state
+// model takes it (a resolution switch), in fp32, fp16 AMP and bf16; every mode's state
 // compared with eager's, bit for bit, one line printed per mode. `base` gives
 // the model, backend and batch.
 inline void expect_modes_bit_identical(const RunOptions& base, int64_t steps_per_epoch, uint64_t seed) {
   const int64_t B = base.batch;
-  for (bool amp : {false, true}) {
+  for (const PrecisionCase& precision : kPrecisions) {
     std::map<std::string, std::vector<float>> ref;
     for (auto [mode, split] : kModeRuns) {
       RunOptions o = base;
@@ -374,8 +390,7 @@ inline void expect_modes_bit_identical(const RunOptions& base, int64_t steps_per
       o.epochs = 2;
       o.lowres_epochs = builds_at(o, 24) ? 1 : 0;
       o.lowres_size = 24;
-      o.train.amp = amp;
-      o.train.init_loss_scale = amp ? 1024.f : 1.f;
+      set_precision_case(o.train, precision);
       const auto train = run_data(o, steps_per_epoch * B - B / 4, seed);
       const auto val = run_data(o, 2 * B, seed + 1);
       Trainer t(o, view_of(train), view_of(val));
@@ -387,9 +402,9 @@ inline void expect_modes_bit_identical(const RunOptions& base, int64_t steps_per
       }
       const std::string& model = o.model.name;
       const int differing = differing_tensors(
-          ref, s, cat(model, ": eager vs ", mode_name(mode), split ? " split" : "", amp ? " (amp)" : ""));
+          ref, s, cat(model, ": eager vs ", mode_name(mode), split ? " split" : "", " (", precision.name, ")"));
       std::printf("[ zoo modes ] %s %s%s %s, %lld steps: %zu state tensors, %d differ from eager\n", model.c_str(),
-                  mode_name(mode).c_str(), split ? " (split steps)" : "", amp ? "amp" : "fp32",
+                  mode_name(mode).c_str(), split ? " (split steps)" : "", precision.name,
                   static_cast<long long>(2 * steps_per_epoch), s.size(), differing);
     }
   }
@@ -415,7 +430,8 @@ inline void expect_poisoned_gradients_change_nothing(const RunOptions& o, uint64
     if (step < 2) poison_gradients(poisoned);
   }
   const auto ref = state_of(clean);
-  const std::string what = cat(o.model.name, o.train.amp ? " amp " : " fp32 ", mode_name(o.mode));
+  const std::string what =
+      cat(o.model.name, " ", o.train.amp ? dtype_name(o.train.amp_dtype) : "f32", " ", mode_name(o.mode));
   const int differing = differing_tensors(ref, state_of(poisoned), what + ", gradients poisoned between steps");
   const TrainScalars a = read_scalars(clean.plans(), clean.context(0));
   const TrainScalars b = read_scalars(poisoned.plans(), poisoned.context(0));

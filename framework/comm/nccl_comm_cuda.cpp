@@ -43,6 +43,16 @@ class NcclComm final : public Communicator {
     TR_GPU_CHECK(ncclGroupEnd());
     trace("NCCL: communicators ready");
   }
+  static ncclDataType_t nccl_type(DType dtype) {
+    switch (dtype) {
+      case DType::F32: return ncclFloat32;
+      case DType::F16: return ncclFloat16;
+      case DType::BF16: return ncclBfloat16;
+      case DType::F64: return ncclFloat64;
+      default: break;
+    }
+    throw Error(cat("NCCL all-reduce of ", dtype_name(dtype)));
+  }
   ~NcclComm() override {
     trace("NCCL: destroying ", comms_.size(), " communicator(s)");
     for (auto c : comms_)
@@ -50,9 +60,7 @@ class NcclComm final : public Communicator {
   }
   int ranks() const override { return ranks_; }
   void allreduce(int rank, void* data, int64_t elems, DType dtype, ReduceOp op, void* stream) override {
-    TR_CHECK(dtype == DType::F32 || dtype == DType::F16 || dtype == DType::F64, "NCCL all-reduce of ",
-             dtype_name(dtype));
-    const ncclDataType_t t = dtype == DType::F32 ? ncclFloat32 : dtype == DType::F16 ? ncclFloat16 : ncclFloat64;
+    const ncclDataType_t t = nccl_type(dtype);
     const ncclRedOp_t how = op == ReduceOp::Average ? ncclAvg : ncclSum;
     TR_GPU_CHECK(ncclAllReduce(data, data, static_cast<size_t>(elems), t, how,
                                comms_.at(static_cast<size_t>(rank - first_rank_)), static_cast<cudaStream_t>(stream)));

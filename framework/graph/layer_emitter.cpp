@@ -3,7 +3,7 @@
 namespace tr {
 
 LayerEmitter::LayerEmitter(ComputationGraph& cg, const TrainConfig& t)
-    : cg_(cg), tc_(t), T_(t.amp ? DType::F16 : DType::F32) {}
+    : cg_(cg), tc_(t), T_(t.amp ? t.amp_dtype : DType::F32) {}
 
 TensorId LayerEmitter::activation(const std::string& name, DType dt) {
   TensorInfo ti;
@@ -52,14 +52,15 @@ Param LayerEmitter::param(const std::string& name, Shape s, ParamGroup g, bool d
   const bool amp = tc_.amp;
   Param p;
   p.master = layout_tensor(name, Role::ParamMaster, DType::F32, s, g, slot, decay, init, std);
-  p.compute = amp ? layout_tensor(name + ".f16", Role::ParamCompute, T_, s, g, slot, decay) : p.master;
+  const std::string half = cat(".", dtype_name(T_));  // ".f16" or ".bf16"
+  p.compute = amp ? layout_tensor(name + half, Role::ParamCompute, T_, s, g, slot, decay) : p.master;
   p.grad = layout_tensor(name + ".grad", Role::Grad, T_, s, g, slot, decay);
   p.grad_master = amp ? layout_tensor(name + ".grad.f32", Role::GradMaster, DType::F32, s, g, slot, decay) : p.grad;
   layout_tensor(name + ".opt1", Role::OptState1, DType::F32, s, g, slot, decay);
   if (tc_.optimizer == OptimizerKind::AdamW)
     layout_tensor(name + ".opt2", Role::OptState2, DType::F32, s, g, slot, decay);
   p.ema = layout_tensor(name + ".ema", Role::EmaParam, DType::F32, s, g, slot, decay);
-  p.ema_compute = amp ? layout_tensor(name + ".ema.f16", Role::EmaParamCompute, T_, s, g, slot, decay) : p.ema;
+  p.ema_compute = amp ? layout_tensor(name + ".ema" + half, Role::EmaParamCompute, T_, s, g, slot, decay) : p.ema;
   return p;
 }
 

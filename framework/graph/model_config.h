@@ -61,8 +61,13 @@ struct AugmentConfig {
 
 struct TrainConfig {
   OptimizerKind optimizer = OptimizerKind::AdamW;
-  bool amp = false;  // f16 storage/compute with f32 master weights
-  int ranks = 1;     // data-parallel ranks (threads on the CPU, GPUs on CUDA)
+  // Mixed precision: 16-bit storage and tensor-core compute with f32 master
+  // weights. amp_dtype F16 (--precision amp) scales the loss; BF16
+  // (--precision bf16) keeps f32's exponent range and runs at a fixed scale 1.
+  bool amp = false;
+  DType amp_dtype = DType::F16;
+  bool loss_scaling() const { return amp && amp_dtype == DType::F16; }
+  int ranks = 1;  // data-parallel ranks (threads on the CPU, GPUs on CUDA)
   float label_smoothing = 0.1f;
   float weight_decay = 0.f;
   float momentum = 0.9f;  // SGD / LARS
@@ -73,7 +78,7 @@ struct TrainConfig {
   float trust_coef = 0.02f;     // LARS
   float bn_momentum = 0.1f;     // running += bn_momentum * (batch - running)
   float ema_decay = 0.99f;      // ema += (1 - decay) * (param - ema)
-  float init_loss_scale = 1.f;  // AMP defaults to 65536 (set by the caller)
+  float init_loss_scale = 1.f;  // fp16 AMP defaults to 65536 (set by the caller)
   int loss_scale_growth_interval = 1000;
   int64_t schedule_len = 1;  // entries in the device-side learning-rate table
   // Weight gradients on COMP_2 beside the data-gradient chain (Note [streams

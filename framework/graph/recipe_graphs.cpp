@@ -19,7 +19,8 @@ struct Recipe {
   const RecipeTensors& ids;
   bool has_bn = false;
   int32_t deep_comm_slot_hi = 0;
-  bool amp = false;
+  bool amp = false;         // 16-bit compute copies and gradients, f32 masters
+  bool scaled = false;      // fp16 AMP: the loss is scaled, the gradients unscaled
   Role grads = Role::Grad;  // the gradients the step reads: the f32 masters with AMP
   bool tail = false;        // Note [optimizer tail]
   bool check_in_casts = false;
@@ -76,7 +77,7 @@ void emit_collectives(const Recipe& r) {
 void emit_step_scalars(const Recipe& r) {
   if (!r.tc.fusion) r.cg.add(GraphId::ACCUM_METRICS, range(RangeOp::Accumulate, r.metrics(), "accum_metrics"));
   RangeAttrs ls;
-  ls.dynamic_scale = r.amp;
+  ls.dynamic_scale = r.scaled;
   ls.growth_interval = r.tc.loss_scale_growth_interval;
   ls.update_scale = r.tail;  // the optimizer reads AdvanceStep's grad_unscale, not the scale
   const GraphId nan = GraphId::NAN_CHECK_AND_GRAD_SCALING;
@@ -87,12 +88,12 @@ void emit_step_scalars(const Recipe& r) {
     step_ops.insert(step_ops.end(), m.begin(), m.end());
   }
   r.cg.add(nan, range(RangeOp::AdvanceStep, step_ops, "advance_step", ls));
-  if (r.amp && !r.tail) r.cg.add(nan, range(RangeOp::UnscaleGrads, {RangeRef::region(r.grads)}, "unscale_grads"));
+  if (r.scaled && !r.tail) r.cg.add(nan, range(RangeOp::UnscaleGrads, {RangeRef::region(r.grads)}, "unscale_grads"));
   // The global norm of the unscaled, all-reduced gradients, for AdamW's clip.
   if (r.tc.max_grad_norm > 0) {
     RangeAttrs gn;
     gn.max_norm = r.tc.max_grad_norm;
-    gn.unscale = r.amp && r.tail;  // the gradients are still scaled: the optimizer unscales them
+    gn.unscale = r.scaled && r.tail;  // the gradients are still scaled: the optimizer unscales them
     r.cg.add(nan, range(RangeOp::GradNorm, {RangeRef::region(r.grads), RangeRef::of(r.ids.grad_norm_partials)},
                         "grad_norm", gn));
   }
@@ -134,7 +135,7 @@ void emit_optimizer(const Recipe& r) {
           const std::vector<RangeRef> bn = r.bn_stats();
           ops.insert(ops.end(), bn.begin(), bn.end());
         }
-        oa.unscale = r.amp;
+        oa.unscale = r.scaled;
         oa.ema_t = 1.f - tc.ema_decay;
         oa.bn_stats = r.has_bn;
         oa.t = tc.bn_momentum;
@@ -148,7 +149,7 @@ void emit_optimizer(const Recipe& r) {
         std::vector<RangeRef> ops = param_ops(kAllGroups);
         ops.push_back(RangeRef::region(Role::EmaParam));
         if (r.amp) ops.push_back(RangeRef::region(Role::ParamCompute));
-        oa.unscale = r.amp;
+        oa.unscale = r.scaled;
         oa.ema_t = 1.f - tc.ema_decay;
         r.cg.add(GraphId::OPTIMIZER, range(RangeOp::AdamW, ops, "adamw_tail", oa));
       } else {
@@ -199,6 +200,7 @@ void emit_recipe_graphs(ComputationGraph& cg, const TrainConfig& tc, const Recip
                         int32_t deep_comm_slot_hi) {
   Recipe r{cg, tc, ids, has_bn, deep_comm_slot_hi};
   r.amp = tc.amp;
+  r.scaled = tc.loss_scaling();
   r.grads = tc.amp ? Role::GradMaster : Role::Grad;
   // Note [optimizer tail]: SGD's, and AdamW's in a model without BatchNorm.
   r.tail = tc.fusion && (tc.optimizer == OptimizerKind::Sgd || (tc.optimizer == OptimizerKind::AdamW && !has_bn));

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "framework/core/bf16.h"
 #include "framework/core/half.h"
 #include "framework/core/rng.h"
 
@@ -37,14 +38,15 @@ void init_arena_state(const CompiledModel& m, const PlanSet& plans, DeviceContex
     if (ti.role == Role::ParamMaster || ti.role == Role::EmaParam) {
       const auto& v = master_by_slot[static_cast<size_t>(ti.slot)];
       ctx.upload(off, v.data(), v.size() * sizeof(float));
-    } else if (ti.role == Role::ParamCompute && ti.dtype == DType::F16) {
-      // AMP's compute copy starts as the master cast to f16, Cast's rounding:
-      // with the optimizer tail fused no CAST_MAIN graph makes it (Note [optimizer
-      // tail], framework/graph/recipe_graphs.h).
+    } else if (ti.role == Role::ParamCompute && is_half(ti.dtype)) {
+      // Mixed precision's compute copy starts as the master cast to f16 or
+      // bf16, Cast's rounding: with the optimizer tail fused no CAST_MAIN graph
+      // makes it (Note [optimizer tail], framework/graph/recipe_graphs.h).
       const auto& v = master_by_slot[static_cast<size_t>(ti.slot)];
-      std::vector<half_t> h(v.size());
-      for (size_t i = 0; i < v.size(); ++i) h[i] = float_to_half(v[i]);
-      ctx.upload(off, h.data(), h.size() * sizeof(half_t));
+      std::vector<uint16_t> h(v.size());
+      for (size_t i = 0; i < v.size(); ++i)
+        h[i] = ti.dtype == DType::BF16 ? float_to_bf16(v[i]).bits : float_to_half(v[i]).bits;
+      ctx.upload(off, h.data(), h.size() * sizeof(uint16_t));
     } else if (ti.role == Role::BnRunning || ti.role == Role::EmaBnRunning) {
       const int64_t c = ti.fixed_shape[1];
       std::vector<float> v(static_cast<size_t>(2 * c), 0.f);
@@ -66,10 +68,11 @@ std::vector<float> read_tensor(const CompiledModel& m, const MemoryPlan& plan, c
   std::vector<float> out(static_cast<size_t>(n));
   if (ti.dtype == DType::F32) {
     ctx.download(plan.offset_of(t), out.data(), out.size() * 4);
-  } else if (ti.dtype == DType::F16) {
-    std::vector<half_t> h(static_cast<size_t>(n));
+  } else if (is_half(ti.dtype)) {
+    std::vector<uint16_t> h(static_cast<size_t>(n));
     ctx.download(plan.offset_of(t), h.data(), h.size() * 2);
-    for (size_t i = 0; i < h.size(); ++i) out[i] = half_to_float(h[i]);
+    for (size_t i = 0; i < h.size(); ++i)
+      out[i] = ti.dtype == DType::BF16 ? bf16_to_float(bf16_t{h[i]}) : half_to_float(half_t{h[i]});
   } else {
     TR_CHECK(false, "read_tensor: ", ti.name, " is not a float tensor");
   }

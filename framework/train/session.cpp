@@ -174,7 +174,7 @@ void TrainingSession::allocate(const TrainConfig& tc, const Dims& dims, int64_t 
     s.local_rank = ctx->rank() - first_rank();
     s.device = ctx->spec().device;
     ctx->allocate(s);
-    init_arena_state(model_, plans_, *ctx, lr_table, tc.amp ? tc.init_loss_scale : 1.f, opt_.seed);
+    init_arena_state(model_, plans_, *ctx, lr_table, tc.loss_scaling() ? tc.init_loss_scale : 1.f, opt_.seed);
   }
 }
 

@@ -9,14 +9,14 @@
 //   dk, dv:    per key, over the queries from the diagonal on.
 // Each output is summed by one thread in key (or query) order: the same bits on
 // every run, without atomics. Blocks with the longest causal rows start first.
-// f16 with head dim 64 or 128 goes to the tensor-core kernels instead
-// (attention_f16_fwd_cuda.cu, attention_f16_bwd_cuda.cu); these serve f32 and
+// f16 and bf16 with head dim 64 or 128 go to the tensor-core kernels instead
+// (attention_tc_fwd_cuda.cu, attention_tc_bwd_cuda.cu); these serve f32 and
 // the other head dims.
 #include <cmath>
 #include <type_traits>
 
 #include "framework/ops/compute/attention.h"
-#include "framework/ops/compute/attention_f16_cuda.h"
+#include "framework/ops/compute/attention_tc_cuda.h"
 #include "framework/ops/kernels/cuda_kernel_util_cuda.h"
 #include "framework/ops/op_signature.h"
 
@@ -276,12 +276,14 @@ void attention_fwd_cuda(const OpCall& c) {
   const Problem p = problem_of(c, qkv, op);
   check_like(y, qkv.dtype, p.B * p.g.T * p.g.C, op, "y");
   check_like(lse, DType::F32, int64_t(p.g.BH) * p.g.T, op, "lse");
-  if (qkv.dtype == DType::F16 && attention_f16_has_kernel(p.d, {qkv.data, y.data})) {
-    attention_f16_fwd(c.env, {int(p.B), p.g.T, p.g.H, int(p.d)}, qkv.as<__half>(), y.as<__half>(), lse.as<float>());
-    return;
-  }
   dispatch_float(qkv.dtype, op, [&](auto tag) {
     using T = decltype(tag);
+    if constexpr (!std::is_same_v<T, float>) {
+      if (attention_tc_has_kernel(p.d, {qkv.data, y.data})) {
+        attention_tc_fwd(c.env, {int(p.B), p.g.T, p.g.H, int(p.d)}, qkv.as<T>(), y.as<T>(), lse.as<float>());
+        return;
+      }
+    }
     with_head_dim(p.d, op, [&](auto dim) {
       launch_kernel(c.env, grid_of(p), attention_fwd_kernel<T, dim.value>, qkv.as<T>(), y.as<T>(), lse.as<float>(),
                     p.g);
@@ -300,13 +302,15 @@ void attention_bwd_cuda(const OpCall& c) {
   check_like(lse, DType::F32, rows, op, "lse");
   check_like(dqkv, qkv.dtype, qkv.shape.numel(), op, "dqkv");
   check_like(delta, DType::F32, rows, op, "delta");
-  if (qkv.dtype == DType::F16 && attention_f16_has_kernel(p.d, {dy.data, qkv.data, y.data, dqkv.data})) {
-    attention_f16_bwd(c.env, {int(p.B), p.g.T, p.g.H, int(p.d)}, dy.as<__half>(), qkv.as<__half>(), y.as<__half>(),
-                      lse.as<float>(), dqkv.as<__half>(), delta.as<float>());
-    return;
-  }
   dispatch_float(qkv.dtype, op, [&](auto tag) {
     using T = decltype(tag);
+    if constexpr (!std::is_same_v<T, float>) {
+      if (attention_tc_has_kernel(p.d, {dy.data, qkv.data, y.data, dqkv.data})) {
+        attention_tc_bwd(c.env, {int(p.B), p.g.T, p.g.H, int(p.d)}, dy.as<T>(), qkv.as<T>(), y.as<T>(), lse.as<float>(),
+                         dqkv.as<T>(), delta.as<float>());
+        return;
+      }
+    }
     with_head_dim(p.d, op, [&](auto dim) {
       launch_kernel(c.env, grid_of(p), attention_dq_kernel<T, dim.value>, dy.as<T>(), qkv.as<T>(), y.as<T>(),
                     lse.as<float>(), dqkv.as<T>(), delta.as<float>(), p.g);

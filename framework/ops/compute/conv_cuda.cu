@@ -274,8 +274,8 @@ ConvLaunch begin(const OpCall& c, OpKind kind, const char* op) {
   const TensorRef& a = c.in[0];
   const TensorRef& b = c.in[1];
   const TensorRef& out = c.out[0];
-  TR_CHECK(a.dtype == DType::F32 || a.dtype == DType::F16, op, ": dtype ", dtype_name(a.dtype),
-           " is not supported on CUDA (f32 or f16 only)");
+  TR_CHECK(a.dtype == DType::F32 || is_half(a.dtype), op, ": dtype ", dtype_name(a.dtype),
+           " is not supported on CUDA (f32, f16 or bf16 only)");
   check_dtype(b, a.dtype, op, "second input");
   check_dtype(out, a.dtype, op, "output");
   TR_CHECK(c.attrs != nullptr, op, ": no attributes");

@@ -11,8 +11,8 @@
 //                -> gemm(N, N, m=K, n=N, k=M, A=w lda=K, B=dy ldb=M, C=dx ldc=K)
 //   FcBwdWeight: dw^T[K,M] = x^T[K,N] * dy[N,M]
 //                -> gemm(N, T, m=K, n=M, k=N, A=x lda=K, B=dy ldb=M, C=dw ldc=K)
-// fp32 and fp16 storage, fp32 compute (CUBLAS_COMPUTE_32F: no TF32, and fp16
-// split-K reductions kept in fp32). The bias is cuBLASLt's epilogue: fp32
+// fp32, fp16 and bf16 storage, fp32 compute (CUBLAS_COMPUTE_32F: no TF32, and
+// 16-bit split-K reductions kept in fp32). The bias is cuBLASLt's epilogue: fp32
 // scale * x w^T + b rounded once to T, as the CPU reference adds it (the CPU
 // rounds the f32 product first: one rounding more, in f32 only).
 // db is a deterministic column sum (no atomics). cuBLAS runs on the op's stream
@@ -35,7 +35,13 @@ namespace {
 
 using namespace tr::cuda;
 
-cudaDataType_t cuda_type(DType t) { return t == DType::F16 ? CUDA_R_16F : CUDA_R_32F; }
+cudaDataType_t cuda_type(DType t) {
+  switch (t) {
+    case DType::F16: return CUDA_R_16F;
+    case DType::BF16: return CUDA_R_16BF;
+    default: return CUDA_R_32F;
+  }
+}
 
 // Column-major cuBLAS GEMM, fp32 compute. a/b have dtype ab, c has dtype cdt;
 // cuBLAS gets the workspace from ws_offset on (the op's scratch lies before it).

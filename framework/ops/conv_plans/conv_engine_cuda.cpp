@@ -50,7 +50,7 @@ OpAttrNames op_attr_names(ConvDir d) {
 
 cudnn_graph::Desc conv_operation_graph(cudnnHandle_t h, const ConvKey& key, std::vector<cudnn_graph::Desc>& keep) {
   using namespace cudnn_graph;
-  const cudnnDataType_t dt = key.dtype == DType::F16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+  const cudnnDataType_t dt = data_type(key.dtype);
   Desc x = tensor(kX, key.n, key.c, key.h, key.w, dt, false);
   Desc w = tensor(kW, key.k, key.c, key.r, key.r, dt, false);
   Desc y = tensor(kY, key.n, key.k, key.ho(), key.wo(), dt, false);

@@ -285,7 +285,7 @@ namespace {
 // output size (conv_out_size, the CPU's), and the math type.
 void describe_for_cudnn(ConvPlan& p) {
   const ConvKey& key = p.key;
-  const cudnnDataType_t dt = key.dtype == DType::F16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+  const cudnnDataType_t dt = cudnn_graph::data_type(key.dtype);
   const int n = int(key.n), hh = int(key.h), ww = int(key.w), c = int(key.c), k = int(key.k);
   const int r = int(key.r), st = int(key.stride), pd = int(key.pad), ho = int(key.ho()), wo = int(key.wo());
   TR_GPU_CHECK(cudnnSetTensor4dDescriptor(p.x.get(), CUDNN_TENSOR_NHWC, dt, n, c, hh, ww));
@@ -297,7 +297,7 @@ void describe_for_cudnn(ConvPlan& p) {
   TR_GPU_CHECK(cudnnGetConvolution2dForwardOutputDim(p.conv.get(), p.x.get(), p.w.get(), &on, &oc, &oh, &ow));
   TR_CHECK(on == n && oc == k && oh == ho && ow == wo, "ConvPlanCache: cuDNN's output [", on, ",", oh, ",", ow, ",", oc,
            "] differs from ", key.str());
-  p.math = key.dtype == DType::F16 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
+  p.math = is_half(key.dtype) ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
   TR_GPU_CHECK(cudnnSetConvolutionMathType(p.conv.get(), p.math));
 }
 
@@ -345,8 +345,8 @@ const ConvPlan& ConvPlanCache::prepare(const GpuHandles& g, const ConvKey& key) 
   if (auto it = plans_.find(key); it != plans_.end()) return *it->second;
 
   TR_CHECK(g.cudnn != nullptr, "ConvPlanCache::prepare: no cuDNN handle");
-  TR_CHECK(key.dtype == DType::F32 || key.dtype == DType::F16, "ConvPlanCache: ", key.str(),
-           ": only f32 and f16 run on CUDA");
+  TR_CHECK(key.dtype == DType::F32 || is_half(key.dtype), "ConvPlanCache: ", key.str(),
+           ": only f32, f16 and bf16 run on CUDA");
   for (int64_t v : {key.n, key.h, key.w, key.c, key.k, key.r, key.stride, key.ho(), key.wo()})
     TR_CHECK(v > 0 && v <= INT_MAX, "ConvPlanCache: bad dimension in ", key.str());
   TR_CHECK(key.pad >= 0 && key.pad < key.r, "ConvPlanCache: bad padding in ", key.str());

@@ -7,6 +7,16 @@
 
 namespace tr::cudnn_graph {
 
+cudnnDataType_t data_type(DType t) {
+  switch (t) {
+    case DType::F32: return CUDNN_DATA_FLOAT;
+    case DType::F16: return CUDNN_DATA_HALF;
+    case DType::BF16: return CUDNN_DATA_BFLOAT16;
+    default: break;
+  }
+  throw Error(cat("cuDNN: no tensor of ", dtype_name(t)));
+}
+
 void check(cudnnStatus_t s, const char* what) {
   if (s != CUDNN_STATUS_SUCCESS) throw Error(cat(what, ": ", cudnnGetErrorString(s)));
 }

@@ -9,7 +9,12 @@
 #include <cstdint>
 #include <vector>
 
+#include "framework/core/dtype.h"
+
 namespace tr::cudnn_graph {
+
+// cuDNN's name for a tensor's element type: f32, f16 or bf16 (others throw).
+cudnnDataType_t data_type(DType t);
 
 void check(cudnnStatus_t s, const char* what);  // throws tr::Error naming `what`
 

@@ -3,9 +3,10 @@
 // storage-dtype dispatch, element load/store, per-thread scratch and GEMM.
 //
 // Note [CPU storage and accumulation types]
-//   Storage S is float (F32), half_t (F16) or double (F64, tests only). Element
-//   arithmetic runs in A = acc_t<S>: double for F64, float otherwise (fp16 is
-//   converted to float on load and rounded once on store). Long reductions
+//   Storage S is float (F32), half_t (F16), bf16_t (BF16) or double (F64, tests
+//   only). Element arithmetic runs in A = acc_t<S>: double for F64, float
+//   otherwise (16-bit types are converted to float on load and rounded once on
+//   store). Long reductions
 //   (BN sums, bias gradients, loss sums) accumulate in double for every S: the
 //   CPU path is the oracle, so it should be the more accurate side.
 //   "f32" statistics tensors (BN sums/batch/affine/dsums, metrics) may be F32 or
@@ -16,6 +17,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "framework/core/bf16.h"
 #include "framework/core/error.h"
 #include "framework/core/half.h"
 #include "framework/ops/op_call.h"
@@ -36,6 +38,7 @@ void dispatch_float(DType t, const char* op, F&& f) {
   switch (t) {
     case DType::F32: f(StorageTag<float>{}); return;
     case DType::F16: f(StorageTag<half_t>{}); return;
+    case DType::BF16: f(StorageTag<bf16_t>{}); return;
     case DType::F64: f(StorageTag<double>{}); return;
     default: break;
   }
@@ -46,6 +49,8 @@ template <class A, class S>
 inline A load(S v) {
   if constexpr (std::is_same_v<S, half_t>) {
     return A(half_to_float(v));
+  } else if constexpr (std::is_same_v<S, bf16_t>) {
+    return A(bf16_to_float(v));
   } else {
     return A(v);
   }
@@ -55,6 +60,8 @@ template <class S, class A>
 inline S store(A v) {
   if constexpr (std::is_same_v<S, half_t>) {
     return float_to_half(float(v));
+  } else if constexpr (std::is_same_v<S, bf16_t>) {
+    return float_to_bf16(float(v));
   } else {
     return S(v);
   }
@@ -64,6 +71,7 @@ template <class S>
 constexpr DType dtype_of() {
   if constexpr (std::is_same_v<S, float>) return DType::F32;
   else if constexpr (std::is_same_v<S, half_t>) return DType::F16;
+  else if constexpr (std::is_same_v<S, bf16_t>) return DType::BF16;
   else return DType::F64;
 }
 

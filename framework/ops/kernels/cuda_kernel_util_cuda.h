@@ -1,5 +1,5 @@
 #pragma once
-// Helpers shared by the CUDA op launchers (*_cuda.cu): fp16/fp32 load-store,
+// Helpers shared by the CUDA op launchers (*_cuda.cu): f32/f16/bf16 load-store,
 // 16-byte vectors, dtype dispatch, launcher preconditions, the device's SM count
 // and the scratch workspace. Only included from .cu files.
 //
@@ -9,6 +9,7 @@
 // reductions in a fixed order (per-thread partial sums over a fixed row set,
 // shared-memory trees of fixed shape, per-block partials summed in block order),
 // and launch geometry that depends only on shapes and the device's SM count.
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -29,6 +30,7 @@ namespace tr::cuda {
 // ---- scalar conversions (fp32 accumulation everywhere) ----
 __device__ __forceinline__ float to_f(float v) { return v; }
 __device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
 
 template <typename T>
 __device__ __forceinline__ T from_f(float v);
@@ -39,6 +41,10 @@ __device__ __forceinline__ float from_f<float>(float v) {
 template <>
 __device__ __forceinline__ __half from_f<__half>(float v) {
   return __float2half_rn(v);
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
 }
 
 // ---- vectors: VEC elements of T in one aligned load/store (16 bytes at most) ----
@@ -68,20 +74,22 @@ constexpr int kVec16 = int(16 / sizeof(T));
 
 inline bool aligned_to(const void* p, size_t bytes) { return (reinterpret_cast<uintptr_t>(p) % bytes) == 0; }
 
-// ---- dtype dispatch: f(T{}) with T = float or __half; F64 and others throw ----
+// ---- dtype dispatch: f(T{}) with T = float, __half or __nv_bfloat16; F64 and others throw ----
 template <typename F>
 void dispatch_float(DType t, const char* op, F&& f) {
   switch (t) {
     case DType::F32: f(float{}); return;
     case DType::F16: f(__half{}); return;
-    default: throw Error(cat(op, ": dtype ", dtype_name(t), " is not supported on CUDA (f32 or f16 only)"));
+    case DType::BF16: f(__nv_bfloat16{}); return;
+    default: throw Error(cat(op, ": dtype ", dtype_name(t), " is not supported on CUDA (f32, f16 or bf16 only)"));
   }
 }
 
 template <typename T>
 constexpr DType dtype_of() {
   if constexpr (std::is_same_v<T, float>) return DType::F32;
-  else return DType::F16;
+  else if constexpr (std::is_same_v<T, __half>) return DType::F16;
+  else return DType::BF16;
 }
 
 // ---- launcher preconditions ----

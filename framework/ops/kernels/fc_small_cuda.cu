@@ -88,17 +88,16 @@ void launch_small_fc_bwd_weight(const ExecEnv* env, const T* x, const T* dy, T* 
                 small_fc_bwd_weight_kernel<T>, x, dy, dw, N, K, M, scale);
 }
 
-template void launch_small_fc_fwd<float>(const ExecEnv*, int, const float*, const float*, const float*, float*, int64_t,
-                                         int64_t, int64_t, float);
-template void launch_small_fc_fwd<__half>(const ExecEnv*, int, const __half*, const __half*, const __half*, __half*,
-                                          int64_t, int64_t, int64_t, float);
-template void launch_small_fc_bwd_data<float>(const ExecEnv*, int, const float*, const float*, float*, int64_t, int64_t,
-                                              int64_t, float);
-template void launch_small_fc_bwd_data<__half>(const ExecEnv*, int, const __half*, const __half*, __half*, int64_t,
-                                               int64_t, int64_t, float);
-template void launch_small_fc_bwd_weight<float>(const ExecEnv*, const float*, const float*, float*, int64_t, int64_t,
-                                                int64_t, float);
-template void launch_small_fc_bwd_weight<__half>(const ExecEnv*, const __half*, const __half*, __half*, int64_t,
-                                                 int64_t, int64_t, float);
+// f32, f16 and bf16 storage.
+#define TR_SMALL_FC_INSTANTIATE(T)                                                                                  \
+  template void launch_small_fc_fwd<T>(const ExecEnv*, int, const T*, const T*, const T*, T*, int64_t, int64_t,     \
+                                       int64_t, float);                                                             \
+  template void launch_small_fc_bwd_data<T>(const ExecEnv*, int, const T*, const T*, T*, int64_t, int64_t, int64_t, \
+                                            float);                                                                 \
+  template void launch_small_fc_bwd_weight<T>(const ExecEnv*, const T*, const T*, T*, int64_t, int64_t, int64_t, float);
+TR_SMALL_FC_INSTANTIATE(float)
+TR_SMALL_FC_INSTANTIATE(__half)
+TR_SMALL_FC_INSTANTIATE(__nv_bfloat16)
+#undef TR_SMALL_FC_INSTANTIATE
 
 }  // namespace tr::cuda

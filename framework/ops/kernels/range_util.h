@@ -91,6 +91,11 @@ TR_RANGE_HD double rn_dsqrt(double a) {
 // ---- finiteness on raw bits (independent of -ffast-math style flags) ----
 TR_RANGE_HD bool f32_bits_finite(uint32_t bits) { return (bits & 0x7f800000u) != 0x7f800000u; }
 TR_RANGE_HD bool f16_bits_finite(uint16_t bits) { return (bits & 0x7c00u) != 0x7c00u; }
+TR_RANGE_HD bool bf16_bits_finite(uint16_t bits) { return (bits & 0x7f80u) != 0x7f80u; }
+// A 16-bit compute copy's bits: f16, or bf16 (the top half of an f32).
+TR_RANGE_HD bool half_bits_finite(uint16_t bits, bool bf16) {
+  return bf16 ? bf16_bits_finite(bits) : f16_bits_finite(bits);
+}
 
 // ---- region ops ----
 TR_RANGE_HD float lerp_elem(float d, float s, float t) { return rn_add(d, rn_mul(t, rn_sub(s, d))); }
@@ -259,8 +264,8 @@ inline void check_copy_in_source(const RangeCall& c, const void* from, int i) {
 }
 
 // SgdNesterov's operands (optimizers.h): param, grad, momentum[, ema[, param
-// f16]], then with attrs.bn_stats BatchNorm's running, batch and EMA
-// statistics (f32, one size). Checks the count, the f16 compute copy and the
+// f16|bf16]], then with attrs.bn_stats BatchNorm's running, batch and EMA
+// statistics (f32, one size). Checks the count, the 16-bit compute copy and the
 // statistics; returns how many operands are the optimizer's own (n).
 inline int sgd_operands(const RangeCall& c) {
   const bool bn = c.attrs != nullptr && c.attrs->bn_stats;
@@ -268,7 +273,8 @@ inline int sgd_operands(const RangeCall& c) {
   TR_CHECK(c.ops != nullptr && n >= 3 && n <= 5, "SgdNesterov: needs 3 to 5 operands", bn ? " and 3 statistics" : "",
            ", got ", c.n_ops);
   if (n == 5) {
-    TR_CHECK(c.ops[4].dtype == DType::F16, "SgdNesterov: the compute copy must be f16");
+    TR_CHECK(is_half(c.ops[4].dtype), "SgdNesterov: the compute copy must be f16 or bf16, got ",
+             dtype_name(c.ops[4].dtype));
     check_parallel(c.ops[0], c.ops[4], "SgdNesterov");
   }
   for (int k = n; k < c.n_ops; ++k) {
@@ -280,23 +286,23 @@ inline int sgd_operands(const RangeCall& c) {
 // How many of SgdNesterov's own operands are f32 (the backend checks those
 // with its other optimizers').
 inline int sgd_f32_operands(int n) { return n < 4 ? n : 4; }
-// AdamW's operands (optimizers.h): param, grad, m, v[, ema[, param_compute f16]];
+// AdamW's operands (optimizers.h): param, grad, m, v[, ema[, param_compute f16|bf16]];
 // returns their count. Its f32 ones: the first min(n, 5).
 inline int adamw_operands(const RangeCall& c) {
   TR_CHECK(c.ops != nullptr && c.n_ops >= 4 && c.n_ops <= 6, "AdamW: needs 4 to 6 operands, got ", c.n_ops);
   if (c.n_ops == 6) {
-    TR_CHECK(c.ops[5].dtype == DType::F16, "AdamW: the compute copy must be f16");
+    TR_CHECK(is_half(c.ops[5].dtype), "AdamW: the compute copy must be f16 or bf16, got ", dtype_name(c.ops[5].dtype));
     check_parallel(c.ops[0], c.ops[5], "AdamW");
   }
   return c.n_ops;
 }
-// Cast with attrs.check_finite (amp_ops.h): only an f16 -> f32 cast may check
+// Cast with attrs.check_finite (amp_ops.h): only an f16|bf16 -> f32 cast may check
 // (its source is what CheckFinite would see, exactly), and it needs the
 // scalars. False without the attribute.
 inline bool cast_checks_finite(const RangeCall& c) {
   if (c.attrs == nullptr || !c.attrs->check_finite) return false;
-  TR_CHECK(c.ops[0].dtype == DType::F16 && c.ops[1].dtype == DType::F32,
-           "Cast: check_finite needs an f16 -> f32 cast, got ", dtype_name(c.ops[0].dtype), " -> ",
+  TR_CHECK(is_half(c.ops[0].dtype) && c.ops[1].dtype == DType::F32,
+           "Cast: check_finite needs an f16 or bf16 -> f32 cast, got ", dtype_name(c.ops[0].dtype), " -> ",
            dtype_name(c.ops[1].dtype));
   TR_CHECK(c.env->scalars != nullptr, "Cast: check_finite without scalars");
   return true;

@@ -46,6 +46,22 @@ inline int grid_for_tiles(const RangeCall& c, int64_t tiles) {
 
 inline int64_t tiles_of(int64_t elems) { return (elems + kTile - 1) / kTile; }
 
+// ---- a 16-bit compute copy's bits (BF: bf16, else f16), rounded to nearest even ----
+template <bool BF>
+__device__ __forceinline__ uint16_t f32_to_half_bits(float x) {
+  if constexpr (BF) return __bfloat16_as_ushort(__float2bfloat16_rn(x));
+  else return __half_as_ushort(__float2half_rn(x));
+}
+// The compute copy's count elements at p from x (bf: bf16, else f16).
+__device__ __forceinline__ void store_half_bits(uint16_t* p, int count, const float* x, bool bf) {
+  for (int k = 0; k < count; ++k) p[k] = bf ? f32_to_half_bits<true>(x[k]) : f32_to_half_bits<false>(x[k]);
+}
+template <bool BF>
+__device__ __forceinline__ float half_bits_to_f32(uint16_t h) {
+  if constexpr (BF) return __uint_as_float(uint32_t(h) << 16);
+  else return __half2float(__ushort_as_half(h));
+}
+
 inline void check_aligned16(const void* p, const char* op) {
   TR_CHECK((reinterpret_cast<uintptr_t>(p) & 15u) == 0, op, ": operand not 16-byte aligned");
 }
@@ -140,7 +156,8 @@ struct OperandTable {
   int tile_begin[kMaxOpsPerLaunch + 1];
   void* data[kMaxOpsPerLaunch];
   int64_t elems[kMaxOpsPerLaunch];
-  int f16[kMaxOpsPerLaunch];  // 1: f16, 0: f32
+  int f16[kMaxOpsPerLaunch];   // 1: a 16-bit type (f16 or bf16), 0: f32
+  int bf16[kMaxOpsPerLaunch];  // 1: bf16
 };
 
 inline int fill_operand_table(const RangeOperand* ops, int first, int n_ops, OperandTable& t, const char* op) {
@@ -156,7 +173,8 @@ inline int fill_operand_table(const RangeOperand* ops, int first, int n_ops, Ope
     t.tile_begin[t.n] = t.tiles;
     t.data[t.n] = o.data;
     t.elems[t.n] = o.elems;
-    t.f16[t.n] = o.dtype == DType::F16 ? 1 : 0;
+    t.f16[t.n] = is_half(o.dtype) ? 1 : 0;
+    t.bf16[t.n] = o.dtype == DType::BF16 ? 1 : 0;
     t.tiles += int(tiles);
     ++t.n;
   }

@@ -1,6 +1,7 @@
 // CPU reference of the AMP / step bookkeeping RANGE ops (see amp_ops.h).
 #include <cstring>
 
+#include "framework/core/bf16.h"
 #include "framework/core/half.h"
 #include "framework/ops/kernels/range_util.h"
 #include "framework/ops/range/amp_ops.h"
@@ -15,19 +16,24 @@ void cast_cpu(const RangeCall& c) {
   TR_CHECK(src.elems == dst.elems, "Cast: operand sizes differ (", src.elems, " vs ", dst.elems, ")");
   const int64_t n = src.elems;
   if (src.dtype == dst.dtype) {
-    TR_CHECK(src.dtype == DType::F32 || src.dtype == DType::F16, "Cast: unsupported dtype");
+    TR_CHECK(src.dtype == DType::F32 || is_half(src.dtype), "Cast: unsupported dtype");
     if (n > 0 && src.data != dst.data) std::memcpy(dst.data, src.data, size_t(n) * dtype_size(src.dtype));
   } else if (src.dtype == DType::F32 && dst.dtype == DType::F16) {
     const float* s = static_cast<const float*>(src.data);
     half_t* d = static_cast<half_t*>(dst.data);
     for (int64_t i = 0; i < n; ++i) d[i] = float_to_half(s[i]);
-  } else if (src.dtype == DType::F16 && dst.dtype == DType::F32) {
-    const half_t* s = static_cast<const half_t*>(src.data);
+  } else if (src.dtype == DType::F32 && dst.dtype == DType::BF16) {
+    const float* s = static_cast<const float*>(src.data);
+    bf16_t* d = static_cast<bf16_t*>(dst.data);
+    for (int64_t i = 0; i < n; ++i) d[i] = float_to_bf16(s[i]);
+  } else if (is_half(src.dtype) && dst.dtype == DType::F32) {
+    const bool bf = src.dtype == DType::BF16;
+    const uint16_t* s = static_cast<const uint16_t*>(src.data);
     float* d = static_cast<float*>(dst.data);
     int32_t bad = 0;
     for (int64_t i = 0; i < n; ++i) {
-      d[i] = half_to_float(s[i]);
-      bad |= !range::f16_bits_finite(s[i].bits);
+      d[i] = bf ? bf16_to_float(bf16_t{s[i]}) : half_to_float(half_t{s[i]});
+      bad |= !range::half_bits_finite(s[i], bf);
     }
     if (range::cast_checks_finite(c) && bad) c.env->scalars->pending_inf = 1;
   } else {
@@ -43,11 +49,11 @@ void check_finite_cpu(const RangeCall& c) {
     if (o.dtype == DType::F32) {
       const uint32_t* x = static_cast<const uint32_t*>(o.data);
       for (int64_t i = 0; i < o.elems; ++i) bad |= !range::f32_bits_finite(x[i]);
-    } else if (o.dtype == DType::F16) {
+    } else if (is_half(o.dtype)) {
       const uint16_t* x = static_cast<const uint16_t*>(o.data);
-      for (int64_t i = 0; i < o.elems; ++i) bad |= !range::f16_bits_finite(x[i]);
+      for (int64_t i = 0; i < o.elems; ++i) bad |= !range::half_bits_finite(x[i], o.dtype == DType::BF16);
     } else {
-      TR_CHECK(false, "CheckFinite: operand ", k, " must be f32 or f16, got ", dtype_name(o.dtype));
+      TR_CHECK(false, "CheckFinite: operand ", k, " must be f32, f16 or bf16, got ", dtype_name(o.dtype));
     }
   }
   if (bad) c.env->scalars->pending_inf = 1;  // Note [the check's flag]

@@ -1,6 +1,7 @@
 // CUDA AMP / step bookkeeping RANGE ops (see amp_ops.h). All per-step values are
 // read and written in env.scalars on the device (Note [scalars in device memory]);
 // the launchers are capturable (Note [range launchers are capturable]).
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include "framework/ops/kernels/range_util_cuda.h"
@@ -13,9 +14,10 @@ using range::kVec;
 
 // ---- kernels ----
 
-// dst f16[n] = round-to-nearest-even(src f32[n])
+// dst f16|bf16[n] = round-to-nearest-even(src f32[n]); BF picks bf16.
+template <bool BF>
 __global__ void __launch_bounds__(range::kThreads)
-    cast_f32_to_f16_kernel(const float* __restrict__ src, uint16_t* __restrict__ dst, int64_t n) {
+    cast_f32_to_half_kernel(const float* __restrict__ src, uint16_t* __restrict__ dst, int64_t n) {
   cuda::grid_dependency_begin();
   for (int64_t tile = blockIdx.x; tile * range::kTile < n; tile += gridDim.x) {
     const int64_t i = tile * range::kTile + int64_t(threadIdx.x) * kVec;
@@ -26,7 +28,7 @@ __global__ void __launch_bounds__(range::kThreads)
     range::load_f32(src + i, count, x);
     uint16_t h[kVec];
 #pragma unroll
-    for (int k = 0; k < kVec; ++k) h[k] = __half_as_ushort(__float2half_rn(x[k]));
+    for (int k = 0; k < kVec; ++k) h[k] = range::f32_to_half_bits<BF>(x[k]);
     if (count == kVec) {  // 8-byte store: i is a multiple of 4 and dst is 16-byte aligned
       *reinterpret_cast<uint2*>(dst + i) =
           make_uint2(uint32_t(h[0]) | (uint32_t(h[1]) << 16), uint32_t(h[2]) | (uint32_t(h[3]) << 16));
@@ -36,10 +38,12 @@ __global__ void __launch_bounds__(range::kThreads)
   }
 }
 
-// dst f32[n] = src f16[n] (exact). pending_inf != null: a NaN/Inf in src sets
-// it, as CheckFinite would (Note [the check's flag]).
+// dst f32[n] = src f16|bf16[n] (exact). pending_inf != null: a NaN/Inf in src
+// sets it, as CheckFinite would (Note [the check's flag]).
+template <bool BF>
 __global__ void __launch_bounds__(range::kThreads)
-    cast_f16_to_f32_kernel(const uint16_t* __restrict__ src, float* __restrict__ dst, int64_t n, int32_t* pending_inf) {
+    cast_half_to_f32_kernel(const uint16_t* __restrict__ src, float* __restrict__ dst, int64_t n,
+                            int32_t* pending_inf) {
   cuda::grid_dependency_begin();
   int bad = 0;
   for (int64_t tile = blockIdx.x; tile * range::kTile < n; tile += gridDim.x) {
@@ -60,8 +64,8 @@ __global__ void __launch_bounds__(range::kThreads)
     float x[kVec];
 #pragma unroll
     for (int k = 0; k < kVec; ++k) {
-      x[k] = __half2float(__ushort_as_half(h[k]));
-      bad |= !range::f16_bits_finite(h[k]);  // the zero fill past count is finite
+      x[k] = range::half_bits_to_f32<BF>(h[k]);
+      bad |= !range::half_bits_finite(h[k], BF);  // the zero fill past count is finite
     }
     range::store_f32(dst + i, count, x);
   }
@@ -77,13 +81,14 @@ __global__ void __launch_bounds__(range::kThreads)
   int bad = 0;
   range::for_each_operand_piece(t, [&](int e, int64_t i, int count) {
     if (t.f16[e]) {
+      const bool bf = t.bf16[e] != 0;
       const uint16_t* p = static_cast<const uint16_t*>(t.data[e]) + i;
       if (count == kVec) {
         const uint2 v = *reinterpret_cast<const uint2*>(p);
-        bad |= !range::f16_bits_finite(uint16_t(v.x)) | !range::f16_bits_finite(uint16_t(v.x >> 16)) |
-               !range::f16_bits_finite(uint16_t(v.y)) | !range::f16_bits_finite(uint16_t(v.y >> 16));
+        bad |= !range::half_bits_finite(uint16_t(v.x), bf) | !range::half_bits_finite(uint16_t(v.x >> 16), bf) |
+               !range::half_bits_finite(uint16_t(v.y), bf) | !range::half_bits_finite(uint16_t(v.y >> 16), bf);
       } else {
-        for (int k = 0; k < count; ++k) bad |= !range::f16_bits_finite(p[k]);
+        for (int k = 0; k < count; ++k) bad |= !range::half_bits_finite(p[k], bf);
       }
     } else {
       const uint32_t* p = static_cast<const uint32_t*>(t.data[e]) + i;
@@ -150,7 +155,7 @@ void cast_cuda(const RangeCall& c) {
   if (n == 0) return;
   cudaStream_t stream = range::stream_of(c);
   if (src.dtype == dst.dtype) {
-    TR_CHECK(src.dtype == DType::F32 || src.dtype == DType::F16, "Cast: unsupported dtype");
+    TR_CHECK(src.dtype == DType::F32 || is_half(src.dtype), "Cast: unsupported dtype");
     if (src.data != dst.data) {
       TR_GPU_CHECK(
           cudaMemcpyAsync(dst.data, src.data, size_t(n) * dtype_size(src.dtype), cudaMemcpyDeviceToDevice, stream));
@@ -161,12 +166,14 @@ void cast_cuda(const RangeCall& c) {
   range::check_aligned16(src.data, "Cast");
   range::check_aligned16(dst.data, "Cast");
   const int grid = range::grid_for_tiles(c, range::tiles_of(n));
-  if (src.dtype == DType::F32 && dst.dtype == DType::F16) {
-    cuda::launch_kernel(c.env, {dim3(grid), range::kThreads, 0}, cast_f32_to_f16_kernel,
+  if (src.dtype == DType::F32 && is_half(dst.dtype)) {
+    cuda::launch_kernel(c.env, {dim3(grid), range::kThreads, 0},
+                        dst.dtype == DType::BF16 ? cast_f32_to_half_kernel<true> : cast_f32_to_half_kernel<false>,
                         static_cast<const float*>(src.data), static_cast<uint16_t*>(dst.data), n);
-  } else if (src.dtype == DType::F16 && dst.dtype == DType::F32) {
+  } else if (is_half(src.dtype) && dst.dtype == DType::F32) {
     int32_t* pending = range::cast_checks_finite(c) ? &c.env->scalars->pending_inf : nullptr;
-    cuda::launch_kernel(c.env, {dim3(grid), range::kThreads, 0}, cast_f16_to_f32_kernel,
+    cuda::launch_kernel(c.env, {dim3(grid), range::kThreads, 0},
+                        src.dtype == DType::BF16 ? cast_half_to_f32_kernel<true> : cast_half_to_f32_kernel<false>,
                         static_cast<const uint16_t*>(src.data), static_cast<float*>(dst.data), n, pending);
   } else {
     TR_CHECK(false, "Cast: unsupported ", dtype_name(src.dtype), " -> ", dtype_name(dst.dtype));
@@ -176,8 +183,8 @@ void cast_cuda(const RangeCall& c) {
 void check_finite_cuda(const RangeCall& c) {
   TrainScalars* s = scalars_of(c, "CheckFinite");
   for (int k = 0; k < c.n_ops; ++k)
-    TR_CHECK(c.ops[k].dtype == DType::F32 || c.ops[k].dtype == DType::F16, "CheckFinite: operand ", k,
-             " must be f32 or f16, got ", dtype_name(c.ops[k].dtype));
+    TR_CHECK(c.ops[k].dtype == DType::F32 || is_half(c.ops[k].dtype), "CheckFinite: operand ", k,
+             " must be f32, f16 or bf16, got ", dtype_name(c.ops[k].dtype));
   range::OperandTable t;
   for (int k = 0; k < c.n_ops;) {
     k += range::fill_operand_table(c.ops, k, c.n_ops, t, "CheckFinite");

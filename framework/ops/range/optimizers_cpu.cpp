@@ -1,5 +1,6 @@
 // CPU reference of the fused optimizers (see optimizers.h). Walks the segments
 // of parallel f32 regions; padding between segments is never touched.
+#include "framework/core/bf16.h"
 #include "framework/core/half.h"
 #include "framework/ops/kernels/range_util.h"
 #include "framework/ops/range/optimizers.h"
@@ -11,6 +12,17 @@ namespace {
 void check_optimizer(const RangeCall& c, int n, const char* op) { range::check_optimizer_operands(c, n, op); }
 
 float* f32(const RangeOperand& o) { return static_cast<float*>(o.data); }
+
+// The 16-bit compute copy (f16 or bf16) an optimizer refreshes from the new
+// f32 weights; false when the model has none.
+struct ComputeCopy {
+  uint16_t* bits = nullptr;
+  bool bf16 = false;
+  explicit ComputeCopy(const RangeOperand* o)
+      : bits(o ? static_cast<uint16_t*>(o->data) : nullptr), bf16(o && o->dtype == DType::BF16) {}
+  explicit operator bool() const { return bits != nullptr; }
+  void store(int64_t i, float x) const { bits[i] = bf16 ? float_to_bf16(x).bits : float_to_half(x).bits; }
+};
 
 }  // namespace
 
@@ -33,7 +45,7 @@ void sgd_nesterov_cpu(const RangeCall& c) {
   const float* g = f32(c.ops[1]);
   float* v = f32(c.ops[2]);
   float* ema = n >= 4 ? f32(c.ops[3]) : nullptr;
-  half_t* p16 = n == 5 ? static_cast<half_t*>(c.ops[4].data) : nullptr;
+  const ComputeCopy p16(n == 5 ? &c.ops[4] : nullptr);
   const float inv = s.grad_unscale;  // AdvanceStep's 1/loss_scale (Note [the check's flag])
   for (int k = 0; k < c.ops[0].n_segs; ++k) {
     const Segment& seg = c.ops[0].segs[k];
@@ -41,7 +53,7 @@ void sgd_nesterov_cpu(const RangeCall& c) {
       const float gi = a.unscale ? range::rn_mul(g[i], inv) : g[i];
       range::sgd_nesterov_elem(p[i], gi, v[i], s.lr, a.momentum, a.weight_decay, seg.decay);
       if (ema) ema[i] = range::lerp_elem(ema[i], p[i], a.ema_t);
-      if (p16) p16[i] = float_to_half(p[i]);
+      if (p16) p16.store(i, p[i]);
     }
   }
 }
@@ -58,7 +70,7 @@ void adamw_cpu(const RangeCall& c) {
   float* m = f32(c.ops[2]);
   float* v = f32(c.ops[3]);
   float* ema = n >= 5 ? f32(c.ops[4]) : nullptr;
-  half_t* p16 = n == 6 ? static_cast<half_t*>(c.ops[5].data) : nullptr;
+  const ComputeCopy p16(n == 6 ? &c.ops[5] : nullptr);
   const float inv = s.grad_unscale;                // AdvanceStep's 1/loss_scale
   const float clip = a.clip ? s.clip_scale : 1.f;  // GradNorm's (grad_norm.h)
   for (int j = 0; j < c.ops[0].n_segs; ++j) {
@@ -68,7 +80,7 @@ void adamw_cpu(const RangeCall& c) {
       if (a.clip) gi = range::rn_mul(gi, clip);
       range::adamw_elem(p[i], gi, m[i], v[i], k, seg.decay);
       if (ema) ema[i] = range::lerp_elem(ema[i], p[i], a.ema_t);
-      if (p16) p16[i] = float_to_half(p[i]);
+      if (p16) p16.store(i, p[i]);
     }
   }
 }

@@ -64,12 +64,13 @@ struct BnStatsJob {
   int blocks = 0;
 };
 
-// p, g, v[, ema]: f32 regions with the segments of t; p16: f16, or null.
+// p, g, v[, ema]: f32 regions with the segments of t; p16: the compute copy
+// (bf16 when p16_bf16, else f16), or null.
 // ema == null: no EMA; unscale: g *= grad_unscale first (optimizers.h).
 __global__ void __launch_bounds__(range::kThreads)
     sgd_nesterov_kernel(__grid_constant__ const range::SegTable t, float* __restrict__ p, const float* __restrict__ g,
-                        float* __restrict__ v, float* __restrict__ ema, __half* __restrict__ p16, const TrainScalars* s,
-                        float mu, float wd, bool unscale, float ema_t, BnStatsJob bn) {
+                        float* __restrict__ v, float* __restrict__ ema, uint16_t* __restrict__ p16, bool p16_bf16,
+                        const TrainScalars* s, float mu, float wd, bool unscale, float ema_t, BnStatsJob bn) {
   cuda::grid_dependency_begin();
   if (s->found_inf) return;
   const int sgd_blocks = int(gridDim.x) - bn.blocks;
@@ -96,16 +97,17 @@ __global__ void __launch_bounds__(range::kThreads)
     range::store_f32(p + i, count, P);
     range::store_f32(v + i, count, V);
     if (ema) range::store_f32(ema + i, count, E);
-    if (p16)
-      for (int k = 0; k < count; ++k) p16[i + k] = __float2half_rn(P[k]);
+    if (p16) range::store_half_bits(p16 + i, count, P, p16_bf16);
   });
 }
 
-// AdamW's tail (Note [optimizer tail]): ema (f32) and p16 (f16), each null when absent;
+// AdamW's tail (Note [optimizer tail]): ema (f32) and p16 (the compute copy:
+// bf16 when p16_bf16, else f16), each null when absent;
 // unscale: g *= grad_unscale first, then clip: g *= clip_scale (optimizers.h).
 struct AdamTail {
   float* ema = nullptr;
-  __half* p16 = nullptr;
+  uint16_t* p16 = nullptr;
+  bool p16_bf16 = false;
   float ema_t = 0.f;
   bool unscale = false, clip = false;
 };
@@ -138,8 +140,7 @@ __global__ void __launch_bounds__(range::kThreads)
     range::store_f32(m + i, count, M);
     range::store_f32(v + i, count, V);
     if (tail.ema) range::store_f32(tail.ema + i, count, E);
-    if (tail.p16)
-      for (int j = 0; j < count; ++j) tail.p16[i + j] = __float2half_rn(P[j]);
+    if (tail.p16) range::store_half_bits(tail.p16 + i, count, P, tail.p16_bf16);
   });
 }
 
@@ -287,7 +288,8 @@ void sgd_nesterov_cuda(const RangeCall& c) {
   const RangeAttrs& a = *c.attrs;
   const RangeOperand& P = c.ops[0];
   float* ema = n >= 4 ? f32(c.ops[3]) : nullptr;
-  __half* p16 = n == 5 ? static_cast<__half*>(c.ops[4].data) : nullptr;
+  uint16_t* p16 = n == 5 ? static_cast<uint16_t*>(c.ops[4].data) : nullptr;
+  const bool p16_bf16 = n == 5 && c.ops[4].dtype == DType::BF16;
   BnStatsJob bn;  // rides in the first launch
   if (a.bn_stats && c.ops[n].elems > 0) {
     for (int k = n; k < n + 3; ++k) range::check_aligned16(c.ops[k].data, "SgdNesterov");
@@ -305,7 +307,7 @@ void sgd_nesterov_cuda(const RangeCall& c) {
     if (t.n == 0 && bn.blocks == 0) continue;
     const int grid = (t.n > 0 ? range::grid_for_tiles(c, t.tiles) : 0) + bn.blocks;
     cuda::launch_kernel(c.env, {dim3(grid), range::kThreads, 0}, sgd_nesterov_kernel, t, f32(P), f32(c.ops[1]),
-                        f32(c.ops[2]), ema, p16, s, a.momentum, a.weight_decay, a.unscale, a.ema_t, bn);
+                        f32(c.ops[2]), ema, p16, p16_bf16, s, a.momentum, a.weight_decay, a.unscale, a.ema_t, bn);
     bn = BnStatsJob{};
   }
 }
@@ -317,7 +319,8 @@ void adamw_cuda(const RangeCall& c) {
   const RangeOperand& P = c.ops[0];
   AdamTail tail;
   tail.ema = n >= 5 ? f32(c.ops[4]) : nullptr;
-  tail.p16 = n == 6 ? static_cast<__half*>(c.ops[5].data) : nullptr;
+  tail.p16 = n == 6 ? static_cast<uint16_t*>(c.ops[5].data) : nullptr;
+  tail.p16_bf16 = n == 6 && c.ops[5].dtype == DType::BF16;
   tail.ema_t = a.ema_t;
   tail.unscale = a.unscale;
   tail.clip = a.clip;

@@ -8,6 +8,7 @@
 #include "framework/runtime/context_factory.h"
 #include "harness/lib/cli/algo_flags.h"
 #include "harness/lib/cli/cli_args.h"
+#include "harness/lib/cli/precision_flag.h"
 #include "harness/lib/cli/process_agreement.h"
 #include "harness/lib/cli/process_launch.h"
 
@@ -43,7 +44,9 @@ and writes a Google-Benchmark-compatible JSON report.
                         statistics averaged once per step)
   --bucket-mb X         with several GPUs: all-reduce the deep gradients in buckets of X MB,
                         issued during the backward in backward order (default 25; 0: one)
-  --precision P         fp32 | amp: fp16 storage/compute with fp32 master weights
+  --precision P         fp32 | amp | bf16: amp is fp16 storage/compute with fp32 master
+                        weights and a dynamic loss scale; bf16 is bf16 storage/compute
+                        with fp32 master weights and no loss scaling
                         (default: amp on cuda, fp32 on cpu)
   --warmup N            steps before measuring (default 10 on cuda, 2 on cpu)
   --iters N             steps per repetition (default 50 on cuda, 5 on cpu)
@@ -234,9 +237,9 @@ void parse_sweep(const CliArgs& a, BenchOptions& o) {
   if (a.has("--optimizer")) o.optimizer = parse_optimizer(a.str("--optimizer", ""));
   o.bn_sync = parse_bn_sync(a.str("--bn-sync", "batch"));
   o.bucket_mb = a.real("--bucket-mb", 25.0, 0.0, 1e6);
-  const std::string prec = a.str("--precision", o.backend == Backend::Cuda ? "amp" : "fp32");
-  TR_USER_CHECK(prec == "fp32" || prec == "amp", "--precision must be fp32 or amp, got '", prec, "'");
-  o.amp = prec == "amp";
+  o.precision = a.str("--precision", o.backend == Backend::Cuda ? "amp" : "fp32");
+  TrainConfig checked;
+  set_precision(o.precision, checked);  // refuses a name it does not know, before any case runs
 }
 
 // How each case is measured and what is written: steps, repetitions, the

@@ -29,9 +29,9 @@ struct BenchOptions {
   int repetitions = 5;
   int64_t watchdog_ms = 120000;  // --watchdog-ms: a rank that waits longer for the others fails
   double width = 1.0;
-  int image_size = 0;  // 0: each model's own input side
-  int64_t seq = 0;     // GPT models' window length; 0: each one's context
-  bool amp = false;
+  int image_size = 0;                      // 0: each model's own input side
+  int64_t seq = 0;                         // GPT models' window length; 0: each one's context
+  std::string precision = "fp32";          // --precision (harness/lib/cli/precision_flag.h)
   std::optional<OptimizerKind> optimizer;  // unset: each model's bench optimizer
   BnSync bn_sync = BnSync::Batch;
   double bucket_mb = 25;  // --bucket-mb (Note [gradient buckets])

@@ -28,6 +28,7 @@
 #include "harness/lib/bench/step_counters.h"
 #include "harness/lib/bench/weak_scaling.h"
 #include "harness/lib/cli/conv_plans_file.h"
+#include "harness/lib/cli/precision_flag.h"
 #include "harness/lib/cli/process_launch.h"
 #include "harness/lib/report/statistics.h"
 
@@ -83,7 +84,7 @@ namespace {
 BenchContext sweep_context(const BenchOptions& o, World* world) {
   BenchContext x = collect_context(o.backend, o.command_line, world);
   const bool cuda = o.backend == Backend::Cuda;
-  x.precision = o.amp ? "amp" : "fp32";
+  x.precision = o.precision;
   // Note [machine state]: the first GPU's clocks, limits and modes ("unavailable" on the CPU).
   x.gpu_state = cuda ? Nvml::get().state(cuda_pci_bus_id(0)) : std::map<std::string, std::string>{{"nvml", "cpu"}};
   x.bn_sync = bn_sync_name(o.bn_sync);
@@ -119,19 +120,18 @@ struct SessionPoint {
 RunOptions session_options(const BenchOptions& o, const SessionPoint& p) {
   RunOptions ro;
   ro.model = p.seq > 0 ? model_config(p.model, o.width, 0, 0, 0, p.seq) : model_config(p.model, o.width, p.side);
+  ro.train.optimizer = o.optimizer.value_or(p.entry->bench_optimizer);
   if (p.seq > 0) {  // as language models train: no label smoothing, the gradient norm clipped to 1 (AdamW's)
     ro.train.label_smoothing = 0.f;
     if (ro.train.optimizer == OptimizerKind::AdamW) ro.train.max_grad_norm = 1.f;
   }
-  ro.train.optimizer = o.optimizer.value_or(p.entry->bench_optimizer);
-  ro.train.amp = o.amp;
+  set_precision(o.precision, ro.train);
   ro.train.side_streams = use_side_streams(o.side_streams, o.backend, *p.entry, p.batch / p.ranks);
   ro.train.fusion = o.fusion;
   ro.algos = o.algos;
   ro.train.bn_sync = o.bn_sync;
   ro.train.bucket_bytes = int64_t(o.bucket_mb * 1048576.0);
   ro.step_graphs = o.step_graphs;
-  ro.train.init_loss_scale = o.amp ? 65536.f : 1.f;
   ro.train.ranks = p.ranks;
   ro.watchdog_ms = static_cast<int>(o.watchdog_ms);
   ro.world = p.part;

@@ -24,7 +24,7 @@ struct BenchContext {
   std::string driver_version, cuda_runtime_version, cudnn_version, nccl_version;
   std::string git_commit;
   std::string command_line;
-  std::string precision = "fp32";  // "fp32" or "amp" (fp16 storage/compute, fp32 master weights)
+  std::string precision = "fp32";  // "fp32", "amp" or "bf16" (harness/lib/cli/precision_flag.h)
   std::string bn_sync = "batch";   // "batch" (synchronised BN) or "running" (per-rank BN, running stats averaged)
   double bucket_mb = 25;           // gradient all-reduce bucket size (Note [gradient buckets])
   bool cudnn_benchmark =

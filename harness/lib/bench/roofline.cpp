@@ -8,7 +8,7 @@ namespace tr::bench {
 
 Peaks h200_peaks(DType compute) {
   constexpr double kHbm = 4.8e12, kL2 = 50e6;
-  return compute == DType::F16 ? Peaks{989e12, kHbm, kL2} : Peaks{67e12, kHbm, kL2};
+  return is_half(compute) ? Peaks{989e12, kHbm, kL2} : Peaks{67e12, kHbm, kL2};
 }
 
 Roofline roofline(double flops, double bytes, double seconds, const Peaks& p) {

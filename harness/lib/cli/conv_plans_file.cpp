@@ -110,10 +110,12 @@ void read_plan(const Reader& r, ConvPlanBook& book) {
   const std::string dtype = r.text("dtype");
   if (dtype == "f16") {
     key.dtype = DType::F16;
+  } else if (dtype == "bf16") {
+    key.dtype = DType::BF16;
   } else if (dtype == "f32") {
     key.dtype = DType::F32;
   } else {
-    r.fail(cat("\"dtype\" must be f16 or f32 (what cuDNN runs), got \"", dtype, "\""));
+    r.fail(cat("\"dtype\" must be f16, bf16 or f32 (what cuDNN runs), got \"", dtype, "\""));
   }
   key.n = r.integer("n", 1, INT32_MAX);
   key.h = r.integer("h", 1, INT32_MAX);

@@ -11,6 +11,7 @@
 #include "framework/core/fnv1a.h"
 #include "framework/runtime/context_factory.h"
 #include "harness/lib/cli/algo_flags.h"
+#include "harness/lib/cli/precision_flag.h"
 #include "harness/lib/cli/process_agreement.h"
 #include "harness/lib/cli/process_launch.h"
 #include "harness/lib/cli/token_data.h"
@@ -55,8 +56,12 @@ const char* const kTrainFlagsUsage = R"(  --model NAME             a registered 
   --no-augment             none of the three (a recipe's included)
   --tta none|flip          test-time augmentation: flip averages the logits of each test image
                            and its mirror (default none)
-  --amp                    fp16 storage/compute with fp32 master weights and loss scaling
-  --no-amp                 fp32 even where the recipe says AMP
+  --precision P            fp32 | amp | bf16: f32 everywhere; fp16 storage and compute with
+                           fp32 master weights and a dynamic loss scale; or bf16 storage and
+                           compute with fp32 master weights and no loss scaling
+                           (default: the recipe's, else fp32)
+  --amp                    --precision amp
+  --no-amp                 --precision fp32 (where the recipe says amp)
   --side-streams           weight gradients on a second stream inside the backward graphs
   --no-side-streams        weight gradients on the data-gradient stream
                            (neither: on CUDA when the batch per GPU is at most the model's
@@ -137,6 +142,7 @@ std::vector<std::string> train_value_flags() {
                                 "--watchdog-ms",
                                 "--conv-plans",
                                 "--clip-grad-norm",
+                                "--precision",
                                 "--seq",
                                 "--seq-warmup",
                                 "--seq-warmup-epochs"};
@@ -255,6 +261,16 @@ void parse_augmentation(const CliArgs& a, const Recipe& rc, RunOptions& o) {
   o.train.tta_flip = tta == "flip";
 }
 
+// --precision, or its shorthands --amp and --no-amp; else the recipe's.
+void parse_precision(const CliArgs& a, const Recipe& rc, RunOptions& o) {
+  TR_USER_CHECK(int(a.has("--precision")) + int(a.flag("--amp")) + int(a.flag("--no-amp")) <= 1,
+                "give one of --precision, --amp and --no-amp");
+  std::string p = a.str("--precision", rc.amp ? "amp" : "fp32");
+  if (a.flag("--amp")) p = "amp";
+  if (a.flag("--no-amp")) p = "fp32";
+  set_precision(p, o.train);
+}
+
 // What a run without a recipe starts from: Recipe{}'s values, except that a
 // language model trains without label smoothing (GPT-2 and llm.c train so).
 Recipe plain_defaults(const ModelEntry& e) {
@@ -329,14 +345,12 @@ TrainSetup parse_train_setup(const CliArgs& a, bool recipe_defaults, World* worl
   const double width = a.real("--width", 1.0, 1e-3, 16.0);
   parse_optimization(a, entry, rc, recipe_defaults, o);
   parse_augmentation(a, rc, o);
-  TR_USER_CHECK(!(a.flag("--amp") && a.flag("--no-amp")), "give --amp or --no-amp, not both");
-  o.train.amp = a.flag("--amp") || (rc.amp && !a.flag("--no-amp"));
+  parse_precision(a, rc, o);
   const SideStreams side_streams = side_streams_flag(a);
   o.train.fusion = !a.flag("--no-fusion");
   o.train.bn_sync = parse_bn_sync(a.str("--bn-sync", "batch"));
   o.train.bucket_bytes = int64_t(a.real("--bucket-mb", 25.0, 0.0, 1e6) * 1048576.0);
   o.step_graphs = !a.flag("--split-steps");
-  if (o.train.amp) o.train.init_loss_scale = 65536.f;
   parse_lowres(a, entry, image_size, o);
   parse_ranks(a, world, o);
   o.train.side_streams = use_side_streams(side_streams, o.backend, entry, o.batch / o.train.ranks);

@@ -10,6 +10,7 @@
 #include "framework/train/lr_schedule.h"
 #include "harness/lib/bench/context_info.h"
 #include "harness/lib/cli/cli_args.h"
+#include "harness/lib/cli/precision_flag.h"
 #include "harness/lib/cli/train_flags.h"
 #include "harness/lib/report/atomic_file.h"
 #include "harness/lib/tta/tta_report.h"
@@ -71,7 +72,7 @@ nlohmann::ordered_json recipe_json(const TrainSetup& s, int64_t train_images, in
   j["translate"] = o.train.augment.translate;
   j["cutout"] = o.train.augment.cutout;
   j["tta"] = o.train.tta_flip ? "flip" : "none";
-  j["amp"] = o.train.amp;
+  j["precision"] = precision_name(o.train);
   j["lowres_epochs"] = o.lowres_epochs;
   j["lowres_size"] = o.lowres_size;
   return j;
@@ -109,7 +110,7 @@ int run(int argc, char** argv) {
   }
   TtaReport report;
   report.context = collect_context(setup.options.backend, command);
-  report.context.precision = setup.options.train.amp ? "amp" : "fp32";
+  report.context.precision = precision_name(setup.options.train);
   report.model = setup.options.model.name;
   report.target_acc = spec.target_acc;
   report.eval = eval;

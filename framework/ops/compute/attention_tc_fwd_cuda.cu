@@ -1,14 +1,14 @@
-// Causal self-attention for f16 on the tensor cores, the forward (attention_f16_cuda.h;
-// what the kernels share and how they lay out tiles: attention_f16_tiles_cuda.h).
+// Causal self-attention for f16 and bf16 on the tensor cores, the forward (attention_tc_cuda.h;
+// what the kernels share and how they lay out tiles: attention_tc_tiles_cuda.h).
 // A block owns 128 queries of one (sample, head): 4 warps of 32 rows at d = 64, 8
 // warps of 16 at d = 128; keys stream through shared memory in tiles of 64.
-//   S = Q K^T, an online softmax in f32 (base 2), O += P V with P rounded to f16.
-#include "framework/ops/compute/attention_f16_tiles_cuda.h"
+//   S = Q K^T, an online softmax in f32 (base 2), O += P V with P rounded to E.
+#include "framework/ops/compute/attention_tc_tiles_cuda.h"
 
 namespace tr::cuda {
 namespace {
 
-using namespace attention_f16;
+using namespace attention_tc;
 
 // ---- forward ----
 // W warps of MT m tiles each: a block owns W*16*MT queries. Keys in tiles of 64.
@@ -16,26 +16,25 @@ template <int D, int W, int MT>
 struct FwdCfg {
   static constexpr int kThreads = W * 32, kRows = W * 16 * MT, kKeys = 64, kPitch = D + kPad;
   // Q [kRows], then K and V [2 buffers][kKeys], pitch kPitch
-  static constexpr size_t kSmem = size_t(kRows + 4 * kKeys) * kPitch * sizeof(__half);
+  static constexpr size_t kSmem = size_t(kRows + 4 * kKeys) * kPitch * 2;  // 16-bit elements
 };
 
-template <int D, int W, int MT>
+template <typename E, int D, int W, int MT>
 __global__ void __launch_bounds__(W * 32)
-    attention_f16_fwd_kernel(const __half* __restrict__ qkv, __half* __restrict__ y, float* __restrict__ lse,
-                             Geometry g) {
+    attention_tc_fwd_kernel(const E* __restrict__ qkv, E* __restrict__ y, float* __restrict__ lse, Geometry g) {
   grid_dependency_begin();
   using Cfg = FwdCfg<D, W, MT>;
   constexpr int P = Cfg::kPitch, Bc = Cfg::kKeys, NT = Cfg::kThreads;
   extern __shared__ __align__(16) unsigned char smem[];
-  __half* sq = reinterpret_cast<__half*>(smem);
-  __half* sk = sq + Cfg::kRows * P;
-  __half* sv = sk + 2 * Bc * P;
+  E* sq = reinterpret_cast<E*>(smem);
+  E* sk = sq + Cfg::kRows * P;
+  E* sv = sk + 2 * Bc * P;
   // Blocks with the most keys (the last queries) start first.
   const int bh = int(blockIdx.x % unsigned(g.BH));
   const int q0 = (g.tiles - 1 - int(blockIdx.x / unsigned(g.BH))) * Cfg::kRows;
   const int b = bh / g.H, h = bh % g.H;
   const int64_t stride = 3 * int64_t(g.C);
-  const __half* qb = qkv + int64_t(b) * g.T * stride + h * D;
+  const E* qb = qkv + int64_t(b) * g.T * stride + h * D;
   const int n_tiles = (min(q0 + Cfg::kRows, g.T) + Bc - 1) / Bc;
   load_rows<Cfg::kRows, D, NT>(sq, qb, stride, q0, g.T);
   load_rows<Bc, D, NT>(sk, qb + g.C, stride, 0, g.T);
@@ -74,8 +73,8 @@ __global__ void __launch_bounds__(W * 32)
         for (int kk = 0; kk < D / 16; ++kk) ldsm_x4(qf[mt][kk], sq + (wrow + mt * 16) * P + kk * 16 + off_a<P>(lane));
     }
     if (k0 <= row_hi) {  // else every key of the tile is past the warp's queries
-      const __half* ks = sk + (t & 1) * Bc * P;
-      const __half* vs = sv + (t & 1) * Bc * P;
+      const E* ks = sk + (t & 1) * Bc * P;
+      const E* vs = sv + (t & 1) * Bc * P;
       float s[MT][Bc / 8][4];
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt)
@@ -89,8 +88,8 @@ __global__ void __launch_bounds__(W * 32)
           ldsm_x4(bk, ks + np * 16 * P + kk * 16 + off_b<P>(lane));
 #pragma unroll
           for (int mt = 0; mt < MT; ++mt) {
-            mma(s[mt][2 * np], qf[mt][kk], bk[0], bk[1]);
-            mma(s[mt][2 * np + 1], qf[mt][kk], bk[2], bk[3]);
+            mma<E>(s[mt][2 * np], qf[mt][kk], bk[0], bk[1]);
+            mma<E>(s[mt][2 * np + 1], qf[mt][kk], bk[2], bk[3]);
           }
         }
       // Online softmax; the row max is shared by the 4 lanes of a quad (shuffles).
@@ -127,20 +126,20 @@ __global__ void __launch_bounds__(W * 32)
 #pragma unroll
           for (int nt = 0; nt < D / 8; ++nt) o[mt][nt][2 * hf] *= corr, o[mt][nt][2 * hf + 1] *= corr;
         }
-        // O += P V, P as f16 A operands straight from the score accumulators.
+        // O += P V, P as E A operands straight from the score accumulators.
 #pragma unroll
       for (int kk = 0; kk < Bc / 16; ++kk) {
         uint32_t pa[MT][4];
 #pragma unroll
-        for (int mt = 0; mt < MT; ++mt) acc_to_a(pa[mt], s[mt][2 * kk], s[mt][2 * kk + 1]);
+        for (int mt = 0; mt < MT; ++mt) acc_to_a<E>(pa[mt], s[mt][2 * kk], s[mt][2 * kk + 1]);
 #pragma unroll
         for (int dp = 0; dp < D / 16; ++dp) {
           uint32_t bv[4];
           ldsm_x4_t(bv, vs + kk * 16 * P + dp * 16 + off_a<P>(lane));
 #pragma unroll
           for (int mt = 0; mt < MT; ++mt) {
-            mma(o[mt][2 * dp], pa[mt], bv[0], bv[1]);
-            mma(o[mt][2 * dp + 1], pa[mt], bv[2], bv[3]);
+            mma<E>(o[mt][2 * dp], pa[mt], bv[0], bv[1]);
+            mma<E>(o[mt][2 * dp + 1], pa[mt], bv[2], bv[3]);
           }
         }
       }
@@ -167,30 +166,35 @@ __global__ void __launch_bounds__(W * 32)
   store_rows<16 * MT, D, P>(y + int64_t(b) * g.T * g.C + h * D, g.C, sq + wrow * P, row_lo, g.T, lane);
 }
 
-template <int D, int W, int MT>
-void fwd(const ExecEnv* env, const AttentionF16Shape& s, const __half* qkv, __half* y, float* lse) {
+template <int D, int W, int MT, typename E>
+void fwd(const ExecEnv* env, const AttentionTcShape& s, const E* qkv, E* y, float* lse) {
   using Cfg = FwdCfg<D, W, MT>;
   const Geometry g = geometry(s, Cfg::kRows);
-  allow_smem(attention_f16_fwd_kernel<D, W, MT>, Cfg::kSmem);
+  allow_smem(attention_tc_fwd_kernel<E, D, W, MT>, Cfg::kSmem);
   launch_kernel(env, LaunchShape{dim3(unsigned(int64_t(g.tiles) * g.BH)), Cfg::kThreads, Cfg::kSmem},
-                attention_f16_fwd_kernel<D, W, MT>, qkv, y, lse, g);
+                attention_tc_fwd_kernel<E, D, W, MT>, qkv, y, lse, g);
 }
 
 }  // namespace
 
-bool attention_f16_has_kernel(int64_t d, std::initializer_list<const void*> f16_tensors) {
+bool attention_tc_has_kernel(int64_t d, std::initializer_list<const void*> f16_tensors) {
   if (d != 64 && d != 128) return false;
   for (const void* p : f16_tensors)
     if (!aligned_to(p, 16)) return false;
   return true;
 }
 
-void attention_f16_fwd(const ExecEnv* env, const AttentionF16Shape& s, const __half* qkv, __half* y, float* lse) {
+template <typename E>
+void attention_tc_fwd(const ExecEnv* env, const AttentionTcShape& s, const E* qkv, E* y, float* lse) {
   // d = 64: 4 warps of 32 queries; d = 128: 8 warps of 16 (the registers hold Q
   // and O for the warp's rows). 128 queries a block either way.
   if (s.d == 64) fwd<64, 4, 2>(env, s, qkv, y, lse);
   else if (s.d == 128) fwd<128, 8, 1>(env, s, qkv, y, lse);
-  else TR_CHECK(false, "AttentionFwd: no f16 tensor-core kernel for head dim ", s.d);
+  else TR_CHECK(false, "AttentionFwd: no tensor-core kernel for head dim ", s.d);
 }
+
+template void attention_tc_fwd<__half>(const ExecEnv*, const AttentionTcShape&, const __half*, __half*, float*);
+template void attention_tc_fwd<__nv_bfloat16>(const ExecEnv*, const AttentionTcShape&, const __nv_bfloat16*,
+                                              __nv_bfloat16*, float*);
 
 }  // namespace tr::cuda

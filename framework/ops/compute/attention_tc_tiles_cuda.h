@@ -1,6 +1,6 @@
 #pragma once
-// What the f16 tensor-core attention kernels share (attention_f16_fwd_cuda.cu,
-// attention_f16_bwd_cuda.cu): their geometry, the PTX of sm_80+ that feeds
+// What the 16-bit tensor-core attention kernels share (attention_tc_fwd_cuda.cu,
+// attention_tc_bwd_cuda.cu): their geometry, the PTX of sm_80+ that feeds
 // mma.sync.m16n8k16 (cp.async, ldmatrix), the fragment layouts, the tile
 // loads and stores, and the one-time raise of a kernel's shared memory.
 //
@@ -11,7 +11,9 @@
 //   forward (per query block): S = Q K^T, online softmax in f32, O += P V;
 //   dq, delta (per query block): S = Q K^T, dP = dY V^T, dS = P (dP - delta), dQ += dS K;
 //   dk, dv (per key block):      S^T = K Q^T, dP^T = V dY^T, dV += P^T dY, dK += dS^T Q.
-// P and dS are rounded to f16 only as operands of the second product, as
+// Element type E is __half or __nv_bfloat16 (f16 or bf16 storage, the same
+// tiles; only the mma's operand type and the roundings to E differ).
+// P and dS are rounded to E only as operands of the second product, as
 // flash attention does; scores, softmax statistics, lse, delta and every
 // accumulator stay f32. Every output element is summed by one thread (its mma
 // accumulator) in key or query order: the same bits on every run, no atomics
@@ -21,18 +23,20 @@
 // ldmatrix phase reads fall in different banks. Rows past T are zero-filled:
 // their scores are finite and their P V terms are 0 * 0, never 0 * garbage.
 // For a valid query the causal mask already hides every key past T.
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <cmath>
 #include <cstdint>
 #include <mutex>
 #include <set>
+#include <type_traits>
 #include <utility>
 
-#include "framework/ops/compute/attention_f16_cuda.h"
+#include "framework/ops/compute/attention_tc_cuda.h"
 #include "framework/ops/kernels/cuda_kernel_util_cuda.h"
 
-namespace tr::cuda::attention_f16 {
+namespace tr::cuda::attention_tc {
 
 constexpr int kPad = 8;  // halves after each shared-memory row
 constexpr float kLog2e = 1.4426950408889634f;
@@ -63,26 +67,35 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
-// Four 8x8 f16 matrices; lane L addresses row L%8 of matrix L/8.
-__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const __half* p) {
+// Four 8x8 matrices of 16-bit elements; lane L addresses row L%8 of matrix L/8.
+__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const void* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(smem_addr(p)));
 }
-__device__ __forceinline__ void ldsm_x4_t(uint32_t (&r)[4], const __half* p) {
+__device__ __forceinline__ void ldsm_x4_t(uint32_t (&r)[4], const void* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(smem_addr(p)));
 }
 
-// c[16x8] += a[16x16] b[16x8]. Lane L holds c rows L/4 (c0, c1) and L/4 + 8
-// (c2, c3), columns 2(L%4) + {0, 1}.
+// c[16x8] += a[16x16] b[16x8], operands of type E. Lane L holds c rows L/4
+// (c0, c1) and L/4 + 8 (c2, c3), columns 2(L%4) + {0, 1}.
+template <typename E>
 __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  if constexpr (std::is_same_v<E, __nv_bfloat16>) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
 }
 
 // 2^x on the special-function unit, subnormal results flushed to 0 (they are below
@@ -93,9 +106,16 @@ __device__ __forceinline__ float ex2(float x) {
   return y;
 }
 
-__device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
-  const __half2 h = __floats2half2_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&h);
+// Two floats rounded to E, lo in the low half.
+template <typename E>
+__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
+  if constexpr (std::is_same_v<E, __nv_bfloat16>) {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  } else {
+    const __half2 h = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  }
 }
 
 // A 16x16 block of a row-major tile with pitch P, at its top left corner:
@@ -115,11 +135,20 @@ __device__ __forceinline__ int off_b(int lane) {
 }
 
 // The A operand (16 rows x 16 k) made of two adjacent n tiles of an f32 accumulator (k = 16 kk ..).
+// The two E in a 32-bit word as floats (lo in x).
+template <typename E>
+__device__ __forceinline__ float2 unpack2(uint32_t w) {
+  if constexpr (std::is_same_v<E, __nv_bfloat16>)
+    return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w));
+  else return __half22float2(*reinterpret_cast<const __half2*>(&w));
+}
+
+template <typename E>
 __device__ __forceinline__ void acc_to_a(uint32_t (&a)[4], const float (&lo)[4], const float (&hi)[4]) {
-  a[0] = pack_half2(lo[0], lo[1]);
-  a[1] = pack_half2(lo[2], lo[3]);
-  a[2] = pack_half2(hi[0], hi[1]);
-  a[3] = pack_half2(hi[2], hi[3]);
+  a[0] = pack2<E>(lo[0], lo[1]);
+  a[1] = pack2<E>(lo[2], lo[3]);
+  a[2] = pack2<E>(hi[0], hi[1]);
+  a[3] = pack2<E>(hi[2], hi[3]);
 }
 
 // A warp's A operands for its 16 rows over the head dim (D/16 blocks of 16 columns),
@@ -127,31 +156,31 @@ __device__ __forceinline__ void acc_to_a(uint32_t (&a)[4], const float (&lo)[4],
 template <int D, bool KEEP>
 struct RowFrags {
   uint32_t r[D / 16][4];
-  template <int P>
-  __device__ __forceinline__ void load(const __half* rows, int lane) {
+  template <int P, typename E>
+  __device__ __forceinline__ void load(const E* rows, int lane) {
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) ldsm_x4(r[kk], rows + kk * 16 + off_a<P>(lane));
   }
-  template <int P>
-  __device__ __forceinline__ void get(uint32_t (&a)[4], const __half*, int kk, int) const {
+  template <int P, typename E>
+  __device__ __forceinline__ void get(uint32_t (&a)[4], const E*, int kk, int) const {
 #pragma unroll
     for (int e = 0; e < 4; ++e) a[e] = r[kk][e];
   }
 };
 template <int D>
 struct RowFrags<D, false> {
-  template <int P>
-  __device__ __forceinline__ void load(const __half*, int) {}
-  template <int P>
-  __device__ __forceinline__ void get(uint32_t (&a)[4], const __half* rows, int kk, int lane) const {
+  template <int P, typename E>
+  __device__ __forceinline__ void load(const E*, int) {}
+  template <int P, typename E>
+  __device__ __forceinline__ void get(uint32_t (&a)[4], const E* rows, int kk, int lane) const {
     ldsm_x4(a, rows + kk * 16 + off_a<P>(lane));
   }
 };
 
 // Rows first .. first+R-1 of a D-wide slice (rows `stride` apart) into a pitch-(D+kPad)
 // tile with cp.async; rows at or past T are zeros.
-template <int R, int D, int NT>
-__device__ __forceinline__ void load_rows(__half* dst, const __half* src, int64_t stride, int first, int T) {
+template <int R, int D, int NT, typename E>
+__device__ __forceinline__ void load_rows(E* dst, const E* src, int64_t stride, int first, int T) {
   constexpr int kChunks = D / 8;  // 16-byte pieces per row
 #pragma unroll
   for (int idx = threadIdx.x; idx < R * kChunks; idx += NT) {
@@ -163,8 +192,8 @@ __device__ __forceinline__ void load_rows(__half* dst, const __half* src, int64_
 
 // A warp's finished rows (staged in shared memory, pitch P) out to global rows
 // `stride` apart, 16 bytes per lane; rows at or past T are dropped.
-template <int ROWS, int D, int P>
-__device__ __forceinline__ void store_rows(__half* dst, int64_t stride, const __half* src, int first, int T, int lane) {
+template <int ROWS, int D, int P, typename E>
+__device__ __forceinline__ void store_rows(E* dst, int64_t stride, const E* src, int first, int T, int lane) {
 #pragma unroll
   for (int idx = lane; idx < ROWS * (D / 8); idx += 32) {
     const int r = idx / (D / 8), c = idx % (D / 8) * 8;
@@ -174,16 +203,15 @@ __device__ __forceinline__ void store_rows(__half* dst, int64_t stride, const __
   }
 }
 
-// A warp's f32 accumulator rows (16 per m tile, D columns) times mul, as f16 into its
+// A warp's f32 accumulator rows (16 per m tile, D columns) times mul, as E into its
 // staging rows of shared memory (pitch P).
-template <int D, int P>
-__device__ __forceinline__ void stage_acc(__half* dst, const float (&acc)[D / 8][4], float mul0, float mul1, int lane) {
+template <int D, int P, typename E>
+__device__ __forceinline__ void stage_acc(E* dst, const float (&acc)[D / 8][4], float mul0, float mul1, int lane) {
   const int r = lane / 4, c = 2 * (lane % 4);
 #pragma unroll
   for (int nt = 0; nt < D / 8; ++nt) {
-    *reinterpret_cast<__half2*>(dst + r * P + nt * 8 + c) = __floats2half2_rn(acc[nt][0] * mul0, acc[nt][1] * mul0);
-    *reinterpret_cast<__half2*>(dst + (r + 8) * P + nt * 8 + c) =
-        __floats2half2_rn(acc[nt][2] * mul1, acc[nt][3] * mul1);
+    *reinterpret_cast<uint32_t*>(dst + r * P + nt * 8 + c) = pack2<E>(acc[nt][0] * mul0, acc[nt][1] * mul0);
+    *reinterpret_cast<uint32_t*>(dst + (r + 8) * P + nt * 8 + c) = pack2<E>(acc[nt][2] * mul1, acc[nt][3] * mul1);
   }
 }
 
@@ -203,7 +231,7 @@ void allow_smem(void (*kernel)(Params...), size_t bytes) {
   done.insert(key);
 }
 
-inline Geometry geometry(const AttentionF16Shape& s, int rows_per_block) {
+inline Geometry geometry(const AttentionTcShape& s, int rows_per_block) {
   Geometry g;
   g.T = s.T;
   g.H = s.H;
@@ -215,4 +243,4 @@ inline Geometry geometry(const AttentionF16Shape& s, int rows_per_block) {
   return g;
 }
 
-}  // namespace tr::cuda::attention_f16
+}  // namespace tr::cuda::attention_tc
