@@ -427,6 +427,26 @@ void loss_cases(std::vector<OpCase>& t) {
     c.why = "exp and a sum of 12 in f32 per row; f16 logits round the loss at 4.9e-4 per input";
     t.push_back(c);
   }
+  // Rows of a vocabulary (Note [long softmax rows]): 4104 logits, rows 16-byte
+  // aligned (the vector loads, and a last piece of 8 short of a full stride);
+  // 2500 logits, every other f16 row unaligned (element by element).
+  for (const int64_t V : {int64_t(4104), int64_t(2500)}) {
+    OpCase c;
+    const int64_t N = 2, T = 3;
+    c.name = cat("softmax_xent ", N, "x", T, "x", V, " long rows with its gradient");
+    c.kind = OpKind::SoftmaxXent;
+    c.attrs.with_grad = true;
+    c.attrs.label_smoothing = 0.1f;
+    c.variant = {N, N, T, 0};
+    c.loss_scale = 1024.f;  // as AMP scales it: dlogits of about 1e-2, f16 normals
+    c.in = {{Elem::T, {N, T, V}, Fill::Uniform, -4, 4}, {Elem::I32, {N, T}, Fill::Labels, 0, double(V)}};
+    c.out = {Elem::T, Elem::Stat};
+    c.cpu_f32 = 1e-6, c.gpu_f32 = 1e-4, c.gpu_f16 = 2e-3;
+    c.why =
+        "sums of thousands of exp in f32 in another order: sqrt(n) roundings typically (4e-6), n at worst "
+        "(2.5e-4 of the sum, which the loss and dlogits carry at most once); f16 logits as the short rows";
+    t.push_back(c);
+  }
   const Shape xs{6, 3, 3, 16};
   const int64_t M = 10;
   OpCase c;

@@ -116,8 +116,8 @@ inline void expect_bitwise(const std::vector<T>& got, const std::vector<T>& want
       if (count++ == 0) first = i;
     }
   if (count > 0)
-    ADD_FAILURE() << what << ": " << count << " of " << got.size() << " elements differ; the first at " << first
-                  << ": " << hex_of(got[first]) << ", expected " << hex_of(want[first]);
+    ADD_FAILURE() << what << ": " << count << " of " << got.size() << " elements differ; the first at " << first << ": "
+                  << hex_of(got[first]) << ", expected " << hex_of(want[first]);
 }
 
 inline void expect_scalars(const TrainScalars& got, const TrainScalars& want, const char* what) {

@@ -20,7 +20,7 @@
 
 namespace tr {
 
-constexpr int kGradNormPartials = 256;
+constexpr int kGradNormPartials = 1024;  // blocks of 256 threads: 8 per SM fill an H100 or H200
 
 // The launch-time checks of both backends: grads f32 regions, then the f64 partials.
 void check_grad_norm_operands(const RangeCall& c, const char* op);
