@@ -52,3 +52,20 @@ def time_steps(st, warmup, iters, reps):
         times.append(e0.elapsed_time(e1) / iters)
         cpu.append((c1 - c0) * 1e3 / iters)
     return statistics.median(times), statistics.median(cpu)
+
+
+def device_memory():
+    """The case's memory, read while its step still lives (tr-bench's Note
+    [device memory] counts the same device-wide figure): PyTorch's allocator
+    peaks since the last reset, and what the whole device has in use. Then
+    the caches are emptied and the peaks reset for the next case."""
+    free, total = torch.cuda.mem_get_info()
+    m = {"max_memory_allocated": torch.cuda.max_memory_allocated(),
+         "max_memory_reserved": torch.cuda.max_memory_reserved(),
+         "device_memory_used_bytes": total - free}
+    return m
+
+
+def reset_device_memory():
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats()

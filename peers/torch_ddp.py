@@ -56,8 +56,8 @@ def worker(rank, world, a, cases, queue):
     out = []
     for model, b, mode in cases:
         try:
-            ms, cpu_ms = torch_step.time_case(model, b, mode, a.warmup, a.iters, a.repetitions,
-                                              wrap=ddp_wrap(rank, mode, a.bn), capture_warmup=11)
+            ms, cpu_ms, _ = torch_step.time_case(model, b, mode, a.warmup, a.iters, a.repetitions,
+                                                 wrap=ddp_wrap(rank, mode, a.bn), capture_warmup=11)
             out.append((model, b, mode, ms, cpu_ms, None))
         except Exception as e:  # reported, not hidden; the other ranks fail the same case
             out.append((model, b, mode, None, None, str(e)))
@@ -97,7 +97,7 @@ def main():
     torch.backends.cudnn.benchmark = True
     single = {}
     for model, b, mode in cases:  # the 1-GPU baseline, in this process
-        single[(model, b, mode)] = torch_step.time_case(model, b, mode, a.warmup, a.iters, a.repetitions)
+        single[(model, b, mode)] = torch_step.time_case(model, b, mode, a.warmup, a.iters, a.repetitions)[:2]
     ctx = mp.get_context("spawn")
     queue = ctx.SimpleQueue()
     mp.spawn(worker, args=(world, a, cases, queue), nprocs=world, join=True)

@@ -144,11 +144,10 @@ def time_case(model, batch, seq, mode, precision, warmup, iters, reps):
         st.capture()
     ms, cpu_ms = step_timing.time_steps(st, warmup, iters, reps)
     loss = st.loss_sum.item() / (warmup + iters * reps + (3 if mode == "full-capture" else 0))
-    peak = torch.cuda.max_memory_allocated()
+    memory = step_timing.device_memory()
     del st
-    torch.cuda.empty_cache()
-    torch.cuda.reset_peak_memory_stats()
-    return ms, cpu_ms, loss, peak
+    step_timing.reset_device_memory()
+    return ms, cpu_ms, loss, memory
 
 
 def main():
@@ -189,17 +188,18 @@ def main():
         for m in modes:
             name = f"torch_gpt/model:{a.model}/mode:{m}/batch:{b}/seq:{seq}/precision:{a.precision}"
             try:
-                ms, cpu_ms, loss, peak = time_case(a.model, b, seq, m, a.precision, a.warmup, a.iters, a.repetitions)
+                ms, cpu_ms, loss, memory = time_case(a.model, b, seq, m, a.precision, a.warmup, a.iters, a.repetitions)
             except Exception as e:  # one failed case must not hide the others
                 print(f"{m:22} {b:6d} failed: {str(e).splitlines()[0] if str(e) else type(e).__name__}", flush=True)
                 out["benchmarks"].append({"name": name, "error": str(e)})
                 torch.cuda.empty_cache()
                 continue
             tps = b * seq / ms * 1e3
+            peak = memory["max_memory_allocated"]
             print(f"{m:22} {b:6d} {ms:9.3f} {cpu_ms:8.3f} {tps:10.0f} {loss:7.3f} {peak / 2**30:8.2f}", flush=True)
             out["benchmarks"].append({"name": name, "real_time": ms, "cpu_time": cpu_ms, "time_unit": "ms",
                                       "samples_per_second": b / ms * 1e3, "tokens_per_second": tps,
-                                      "mean_loss": loss, "max_memory_allocated": peak})
+                                      "mean_loss": loss, **memory})
             write(a.json, out)
     write(a.json, out)
     return 0

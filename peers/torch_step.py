@@ -116,7 +116,10 @@ def time_case(model, batch, mode, warmup, iters, reps, wrap=None, capture_warmup
     if mode == "full-capture":
         st.capture(capture_warmup)
     ms, cpu_ms = step_timing.time_steps(st, warmup, iters, reps)
-    return ms, cpu_ms
+    memory = step_timing.device_memory()
+    del st
+    step_timing.reset_device_memory()
+    return ms, cpu_ms, memory
 
 
 def main():
@@ -164,7 +167,7 @@ def main():
             case_modes = modes + (["torch-compile"] if a.compile_largest and b == max(batches) else [])
             for m in case_modes:
                 try:
-                    ms, cpu_ms = time_case(model, b, m, a.warmup, a.iters, a.repetitions)
+                    ms, cpu_ms, memory = time_case(model, b, m, a.warmup, a.iters, a.repetitions)
                 except Exception as e:  # one failed case must not hide the others
                     print(f"{model:8} {m:16} {b:6d} failed: {e}")
                     out["benchmarks"].append({"name": f"torch_step/model:{model}/mode:{m}/batch:{b}",
@@ -176,7 +179,7 @@ def main():
                 print(f"{model:8} {m:16} {b:6d} {ms:9.4f} {cpu_ms:8.4f} {ratio:>8}", flush=True)
                 out["benchmarks"].append({"name": f"torch_step/model:{model}/mode:{m}/batch:{b}",
                                           "real_time": ms, "cpu_time": cpu_ms, "time_unit": "ms",
-                                          "samples_per_second": b / ms * 1e3})
+                                          "samples_per_second": b / ms * 1e3, **memory})
                 write(a.json, out)  # after every case: a run cut short keeps what it measured
     write(a.json, out)
     return 0

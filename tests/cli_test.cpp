@@ -293,6 +293,8 @@ TEST(TrBenchCli, ShortCpuRunWritesAReport) {
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("full-capture"), std::string::npos) << r.out;
   EXPECT_TRUE(std::filesystem::exists(json));
+  for (const tr::bench::BenchCase& c : tr::bench::read_report(json).cases)
+    EXPECT_EQ(c.counters.count("device_memory_peak_bytes"), 0u) << "no device memory on the CPU";
   const Result g = run("tr-bench gate --counters-only --baseline " + json + " --current " + json);
   EXPECT_EQ(g.code, 0) << g.out << g.err;
 }
@@ -336,6 +338,31 @@ TEST(TrBenchCli, ConvPlansFileReplaysTheTimedPlans) {
   std::printf("[ conv plans ] cnn amp at 64: %zu plans recorded, digest %s in the timed run and the replay\n",
               book.size(), b.context.conv_plans_digest.c_str());
   std::filesystem::remove_all(dir);
+}
+
+// Note [device memory]: every CUDA case says what the device held before its
+// session and at its peak; the session holds at least its arena (plus the
+// libraries' handles and the graphs). Off CUDA there is nothing to count.
+TEST(TrBenchCli, CudaCasesReportTheirDeviceMemory) {
+  SKIP_WITHOUT_GPU();
+  const std::string json = testing::TempDir() + "tr_device_memory_" + std::to_string(getpid()) + ".json";
+  const Result r =
+      run("tr-bench --device cuda --model gpt2-d6 --precision bf16 --batch 8 --mode eager,full-capture "
+          "--warmup 1 --iters 2 --repetitions 1 --no-cupti --json " +
+          json);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const tr::bench::BenchReport rep = tr::bench::read_report(json);
+  ASSERT_FALSE(rep.cases.empty());
+  for (const tr::bench::BenchCase& c : rep.cases) {
+    const double before = c.counters.at("device_memory_before_bytes"), peak = c.counters.at("device_memory_peak_bytes");
+    const double session = c.counters.at("device_memory_session_bytes"), arena = c.counters.at("arena_bytes");
+    EXPECT_GT(before, 0) << c.mode << ": CUDA's context alone holds memory";
+    EXPECT_EQ(session, peak - before) << c.mode;
+    EXPECT_GE(session, arena) << c.mode << ": the session's arena is on the device";
+    std::printf("[ device memory ] gpt2-d6 bf16 %s: before %.0f MiB, peak %.0f MiB, session %.0f MiB, arena %.0f MiB\n",
+                c.mode.c_str(), before / 1048576, peak / 1048576, session / 1048576, arena / 1048576);
+  }
+  std::remove(json.c_str());
 }
 
 TEST(TrBenchCli, TraceMarksThePhasesOnlyWhenAsked) {

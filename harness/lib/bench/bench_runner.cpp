@@ -20,6 +20,7 @@
 #include "harness/lib/bench/busy_fraction.h"
 #include "harness/lib/bench/context_info.h"
 #include "harness/lib/bench/cupti_probe.h"
+#include "harness/lib/bench/device_memory.h"
 #include "harness/lib/bench/launch_crosscheck.h"
 #include "harness/lib/bench/machine_counters.h"
 #include "harness/lib/bench/model_flops.h"
@@ -295,14 +296,39 @@ std::pair<data::ImageDataset, data::ImageDataset> bench_data(const SessionPoint&
           data::window_images(all.subspan(size_t(count * p.seq)), p.seq, e.classes, "the synthetic tokens")};
 }
 
+// Rank 0's device memory in use before a session and the most in use at the
+// samples after it (Note [device memory]); nothing off CUDA (device < 0).
+class MemorySamples {
+ public:
+  explicit MemorySamples(int device) : device_(device) {
+    if (device_ >= 0) before_ = device_memory_used(device_);
+  }
+  void sample() {
+    if (!before_) return;
+    if (const auto used = device_memory_used(device_)) peak_ = std::max(peak_, *used);
+  }
+  std::optional<DeviceMemoryCounters> counters() const {
+    if (!before_ || peak_ == 0) return std::nullopt;
+    return DeviceMemoryCounters{double(*before_), double(peak_)};
+  }
+
+ private:
+  int device_;
+  std::optional<int64_t> before_;
+  int64_t peak_ = 0;
+};
+
 // Every variant of one session, measured and appended to the report.
 void measure_session(const BenchOptions& o, const SessionPoint& p, const data::ImageDataset& train,
                      const data::ImageDataset& val, CuptiProbe* cupti, World* world, BenchReport& report) {
   const RunOptions ro = session_options(o, p);
+  MemorySamples memory(o.backend == Backend::Cuda ? ro.first_device : -1);  // Note [device memory]
   TrainingSession t(ro, data::data_view(train), data::data_view(val));
+  memory.sample();
   save_conv_plans(o.algos.conv_plans.get(), world);  // what this session timed, kept at once
   BenchDriver drive(t);
   const PreCaptureResult& pc = t.capture();
+  memory.sample();
   for (Variant v : o.variants) {
     BenchCase c;
     c.model = p.model;
@@ -314,6 +340,7 @@ void measure_session(const BenchOptions& o, const SessionPoint& p, const data::I
     c.batch = t.plans().plan(v).dims.global_batch;
     if (o.progress) std::fprintf(stderr, "\rtr-bench: %-90s", c.name(report.context.device_kind).c_str());
     Timing timing = time_variant(o, drive, v, cupti, ro.first_device);
+    memory.sample();
     c.step_ms = std::move(timing.step_ms);
     c.cpu_ms = std::move(timing.cpu_ms);
     StepCounters k;
@@ -336,6 +363,7 @@ void measure_session(const BenchOptions& o, const SessionPoint& p, const data::I
       c.kernel_trace = std::move(timing.cupti.records);
     }
     k.allreduce = allreduce_counters(drive, v, o.iters, p.ranks);
+    k.device_memory = memory.counters();
     warn_if_launches_disagree(c, report.context.device_kind, k);
     write_counters(k, c.counters);
     // Note [machine state]: rank 0's GPU (the others' run the same steps).

@@ -29,6 +29,11 @@ void write_counters(const StepCounters& c, std::map<std::string, double>& k) {
     k["model_tflops_per_gpu"] = q.tflops_per_gpu;
     if (q.mfu) k["mfu"] = *q.mfu;
   }
+  if (c.device_memory) {
+    k["device_memory_before_bytes"] = c.device_memory->before_bytes;
+    k["device_memory_peak_bytes"] = c.device_memory->peak_bytes;
+    k["device_memory_session_bytes"] = c.device_memory->peak_bytes - c.device_memory->before_bytes;
+  }
   if (c.cupti) {
     const CuptiCounters& u = *c.cupti;
     k["cupti_kernel_launches_per_step"] = u.kernel_launches;

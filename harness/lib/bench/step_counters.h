@@ -37,6 +37,11 @@ struct SequenceCounters {
   std::optional<double> mfu;  // when the GPU's peak is known
 };
 
+// Rank 0's GPU memory (Note [device memory], device_memory.h).
+struct DeviceMemoryCounters {
+  double before_bytes = 0, peak_bytes = 0;
+};
+
 struct StepCounters {
   LaunchCounters launches;
   double captured_graphs = 0, unique_graphs = 0, atlas_slots = 0, reused_slots = 0;
@@ -45,6 +50,7 @@ struct StepCounters {
   std::optional<CuptiCounters> cupti;
   std::optional<AllreduceCounters> allreduce;
   std::optional<SequenceCounters> sequence;
+  std::optional<DeviceMemoryCounters> device_memory;
 };
 
 // The counters under the report's names, added to `out`.
