@@ -1,137 +1,235 @@
 #pragma once
 // Note [long softmax rows]
 // A language model's rows hold a whole vocabulary (GPT-2: 50,304 logits, 100 KB
-// in f16), too long for xent_row's warp, which reads a row three times: at
-// batch 64 x 1024 tokens the rows are 6.6 GB, read three times from HBM and
-// written once, 9.4 ms of a 143 ms step on an H100. Here one block owns a row:
-//   pass 1: each thread reads its elements (16-byte vectors where the row is
-//           aligned; the same elements in the same order either way) and keeps
-//           an online softmax (running max m and sum of exp(z - m)), the sum
-//           of z and its first argmax; then a butterfly in each warp and the
-//           warps in order;
-//   pass 2: dlogits = grad_scale * (exp(z - lse) - target), the row read again.
-// With 1024 threads a block, two blocks an SM keep about 26 MB of rows in
-// flight on an H100 (L2 50 MB), so pass 2 reads L2, not HBM: one read and one
-// write of the logits in all. Every sum runs in a fixed order: the same bits
-// on every run. SoftmaxXent uses it for rows of kLongRow logits or more; the
-// shorter rows (and the fused classifier head) keep xent_row. Formulas and
-// the NaN of a label outside [0, M): softmax_xent_row_cuda.h.
+// in f16), too long for xent_row's warp: it reads a row three times with
+// 2-byte loads, 1.1 ms of GPT-2's 7.3 ms step at batch 1 on an H100. Here one
+// block of 512 threads owns a row, in three passes:
+//   1. the max, its first index and the sum of z;
+//   2. the sum of exp(z - max): lse = max + log(sum);
+//   3. dlogits = grad_scale * (exp(z - lse) - target);
+// exp in base 2 on the special-function unit (ex2.approx, relative error
+// 2^-22; the short rows' expf costs about ten instructions, and at GPT-2's
+// batch 64 the rows are 3.3 billion logits: the passes were bound by it);
+// each thread's sums in its elements' order, then a butterfly in each warp and
+// the warps in order: the same bits on every run. Thread t owns the 16-byte
+// pieces t, t + 512, ... of the row. With 16-bit logits a row of up to
+// kLongRowChunks * 512 * 8 = 65,536 stays in the thread's registers (64 of its
+// 128) from one load (up to kLongRowChunks loads in flight per thread) until
+// its dlogits are written: the logits are read once and written once. Longer rows, and f32,
+// read the row in each pass (RowInMemory) with the same arithmetic in the same
+// order. SoftmaxXent uses this for rows of kLongRow logits or more; shorter
+// rows (and the fused classifier head) keep xent_row. Formulas and the NaN of
+// a label outside [0, M): softmax_xent_row_cuda.h.
 #include <cstdint>
+#include <type_traits>
 
 #include "framework/ops/kernels/cuda_kernel_util_cuda.h"
 
 namespace tr::cuda {
 
 constexpr int64_t kLongRow = 2048;
-constexpr int kLongRowThreads = 1024;
+constexpr int kLongRowThreads = 512;
+constexpr int kLongRowChunks = 16;  // 16-byte pieces a thread keeps in registers
 
-// A part of a row's softmax: running max m, sum s of exp(z - m) (0 with no
-// element yet), sum of z, first argmax (M when none).
-struct RowPart {
-  float m = -INFINITY, s = 0.f, zsum = 0.f;
-  int64_t arg = 0;
+// A row read from memory in every pass: f(j, count, z) for each of this
+// thread's pieces (z[count] floats at elements j..), a 16-byte load when `vec`.
+template <typename T>
+struct RowInMemory {
+  const T* row;
+  int64_t M;
+  bool vec;
+  template <typename F>
+  __device__ __forceinline__ void each(F&& f) const {
+    constexpr int V = kVec16<T>;
+    for (int64_t j = int64_t(threadIdx.x) * V; j < M; j += int64_t(blockDim.x) * V) {
+      float z[V];
+      const int count = M - j < V ? int(M - j) : V;
+      if (vec && count == V) {
+        load_vec<T, V>(row + j, z);
+      } else {
+#pragma unroll
+        for (int e = 0; e < V; ++e) z[e] = e < count ? to_f(row[j + e]) : 0.f;
+      }
+      f(j, count, z);
+    }
+  }
 };
 
-__device__ __forceinline__ void add_logit(RowPart& p, float z, int64_t j, int64_t M) {
-  if (p.arg == M || z > p.m) {  // strict: the first maximum stays
-    p.s = (p.s == 0.f ? 0.f : p.s * expf(p.m - z)) + 1.f;
-    p.m = z;
-    p.arg = j;
-  } else {
-    p.s += expf(z - p.m);
-  }
-  p.zsum += z;
-}
-
-// a and b combined; commutative bit for bit, so both lanes of a butterfly agree.
-__device__ __forceinline__ RowPart combine(const RowPart& a, const RowPart& b, int64_t M) {
-  RowPart r;
-  r.m = fmaxf(a.m, b.m);
-  r.s = (a.s == 0.f ? 0.f : a.s * expf(a.m - r.m)) + (b.s == 0.f ? 0.f : b.s * expf(b.m - r.m));
-  r.zsum = a.zsum + b.zsum;
-  r.arg = a.arg;
-  if (b.arg < M && (a.arg == M || b.m > a.m || (b.m == a.m && b.arg < a.arg))) r.arg = b.arg;
-  return r;
-}
-
-// Calls f(j, count, z[]) for this thread's pieces of a row of M: piece k of V
-// elements (k = threadIdx.x, + blockDim.x, ...), loaded as one 16-byte vector
-// when `vec`, element by element otherwise; count < V only at the row's end.
-template <typename T, typename F>
-__device__ __forceinline__ void for_each_piece_of_row(const T* row, int64_t M, bool vec, F&& f) {
-  constexpr int V = kVec16<T>;
-  for (int64_t j = int64_t(threadIdx.x) * V; j < M; j += int64_t(blockDim.x) * V) {
-    float z[V];
-    const int count = M - j < V ? int(M - j) : V;
-    if (vec && count == V) {
-      load_vec<T, V>(row + j, z);
-    } else {
-      for (int e = 0; e < count; ++e) z[e] = to_f(row[j + e]);
-    }
-    f(j, count, z);
-  }
-}
-
-// (loss, correct) of row blockIdx.x to rows_out; dlogits when not null. One
-// block of kLongRowThreads per row.
+// The same pieces, loaded once into registers (16-bit T, M <= kLongRowChunks *
+// blockDim.x * 8).
 template <typename T>
-__global__ void __launch_bounds__(kLongRowThreads)
+struct RowInRegisters {
+  static constexpr int V = kVec16<T>;
+  uint4 raw[kLongRowChunks];
+  int64_t M;
+  __device__ __forceinline__ RowInRegisters(const T* row, int64_t m, bool vec) : M(m) {
+#pragma unroll
+    for (int c = 0; c < kLongRowChunks; ++c) {
+      const int64_t j = (int64_t(threadIdx.x) + int64_t(c) * blockDim.x) * V;
+      if (j >= M) continue;
+      if (vec && M - j >= V) {
+        raw[c] = *reinterpret_cast<const uint4*>(row + j);
+      } else {
+        T* e = reinterpret_cast<T*>(&raw[c]);
+#pragma unroll
+        for (int k = 0; k < V; ++k)  // constant indices keep raw in registers
+          if (j + k < M) e[k] = row[j + k];
+      }
+    }
+  }
+  template <typename F>
+  __device__ __forceinline__ void each(F&& f) const {
+#pragma unroll
+    for (int c = 0; c < kLongRowChunks; ++c) {
+      const int64_t j = (int64_t(threadIdx.x) + int64_t(c) * blockDim.x) * V;
+      if (j >= M) continue;
+      const T* e = reinterpret_cast<const T*>(&raw[c]);
+      float z[V];
+#pragma unroll
+      for (int k = 0; k < V; ++k) z[k] = to_f(e[k]);
+      f(j, M - j < V ? int(M - j) : V, z);
+    }
+  }
+};
+
+constexpr float kLog2eRow = 1.4426950408889634f;
+constexpr float kLn2Row = 0.6931471805599453f;
+
+// 2^x on the special-function unit; 2^-inf = 0.
+__device__ __forceinline__ float ex2_row(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// The block's (max, first argmax, sum of z): a butterfly in each warp, then
+// the warps in order; every thread gets the result.
+struct RowMax {
+  float m;
+  int64_t arg;
+  float zsum;
+};
+__device__ __forceinline__ RowMax max_of_rows(RowMax a, const RowMax& b, int64_t M) {
+  if (b.arg < M && (a.arg == M || b.m > a.m || (b.m == a.m && b.arg < a.arg))) {
+    a.m = b.m;
+    a.arg = b.arg;
+  }
+  a.zsum += b.zsum;
+  return a;
+}
+__device__ __forceinline__ RowMax block_row_max(RowMax p, int64_t M) {
+  __shared__ RowMax warps[kLongRowThreads / 32];
+  __shared__ RowMax all;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const RowMax q{__shfl_xor_sync(0xffffffffu, p.m, o), __shfl_xor_sync(0xffffffffu, p.arg, o),
+                   __shfl_xor_sync(0xffffffffu, p.zsum, o)};
+    // Both lanes of a pair must end equal: take the pair in index order.
+    p = (int(threadIdx.x) & o) ? max_of_rows(q, p, M) : max_of_rows(p, q, M);
+  }
+  if (threadIdx.x % 32 == 0) warps[threadIdx.x / 32] = p;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    RowMax r = warps[0];
+    for (int w = 1; w < int(blockDim.x) / 32; ++w) r = max_of_rows(r, warps[w], M);
+    all = r;
+  }
+  __syncthreads();
+  return all;
+}
+__device__ __forceinline__ float block_sum(float v) {
+  __shared__ float warps[kLongRowThreads / 32];
+  __shared__ float all;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const float q = __shfl_xor_sync(0xffffffffu, v, o);
+    v = (int(threadIdx.x) & o) ? q + v : v + q;
+  }
+  if (threadIdx.x % 32 == 0) warps[threadIdx.x / 32] = v;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float r = warps[0];
+    for (int w = 1; w < int(blockDim.x) / 32; ++w) r += warps[w];
+    all = r;
+  }
+  __syncthreads();
+  return all;
+}
+
+// One row (blockIdx.x) from `src`: (loss, correct) to rows_out, dlogits to drow when not null.
+template <typename T, typename Src>
+__device__ __forceinline__ void xent_long_row(const Src& src, const T* row, int64_t M, int32_t l, float smoothing,
+                                              float grad_scale, T* drow, bool vec, float2* row_out) {
+  RowMax p{-INFINITY, M, 0.f};
+  // Loops over a piece run to V with a test, not to count: constant indices
+  // keep the pieces in registers.
+  constexpr int V = kVec16<T>;
+  src.each([&](int64_t j, int count, const float* z) {
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      if (e >= count) continue;
+      if (p.arg == M || z[e] > p.m) {  // strict: a thread keeps its first maximum
+        p.m = z[e];
+        p.arg = j + e;
+      }
+      p.zsum += z[e];
+    }
+  });
+  const RowMax r = block_row_max(p, M);
+  float s = 0.f;
+  const float m2 = r.m * kLog2eRow;  // the max in base-2 units
+  src.each([&](int64_t, int count, const float* z) {
+#pragma unroll
+    for (int e = 0; e < V; ++e)
+      if (e < count) s += ex2_row(fmaf(z[e], kLog2eRow, -m2));
+  });
+  const float lse = r.m + log2f(block_sum(s)) * kLn2Row;
+  const float lse2 = lse * kLog2eRow;
+  const bool valid = l >= 0 && int64_t(l) < M;
+  const float off = smoothing / float(M);
+  if (threadIdx.x == 0) {
+    const float loss = valid ? lse - (1.f - smoothing) * to_f(row[l]) - off * r.zsum : __int_as_float(0x7fc00000);
+    *row_out = make_float2(loss, (valid && r.arg == l) ? 1.f : 0.f);
+  }
+  if (drow == nullptr) return;
+  src.each([&](int64_t j, int count, const float* z) {
+    float d[V];
+#pragma unroll
+    for (int e = 0; e < V; ++e)
+      d[e] = grad_scale * (ex2_row(fmaf(z[e], kLog2eRow, -lse2)) - (off + (j + e == l ? 1.f - smoothing : 0.f)));
+    if (vec && count == V) {
+      store_vec<T, V>(drow + j, d);
+    } else {
+#pragma unroll
+      for (int e = 0; e < V; ++e)
+        if (e < count) drow[j + e] = from_f<T>(d[e]);
+    }
+  });
+}
+
+// (loss, correct) of row blockIdx.x to rows_out[blockIdx.x]; dlogits when not
+// null. One block of kLongRowThreads per row; in registers when it fits.
+template <typename T>
+__global__ void __launch_bounds__(kLongRowThreads, 1)
     xent_long_rows_kernel(const T* __restrict__ logits, const int32_t* __restrict__ labels, T* __restrict__ dlogits,
                           const TrainScalars* __restrict__ scalars, float2* __restrict__ rows_out, int64_t M,
                           float smoothing, float inv_global_batch) {
   grid_dependency_begin();
-  __shared__ RowPart warps[kLongRowThreads / 32];
-  __shared__ float lse_s;
   const int64_t n = blockIdx.x;
   const T* row = logits + n * M;
   T* drow = dlogits == nullptr ? nullptr : dlogits + n * M;
   const auto on16 = [](const void* q) { return (reinterpret_cast<uintptr_t>(q) & 15u) == 0; };
   const bool vec = on16(row) && (drow == nullptr || on16(drow));
-  RowPart p;
-  p.arg = M;
-  for_each_piece_of_row(row, M, vec, [&](int64_t j, int count, const float* z) {
-    for (int e = 0; e < count; ++e) add_logit(p, z[e], j + e, M);
-  });
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-    RowPart q;
-    q.m = __shfl_xor_sync(0xffffffffu, p.m, o);
-    q.s = __shfl_xor_sync(0xffffffffu, p.s, o);
-    q.zsum = __shfl_xor_sync(0xffffffffu, p.zsum, o);
-    q.arg = __shfl_xor_sync(0xffffffffu, p.arg, o);
-    p = combine(p, q, M);
-  }
-  const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32;
-  if (lane == 0) warps[warp] = p;
-  __syncthreads();
+  const float grad_scale = drow == nullptr ? 0.f : scalars->loss_scale * inv_global_batch;
   const int32_t l = labels[n];
-  const bool valid = l >= 0 && int64_t(l) < M;
-  const float off = smoothing / float(M);
-  if (threadIdx.x == 0) {
-    RowPart r = warps[0];
-    for (int w = 1; w < int(blockDim.x) / 32; ++w) r = combine(r, warps[w], M);
-    const float lse = r.m + logf(r.s);
-    lse_s = lse;
-    const float loss = valid ? lse - (1.f - smoothing) * to_f(row[l]) - off * r.zsum : __int_as_float(0x7fc00000);
-    rows_out[n] = make_float2(loss, (valid && r.arg == l) ? 1.f : 0.f);
+  if constexpr (sizeof(T) == 2) {
+    if (M <= int64_t(kLongRowChunks) * blockDim.x * kVec16<T>) {
+      const RowInRegisters<T> src(row, M, vec);
+      xent_long_row(src, row, M, l, smoothing, grad_scale, drow, vec, rows_out + n);
+      return;
+    }
   }
-  if (drow == nullptr) return;
-  __syncthreads();
-  const float lse = lse_s;
-  const float grad_scale = scalars->loss_scale * inv_global_batch;
-  for_each_piece_of_row(row, M, vec, [&](int64_t j, int count, const float* z) {
-    constexpr int V = kVec16<T>;
-    float d[V];
-    for (int e = 0; e < V; ++e) {
-      const float target = off + (j + e == l ? 1.f - smoothing : 0.f);
-      d[e] = grad_scale * (expf(z[e] - lse) - target);
-    }
-    if (vec && count == V) {
-      store_vec<T, V>(drow + j, d);
-    } else {
-      for (int e = 0; e < count; ++e) drow[j + e] = from_f<T>(d[e]);
-    }
-  });
+  xent_long_row(RowInMemory<T>{row, M, vec}, row, M, l, smoothing, grad_scale, drow, vec, rows_out + n);
 }
 
 }  // namespace tr::cuda
