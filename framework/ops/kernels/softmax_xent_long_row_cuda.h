@@ -3,7 +3,7 @@
 // A language model's rows hold a whole vocabulary (GPT-2: 50,304 logits, 100 KB
 // in f16), too long for xent_row's warp: it reads a row three times with
 // 2-byte loads, 1.1 ms of GPT-2's 7.3 ms step at batch 1 on an H100. Here one
-// block of 512 threads owns a row, in three passes:
+// block of 1024 threads owns a row, in three passes:
 //   1. the max, its first index and the sum of z;
 //   2. the sum of exp(z - max): lse = max + log(sum);
 //   3. dlogits = grad_scale * (exp(z - lse) - target);
@@ -12,10 +12,11 @@
 // batch 64 the rows are 3.3 billion logits: the passes were bound by it);
 // each thread's sums in its elements' order, then a butterfly in each warp and
 // the warps in order: the same bits on every run. Thread t owns the 16-byte
-// pieces t, t + 512, ... of the row. With 16-bit logits a row of up to
-// kLongRowChunks * 512 * 8 = 65,536 stays in the thread's registers (64 of its
-// 128) from one load (up to kLongRowChunks loads in flight per thread) until
-// its dlogits are written: the logits are read once and written once. Longer rows, and f32,
+// pieces t, t + 1024, ... of the row. With 16-bit logits a row of up to
+// kLongRowChunks * 1024 * 8 = 57,344 stays in the thread's registers (28 of
+// its 64; GPT-2's 50,304 fit) from one load (up to kLongRowChunks loads in
+// flight per thread) until its dlogits are written: the logits are read once
+// and written once. Longer rows, and f32,
 // read the row in each pass (RowInMemory) with the same arithmetic in the same
 // order. SoftmaxXent uses this for rows of kLongRow logits or more; shorter
 // rows (and the fused classifier head) keep xent_row. Formulas and the NaN of
@@ -28,8 +29,8 @@
 namespace tr::cuda {
 
 constexpr int64_t kLongRow = 2048;
-constexpr int kLongRowThreads = 512;
-constexpr int kLongRowChunks = 16;  // 16-byte pieces a thread keeps in registers
+constexpr int kLongRowThreads = 1024;
+constexpr int kLongRowChunks = 7;  // 16-byte pieces a thread keeps in registers
 
 // A row read from memory in every pass: f(j, count, z) for each of this
 // thread's pieces (z[count] floats at elements j..), a 16-byte load when `vec`.
