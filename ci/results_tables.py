@@ -223,37 +223,59 @@ def table_headline(root):
     return out
 
 
-def gpt_peer_times(report, path):
-    """{(mode, batch): ms} of a peers/torch_gpt.py report (failed cases left out)."""
+def gpt_peer_cases(report, path):
+    """{(mode, batch): case} of a peers/torch_gpt.py report (failed cases left out)."""
     out = {}
     for b in report.get("benchmarks", []):
-        m = re.fullmatch(r"torch_gpt/model:gpt2/mode:([^/]+)/batch:(\d+)/seq:1024", b.get("name", ""))
+        m = re.fullmatch(r"torch_gpt/model:gpt2/mode:([^/]+)/batch:(\d+)/seq:1024(?:/precision:\w+)?", b.get("name", ""))
         if m and "real_time" in b:
-            out[(m.group(1), int(m.group(2)))] = b["real_time"]
+            out[(m.group(1), int(m.group(2)))] = b
     if not out:
         raise ReportError(f"{path}: no torch_gpt entries for gpt2 at T 1024")
     return out
 
 
-def table_gpt2(root):
-    """GPT-2 124M at T = 1024: tr's modes beside PyTorch's fastest mode and llm.c, one call."""
-    tr_path, peer_path, llmc_path = f"{GPT2}/bench_gpt2_amp.json", f"{GPT2}/torch_gpt2_amp.json", f"{GPT2}/llmc_gpt2.json"
-    tr, peer, llmc = load(root, tr_path), load(root, peer_path), load(root, llmc_path)
-    rows, pt = medians(tr, tr_path), gpt_peer_times(peer, peer_path)
-    lc = {r["batch"]: r["median_ms"] for r in llmc.get("results", []) if r.get("status") == "ok"}
-    out = ["| batch | tr eager ms | tr full capture ms | tokens/s | MFU | fastest PyTorch ms (mode) | tr ÷ PyTorch | llm.c ms (bf16) | tr ÷ llm.c |",
-           "| ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |"]
+def gib(x):
+    return f"{x / 2**30:.1f}" if x else "—"
+
+
+def gpt2_rows(root, precision, llmc):
+    """One precision's rows: tr's modes beside PyTorch's fastest mode in the same precision and llm.c."""
+    tr_path, peer_path = f"{GPT2}/bench_gpt2_{precision}.json", f"{GPT2}/torch_gpt2_{precision}.json"
+    tr = load(root, tr_path)
+    rows, pt = medians(tr, tr_path), gpt_peer_cases(load(root, peer_path), peer_path)
+    out = []
     for batch in sorted({k[3] for k in rows}):
         e, f = rows[("gpt2", "eager", 1, batch)], rows[("gpt2", "full-capture", 1, batch)]
-        modes = {m: t for (m, b), t in pt.items() if b == batch}
-        mode = min(modes, key=modes.get) if modes else None
+        modes = {m: c for (m, b), c in pt.items() if b == batch}
+        mode = min(modes, key=lambda m: modes[m]["real_time"]) if modes else None
         t = f["real_time"]
-        peer_cols = f"{ms(modes[mode])} ({mode}) | {t / modes[mode]:.3f}" if mode else "— | —"
-        l = lc.get(batch)
-        out.append(f"| {batch} | {ms(e['real_time'])} | {ms(t)} | {f['tokens_per_second']:,.0f} | {f['mfu']:.3f} | "
-                   f"{peer_cols} | {ms(l) if l else '—'} | {f'{t / l:.3f}' if l else '—'} |")
-    out += ["", source(root, GPT2, ["bench_gpt2_amp.json", "torch_gpt2_amp.json", "llmc_gpt2.json"], tr["context"],
-                       command=f"the commands of `{GPT2}/command.txt`, all in one call")]
+        mark = "*" if f.get("throttled_repetitions", 0) > 0 else ""
+        peer = modes.get(mode, {})
+        peer_cols = (f"{ms(peer['real_time'])} ({mode}) | {gib(peer.get('device_memory_used_bytes'))} | "
+                     f"{t / peer['real_time']:.3f}") if mode else "— | — | —"
+        l = llmc.get(batch)
+        out.append(f"| {precision} | {batch} | {ms(e['real_time'])} | {ms(t)}{mark} | {f['tokens_per_second']:,.0f} | "
+                   f"{f['mfu']:.3f} | {gib(f.get('device_memory_peak_bytes'))} | {peer_cols} | "
+                   f"{ms(l) if l else '—'} | {f'{t / l:.3f}' if l else '—'} |")
+    return out, tr["context"]
+
+
+def table_gpt2(root):
+    """GPT-2 124M at T = 1024 in bf16 and fp16 AMP: tr beside PyTorch's fastest mode and llm.c, one call."""
+    llmc = load(root, f"{GPT2}/llmc_gpt2.json")
+    lc = {r["batch"]: r["median_ms"] for r in llmc.get("results", []) if r.get("status") == "ok"}
+    out = ["| precision | batch | tr eager ms | tr full capture ms | tokens/s | MFU | tr device GiB | "
+           "fastest PyTorch ms (mode) | PyTorch device GiB | tr ÷ PyTorch | llm.c ms (bf16) | tr ÷ llm.c |",
+           "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |"]
+    ctx = None
+    for precision in ("bf16", "amp"):
+        rows, ctx = gpt2_rows(root, precision, lc)
+        out += rows
+    files = ["bench_gpt2_bf16.json", "torch_gpt2_bf16.json", "bench_gpt2_amp.json", "torch_gpt2_amp.json",
+             "llmc_gpt2.json"]
+    out += ["", "\\* the GPU throttled (power cap) in some or all of the case's repetitions (`throttled_repetitions`).", "",
+            source(root, GPT2, files, ctx, command=f"the commands of `{GPT2}/command.txt`, all in one call")]
     return out
 
 
