@@ -87,6 +87,9 @@ int run(int argc, char** argv, tr::World* world) {
   EpochStats s;
   for (int e = 0; e < o.epochs; ++e) {
     s = t.run_epoch();
+    for (const ValPoint& v : s.mid_vals)
+      std::printf("  step %lld: val_loss %.4f, val_acc %.4f, ema_loss %.4f, ema_acc %.4f\n",
+                  static_cast<long long>(v.step), v.loss, v.acc, v.ema_loss, v.ema_acc);
     std::printf("%5d %5d %10.4f %9.4f %9.4f %9.4f %9.4f %9.4f %8.2f %8.2f %6d\n", s.epoch + 1,
                 s.lowres                ? o.lowres_size
                 : o.model.is_sequence() ? int(o.model.seq_len)

@@ -34,6 +34,22 @@ TEST(GptCli, TrTrainLearnsSyntheticTokens) {
   EXPECT_LT(train_loss, 4.5) << r.out;
 }
 
+// --val-every N: a validation line after run steps 8 and 24 (epoch 1 is
+// steps 1..16, epoch 2 17..32; steps 16 and 32 are the epochs' own
+// validations), and a negative N is refused.
+TEST(GptCli, TrTrainValidatesEveryNSteps) {
+  const auto r = run_tool(
+      "tr-train --model gpt2-d6 --width 0.25 --seq 32 --synthetic --train-subset 256 --val-subset 16 --batch 16 "
+      "--epochs 2 --lr 3e-3 --val-every 8");
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* step : {"  step 8: val_loss ", "  step 24: val_loss "})
+    EXPECT_NE(r.out.find(step), std::string::npos) << step << " missing:\n" << r.out;
+  for (const char* step : {"  step 16: ", "  step 32: "}) EXPECT_EQ(r.out.find(step), std::string::npos) << r.out;
+  const auto bad = run_tool("tr-train --model gpt2-d6 --synthetic --val-every -1");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("--val-every"), std::string::npos) << bad.err;
+}
+
 TEST(GptCli, TrBenchReportsTokensAndModelFlops) {
   const std::string json = testing::TempDir() + "tr_gpt_bench_" + std::to_string(getpid()) + ".json";
   const auto r = run_tool(

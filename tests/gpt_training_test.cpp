@@ -142,6 +142,87 @@ TEST(GptTrainingGpu, TheOptimizerTailChangesNoBit) {
   expect_the_tail_changes_no_bit(Backend::Cuda);
 }
 
+// RunOptions::val_every: validating inside an epoch (after run steps 2 and 4
+// of two 3-step epochs, the last batch short) leaves every training bit as it
+// was, in every mode, and the validation losses there are the same bits in
+// every mode (the capture modes run the captured inference graphs).
+void expect_validating_inside_an_epoch_changes_no_training_bit(Backend backend) {
+  const data::ImageDataset train = windows(10, 32, 14), val = windows(6, 32, 15);
+  std::map<std::string, std::vector<float>> ref;
+  std::vector<ValPoint> ref_vals;
+  for (const auto& [mode, split] : testing::kModeRuns) {
+    for (const int64_t every : {int64_t(0), int64_t(2)}) {
+      RunOptions o = small_gpt(mode, 32, 4);
+      o.backend = backend;
+      o.epochs = 2;
+      o.step_graphs = !split;
+      o.val_every = every;
+      Trainer t(o, testing::view_of(train), testing::view_of(val));
+      std::vector<ValPoint> vals;
+      for (int e = 0; e < 2; ++e) {
+        const EpochStats st = t.run_epoch();
+        vals.insert(vals.end(), st.mid_vals.begin(), st.mid_vals.end());
+      }
+      const auto state = testing::state_of(t);
+      const std::string what = cat(mode_name(mode), split ? " split" : "", ", val_every ", every);
+      if (ref.empty()) ref = state;
+      EXPECT_EQ(testing::differing_tensors(ref, state, what + " vs eager without"), 0);
+      if (every == 0) {
+        EXPECT_TRUE(vals.empty()) << what;
+        continue;
+      }
+      ASSERT_EQ(vals.size(), 2u) << what;
+      EXPECT_EQ(vals[0].step, 2);
+      EXPECT_EQ(vals[1].step, 4);
+      std::printf("[ gpt modes ] %s: val loss %.4f after step 2, %.4f after step 4\n", what.c_str(), vals[0].loss,
+                  vals[1].loss);
+      if (ref_vals.empty()) ref_vals = vals;
+      for (size_t k = 0; k < vals.size(); ++k) {
+        EXPECT_EQ(vals[k].loss, ref_vals[k].loss) << what << ", point " << k;
+        EXPECT_EQ(vals[k].ema_loss, ref_vals[k].ema_loss) << what << ", point " << k;
+      }
+    }
+  }
+}
+
+TEST(GptTraining, ValidatingInsideAnEpochChangesNoTrainingBit) {
+  expect_validating_inside_an_epoch_changes_no_training_bit(Backend::Cpu);
+}
+
+TEST(GptTrainingGpu, ValidatingInsideAnEpochChangesNoTrainingBit) {
+  SKIP_WITHOUT_GPU();
+  expect_validating_inside_an_epoch_changes_no_training_bit(Backend::Cuda);
+}
+
+// A validation after step 1 of a 2-step epoch is the validation of an epoch
+// that ends there: the same batch, the same constant learning rate, the same
+// bits (main and EMA weights).
+TEST(GptTraining, AValidationInsideAnEpochIsTheValidationOfAnEpochEndingThere) {
+  const data::ImageDataset train = windows(8, 32, 16), val = windows(6, 32, 17);
+  data::ImageDataset first_half = train;
+  first_half.count = 4;
+  first_half.images.resize(size_t(4 * train.image_bytes()));
+  first_half.labels.resize(4);
+  RunOptions o = small_gpt(ExecMode::FullCapture, 32, 4);
+  o.lr.kind = LrSchedule::Constant;
+  o.lr.warmup_fraction = 0.f;
+  o.shuffle = false;
+  o.val_every = 1;
+  Trainer paused(o, testing::view_of(train), testing::view_of(val));
+  const EpochStats p = paused.run_epoch();
+  ASSERT_EQ(p.steps, 2);
+  ASSERT_EQ(p.mid_vals.size(), 1u);
+  o.val_every = 0;
+  Trainer ended(o, testing::view_of(first_half), testing::view_of(val));
+  const EpochStats e = ended.run_epoch();
+  ASSERT_EQ(e.steps, 1);
+  EXPECT_EQ(p.mid_vals[0].step, 1);
+  EXPECT_EQ(p.mid_vals[0].loss, e.val_loss);
+  EXPECT_EQ(p.mid_vals[0].ema_loss, e.val_ema_loss);
+  std::printf("[ gpt modes ] validation after step 1 of 2: %.6f; of an epoch ending there: %.6f\n", p.mid_vals[0].loss,
+              e.val_loss);
+}
+
 // The first 17 tokens of each 33-token window, as a set of 17-token windows.
 data::ImageDataset shortened(const data::ImageDataset& d, int keep) {
   data::ImageDataset s = d;

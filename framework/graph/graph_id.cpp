@@ -25,6 +25,7 @@ std::string_view graph_name(GraphId g) {
     case GraphId::EMA_UPDATE: return "EMA_UPDATE";
     case GraphId::CAST_MAIN_FP32_TO_FP16: return "CAST_MAIN_FP32_TO_FP16";
     case GraphId::CLEAR_METRICS: return "CLEAR_METRICS";
+    case GraphId::CLEAR_VAL_METRICS: return "CLEAR_VAL_METRICS";
     case GraphId::UPDATE_BN_INF_PARAMS: return "UPDATE_BN_INF_PARAMS";
     case GraphId::CAST_EMA_FP32_TO_FP16: return "CAST_EMA_FP32_TO_FP16";
     case GraphId::INF_MAIN_A: return "INF_MAIN_A";
@@ -92,6 +93,7 @@ bool used_in_val(GraphId g) {
     case GraphId::TRANSFER_A:
     case GraphId::TRANSFER_B:
     case GraphId::CLEAR_METRICS:
+    case GraphId::CLEAR_VAL_METRICS:
     case GraphId::UPDATE_BN_INF_PARAMS:
     case GraphId::CAST_EMA_FP32_TO_FP16:
     case GraphId::INF_MAIN_A:
@@ -104,6 +106,7 @@ bool used_in_val(GraphId g) {
 
 bool used_in_train(GraphId g) {
   switch (g) {
+    case GraphId::CLEAR_VAL_METRICS:
     case GraphId::UPDATE_BN_INF_PARAMS:
     case GraphId::CAST_EMA_FP32_TO_FP16:
     case GraphId::INF_MAIN_A:

@@ -29,8 +29,9 @@ enum class GraphId : uint8_t {
   LARS_DEEP_CONV_OPT,  // LARS groups, on COMP_1/2/3 in parallel
   EMA_UPDATE,
   CAST_MAIN_FP32_TO_FP16,  // AMP: master weights -> compute copies
-  CLEAR_METRICS,
-  UPDATE_BN_INF_PARAMS,  // fold BN running stats into inference affines (main, EMA)
+  CLEAR_METRICS,           // the training metrics, at an epoch's start
+  CLEAR_VAL_METRICS,       // the validation metrics, at each validation's start
+  UPDATE_BN_INF_PARAMS,    // fold BN running stats into inference affines (main, EMA)
   CAST_EMA_FP32_TO_FP16,
   INF_MAIN_A,
   INF_MAIN_B,       // validation forward with main weights, buffer A or B

@@ -188,10 +188,10 @@ void emit_ema_and_copies(const Recipe& r) {
         GraphId::CAST_EMA_FP32_TO_FP16,
         range(RangeOp::Cast, {RangeRef::region(Role::EmaParam), RangeRef::region(Role::EmaParamCompute)}, "cast_ema"));
   }
-  r.cg.add(GraphId::CLEAR_METRICS, range(RangeOp::Clear,
-                                         {RangeRef::of(r.ids.train_metrics), RangeRef::of(r.ids.val_main_metrics),
-                                          RangeRef::of(r.ids.val_ema_metrics)},
-                                         "clear_metrics"));
+  r.cg.add(GraphId::CLEAR_METRICS, range(RangeOp::Clear, {RangeRef::of(r.ids.train_metrics)}, "clear_metrics"));
+  r.cg.add(GraphId::CLEAR_VAL_METRICS,
+           range(RangeOp::Clear, {RangeRef::of(r.ids.val_main_metrics), RangeRef::of(r.ids.val_ema_metrics)},
+                 "clear_val_metrics"));
 }
 
 }  // namespace

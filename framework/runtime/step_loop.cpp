@@ -73,6 +73,7 @@ void train_step(GraphRunner& r, Variant v, int cur, bool transfer_next, const St
 
 void val_begin(GraphRunner& r, Variant v) {
   r.ctx().stream_wait(S::UPDATE, S::COMP_1);
+  r.launch(GraphId::CLEAR_VAL_METRICS, v);  // each validation sums from zero (Trainer's val_every)
   r.launch(GraphId::UPDATE_BN_INF_PARAMS, v);
   r.launch(GraphId::CAST_EMA_FP32_TO_FP16, v);
   r.ctx().stream_wait(S::COMP_1, S::UPDATE);

@@ -55,7 +55,8 @@ static_assert(kFirstCommEnd < DeviceContext::kTimeSlots, "every TimeMark needs a
 
 // One training step on buffer `cur`; optionally launches the transfer of the next batch.
 void train_step(GraphRunner& r, Variant v, int cur, bool transfer_next, const StepHook* hook = nullptr);
-// Before validation: BN inference affines, AMP cast of the EMA weights.
+// Before validation: the validation metrics cleared, BN inference affines, AMP
+// cast of the EMA weights.
 void val_begin(GraphRunner& r, Variant v);
 // One validation batch (main and EMA weights) on buffer `cur`.
 void val_step(GraphRunner& r, Variant v, int cur, bool transfer_next);

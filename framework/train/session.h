@@ -36,6 +36,10 @@ struct RunOptions {
   uint64_t seed = 1;
   bool shuffle = true;
   bool validate = true;
+  // > 0: also validate after every val_every-th training step of the run
+  // (counted from the first), inside an epoch (EpochStats::mid_vals); the
+  // epoch's own validation covers its last step.
+  int64_t val_every = 0;
   // How library algorithms are chosen and our kernels launched (the CPU's
   // kernels are deterministic and use none of the CUDA choices).
   AlgoChoice algos;

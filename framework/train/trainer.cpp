@@ -24,43 +24,82 @@ namespace {
 // Note [A/B double buffering] (step_loop.h): step i reads staging slot i % 2;
 // while it runs, step i+1's samples are filled into the other slot. Fills
 // slot 0 with step 0's samples, then `start` (its transfer), then for every
-// step fills the next one's slot and runs `step(i, variant, slot, has_next)`.
-// Step i takes samples [i * batch, ...) of `data` (in `order`, or in data
-// order when empty), as many as its variant's global batch.
+// step fills the next one's slot and runs `step(i, variant, slot, has_next)`,
+// for steps first .. end - 1 (slot 0 first). Step i takes samples
+// [i * batch, ...) of `data` (in `order`, or in data order when empty), as
+// many as its variant's global batch.
 void double_buffered(DeviceContext& ctx, const PlanSet& plans, const DataView& data, const std::vector<int64_t>& order,
-                     int64_t steps, int64_t batch, const std::function<Variant(int64_t)>& variant_of,
+                     int64_t first, int64_t end, int64_t batch, const std::function<Variant(int64_t)>& variant_of,
                      const std::function<void()>& start, const std::function<void(int64_t, Variant, int, bool)>& step) {
   auto fill = [&](int slot, int64_t i) {
     const VariantDims& d = plans.plan(variant_of(i)).dims;
     ctx.wait_transfer_done(slot);
     TrainingSession::fill_staging(ctx, slot, data, order, i * batch, d.global_batch, d.batch);
   };
-  fill(0, 0);
+  fill(0, first);
   start();
-  for (int64_t i = 0; i < steps; ++i) {
-    const int cur = static_cast<int>(i % 2);
-    const bool has_next = i + 1 < steps;
+  for (int64_t i = first; i < end; ++i) {
+    const int cur = static_cast<int>((i - first) % 2);
+    const bool has_next = i + 1 < end;
     if (has_next) fill(1 - cur, i + 1);
     step(i, variant_of(i), cur, has_next);
   }
 }
 
+// Where the epoch's steps pause for a validation (RunOptions::val_every):
+// after each step i (0-based, inside an epoch of n steps starting at run step
+// `done`) with (done + i + 1) % every == 0, except the epoch's last.
+std::vector<int64_t> pauses(int64_t done, int64_t n, int64_t every) {
+  std::vector<int64_t> out;
+  if (every <= 0) return out;
+  for (int64_t i = 0; i + 1 < n; ++i)
+    if ((done + i + 1) % every == 0) out.push_back(i + 1);
+  return out;
+}
+
 }  // namespace
 
-void Trainer::train_epoch_on_rank(int rank, const std::vector<int64_t>& order, bool lowres) {
+void Trainer::train_epoch_on_rank(int rank, const std::vector<int64_t>& order, bool lowres,
+                                  std::vector<ValPoint>* mid_vals) {
   trace("rank ", rank, ": epoch ", epoch_, " training");
   GraphRunner& r = s_.runner(rank);
   const Variant base = lowres ? Variant::TrainLowres : Variant::TrainBase;
   const Variant last = lowres ? Variant::TrainLowresLast : Variant::TrainLast;
-  const int64_t B = s_.plans().plan(Variant::TrainBase).dims.global_batch;
-  auto variant_of = [&](int64_t i) { return (i == s_.steps_per_epoch() - 1 && s_.last_batch() != B) ? last : base; };
+  const int64_t B = s_.plans().plan(Variant::TrainBase).dims.global_batch, n = s_.steps_per_epoch();
+  auto variant_of = [&](int64_t i) { return (i == n - 1 && s_.last_batch() != B) ? last : base; };
   epoch_begin(r, base);
-  double_buffered(
-      r.ctx(), s_.plans(), s_.train_data(), order, s_.steps_per_epoch(), B, variant_of, [&] { transfer(r, base, 0); },
-      [&](int64_t, Variant v, int slot, bool has_next) {
-        s_.steps(rank).train_step(v, slot, has_next, &s_.step_hook());
-      });
-  r.ctx().synchronize();
+  const int64_t done = int64_t(epoch_) * n;
+  std::vector<int64_t> ends = pauses(done, n, s_.options().val_every);
+  ends.push_back(n);
+  int64_t first = 0;
+  for (const int64_t end : ends) {
+    double_buffered(
+        r.ctx(), s_.plans(), s_.train_data(), order, first, end, B, variant_of,
+        [&] { transfer(r, variant_of(first), 0); },
+        [&](int64_t, Variant v, int slot, bool has_next) {
+          s_.steps(rank).train_step(v, slot, has_next, &s_.step_hook());
+        });
+    r.ctx().synchronize();
+    if (end < n) {
+      validate_on_rank(rank);
+      if (rank == 0) mid_vals->push_back(read_val_metrics(0, done + end));
+    }
+    first = end;
+  }
+}
+
+// After VAL_RESULT_COMM every rank holds the sums over all ranks.
+ValPoint Trainer::read_val_metrics(int rank, int64_t step) {
+  const MemoryPlan& p = s_.plans().plan(Variant::TrainBase);
+  const auto vm = read_tensor(s_.model(), p, s_.context(rank), s_.model().val_main_metrics);
+  const auto ve = read_tensor(s_.model(), p, s_.context(rank), s_.model().val_ema_metrics);
+  ValPoint v;
+  v.step = step;
+  v.loss = vm[kMetricLossSum] / std::max(1.f, vm[kMetricCount]);
+  v.acc = vm[kMetricCorrect] / std::max(1.f, vm[kMetricCount]);
+  v.ema_loss = ve[kMetricLossSum] / std::max(1.f, ve[kMetricCount]);
+  v.ema_acc = ve[kMetricCorrect] / std::max(1.f, ve[kMetricCount]);
+  return v;
 }
 
 void Trainer::validate_on_rank(int rank) {
@@ -72,7 +111,8 @@ void Trainer::validate_on_rank(int rank) {
   };
   val_begin(r, Variant::ValBase);
   double_buffered(
-      r.ctx(), s_.plans(), s_.val_data(), {}, s_.val_steps(), VB, variant_of, [&] { transfer(r, Variant::ValBase, 0); },
+      r.ctx(), s_.plans(), s_.val_data(), {}, 0, s_.val_steps(), VB, variant_of,
+      [&] { transfer(r, Variant::ValBase, 0); },
       [&](int64_t, Variant v, int slot, bool has_next) { val_step(r, v, slot, has_next); });
   val_end(r, Variant::ValBase);
   r.ctx().synchronize();
@@ -95,7 +135,7 @@ EpochStats Trainer::run_epoch() {
   auto t0 = std::chrono::steady_clock::now();
   s_.for_each_rank([&](int r) {
     nvtx::Range range(nvtx::Phase::Epoch);
-    train_epoch_on_rank(r, order, st.lowres);
+    train_epoch_on_rank(r, order, st.lowres, &st.mid_vals);
   });
   st.train_seconds = seconds_since(t0);
 
@@ -129,13 +169,11 @@ EpochStats Trainer::run_epoch() {
       validate_on_rank(r);
     });
     st.val_seconds = seconds_since(t0);
-    // After VAL_RESULT_COMM every rank holds the sums over all ranks.
-    const auto vm = read_tensor(s_.model(), p, s_.context(0), s_.model().val_main_metrics);
-    const auto ve = read_tensor(s_.model(), p, s_.context(0), s_.model().val_ema_metrics);
-    st.val_loss = vm[kMetricLossSum] / std::max(1.f, vm[kMetricCount]);
-    st.val_acc = vm[kMetricCorrect] / std::max(1.f, vm[kMetricCount]);
-    st.val_ema_loss = ve[kMetricLossSum] / std::max(1.f, ve[kMetricCount]);
-    st.val_ema_acc = ve[kMetricCorrect] / std::max(1.f, ve[kMetricCount]);
+    const ValPoint v = read_val_metrics(0, (epoch_ + 1) * st.steps);
+    st.val_loss = v.loss;
+    st.val_acc = v.acc;
+    st.val_ema_loss = v.ema_loss;
+    st.val_ema_acc = v.ema_acc;
   }
   const TrainScalars s = read_scalars(s_.plans(), s_.context(0));
   st.skipped_steps = s.skipped_steps;

@@ -1,12 +1,23 @@
 #pragma once
 // Trainer: the epoch loop over a TrainingSession (session.h). Each epoch
 // shuffles, trains every rank through its batches (the last one in its own
-// variant), validates with the main and the EMA weights, and reports.
+// variant), validates with the main and the EMA weights, and reports. With
+// RunOptions::val_every it also pauses inside the epoch to validate: the
+// training steps before and after run as they would without the pause (the
+// validation's graphs write nothing training reads), so the weights keep
+// their bits.
 #include <vector>
 
 #include "framework/train/session.h"
 
 namespace tr {
+
+// A validation inside an epoch (RunOptions::val_every), after `step` training
+// steps of the run.
+struct ValPoint {
+  int64_t step = 0;
+  double loss = 0, acc = 0, ema_loss = 0, ema_acc = 0;
+};
 
 struct EpochStats {
   int epoch = 0;
@@ -17,6 +28,7 @@ struct EpochStats {
   double train_seconds = 0, val_seconds = 0;
   int32_t skipped_steps = 0;  // cumulative
   float loss_scale = 0;
+  std::vector<ValPoint> mid_vals;  // in step order
 };
 
 class Trainer {
@@ -38,8 +50,9 @@ class Trainer {
   void set_step_hook(const StepHook& h) { s_.set_step_hook(h); }
 
  private:
-  void train_epoch_on_rank(int rank, const std::vector<int64_t>& order, bool lowres);
+  void train_epoch_on_rank(int rank, const std::vector<int64_t>& order, bool lowres, std::vector<ValPoint>* mid_vals);
   void validate_on_rank(int rank);
+  ValPoint read_val_metrics(int rank, int64_t step);
 
   TrainingSession s_;
   int epoch_ = 0;

@@ -36,6 +36,8 @@ const char* const kTrainFlagsUsage = R"(  --model NAME             a registered 
   --seq-warmup T           GPT models: train the first --seq-warmup-epochs epochs on the first T
                            tokens of each window (T < --seq), then at the full length
   --seq-warmup-epochs N    (default 1 with --seq-warmup)
+  --val-every N            also validate after every N-th training step inside an epoch, in
+                           the inference graphs (default 0: at each epoch's end only)
   --width X                channel multiplier of every layer (default 1.0)
   --image-size S           build the model for S x S inputs (default: the model's own)
   --optimizer sgd|lars|adamw   (default: the model's; mlp adamw, the others sgd)
@@ -145,7 +147,8 @@ std::vector<std::string> train_value_flags() {
                                 "--precision",
                                 "--seq",
                                 "--seq-warmup",
-                                "--seq-warmup-epochs"};
+                                "--seq-warmup-epochs",
+                                "--val-every"};
   for (const std::string& p : process_value_flags()) f.push_back(p);
   return f;
 }
@@ -358,6 +361,7 @@ TrainSetup parse_train_setup(const CliArgs& a, bool recipe_defaults, World* worl
   o.watchdog_ms = static_cast<int>(watchdog_flag(a).count());
   o.seed = static_cast<uint64_t>(a.integer("--seed", 1, 0, INT64_MAX));
   o.shuffle = !a.flag("--no-shuffle");
+  o.val_every = a.integer("--val-every", 0, 0, INT64_MAX);
   if (entry.is_sequence()) {
     o.model = model_config(entry.name, width, image_size, 0, 0, a.integer("--seq", entry.context, 1, entry.context));
     s.data = load_token_data(a, o.model, o.seed);
