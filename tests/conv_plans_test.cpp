@@ -266,7 +266,7 @@ TEST(ConvPlansFile, ReadsStrictly) {
       {[](auto& j) { j["place"]["deterministic"] = 1; }, "\"deterministic\" must be true or false"},
       {[](auto& j) { j["place"]["cudnn_version"] = -5; }, "\"cudnn_version\" must be an integer in"},
       {[](auto& j) { j["plans"][0]["dir"] = "sideways"; }, "plans[0]: \"dir\" must be fwd, bwd_data or bwd_filter"},
-      {[](auto& j) { j["plans"][0]["dtype"] = "f64"; }, "plans[0]: \"dtype\" must be f16 or f32"},
+      {[](auto& j) { j["plans"][0]["dtype"] = "f64"; }, "plans[0]: \"dtype\" must be f16, bf16 or f32"},
       {[](auto& j) { j["plans"][0]["n"] = 0; }, "plans[0]: \"n\" must be an integer in [1, "},
       {[](auto& j) { j["plans"][0]["n"] = 2.5; }, "\"n\" must be an integer"},
       {[](auto& j) { j["plans"][0]["c"] = "64"; }, "\"c\" must be an integer"},
