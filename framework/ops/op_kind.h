@@ -10,7 +10,7 @@
 
 namespace tr {
 
-// COMPUTE ops act on tensor ids. Tensor conventions (T = compute dtype, f32 or f16):
+// COMPUTE ops act on tensor ids. Tensor conventions (T = compute dtype, f32, f16 or bf16):
 // clang-format off
 enum class OpKind : uint8_t {
   InputPrep,          // in: images u8[Bmax,H0,W0,C], labels_src i32[Bmax]   out: x T[N,h,w,C], labels i32[N]

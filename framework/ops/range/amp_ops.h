@@ -1,9 +1,9 @@
 #pragma once
 // Mixed precision and step bookkeeping (RANGE nodes), all reading and writing
 // env.scalars in device memory (Note [scalars in device memory]).
-//   Cast:            ops[0] (src) -> ops[1] (dst), f16<->f32 (or same dtype), same elems.
-//                    attrs.check_finite (f16 -> f32): CheckFinite on src in the same pass.
-//   CheckFinite:     scalars.pending_inf = 1 when any operand holds a NaN/Inf (f32 or f16);
+//   Cast:            ops[0] (src) -> ops[1] (dst), f16<->f32 or bf16<->f32 (or same dtype), same elems.
+//                    attrs.check_finite (f16|bf16 -> f32): CheckFinite on src in the same pass.
+//   CheckFinite:     scalars.pending_inf = 1 when any operand holds a NaN/Inf (f32, f16 or bf16);
 //                    never cleared here (Note [the check's flag], train_scalars.h).
 //   UnscaleGrads:    when !found_inf: every operand (f32) *= 1 / loss_scale.
 //   UpdateLossScale: dynamic_scale: found_inf -> loss_scale *= backoff, good_steps = 0,
