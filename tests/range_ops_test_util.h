@@ -24,21 +24,17 @@ inline RangeOperand operand(std::vector<float>& v, const std::vector<Segment>* s
   return o;
 }
 
-inline RangeOperand operand(std::vector<half_t>& v) {
+// A vector of 16-bit floats (half_t or bf16_t) as an operand of `dtype`.
+template <class H>
+inline RangeOperand operand16(std::vector<H>& v, DType dtype) {
   RangeOperand o;
   o.data = v.data();
-  o.dtype = DType::F16;
+  o.dtype = dtype;
   o.elems = int64_t(v.size());
   return o;
 }
-
-inline RangeOperand operand(std::vector<bf16_t>& v) {
-  RangeOperand o;
-  o.data = v.data();
-  o.dtype = DType::BF16;
-  o.elems = int64_t(v.size());
-  return o;
-}
+inline RangeOperand operand(std::vector<half_t>& v) { return operand16(v, DType::F16); }
+inline RangeOperand operand(std::vector<bf16_t>& v) { return operand16(v, DType::BF16); }
 
 // One RANGE call with its own env, scalars and attributes.
 struct Call {

@@ -39,8 +39,6 @@
 namespace tr::cuda::attention_tc {
 
 constexpr int kPad = 8;  // halves after each shared-memory row
-constexpr float kLog2e = 1.4426950408889634f;
-constexpr float kLn2 = 0.6931471805599453f;
 
 // Sizes every kernel shares. Row t of head h's q in sample b is at
 // qkv + (b*T + t) * 3C + h*d, its k at + C, its v at + 2C; y and dy rows are C apart.
@@ -96,14 +94,6 @@ __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint3
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
   }
-}
-
-// 2^x on the special-function unit, subnormal results flushed to 0 (they are below
-// 2^-126 of the row's largest term); 2^-inf = 0.
-__device__ __forceinline__ float ex2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
 }
 
 // Two floats rounded to E, lo in the low half.

@@ -47,6 +47,16 @@ __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float v) {
   return __float2bfloat16_rn(v);
 }
 
+// ---- base-2 exponentials on the special-function unit (softmaxes in base 2) ----
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+// 2^x by ex2.approx (relative error 2^-22), subnormal results flushed to 0; 2^-inf = 0.
+__device__ __forceinline__ float ex2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
 // ---- vectors: VEC elements of T in one aligned load/store (16 bytes at most) ----
 template <typename T, int VEC>
 struct alignas(sizeof(T) * VEC) Vec {

@@ -16,11 +16,11 @@
 // kLongRowChunks * 1024 * 8 = 57,344 stays in the thread's registers (28 of
 // its 64; GPT-2's 50,304 fit) from one load (up to kLongRowChunks loads in
 // flight per thread) until its dlogits are written: the logits are read once
-// and written once. Longer rows, and f32,
-// read the row in each pass (RowInMemory) with the same arithmetic in the same
-// order. SoftmaxXent uses this for rows of kLongRow logits or more; shorter
-// rows (and the fused classifier head) keep xent_row. Formulas and the NaN of
-// a label outside [0, M): softmax_xent_row_cuda.h.
+// and written once. Longer rows, and f32, read the row in each pass
+// (RowInMemory) with the same arithmetic in the same order. SoftmaxXent uses
+// this for rows of kLongRow logits or more; shorter rows (and the fused
+// classifier head) keep xent_row. Formulas and the NaN of a label outside
+// [0, M): softmax_xent_row_cuda.h.
 #include <cstdint>
 #include <type_traits>
 
@@ -92,16 +92,6 @@ struct RowInRegisters {
     }
   }
 };
-
-constexpr float kLog2eRow = 1.4426950408889634f;
-constexpr float kLn2Row = 0.6931471805599453f;
-
-// 2^x on the special-function unit; 2^-inf = 0.
-__device__ __forceinline__ float ex2_row(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
 
 // The block's (max, first argmax, sum of z): a butterfly in each warp, then
 // the warps in order; every thread gets the result.
@@ -178,14 +168,14 @@ __device__ __forceinline__ void xent_long_row(const Src& src, const T* row, int6
   });
   const RowMax r = block_row_max(p, M);
   float s = 0.f;
-  const float m2 = r.m * kLog2eRow;  // the max in base-2 units
+  const float m2 = r.m * kLog2e;  // the max in base-2 units
   src.each([&](int64_t, int count, const float* z) {
 #pragma unroll
     for (int e = 0; e < V; ++e)
-      if (e < count) s += ex2_row(fmaf(z[e], kLog2eRow, -m2));
+      if (e < count) s += ex2(fmaf(z[e], kLog2e, -m2));
   });
-  const float lse = r.m + log2f(block_sum(s)) * kLn2Row;
-  const float lse2 = lse * kLog2eRow;
+  const float lse = r.m + log2f(block_sum(s)) * kLn2;
+  const float lse2 = lse * kLog2e;
   const bool valid = l >= 0 && int64_t(l) < M;
   const float off = smoothing / float(M);
   if (threadIdx.x == 0) {
@@ -197,7 +187,7 @@ __device__ __forceinline__ void xent_long_row(const Src& src, const T* row, int6
     float d[V];
 #pragma unroll
     for (int e = 0; e < V; ++e)
-      d[e] = grad_scale * (ex2_row(fmaf(z[e], kLog2eRow, -lse2)) - (off + (j + e == l ? 1.f - smoothing : 0.f)));
+      d[e] = grad_scale * (ex2(fmaf(z[e], kLog2e, -lse2)) - (off + (j + e == l ? 1.f - smoothing : 0.f)));
     if (vec && count == V) {
       store_vec<T, V>(drow + j, d);
     } else {
