@@ -3,7 +3,8 @@
 # "Time-to-accuracy recipes"): tr-bench tta over a grid of settings, 2 seeds each, on the GPU.
 # Each line of $OUT/sweep.txt is one setting's summary. Run on the GPU machine
 # after ci/pack_device.sh (TR_PACK_SKIP="tr_bench_ops tr_tests").
-#   TR_SWEEP="cnn mlp resnet18" selects the models of the built-in grid;
+#   TR_SWEEP="cnn mlp resnet18 gpt2-d6" selects the models of the built-in grid (gpt2-d6 on
+#   tr-data's text shards, DATA/text; a high --target-loss keeps every run to its end);
 #   ci/tta_sweep.sh FILE runs FILE's settings instead, one line of flags each.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -20,8 +21,12 @@ one() {  # one setting: tr-bench tta --model M FLAGS...
   local tag; tag=$(echo "$*" | tr -c 'a-zA-Z0-9.\n' '_')
   local runs=(--runs "$SEEDS")
   [[ " $* " == *" --runs "* ]] && runs=()
-  timeout 120 "$BIN/tr-bench" tta --device cuda --data-dir "$DATA" "${runs[@]}" "$@" > "$OUT/$tag.log" 2>&1
-  echo "$* :: $(grep -E '^(time to|final accuracy)' "$OUT/$tag.log" | tr '\n' ' ' | cut -c1-220)" | tee -a "$OUT/sweep.txt"
+  local data=$DATA
+  [[ " $* " == *" --model gpt2-d6 "* ]] && data=$DATA/text
+  timeout "${TR_SWEEP_TIMEOUT:-120}" "$BIN/tr-bench" tta --device cuda --data-dir "$data" "${runs[@]}" "$@" \
+    > "$OUT/$tag.log" 2>&1
+  echo "$* :: $(grep -E '^(time to|final accuracy|final validation loss)' "$OUT/$tag.log" | tr '\n' ' ' | cut -c1-260)" |
+    tee -a "$OUT/sweep.txt"
 }
 if (($# == 1)); then
   while read -r line; do [ -n "$line" ] && one $line; done < "$1"
@@ -56,6 +61,14 @@ for m in ${TR_SWEEP:-cnn mlp}; do
       ;;
     resnet18)
       one --model resnet18
+      ;;
+    gpt2-d6)  # the loss curve of each setting: its validations every 250 steps are in its log
+      t="--model gpt2-d6 --target-loss 0.01"
+      one $t
+      for lr in 1e-3 4e-3; do one $t --lr $lr; done
+      for e in 1 3; do one $t --epochs $e; done
+      one $t --batch 64 --lr 3e-3
+      one $t --schedule linear
       ;;
   esac
 done

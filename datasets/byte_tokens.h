@@ -4,6 +4,7 @@
 // each document with the end-of-text token. The vocabulary is 257, so any
 // text, in any encoding, has tokens without a tokenizer file (GPT-2's BPE
 // files are not available offline).
+#include <cmath>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -23,5 +24,12 @@ void append_document_tokens(std::string_view text, std::vector<uint16_t>& out);
 // document token (a stream cut mid-document) form the first item. Throws
 // UserError for a token outside the vocabulary.
 std::vector<std::string> documents_of(std::span<const uint16_t> tokens);
+
+// A loss in nats per token as bits per byte of text, given the text's tokens
+// per byte (a split's tokens over its bytes: each document adds one token), so
+// losses compare across tokenizers: ln 2 nats make a bit.
+inline double bits_per_byte(double nats_per_token, double tokens_per_byte) {
+  return nats_per_token / std::log(2.0) * tokens_per_byte;
+}
 
 }  // namespace tr::data

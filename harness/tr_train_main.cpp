@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "datasets/byte_tokens.h"
 #include "datasets/data_view.h"
 #include "framework/core/error.h"
 #include "framework/graph/model_registry.h"
@@ -98,11 +99,9 @@ int run(int argc, char** argv, tr::World* world) {
                 s.val_seconds, s.skipped_steps);
     std::fflush(stdout);
   }
-  // Text: a loss in nats per token is ln 2 x bits per token; the split's
-  // tokens per byte turn that into bits per byte, comparable across tokenizers.
   if (const double tpb = setup.data.val_tokens_per_byte; tpb > 0)
     std::printf("tr-train: validation loss %.4f nats/token = %.4f bits/byte (EMA %.4f), %.6f tokens a byte\n",
-                s.val_loss, s.val_loss / std::log(2.0) * tpb, s.val_ema_loss / std::log(2.0) * tpb, tpb);
+                s.val_loss, data::bits_per_byte(s.val_loss, tpb), data::bits_per_byte(s.val_ema_loss, tpb), tpb);
   if (o.algos.conv_plans) std::printf("tr-train: %s\n", conv_plans_summary(*o.algos.conv_plans).c_str());
   if (a.flag("--state-hash")) std::printf("tr-train: state hash %s\n", state_digest(t).str().c_str());
   return 0;

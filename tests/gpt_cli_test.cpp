@@ -7,6 +7,10 @@
 #include <filesystem>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
 #include "harness/lib/report/json_report.h"
 #include "harness/lib/text/text_corpora.h"
 #include "tests/dataset_test_util.h"
@@ -78,6 +82,36 @@ TEST(GptCli, TrBenchReportsTokensAndModelFlops) {
   tr::testing::expect_tool_user_error("tr-bench --device cpu --model cnn --seq 32", "--seq is for GPT models");
   tr::testing::expect_tool_user_error("tr-bench --device cpu --model gpt2-d6 --seq 512",
                                       "model gpt2-d6 reads windows of 1 to 256 tokens (its context), not 512");
+}
+
+// `tr-bench tta` for text (Note [tta targets]): 128 windows at batch 16 are 8
+// steps, validated after steps 2, 4 and 6 and at the end; the JSON holds the
+// four validations and the loss target. The image target's flag is refused.
+TEST(GptCli, TrBenchTtaJudgesTheValidationLoss) {
+  tr::testing::TempDir dir;
+  const auto r = run_tool(
+      "tr-bench tta --model gpt2-d6 --width 0.25 --seq 32 --synthetic --train-subset 128 --val-subset 8 --batch 16 "
+      "--epochs 1 --val-every 2 --runs 1 --precision fp32 --target-loss 5.5 --json " +
+      dir.file("t.json") + " --mllog " + dir.file("t.mllog"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("tta: gpt2-d6, target validation loss 5.500 (main weights), 1 run(s)"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("final validation loss:"), std::string::npos) << r.out;
+  std::ifstream f(dir.file("t.json"));
+  const nlohmann::json j = nlohmann::json::parse(f);
+  EXPECT_EQ(j["tta"]["metric"], "val_loss");
+  EXPECT_EQ(j["tta"]["target_loss"], 5.5);
+  EXPECT_EQ(j["tta"]["recipe"]["val_every"], 2);
+  EXPECT_EQ(j["tta"]["recipe"]["seq"], 32);
+  const nlohmann::json& evals = j["tta"]["runs"][0]["evals"];
+  ASSERT_EQ(evals.size(), 4u) << evals.dump();
+  for (size_t k = 0; k < 4; ++k) EXPECT_EQ(evals[k]["step"], 2 * (k + 1));
+  tr::testing::expect_tool_user_error("tr-bench tta --model gpt2-d6 --synthetic --target-acc 0.9",
+                                      "--target-acc is for image models; gpt2-d6 takes --target-loss");
+  tr::testing::expect_tool_user_error("tr-bench tta --model cnn --synthetic --target-loss 1",
+                                      "--target-loss is for GPT models; cnn takes --target-acc");
+  tr::testing::expect_tool_user_error("tr-bench tta --model gpt2-d6 --synthetic --target-loss 0",
+                                      "--target-loss must be in");
 }
 
 // The small GPT on the real corpus (ci/setup.sh installs its package), made

@@ -53,8 +53,13 @@ expect_summary() {
   grep -qF -- "$2" "$work/out$1/summary.txt" || { echo "gpu_check_dry_run: with $1 GPU(s), the summary lacks: $2"; exit 1; }
 }
 
-all="tests ops fusion-probe bench zoo gpt fusion schedule conv-plans train tta sanitize mpi scaling scaling-zoo"
+all="tests ops fusion-probe bench zoo gpt fusion schedule conv-plans train tta text-tta sanitize mpi scaling scaling-zoo"
+# The pack's data: the text part looks for tr-data's manifest.
+mkdir -p "$work/repo/.device/data/text"
+echo '{}' > "$work/repo/.device/data/text/manifest.json"
 run_check 1 "$all"
+expect_call 1 "^tr-bench tta --device cuda --model gpt2-d6 --runs 5 --data-dir .*/.device/data/text --json "
+expect_summary 1 "PyTorch text peer skipped: no python with torch and CUDA"
 expect_summary 1 "scaling skipped: 1 GPU visible (needs 2 or more)"
 expect_summary 1 "scaling-zoo skipped: 1 GPU visible (needs 2 or more)"
 expect_call 1 "^tr_mpi_tests --gtest_filter=GpuProcesses\*"

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "harness/lib/cli/precision_flag.h"
 #include "harness/lib/cli/process_launch.h"
 #include "harness/lib/cli/train_flags.h"
 #include "tests/thread_world.h"
@@ -64,7 +65,10 @@ TEST(TrainSetup, EveryRecipeIsTheTtaDefaultAndPlainIsNot) {
     EXPECT_EQ(t.train.augment.translate, r.translate) << model;
     EXPECT_EQ(t.train.augment.cutout, r.cutout) << model;
     EXPECT_EQ(t.train.tta_flip, r.tta_flip) << model;
-    EXPECT_EQ(t.train.amp, r.amp) << model;
+    EXPECT_EQ(precision_name(t.train), r.precision) << model;
+    EXPECT_EQ(t.lr.kind, parse_lr_schedule(std::string(r.schedule))) << model;
+    EXPECT_FLOAT_EQ(t.train.max_grad_norm, r.clip_grad_norm) << model;
+    EXPECT_EQ(t.val_every, r.val_every) << model;
     // The plain defaults: one epoch, the entry's batch, no augmentation, fp32.
     const RunOptions p = setup_of("--model " + model + " " + kTiny, false).options;
     EXPECT_EQ(p.epochs, 1) << model;
@@ -73,9 +77,15 @@ TEST(TrainSetup, EveryRecipeIsTheTtaDefaultAndPlainIsNot) {
     EXPECT_FALSE(p.train.tta_flip) << model;
     EXPECT_FALSE(p.train.amp) << model;
     EXPECT_FLOAT_EQ(p.lr.warmup_fraction, adam ? 0.f : 0.1f) << model;
-    // Flags win over the recipe.
+    EXPECT_EQ(p.lr.kind, LrSchedule::Linear) << model;
+    EXPECT_EQ(p.train.max_grad_norm, 0.f) << model;
+    EXPECT_EQ(p.val_every, 0) << model;
+    // Flags win over the recipe (a GPT model refuses the image flags).
+    const std::string image_flags = e.is_sequence() ? "" : " --no-augment --tta none";
     const RunOptions f = setup_of("--model " + model + " " + kTiny +
-                                      " --epochs 2 --batch 16 --lr 0.5 --warmup 0 --no-amp --no-augment --tta none",
+                                      " --epochs 2 --batch 16 --lr 0.5 --warmup 0 --no-amp --schedule constant "
+                                      "--clip-grad-norm 0 --val-every 3" +
+                                      image_flags,
                                   true)
                              .options;
     EXPECT_EQ(f.epochs, 2) << model;
@@ -83,6 +93,9 @@ TEST(TrainSetup, EveryRecipeIsTheTtaDefaultAndPlainIsNot) {
     EXPECT_FLOAT_EQ(f.lr.base_lr, 0.5f) << model;
     EXPECT_FLOAT_EQ(f.lr.warmup_fraction, 0.f) << model;
     EXPECT_FALSE(f.train.amp) << model;
+    EXPECT_EQ(f.lr.kind, LrSchedule::Constant) << model;
+    EXPECT_EQ(f.train.max_grad_norm, 0.f) << model;
+    EXPECT_EQ(f.val_every, 3) << model;
     EXPECT_FALSE(f.train.augment.any()) << model;
     EXPECT_FALSE(f.train.tta_flip) << model;
     // --precision over the recipe's: bf16 runs without loss scaling, amp starts at 2^16.
@@ -96,7 +109,7 @@ TEST(TrainSetup, EveryRecipeIsTheTtaDefaultAndPlainIsNot) {
     EXPECT_TRUE(a.train.loss_scaling()) << model;
     EXPECT_EQ(a.train.init_loss_scale, 65536.f) << model;
   }
-  EXPECT_EQ(models_with_a_recipe, 3);  // mlp, cnn, resnet18 (model_registry.cpp)
+  EXPECT_EQ(models_with_a_recipe, 4);  // mlp, cnn, resnet18, gpt2-d6 (model_registry.cpp)
 }
 
 // Four processes on two hosts, two rank threads each (--ranks-per-process 2):

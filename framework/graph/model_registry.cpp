@@ -35,13 +35,13 @@ std::vector<ModelEntry> make_registry() {
                28, 1, 10, kFashionMnistMean, kFashionMnistStd, 200, O::AdamW, 0.f, {200}, {200}, O::AdamW,
                Recipe{.epochs = 10, .batch = 500, .lr = 1.5e-3f, .warmup = 0.f, .label_smoothing = 0.1f,
                       .ema_decay = 0.99f, .weight_decay = -1.f, .flip = true, .translate = 0, .cutout = 0,
-                      .tta_flip = true, .amp = true, .target_acc = 0.895}});
+                      .tta_flip = true, .precision = "amp", .target_acc = 0.895}});
   r.push_back({"cnn", "airbench-style conv net: conv 32, blocks 64/128/256 with max pools, global max pool, fc/8",
                cnn_layers, 28, 28, 1, 10, kFashionMnistMean, kFashionMnistStd, 256, O::Sgd, 0.f, {64, 256, 1024, 4096},
                {32}, O::Lars,
                Recipe{.epochs = 7, .batch = 512, .lr = 0.4f, .warmup = 0.2f, .label_smoothing = 0.1f,
                       .ema_decay = 0.99f, .weight_decay = -1.f, .flip = true, .translate = 0, .cutout = 0,
-                      .tta_flip = true, .amp = true, .target_acc = 0.94},
+                      .tta_flip = true, .precision = "amp", .target_acc = 0.94},
                1024});
   // lr 0.2: the best of 0.05/0.1/0.2/0.4 for 10 epochs of padded Fashion-MNIST
   // at batch 512 (H200; docs/design.md, "Time-to-accuracy recipes").
@@ -50,7 +50,7 @@ std::vector<ModelEntry> make_registry() {
                O::Sgd,
                Recipe{.epochs = 12, .batch = 512, .lr = 0.1f, .warmup = 0.2f, .label_smoothing = 0.1f,
                       .ema_decay = 0.99f, .weight_decay = -1.f, .flip = true, .translate = 1, .cutout = 0,
-                      .tta_flip = true, .amp = true, .target_acc = 0.95},
+                      .tta_flip = true, .precision = "amp", .target_acc = 0.95},
                2048});
   r.push_back({"resnet50", "ResNet-50 v1.5 (7x7 stem, bottlenecks with the stride on the 3x3, 1000 classes)",
                resnet50_layers, 224, 224, 3, 1000, kImageNetMean, kImageNetStd, 256, O::Sgd, 0.f,
@@ -67,8 +67,11 @@ std::vector<ModelEntry> make_registry() {
                kGpt2.context});
   r.push_back({"gpt2-d6",
                "GPT-2's blocks at depth 6: 6 heads, 384 channels, context 256, bytes (257 tokens padded to 264), tied",
-               gpt_d6_layers, 0, 0, 0, kByteVocab, {}, {}, 32, O::AdamW, 1e-3f, {8, 32, 128}, {2}, O::AdamW, {}, 0,
-               kGptD6.context});
+               gpt_d6_layers, 0, 0, 0, kByteVocab, {}, {}, 32, O::AdamW, 1e-3f, {8, 32, 128}, {2}, O::AdamW,
+               Recipe{.epochs = 2, .batch = 32, .lr = 2e-3f, .warmup = 0.05f, .label_smoothing = 0.f,
+                      .ema_decay = 0.99f, .weight_decay = 0.1f, .precision = "bf16", .target_loss = 0.9,
+                      .schedule = "cosine", .clip_grad_norm = 1.f, .val_every = 250},
+               0, kGptD6.context});
   // clang-format on
   return r;
 }

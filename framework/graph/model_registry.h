@@ -29,9 +29,13 @@ struct Recipe {
   bool flip = false;          // Note [augmentation]
   int translate = 0;
   int cutout = 0;
-  bool tta_flip = false;  // flip test-time augmentation
-  bool amp = false;
-  double target_acc = 0.9;  // the task's default target (test accuracy, a fraction)
+  bool tta_flip = false;                 // flip test-time augmentation
+  std::string_view precision = "fp32";   // fp32, amp or bf16 (--precision)
+  double target_acc = 0.9;               // the task's default target (test accuracy, a fraction) ...
+  double target_loss = 0;                // ... or, when > 0, a validation loss to reach (nats per token)
+  std::string_view schedule = "linear";  // --schedule
+  float clip_grad_norm = 0.f;            // --clip-grad-norm
+  int64_t val_every = 0;                 // --val-every: validations inside an epoch, where a target is judged too
 };
 
 struct ModelEntry {

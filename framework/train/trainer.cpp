@@ -72,6 +72,8 @@ void Trainer::train_epoch_on_rank(int rank, const std::vector<int64_t>& order, b
   std::vector<int64_t> ends = pauses(done, n, s_.options().val_every);
   ends.push_back(n);
   int64_t first = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  double val_seconds = 0;  // of the validations so far
   for (const int64_t end : ends) {
     double_buffered(
         r.ctx(), s_.plans(), s_.train_data(), order, first, end, B, variant_of,
@@ -81,8 +83,14 @@ void Trainer::train_epoch_on_rank(int rank, const std::vector<int64_t>& order, b
         });
     r.ctx().synchronize();
     if (end < n) {
+      const double trained = seconds_since(t0) - val_seconds;
+      const auto v0 = std::chrono::steady_clock::now();
       validate_on_rank(rank);
-      if (rank == 0) mid_vals->push_back(read_val_metrics(0, done + end));
+      ValPoint v = rank == 0 ? read_val_metrics(0, done + end) : ValPoint{};
+      v.train_seconds = trained;
+      v.val_seconds = seconds_since(v0);
+      val_seconds += v.val_seconds;
+      if (rank == 0) mid_vals->push_back(v);
     }
     first = end;
   }
@@ -138,6 +146,7 @@ EpochStats Trainer::run_epoch() {
     train_epoch_on_rank(r, order, st.lowres, &st.mid_vals);
   });
   st.train_seconds = seconds_since(t0);
+  for (const ValPoint& v : st.mid_vals) st.train_seconds -= v.val_seconds;
 
   const MemoryPlan& p = s_.plans().plan(Variant::TrainBase);
   double loss = 0, correct = 0, count = 0;

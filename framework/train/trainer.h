@@ -17,6 +17,9 @@ namespace tr {
 struct ValPoint {
   int64_t step = 0;
   double loss = 0, acc = 0, ema_loss = 0, ema_acc = 0;
+  // Inside an epoch (EpochStats::mid_vals): the epoch's training time before
+  // this validation, the earlier validations left out, and this one's time.
+  double train_seconds = 0, val_seconds = 0;
 };
 
 struct EpochStats {
@@ -25,6 +28,7 @@ struct EpochStats {
   int64_t steps = 0;
   double train_loss = 0, train_acc = 0;
   double val_loss = 0, val_acc = 0, val_ema_loss = 0, val_ema_acc = 0;
+  // Training: the epoch's steps, its mid_vals left out; validation: the one at its end.
   double train_seconds = 0, val_seconds = 0;
   int32_t skipped_steps = 0;  // cumulative
   float loss_scale = 0;

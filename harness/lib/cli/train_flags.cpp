@@ -37,17 +37,19 @@ const char* const kTrainFlagsUsage = R"(  --model NAME             a registered 
                            tokens of each window (T < --seq), then at the full length
   --seq-warmup-epochs N    (default 1 with --seq-warmup)
   --val-every N            also validate after every N-th training step inside an epoch, in
-                           the inference graphs (default 0: at each epoch's end only)
+                           the inference graphs (default 0: at each epoch's end only; the
+                           recipe's with a recipe)
   --width X                channel multiplier of every layer (default 1.0)
   --image-size S           build the model for S x S inputs (default: the model's own)
   --optimizer sgd|lars|adamw   (default: the model's; mlp adamw, the others sgd)
   --lr X                   peak learning rate (default: the model's, else adamw 1e-3, sgd 0.05,
                            lars 0.1; resnet18 0.2)
-  --schedule constant|linear|cosine   (default linear, to 0)
+  --schedule constant|linear|cosine   (default linear, to 0; the recipe's with a recipe)
   --warmup X               warm-up share of all steps (default 0.1 for sgd/lars, 0 for adamw)
   --weight-decay X         (default: adamw 1e-4, sgd/lars 5e-4)
   --clip-grad-norm X       adamw: scale the gradients down to a global norm of at most X, on the
-                           device inside the step (default 0: no clipping)
+                           device inside the step (default 0: no clipping; the recipe's with
+                           a recipe)
   --label-smoothing X      (default 0.1)
   --ema-decay X            EMA of the weights, evaluated too (default 0.99)
   --flip                   augment: mirror each training image left-right with probability 1/2
@@ -239,12 +241,12 @@ void parse_optimization(const CliArgs& a, const ModelEntry& entry, const Recipe&
   float model_lr = default_lr(o.train.optimizer);
   if (!a.has("--optimizer")) model_lr = rc.lr > 0 ? rc.lr : entry.train_lr > 0 ? entry.train_lr : model_lr;
   o.lr.base_lr = static_cast<float>(a.real("--lr", model_lr, 1e-9, 1e3));
-  o.lr.kind = parse_lr_schedule(a.str("--schedule", "linear"));
+  o.lr.kind = parse_lr_schedule(a.str("--schedule", std::string(rc.schedule)));
   const double warmup = recipe_defaults ? rc.warmup : adam ? 0.0 : 0.1;
   o.lr.warmup_fraction = static_cast<float>(a.real("--warmup", warmup, 0.0, 0.99));
   const double wd = recipe_defaults && rc.weight_decay >= 0 ? rc.weight_decay : adam ? 1e-4 : 5e-4;
   o.train.weight_decay = static_cast<float>(a.real("--weight-decay", wd, 0.0, 1.0));
-  o.train.max_grad_norm = static_cast<float>(a.real("--clip-grad-norm", 0.0, 0.0, 1e6));
+  o.train.max_grad_norm = static_cast<float>(a.real("--clip-grad-norm", adam ? rc.clip_grad_norm : 0.0, 0.0, 1e6));
   TR_USER_CHECK(o.train.max_grad_norm == 0 || adam, "--clip-grad-norm needs --optimizer adamw, not ",
                 optimizer_name(o.train.optimizer));
   o.train.label_smoothing = static_cast<float>(a.real("--label-smoothing", rc.label_smoothing, 0.0, 0.99));
@@ -268,7 +270,7 @@ void parse_augmentation(const CliArgs& a, const Recipe& rc, RunOptions& o) {
 void parse_precision(const CliArgs& a, const Recipe& rc, RunOptions& o) {
   TR_USER_CHECK(int(a.has("--precision")) + int(a.flag("--amp")) + int(a.flag("--no-amp")) <= 1,
                 "give one of --precision, --amp and --no-amp");
-  std::string p = a.str("--precision", rc.amp ? "amp" : "fp32");
+  std::string p = a.str("--precision", std::string(rc.precision));
   if (a.flag("--amp")) p = "amp";
   if (a.flag("--no-amp")) p = "fp32";
   set_precision(p, o.train);
@@ -361,7 +363,7 @@ TrainSetup parse_train_setup(const CliArgs& a, bool recipe_defaults, World* worl
   o.watchdog_ms = static_cast<int>(watchdog_flag(a).count());
   o.seed = static_cast<uint64_t>(a.integer("--seed", 1, 0, INT64_MAX));
   o.shuffle = !a.flag("--no-shuffle");
-  o.val_every = a.integer("--val-every", 0, 0, INT64_MAX);
+  o.val_every = a.integer("--val-every", rc.val_every, 0, INT64_MAX);
   if (entry.is_sequence()) {
     o.model = model_config(entry.name, width, image_size, 0, 0, a.integer("--seq", entry.context, 1, entry.context));
     s.data = load_token_data(a, o.model, o.seed);

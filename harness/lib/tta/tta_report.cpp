@@ -2,8 +2,10 @@
 
 #include <cmath>
 
+#include "datasets/byte_tokens.h"
 #include "framework/core/error.h"
 #include "harness/lib/report/atomic_file.h"
+#include "harness/lib/report/fmt_double.h"
 #include "harness/lib/report/json_report.h"
 #include "harness/lib/report/statistics.h"
 
@@ -18,7 +20,21 @@ ojson summary_json(const Summary& s) {
   return ojson{{"mean", s.mean}, {"std", s.stddev}, {"min", s.min}, {"max", s.max}, {"median", s.median}};
 }
 
-std::string case_name(const TtaReport& r) { return cat("tta/model:", r.model, "/target:", r.target_acc); }
+bool is_loss(const TtaReport& r) { return r.target.metric == TtaMetric::ValLoss; }
+
+double bits_per_byte(const TtaReport& r, double loss) { return data::bits_per_byte(loss, r.tokens_per_byte); }
+
+std::string case_name(const TtaReport& r) {
+  return cat("tta/model:", r.model, is_loss(r) ? "/target_loss:" : "/target:", r.target.value);
+}
+
+// "94.00 % test accuracy" or "validation loss 1.200 (1.73 bits per byte)".
+std::string describe_target(const TtaReport& r) {
+  if (!is_loss(r)) return cat(fmt_double("%.2f", 100 * r.target.value), " % test accuracy");
+  std::string d = cat("validation loss ", fmt_double("%.3f", r.target.value));
+  if (r.tokens_per_byte > 0) d += cat(" (", fmt_double("%.3f", bits_per_byte(r, r.target.value)), " bits per byte)");
+  return d;
+}
 
 // The value a seed contributes to the Google-Benchmark entries: its time to
 // target, or, when it never got there, its whole training time.
@@ -49,7 +65,9 @@ ojson benchmark_entries(const TtaReport& r, const std::string& name) {
     e["time_unit"] = "s";
     e["reached"] = run.time_to_target ? 1 : 0;
     e["epochs_to_target"] = run.epochs_to_target;
+    e["steps_to_target"] = run.steps_to_target;
     e["final_acc"] = run.final_acc;
+    e["final_loss"] = run.final_loss;
     e["setup_seconds"] = run.setup_seconds;
     e["capture_ms"] = run.capture_ms;
     e["seed"] = run.seed;
@@ -89,15 +107,31 @@ ojson run_json(const TtaRun& run) {
                            {"train_acc", ep.train_acc},
                            {"val_acc", ep.val_acc},
                            {"ema_acc", ep.ema_acc},
+                           {"val_loss", ep.val_loss},
+                           {"ema_loss", ep.ema_loss},
                            {"acc", ep.acc}});
+  ojson evals = ojson::array();
+  for (const TtaEval& e : run.evals)
+    evals.push_back(ojson{{"epoch", e.epoch},
+                          {"step", e.step},
+                          {"train_seconds", e.train_seconds},
+                          {"eval_seconds", e.eval_seconds},
+                          {"loss", e.loss},
+                          {"acc", e.acc},
+                          {"ema_loss", e.ema_loss},
+                          {"ema_acc", e.ema_acc},
+                          {"value", e.value}});
   ojson o;
   o["seed"] = run.seed;
   o["setup_seconds"] = run.setup_seconds;
   o["capture_ms"] = run.capture_ms;
   o["time_to_target_s"] = run.time_to_target ? ojson(*run.time_to_target) : ojson(nullptr);
   o["epochs_to_target"] = run.epochs_to_target;
+  o["steps_to_target"] = run.steps_to_target;
   o["final_acc"] = run.final_acc;
+  o["final_loss"] = run.final_loss;
   o["epochs"] = epochs;
+  o["evals"] = evals;
   return o;
 }
 
@@ -111,16 +145,48 @@ ojson tta_section(const TtaReport& r) {
   summary["reached"] = s.reached;
   summary["time_to_target_s"] = s.time_to_target ? summary_json(*s.time_to_target) : ojson(nullptr);
   summary["final_acc"] = summary_json(s.final_acc);
+  summary["final_loss"] = summary_json(s.final_loss);
   summary["train_seconds"] = summary_json(s.train_seconds);
   summary["setup_seconds"] = summary_json(s.setup_seconds);
   ojson tta;
   tta["model"] = r.model;
-  tta["target_acc"] = r.target_acc;
+  tta["metric"] = is_loss(r) ? "val_loss" : "accuracy";
+  tta[is_loss(r) ? "target_loss" : "target_acc"] = r.target.value;
+  if (r.tokens_per_byte > 0) tta["tokens_per_byte"] = r.tokens_per_byte;
   tta["eval"] = r.eval;
   tta["recipe"] = r.recipe;
   tta["summary"] = summary;
   tta["runs"] = runs;
   return tta;
+}
+
+// A run's validations; a report written before they were recorded has its
+// epochs' ends only, judged by accuracy.
+std::vector<TtaEval> evals_from_json(const json& jr, const std::vector<TtaEpoch>& epochs) {
+  std::vector<TtaEval> out;
+  if (!jr.contains("evals")) {
+    for (const TtaEpoch& ep : epochs)
+      out.push_back(TtaEval{.epoch = ep.epoch,
+                            .train_seconds = ep.train_seconds,
+                            .eval_seconds = ep.eval_seconds,
+                            .loss = ep.val_loss,
+                            .acc = ep.val_acc,
+                            .ema_loss = ep.ema_loss,
+                            .ema_acc = ep.ema_acc,
+                            .value = ep.acc});
+    return out;
+  }
+  for (const json& je : jr.at("evals"))
+    out.push_back(TtaEval{.epoch = je.at("epoch").get<int>(),
+                          .step = je.at("step").get<int64_t>(),
+                          .train_seconds = je.at("train_seconds").get<double>(),
+                          .eval_seconds = je.at("eval_seconds").get<double>(),
+                          .loss = je.at("loss").get<double>(),
+                          .acc = je.at("acc").get<double>(),
+                          .ema_loss = je.at("ema_loss").get<double>(),
+                          .ema_acc = je.at("ema_acc").get<double>(),
+                          .value = je.at("value").get<double>()});
+  return out;
 }
 
 }  // namespace
@@ -155,7 +221,12 @@ TtaReport tta_report_from_json(const json& j, const std::string& path) {
     r.context.git_commit = ctx.at("git_commit").get<std::string>();
     const json& t = j.at("tta");
     r.model = t.at("model").get<std::string>();
-    r.target_acc = t.at("target_acc").get<double>();
+    // Reports written before loss targets have no "metric": they are accuracy reports.
+    const std::string metric = t.value("metric", std::string("accuracy"));
+    if (metric != "accuracy" && metric != "val_loss") throw fail(cat("unknown tta metric '", metric, "'"));
+    r.target.metric = metric == "val_loss" ? TtaMetric::ValLoss : TtaMetric::Accuracy;
+    r.target.value = t.at(metric == "val_loss" ? "target_loss" : "target_acc").get<double>();
+    r.tokens_per_byte = t.value("tokens_per_byte", 0.0);
     r.eval = t.at("eval").get<std::string>();
     r.recipe = t.at("recipe");
     for (const json& jr : t.at("runs")) {
@@ -165,7 +236,9 @@ TtaReport tta_report_from_json(const json& j, const std::string& path) {
       run.capture_ms = jr.at("capture_ms").get<double>();
       if (!jr.at("time_to_target_s").is_null()) run.time_to_target = jr.at("time_to_target_s").get<double>();
       run.epochs_to_target = jr.at("epochs_to_target").get<int>();
+      run.steps_to_target = jr.value("steps_to_target", int64_t(0));
       run.final_acc = jr.at("final_acc").get<double>();
+      run.final_loss = jr.value("final_loss", 0.0);
       for (const json& je : jr.at("epochs")) {
         TtaEpoch e;
         e.epoch = je.at("epoch").get<int>();
@@ -176,10 +249,13 @@ TtaReport tta_report_from_json(const json& j, const std::string& path) {
         e.train_acc = je.at("train_acc").get<double>();
         e.val_acc = je.at("val_acc").get<double>();
         e.ema_acc = je.at("ema_acc").get<double>();
+        e.val_loss = je.value("val_loss", 0.0);
+        e.ema_loss = je.value("ema_loss", 0.0);
         e.acc = je.at("acc").get<double>();
         run.epochs.push_back(e);
       }
       if (run.epochs.empty()) throw fail(cat("run with seed ", run.seed, " has no epochs"));
+      run.evals = evals_from_json(jr, run.epochs);
       r.runs.push_back(run);
     }
   } catch (const json::exception& e) {
@@ -189,35 +265,62 @@ TtaReport tta_report_from_json(const json& j, const std::string& path) {
   return r;
 }
 
-void print_tta_epoch(const TtaRun& run, const TtaEpoch& e, double target_acc, FILE* out) {
-  std::fprintf(out, "seed %-4llu epoch %3d  train %8.3f s (+%.3f)  eval %6.3f s  loss %.4f  acc %.4f  ema %.4f%s\n",
-               static_cast<unsigned long long>(run.seed), e.epoch, e.train_seconds, e.epoch_seconds, e.eval_seconds,
-               e.train_loss, e.val_acc, e.ema_acc,
-               run.epochs_to_target == e.epoch && e.acc >= target_acc ? "  <- target" : "");
+void print_tta_eval(const TtaReport& r, const TtaRun& run, const TtaEval& e, const TtaEpoch* epoch, FILE* out) {
+  const bool first_to_reach = run.time_to_target && run.steps_to_target == e.step && run.epochs_to_target == e.epoch &&
+                              *run.time_to_target == e.train_seconds;
+  const char* mark = first_to_reach ? "  <- target" : "";
+  const auto seed = static_cast<unsigned long long>(run.seed);
+  if (!is_loss(r)) {  // image models validate at epochs' ends
+    const TtaEpoch& ep = *epoch;
+    std::fprintf(out, "seed %-4llu epoch %3d  train %8.3f s (+%.3f)  eval %6.3f s  loss %.4f  acc %.4f  ema %.4f%s\n",
+                 seed, ep.epoch, ep.train_seconds, ep.epoch_seconds, ep.eval_seconds, ep.train_loss, ep.val_acc,
+                 ep.ema_acc, mark);
+  } else {
+    std::string bpb;
+    if (r.tokens_per_byte > 0) bpb = cat(" (", fmt_double("%.4f", bits_per_byte(r, e.value)), " bits/byte)");
+    std::fprintf(out, "seed %-4llu epoch %3d step %7lld  train %8.3f s  eval %6.3f s  val_loss %.4f%s  ema %.4f%s\n",
+                 seed, e.epoch, static_cast<long long>(e.step), e.train_seconds, e.eval_seconds, e.loss, bpb.c_str(),
+                 e.ema_loss, mark);
+    if (epoch)
+      std::fprintf(out, "seed %-4llu epoch %3d done  train %8.3f s (+%.3f)  train_loss %.4f\n", seed, epoch->epoch,
+                   epoch->train_seconds, epoch->epoch_seconds, epoch->train_loss);
+  }
   std::fflush(out);
 }
 
 void print_tta_summary(const TtaReport& r, FILE* out) {
   const TtaSummary s = summarize_tta(r.runs);
-  std::fprintf(out, "\ntta: %s, target %.2f %% test accuracy (%s weights), %d run(s)\n", r.model.c_str(),
-               100 * r.target_acc, r.eval.c_str(), s.runs);
-  std::fprintf(out, "%6s %9s %11s %8s %12s %10s %10s\n", "seed", "setup_s", "capture_ms", "epochs", "to_target_s",
-               "train_s", "final_acc");
-  for (const TtaRun& run : r.runs)
-    std::fprintf(out, "%6llu %9.3f %11.1f %8s %12s %10.3f %9.2f%%\n", static_cast<unsigned long long>(run.seed),
-                 run.setup_seconds, run.capture_ms,
-                 run.time_to_target ? std::to_string(run.epochs_to_target).c_str() : "-",
-                 run.time_to_target ? cat(*run.time_to_target).c_str() : "missed", run.epochs.back().train_seconds,
-                 100 * run.final_acc);
+  const bool loss = is_loss(r);
+  std::fprintf(out, "\ntta: %s, target %s (%s weights), %d run(s)\n", r.model.c_str(), describe_target(r).c_str(),
+               r.eval.c_str(), s.runs);
+  std::fprintf(out, "%6s %9s %11s %8s %9s %12s %10s %10s\n", "seed", "setup_s", "capture_ms", "epochs", "steps",
+               "to_target_s", "train_s", loss ? "final_loss" : "final_acc");
+  for (const TtaRun& run : r.runs) {
+    const bool hit = run.time_to_target.has_value();
+    std::fprintf(out, "%6llu %9.3f %11.1f %8s %9s %12s %10.3f %10s\n", static_cast<unsigned long long>(run.seed),
+                 run.setup_seconds, run.capture_ms, hit ? std::to_string(run.epochs_to_target).c_str() : "-",
+                 hit ? std::to_string(run.steps_to_target).c_str() : "-",
+                 hit ? cat(*run.time_to_target).c_str() : "missed", run.epochs.back().train_seconds,
+                 loss ? fmt_double("%.4f", run.final_loss).c_str() : fmt_double("%.2f%%", 100 * run.final_acc).c_str());
+  }
+  const std::string target = loss ? cat("validation loss ", fmt_double("%.3f", r.target.value))
+                                  : cat(fmt_double("%.2f", 100 * r.target.value), " %");
   if (s.time_to_target)
-    std::fprintf(out, "time to %.2f %%: %.3f +- %.3f s (min %.3f, max %.3f), %d of %d runs reached it\n",
-                 100 * r.target_acc, s.time_to_target->mean, s.time_to_target->stddev, s.time_to_target->min,
-                 s.time_to_target->max, s.reached, s.runs);
-  else std::fprintf(out, "time to %.2f %%: no run reached it\n", 100 * r.target_acc);
-  std::fprintf(out,
-               "final accuracy: %.2f +- %.2f %% (min %.2f, max %.2f); training %.3f +- %.3f s; set-up %.3f s "
-               "(compile, plan, capture; not in the training time)\n",
-               100 * s.final_acc.mean, 100 * s.final_acc.stddev, 100 * s.final_acc.min, 100 * s.final_acc.max,
+    std::fprintf(out, "time to %s: %.3f +- %.3f s (min %.3f, max %.3f), %d of %d runs reached it\n", target.c_str(),
+                 s.time_to_target->mean, s.time_to_target->stddev, s.time_to_target->min, s.time_to_target->max,
+                 s.reached, s.runs);
+  else std::fprintf(out, "time to %s: no run reached it\n", target.c_str());
+  if (loss) {
+    std::string bpb;
+    if (r.tokens_per_byte > 0)
+      bpb = cat(" (", fmt_double("%.4f", bits_per_byte(r, s.final_loss.mean)), " bits per byte)");
+    std::fprintf(out, "final validation loss: %.4f +- %.4f (min %.4f, max %.4f)%s; ", s.final_loss.mean,
+                 s.final_loss.stddev, s.final_loss.min, s.final_loss.max, bpb.c_str());
+  } else {
+    std::fprintf(out, "final accuracy: %.2f +- %.2f %% (min %.2f, max %.2f); ", 100 * s.final_acc.mean,
+                 100 * s.final_acc.stddev, 100 * s.final_acc.min, 100 * s.final_acc.max);
+  }
+  std::fprintf(out, "training %.3f +- %.3f s; set-up %.3f s (compile, plan, capture; not in the training time)\n",
                s.train_seconds.mean, s.train_seconds.stddev, s.setup_seconds.mean);
 }
 
@@ -242,16 +345,22 @@ std::vector<std::string> mllog_lines(const TtaReport& r) {
     line(run.start_unix_ms, "INTERVAL_END", "init_stop", none, seed_meta);
     line(run.start_unix_ms, "INTERVAL_START", "run_start", none, seed_meta);
     bool stopped = false;
+    size_t next_eval = 0;  // run.evals are in order, each epoch's end last among its own
     for (const TtaEpoch& e : run.epochs) {
       const ojson meta = {{"epoch_num", e.epoch}, {"seed", run.seed}};
       line(e.start_unix_ms, "INTERVAL_START", "epoch_start", none, meta);
-      line(e.start_unix_ms + 1e3 * e.epoch_seconds, "INTERVAL_END", "epoch_stop", none, meta);
-      line(e.end_unix_ms, "POINT_IN_TIME", "eval_accuracy", e.acc, meta);
-      if (run.epochs_to_target == e.epoch) {
-        line(e.end_unix_ms, "INTERVAL_END", "run_stop", none, {{"status", "success"}, {"seed", run.seed}});
-        stopped = true;
-        break;
+      for (; next_eval < run.evals.size() && run.evals[next_eval].epoch == e.epoch && !stopped; ++next_eval) {
+        const TtaEval& v = run.evals[next_eval];
+        const bool epoch_end = next_eval + 1 == run.evals.size() || run.evals[next_eval + 1].epoch != e.epoch;
+        if (epoch_end) line(e.start_unix_ms + 1e3 * e.epoch_seconds, "INTERVAL_END", "epoch_stop", none, meta);
+        line(v.end_unix_ms, "POINT_IN_TIME", is_loss(r) ? "eval_loss" : "eval_accuracy", v.value,
+             {{"epoch_num", e.epoch}, {"step_num", v.step}, {"seed", run.seed}});
+        if (run.time_to_target && run.steps_to_target == v.step && run.epochs_to_target == v.epoch) {
+          line(v.end_unix_ms, "INTERVAL_END", "run_stop", none, {{"status", "success"}, {"seed", run.seed}});
+          stopped = true;
+        }
       }
+      if (stopped) break;
     }
     if (!stopped)
       line(run.epochs.back().end_unix_ms, "INTERVAL_END", "run_stop", none,

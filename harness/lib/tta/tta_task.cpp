@@ -21,11 +21,45 @@ double unix_ms() {
 
 void check_tta_spec(const TtaSpec& spec) {
   TR_USER_CHECK(spec.runs >= 1, "--runs must be >= 1, got ", spec.runs);
-  TR_USER_CHECK(spec.target_acc > 0 && spec.target_acc <= 1, "--target-acc must be a fraction in (0, 1], got ",
-                spec.target_acc);
+  if (spec.target.metric == TtaMetric::Accuracy)
+    TR_USER_CHECK(spec.target.value > 0 && spec.target.value <= 1, "--target-acc must be a fraction in (0, 1], got ",
+                  spec.target.value);
+  else TR_USER_CHECK(spec.target.value > 0, "--target-loss must be > 0, got ", spec.target.value);
 }
 
-TtaRun run_tta_seed(const TtaSpec& spec, uint64_t seed, const TtaEpochFn& on_epoch) {
+namespace {
+
+// The validation `v` as the task records it: judged by the target's metric of the chosen weights.
+TtaEval make_eval(const TtaSpec& spec, int epoch, int64_t step, double train_seconds, double eval_seconds,
+                  const ValPoint& v) {
+  TtaEval e;
+  e.epoch = epoch;
+  e.step = step;
+  e.train_seconds = train_seconds;
+  e.eval_seconds = eval_seconds;
+  e.loss = v.loss;
+  e.acc = v.acc;
+  e.ema_loss = v.ema_loss;
+  e.ema_acc = v.ema_acc;
+  const bool loss = spec.target.metric == TtaMetric::ValLoss;
+  e.value = spec.eval_ema ? (loss ? v.ema_loss : v.ema_acc) : (loss ? v.loss : v.acc);
+  return e;
+}
+
+// Appends `e` to the run, marks the target when `e` is the first to reach it, and shows it.
+void record_eval(const TtaSpec& spec, TtaRun& run, const TtaEval& e, const TtaEpoch* epoch, const TtaEvalFn& on_eval) {
+  if (!run.time_to_target && spec.target.reached_by(e.value)) {
+    run.time_to_target = e.train_seconds;
+    run.epochs_to_target = e.epoch;
+    run.steps_to_target = e.step;
+  }
+  run.evals.push_back(e);
+  if (on_eval) on_eval(run, e, epoch);
+}
+
+}  // namespace
+
+TtaRun run_tta_seed(const TtaSpec& spec, uint64_t seed, const TtaEvalFn& on_eval) {
   RunOptions o = spec.run;
   o.seed = seed;
   o.validate = true;
@@ -39,36 +73,48 @@ TtaRun run_tta_seed(const TtaSpec& spec, uint64_t seed, const TtaEpochFn& on_epo
   run.start_unix_ms = unix_ms();
   run.capture_ms = t.capture().capture_ms;
   double total = 0;
+  int64_t steps = 0;
   for (int e = 0; e < o.epochs; ++e) {
     TtaEpoch ep;
     ep.start_unix_ms = unix_ms();
     const EpochStats s = t.run_epoch();
     ep.end_unix_ms = unix_ms();
+    double val_seconds = 0;  // the epoch's validations so far
+    for (const ValPoint& v : s.mid_vals) {
+      val_seconds += v.val_seconds;
+      TtaEval ev = make_eval(spec, e + 1, v.step, total + v.train_seconds, v.val_seconds, v);
+      ev.end_unix_ms = ep.start_unix_ms + 1e3 * (v.train_seconds + val_seconds);
+      record_eval(spec, run, ev, nullptr, on_eval);
+    }
     ep.epoch = e + 1;
     ep.epoch_seconds = s.train_seconds;
     total += s.train_seconds;
+    steps += s.steps;
     ep.train_seconds = total;
     ep.eval_seconds = s.val_seconds;
     ep.train_loss = s.train_loss;
     ep.train_acc = s.train_acc;
     ep.val_acc = s.val_acc;
     ep.ema_acc = s.val_ema_acc;
+    ep.val_loss = s.val_loss;
+    ep.ema_loss = s.val_ema_loss;
     ep.acc = spec.eval_ema ? s.val_ema_acc : s.val_acc;
-    if (!run.time_to_target && ep.acc >= spec.target_acc) {
-      run.time_to_target = total;
-      run.epochs_to_target = ep.epoch;
-    }
     run.epochs.push_back(ep);
-    if (on_epoch) on_epoch(run, ep);
+    const ValPoint end{
+        .step = steps, .loss = s.val_loss, .acc = s.val_acc, .ema_loss = s.val_ema_loss, .ema_acc = s.val_ema_acc};
+    TtaEval ev = make_eval(spec, ep.epoch, steps, total, s.val_seconds, end);
+    ev.end_unix_ms = ep.end_unix_ms;
+    record_eval(spec, run, ev, &run.epochs.back(), on_eval);
   }
   run.final_acc = run.epochs.back().acc;
+  run.final_loss = spec.eval_ema ? run.epochs.back().ema_loss : run.epochs.back().val_loss;
   return run;
 }
 
-std::vector<TtaRun> run_tta(const TtaSpec& spec, const TtaEpochFn& on_epoch) {
+std::vector<TtaRun> run_tta(const TtaSpec& spec, const TtaEvalFn& on_eval) {
   check_tta_spec(spec);
   std::vector<TtaRun> runs;
-  for (int k = 0; k < spec.runs; ++k) runs.push_back(run_tta_seed(spec, spec.run.seed + uint64_t(k), on_epoch));
+  for (int k = 0; k < spec.runs; ++k) runs.push_back(run_tta_seed(spec, spec.run.seed + uint64_t(k), on_eval));
   return runs;
 }
 
@@ -76,16 +122,18 @@ TtaSummary summarize_tta(const std::vector<TtaRun>& runs) {
   TR_CHECK(!runs.empty(), "no runs to summarise");
   TtaSummary s;
   s.runs = static_cast<int>(runs.size());
-  std::vector<double> ttt, final_acc, setup, train;
+  std::vector<double> ttt, final_acc, final_loss, setup, train;
   for (const TtaRun& r : runs) {
     if (r.time_to_target) ttt.push_back(*r.time_to_target);
     final_acc.push_back(r.final_acc);
+    final_loss.push_back(r.final_loss);
     setup.push_back(r.setup_seconds);
     train.push_back(r.epochs.back().train_seconds);
   }
   s.reached = static_cast<int>(ttt.size());
   if (!ttt.empty()) s.time_to_target = summarize(ttt);
   s.final_acc = summarize(final_acc);
+  s.final_loss = summarize(final_loss);
   s.setup_seconds = summarize(setup);
   s.train_seconds = summarize(train);
   return s;
