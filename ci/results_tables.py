@@ -30,6 +30,7 @@ COMPILE = "reports/h200/compile"
 TTA = "reports/h200/tta"
 SCALING = "reports/h200x2/scaling"
 GPT2 = "reports/h100/gpt2"
+TEXT_TTA = "reports/h100/text_tta"
 HISTORY = "reports/history.csv"
 DOCS = ["README.md", "docs/results.md"]
 MODES = ["eager", "partial-capture", "full-capture"]
@@ -186,6 +187,36 @@ def table_tta(root):
     return out
 
 
+def table_text_tta(root):
+    """gpt2-d6's time to a validation loss on the text shards, tr beside its PyTorch peer (one call)."""
+    tr_path, peer_path = f"{TEXT_TTA}/tta_gpt2-d6.json", f"{TEXT_TTA}/tta_torch_gpt2-d6.json"
+    step_path = f"{TEXT_TTA}/torch_gpt2-d6_step.json"
+    tr, peer, steps = load(root, tr_path), load(root, peer_path), load(root, step_path)
+    t, s, p = tr["tta"], tr["tta"]["summary"], peer["summary"]
+    bpb = lambda loss: loss / 0.6931471805599453 * t["tokens_per_byte"]
+    tt, pt = s["time_to_target_s"], p["time_to_target"]
+    ratio = f"{tt['mean'] / pt['mean']:.3f}" if tt and pt else "—"
+    trf, pf = s["final_loss"]["mean"], p["final_loss"]["mean"]
+    out = ["| target validation loss | tr: time to target, s (mean ± std) | seeds reaching it | tr final loss | "
+           f"PyTorch ({peer['recipe']['mode']}): time to target, s | seeds | PyTorch final loss | tr ÷ PyTorch | "
+           "final losses differ by |",
+           "| ---: | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |",
+           f"| {t['target_loss']:.3f} ({bpb(t['target_loss']):.3f} bits/byte) | {spread(tt)} | "
+           f"{s['reached']} of {s['runs']} | {trf:.4f} ± {s['final_loss']['std']:.4f} | {spread(pt)} | "
+           f"{p['reached']} of {p['runs']} | {pf:.4f} ± {p['final_loss']['std']:.4f} | {ratio} | "
+           f"{100 * abs(trf - pf) / pf:.2f} % |"]
+    modes = []
+    for b in steps.get("benchmarks", []):
+        m = re.fullmatch(r"torch_gpt/model:gpt2-d6/mode:([^/]+)/batch:(\d+)/seq:(\d+)/precision:(\w+)", b.get("name", ""))
+        if m and "real_time" in b:
+            modes.append(f"{m.group(1)} {ms(b['real_time'])} ms")
+    out += ["", f"The PyTorch peer's step at the recipe's batch, bf16, in each mode (`{step_path}`): "
+            + ", ".join(modes) + "."]
+    out += ["", source(root, TEXT_TTA, ["tta_gpt2-d6.json", "tta_torch_gpt2-d6.json"], tr["context"],
+                       peer["context"].get("command"))]
+    return out
+
+
 def table_scaling(root):
     path = f"{SCALING}/scaling_cnn.json"
     rep = load(root, path)
@@ -297,6 +328,7 @@ TABLES = {
     "zoo": table_zoo,
     "compile": table_compile,
     "tta": table_tta,
+    "text_tta": table_text_tta,
     "scaling": table_scaling,
     "history": table_history,
     "gpt2": table_gpt2,
