@@ -6,12 +6,13 @@
 # ci/pack_device.sh when present, else build/bin. Each part is a file of
 # ci/gpu_check/, sourced in the order below; ci/gpu_check/lib.sh holds the
 # helpers they share. tests/gpu_check_dry_run.sh runs them all without a GPU.
-#   TR_CHECK_PARTS="tests ops fusion-probe bench zoo gpt fusion schedule conv-plans train tta text-tta sanitize mpi scaling scaling-zoo" selects parts
-#   (default: all; scaling and scaling-zoo need 2 or more GPUs and say so otherwise; TR_ZOO_SCALING picks
-#   scaling-zoo's models and batches per GPU, default "resnet50:32,256 resnet18:128,512").
+#   TR_CHECK_PARTS="tests ops fusion-probe bench zoo gpt fusion schedule conv-plans train tta text-tta interleave
+#   sanitize mpi scaling scaling-zoo" selects parts (default: all; scaling and scaling-zoo need 2 or more GPUs
+#   and say so otherwise; TR_ZOO_SCALING picks scaling-zoo's models and batches per GPU, default
+#   "resnet50:32,256 resnet18:128,512").
 set -uo pipefail
 cd "$(dirname "$0")/.."
-ORDER="tests ops fusion-probe bench fusion schedule conv-plans zoo gpt train tta text-tta sanitize mpi scaling scaling-zoo"
+ORDER="tests ops fusion-probe bench fusion schedule conv-plans zoo gpt train tta text-tta interleave sanitize mpi scaling scaling-zoo"
 PARTS=${TR_CHECK_PARTS:-$ORDER}
 for p in $PARTS; do
   [[ " $ORDER " == *" $p "* ]] || { echo "gpu_check.sh: unknown part '$p' in TR_CHECK_PARTS (known: $ORDER)" >&2; exit 2; }

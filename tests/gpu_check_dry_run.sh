@@ -53,13 +53,18 @@ expect_summary() {
   grep -qF -- "$2" "$work/out$1/summary.txt" || { echo "gpu_check_dry_run: with $1 GPU(s), the summary lacks: $2"; exit 1; }
 }
 
-all="tests ops fusion-probe bench zoo gpt fusion schedule conv-plans train tta text-tta sanitize mpi scaling scaling-zoo"
+all="tests ops fusion-probe bench zoo gpt fusion schedule conv-plans train tta text-tta interleave"
+all+=" sanitize mpi scaling scaling-zoo"
 # The pack's data: the text part looks for tr-data's manifest.
 mkdir -p "$work/repo/.device/data/text"
 echo '{}' > "$work/repo/.device/data/text/manifest.json"
 run_check 1 "$all"
 expect_call 1 "^tr-bench tta --device cuda --model gpt2-d6 --runs 5 --data-dir .*/.device/data/text --json "
 expect_summary 1 "PyTorch text peer skipped: no python with torch and CUDA"
+# The interleave part hands ci/interleave.py the bench part's cnn AMP command (the stand-in python runs nothing).
+expect_call 1 "^python ci/interleave.py --rounds 3 --out .*/interleave --tr timeout 200 build/bin/tr-bench --device cuda \
+--optimizer sgd --precision amp --model cnn --batch 256 --mode full-capture .*--json \{json\} --peer .*peers/torch_step.py "
+expect_summary 1 "tr and PyTorch's whole-step graph in turns"
 expect_summary 1 "scaling skipped: 1 GPU visible (needs 2 or more)"
 expect_summary 1 "scaling-zoo skipped: 1 GPU visible (needs 2 or more)"
 expect_call 1 "^tr_mpi_tests --gtest_filter=GpuProcesses\*"

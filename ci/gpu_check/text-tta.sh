@@ -4,7 +4,8 @@
 # carries them), TR_TEXT_TTA_RUNS seeds (default 5); then the PyTorch peer
 # (peers/torch_text_tta.py) with the recipe tr's report records, flag for
 # flag, in its fastest mode, and the peer's step in every mode at the
-# recipe's batch, the evidence for which mode is fastest.
+# recipe's batch (TR_TEXT_TTA_TORCH_MODES narrows them), the evidence for
+# which mode is fastest.
 text_dir=$DATA/text
 text_runs=${TR_TEXT_TTA_RUNS:-5}
 if [ ! -f "$text_dir/manifest.json" ]; then
@@ -37,7 +38,8 @@ PYEOF
     tail -4 "$OUT/tta_torch_gpt2-d6.log" | tee -a "$OUT/summary.txt"
     batch=$(echo "$peer_flags" | sed -E 's/.*--batch ([0-9]+).*/\1/')
     timeout ${TR_T_GPT_TORCH:-420} "$PY" peers/torch_gpt.py --model gpt2-d6 --batch "$batch" --precision bf16 \
-      --mode eager,full-capture,torch-compile,compile-max-autotune --warmup 10 --iters 50 --repetitions 3 \
+      --mode "${TR_TEXT_TTA_TORCH_MODES:-eager,full-capture,torch-compile,compile-max-autotune}" \
+      --warmup 10 --iters 50 --repetitions 3 \
       --json "$OUT/torch_gpt2-d6_step.json" > "$OUT/torch_gpt2-d6_step.log" 2>&1 || status=1
     note "PyTorch peer's step, gpt2-d6 at batch $batch (bf16, T 256), every mode:"
     grep -v -i warn "$OUT/torch_gpt2-d6_step.log" | tee -a "$OUT/summary.txt"

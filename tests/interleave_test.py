@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""ci/interleave.py with stand-in commands: a small script that plays tr-bench
+(A) or the peer (B), logs its letter, and writes a report holding the step time
+given for its round. No GPU, no torch: ci/test.sh runs it with a plain python3.
+
+  python3 tests/interleave_test.py [-v]
+"""
+import importlib.util
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DRIVER = os.path.join(ROOT, "ci", "interleave.py")
+TR_CASE = "model=cnn,mode=full-capture,batch=256"
+PEER_CASE = "torch_step/model:cnn/mode:full-capture/batch:256"
+FIGURE = "cnn amp b256 full capture vs PyTorch whole-step graph (ms)"
+
+# STANDIN KIND LOG TIMES --json PATH [--fail]: appends A (tr) or B (peer) to LOG;
+# its round is how many of its letter LOG then holds; writes a report whose case
+# takes TIMES[round - 1] ms (from the first again after the last: a second
+# driver call). The tr report also holds what must not be read: the case's
+# repetitions and mean, the same case at another batch, variant and rank count,
+# so only the right median gives the expected numbers.
+STANDIN = r'''
+import json, sys
+kind, log, times = sys.argv[1], sys.argv[2], [float(x) for x in sys.argv[3].split(",")]
+path = sys.argv[sys.argv.index("--json") + 1]
+letter = "A" if kind == "tr" else "B"
+with open(log, "a") as f:
+    f.write(letter + "\n")
+if "--fail" in sys.argv:
+    sys.exit(3)
+with open(log) as f:
+    r = f.read().split().count(letter)
+ms = times[(r - 1) % len(times)]
+def entry(agg, t, batch=256, variant="train_base", ranks=1):
+    e = {"run_type": "aggregate" if agg else "iteration", "real_time": t, "time_unit": "ms", "model": "cnn",
+         "mode": "full-capture", "variant": variant, "ranks": ranks, "batch": batch}
+    if agg:
+        e["aggregate_name"] = agg
+    return e
+if kind == "tr":
+    report = {"context": {"git_commit": f"commit-call{r}", "device_name": "Stand-in GPU"},
+              "benchmarks": [entry(None, 9 * ms), entry("mean", 7 * ms), entry("median", ms),
+                             entry("median", 5 * ms, batch=64), entry("median", 5 * ms, variant="train_last"),
+                             entry("median", 5 * ms, ranks=2)]}
+else:
+    report = {"context": {"device_name": "Stand-in GPU"},
+              "benchmarks": [{"name": "torch_step/model:cnn/mode:eager/batch:256", "real_time": 50.0},
+                             {"name": "@PEER_CASE@", "real_time": ms, "time_unit": "ms"}]}
+with open(path, "w") as f:
+    json.dump(report, f)
+'''.replace("@PEER_CASE@", PEER_CASE)
+
+# The times of the main case. The peer drifts (1, 2, 4 ms, as a machine that
+# slows down between rounds), and tr's per-round ratio is e^-0.1, e^0, e^0.1.
+# By hand:
+#   tr = 0.904837, 2, 4.420684; mean(tr) = 7.325521 / 3 = 2.441840; mean(peer) = 7 / 3 = 2.333333
+#   R = mean(tr) / mean(peer) = 7.325521 / 7 = 1.046503
+#   sd(peer) = sqrt(((1 - 7/3)^2 + (2 - 7/3)^2 + (4 - 7/3)^2) / 2) = sqrt(42 / 18) = 1.527525
+#   d = -0.1, 0, 0.1: mean(d) = 0, sd(d) = sqrt((0.01 + 0 + 0.01) / 2) = 0.1
+#   t_{0.975, 2} = 4.3027; half-width = 4.3027 * 0.1 / sqrt(3) = 0.248417
+#   interval = exp(-0.248417) .. exp(0.248417) = 0.780035 .. 1.281994
+# The drift moves R away from 1 but not the interval, which pairs each round.
+PEER_MS = [1.0, 2.0, 4.0]
+TR_MS = [0.9048374180359595, 2.0, 4.420683672302591]  # PEER_MS times e^-0.1, e^0, e^0.1
+
+
+def read(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def load_driver():
+    spec = importlib.util.spec_from_file_location("interleave", DRIVER)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class InterleaveTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+        self.standin = os.path.join(self.dir, "standin.py")
+        with open(self.standin, "w") as f:
+            f.write(STANDIN)
+        self.log = os.path.join(self.dir, "calls.log")
+        self.out = os.path.join(self.dir, "out")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def command(self, kind, times, *extra):
+        args = [sys.executable, self.standin, kind, self.log, ",".join(map(str, times)), *extra]
+        return " ".join(map(shlex.quote, args)) + " --json {json}"
+
+    def drive(self, rounds=3, tr=None, peer=None, tr_case=TR_CASE, peer_case=PEER_CASE, extra=()):
+        args = [sys.executable, DRIVER, "--rounds", str(rounds), "--out", self.out,
+                "--tr", tr or self.command("tr", TR_MS), "--peer", peer or self.command("peer", PEER_MS),
+                "--tr-case", tr_case, "--peer-case", peer_case, "--figure", FIGURE, *extra]
+        return subprocess.run(args, capture_output=True, text=True, timeout=120)
+
+    def calls(self):
+        return read(self.log).split() if os.path.exists(self.log) else []
+
+    def assert_one_line_error(self, r, rc, *words):
+        self.assertEqual(r.returncode, rc, r.stdout + r.stderr)
+        lines = r.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, r.stderr)
+        self.assertTrue(lines[0].startswith("interleave: error: "), lines[0])
+        for w in words:
+            self.assertIn(w, lines[0])
+
+    def test_runs_alternate_and_the_interval_pairs_the_rounds(self):
+        r = self.drive()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.calls(), ["A", "B"] * 3)
+        res = json.loads(read(os.path.join(self.out, "interleave.json")))
+        self.assertEqual([x["tr_ms"] for x in res["rounds"]], TR_MS)
+        self.assertEqual([x["peer_ms"] for x in res["rounds"]], PEER_MS)
+        self.assertAlmostEqual(res["tr"]["mean_ms"], 2.441840, places=6)
+        self.assertAlmostEqual(res["peer"]["mean_ms"], 2.333333, places=6)
+        self.assertAlmostEqual(res["peer"]["std_ms"], 1.527525, places=6)
+        self.assertAlmostEqual(res["ratio"], 1.046503, places=6)
+        self.assertAlmostEqual(res["log_ratio"]["mean"], 0.0, places=9)
+        self.assertAlmostEqual(res["log_ratio"]["sd"], 0.1, places=9)
+        self.assertEqual(res["t_quantile"], 4.3027)
+        self.assertAlmostEqual(res["ci_low"], 0.780035, places=6)
+        self.assertAlmostEqual(res["ci_high"], 1.281994, places=6)
+        self.assertEqual(res["figure"], FIGURE)
+        self.assertIn("--json {json}", res["commands"]["tr"])  # as given, not one round's path
+        self.assertIn("--json {json}", res["commands"]["peer"])
+        self.assertEqual(res["context"]["git_commit"], "commit-call1")  # the first round's
+        self.assertRegex(res["date"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+        self.assertTrue(os.path.exists(os.path.join(self.out, "tr_round3.json")))
+        self.assertTrue(os.path.exists(os.path.join(self.out, "peer_round3.log")))
+        for row in ("    1     0.9048     1.0000    0.905", "    3     4.4207     4.0000    1.105"):
+            self.assertIn(row, r.stdout)  # each round printed: drift shows
+        self.assertIn("tr/peer 1.047, 95 % interval 0.780 .. 1.282", r.stdout)
+
+    def test_the_quantile_is_students_t_then_normal(self):
+        driver = load_driver()
+        self.assertEqual(driver.summary([1.0, 2.0, 3.0, 4.0], [1.0, 1.0, 1.0, 1.0])["t_quantile"], 3.1824)
+        self.assertEqual(driver.summary([1.0 + i for i in range(31)], [1.0] * 31)["t_quantile"], 2.0423)
+        self.assertEqual(driver.summary([1.0 + i for i in range(32)], [1.0] * 32)["t_quantile"], 1.96)
+
+    def test_fewer_than_three_rounds_are_refused(self):
+        r = self.drive(rounds=2)
+        self.assert_one_line_error(r, 2, "--rounds 2")
+        self.assertEqual(self.calls(), [])
+
+    def test_bad_input_is_one_line_and_exit_2(self):
+        cases = {"no {json}": dict(tr="true"), "not KEY=VALUE": dict(tr_case="model=cnn,batch"),
+                 "given twice": dict(tr_case="batch=64,batch=256"), "rounds": dict(rounds="three")}
+        for words, kw in cases.items():
+            with self.subTest(words):
+                self.assert_one_line_error(self.drive(**kw), 2)
+        self.assertEqual(self.calls(), [])
+
+    def test_a_failing_command_stops_the_rounds_and_is_named(self):
+        peer = self.command("peer", PEER_MS, "--fail")
+        r = self.drive(peer=peer)
+        self.assert_one_line_error(r, 1, "round 1", "peer command exited 3", self.standin,
+                                   os.path.join(self.out, "peer_round1.json"))
+        self.assertEqual(self.calls(), ["A", "B"])
+
+    def test_a_missing_case_names_the_file(self):
+        r = self.drive(tr_case="model=cnn,mode=full-capture,batch=512")
+        self.assert_one_line_error(r, 1, os.path.join(self.out, "tr_round1.json"), "batch=512")
+        r = self.drive(peer_case="torch_step/model:cnn/mode:full-capture/batch:512")
+        self.assert_one_line_error(r, 1, os.path.join(self.out, "peer_round1.json"), "batch:512")
+
+    def test_a_run_that_writes_no_report_fails_even_after_an_earlier_one_did(self):
+        self.assertEqual(self.drive().returncode, 0)
+        r = self.drive(tr="true {json}")  # exits 0, writes nothing; round 1's old report must not count
+        self.assert_one_line_error(r, 1, os.path.join(self.out, "tr_round1.json"), "cannot read the report")
+
+    def test_history_gets_one_json_line_per_run(self):
+        history = os.path.join(self.dir, "history.jsonl")
+        for _ in range(2):
+            self.assertEqual(self.drive(extra=("--history", history)).returncode, 0)
+        lines = read(history).splitlines()
+        self.assertEqual(len(lines), 2)
+        # Each line names its run's first tr report: the stand-in's first call, then its fourth.
+        for line, commit in zip(lines, ("commit-call1", "commit-call4")):
+            h = json.loads(line)
+            self.assertEqual(set(h), {"date", "commit", "machine", "figure", "tr_mean_ms", "peer_mean_ms", "ratio",
+                                      "ci_low", "ci_high", "rounds", "source"})
+            self.assertEqual((h["commit"], h["machine"], h["figure"], h["rounds"]), (commit, "Stand-in GPU", FIGURE, 3))
+            self.assertAlmostEqual(h["ratio"], 1.046503, places=6)
+            self.assertAlmostEqual(h["ci_low"], 0.780035, places=6)
+            self.assertAlmostEqual(h["ci_high"], 1.281994, places=6)
+            self.assertEqual(h["source"], os.path.join("out", "interleave.json"))  # beside the history file
+
+
+if __name__ == "__main__":
+    unittest.main()
