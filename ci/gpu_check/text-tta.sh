@@ -1,7 +1,8 @@
 # ci/gpu_check.sh's `text-tta` part (sourced by it, with its helpers and variables).
 # Time to a target validation loss on text (Note [tta targets]): tr-bench tta
 # --model gpt2-d6 with its recipe on tr-data's linux-doc shards (the pack
-# carries them), TR_TEXT_TTA_RUNS seeds (default 5); then the PyTorch peer
+# carries them), TR_TEXT_TTA_RUNS seeds (default 5; TR_TEXT_TTA_FLAGS adds
+# tta flags, e.g. another --target-loss); then the PyTorch peer
 # (peers/torch_text_tta.py) with the recipe tr's report records, flag for
 # flag, in its fastest mode, and the peer's step in every mode at the
 # recipe's batch (TR_TEXT_TTA_TORCH_MODES narrows them), the evidence for
@@ -12,7 +13,7 @@ if [ ! -f "$text_dir/manifest.json" ]; then
   note "text-tta skipped: no $text_dir/manifest.json (ci/pack_device.sh makes the shards with tr-data)"
 else
   timeout ${TR_T_TEXT_TTA:-600} "$BIN/tr-bench" tta --device cuda --model gpt2-d6 --runs "$text_runs" \
-    --data-dir "$text_dir" --json "$OUT/tta_gpt2-d6.json" --mllog "$OUT/tta_gpt2-d6.mllog" \
+    --data-dir "$text_dir" ${TR_TEXT_TTA_FLAGS:-} --json "$OUT/tta_gpt2-d6.json" --mllog "$OUT/tta_gpt2-d6.mllog" \
     > "$OUT/tta_gpt2-d6.log" 2>&1 || status=1
   note "tr-bench tta --model gpt2-d6:"
   grep -A12 '^tta:' "$OUT/tta_gpt2-d6.log" | tee -a "$OUT/summary.txt"
