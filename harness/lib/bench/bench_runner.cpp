@@ -27,6 +27,7 @@
 #include "harness/lib/bench/process_counters.h"
 #include "harness/lib/bench/profiler_range.h"
 #include "harness/lib/bench/step_counters.h"
+#include "harness/lib/bench/step_roofline.h"
 #include "harness/lib/bench/weak_scaling.h"
 #include "harness/lib/cli/conv_plans_file.h"
 #include "harness/lib/cli/precision_flag.h"
@@ -355,6 +356,11 @@ void measure_session(const BenchOptions& o, const SessionPoint& p, const data::I
     k.samples_per_second = double(c.batch) / (median(c.step_ms) * 1e-3);
     k.samples_per_second_per_gpu = k.samples_per_second / p.ranks;
     if (p.seq > 0) k.sequence = sequence_counters(t.model(), k.samples_per_second, p.ranks, report.context.device_name);
+    // Note [step roofline]: the step's own FLOPs, and on a known GPU its bound.
+    const std::optional<Peaks> peaks =
+        o.backend == Backend::Cuda ? device_peaks(report.context.device_name, t.model().compute_dtype) : std::nullopt;
+    k.roofline = step_roofline_counters(step_cost(t.model(), t.plans(), v, peaks), p.ranks, median(c.step_ms), peaks);
+    warn_if_bound_beaten(c.name(report.context.device_kind), *k.roofline);
     if (timing.cupti.valid) {
       k.cupti = cupti_counters(timing.cupti, timing.cupti_wall_ms, o.iters, p.ranks, k.launches);
       c.top_kernels.assign(

@@ -1,15 +1,36 @@
 #include "harness/lib/bench/roofline.h"
 
 #include <algorithm>
+#include <array>
+#include <string_view>
 
 #include "framework/core/error.h"
+#include "harness/lib/bench/model_flops.h"
 
 namespace tr::bench {
 
-Peaks h200_peaks(DType compute) {
-  constexpr double kHbm = 4.8e12, kL2 = 50e6;
-  return is_half(compute) ? Peaks{989e12, kHbm, kL2} : Peaks{67e12, kHbm, kL2};
+std::optional<Peaks> device_peaks(const std::string& device_name, DType compute) {
+  struct Memory {
+    std::string_view name;  // a substring of the device name; the first match wins
+    double fp32_flops;      // FLOP/s on CUDA cores, dense
+    double hbm_bytes;       // bytes/s
+  };
+  // NVIDIA's data sheets: H100 PCIe 51 TFLOP/s fp32 and 2.0 TB/s (HBM2e),
+  // H100 NVL 60 and 3.9 TB/s, H100 SXM 67 and 3.35 TB/s (HBM3), H200 67 and
+  // 4.8 TB/s (HBM3e); 50 MB of L2 on each. The 16-bit tensor peaks are
+  // tensor_peak_flops' (model_flops.h), not repeated here.
+  static constexpr std::array<Memory, 4> kMemory = {
+      {{"H100 PCIe", 51e12, 2.0e12}, {"H100 NVL", 60e12, 3.9e12}, {"H100", 67e12, 3.35e12}, {"H200", 67e12, 4.8e12}}};
+  constexpr double kL2 = 50e6;
+  for (const Memory& m : kMemory) {
+    if (device_name.find(m.name) == std::string::npos) continue;
+    const double flops = is_half(compute) ? tensor_peak_flops(device_name) : m.fp32_flops;
+    return Peaks{flops, m.hbm_bytes, kL2};
+  }
+  return std::nullopt;
 }
+
+Peaks h200_peaks(DType compute) { return *device_peaks("NVIDIA H200", compute); }
 
 Roofline roofline(double flops, double bytes, double seconds, const Peaks& p) {
   TR_CHECK(seconds > 0 && bytes > 0 && flops >= 0, "roofline of ", flops, " FLOP, ", bytes, " bytes in ", seconds,

@@ -14,6 +14,7 @@
 // `l2_resident`, and the fractions of HBM's bounds are not reported for it,
 // since they would read above 1.
 #include <map>
+#include <optional>
 #include <string>
 
 #include "framework/core/dtype.h"
@@ -26,6 +27,12 @@ struct Peaks {
   double l2_bytes;  // L2 capacity
 };
 Peaks h200_peaks(DType compute);  // f16: tensor cores; anything else: fp32 CUDA cores
+// The peaks of the GPU CUDA names `device_name` (a substring match, as
+// tensor_peak_flops in model_flops.h matches it) for a run computing in
+// `compute`: 16-bit, the dense tensor peak (tensor_peak_flops); anything else,
+// fp32 without tensor cores (tr's fp32 GEMMs and convolutions refuse TF32).
+// nullopt for a GPU not in the table (roofline.cpp); tr-bench asks only on CUDA.
+std::optional<Peaks> device_peaks(const std::string& device_name, DType compute);
 
 struct Roofline {
   double tflops = 0;           // achieved TFLOP/s (0 when the op has no FLOP count)

@@ -29,6 +29,14 @@ void write_counters(const StepCounters& c, std::map<std::string, double>& k) {
     k["model_tflops_per_gpu"] = q.tflops_per_gpu;
     if (q.mfu) k["mfu"] = *q.mfu;
   }
+  if (c.roofline) {
+    const StepRooflineCounters& r = *c.roofline;
+    k["graph_flops_per_step"] = r.flops_per_step;
+    k["graph_tflops_per_gpu"] = r.tflops_per_gpu;
+    if (r.flop_utilisation) k["graph_flop_utilisation"] = *r.flop_utilisation;
+    if (r.bound_ms) k["roofline_bound_ms"] = *r.bound_ms;
+    if (r.of_roofline) k["of_roofline"] = *r.of_roofline;
+  }
   if (c.device_memory) {
     k["device_memory_before_bytes"] = c.device_memory->before_bytes;
     k["device_memory_peak_bytes"] = c.device_memory->peak_bytes;

@@ -37,6 +37,16 @@ struct SequenceCounters {
   std::optional<double> mfu;  // when the GPU's peak is known
 };
 
+// The step's own FLOPs and its roofline bound (Note [step roofline], step_roofline.h).
+struct StepRooflineCounters {
+  double flops_per_step = 0;  // every rank's
+  double tflops_per_gpu = 0;  // achieved, per rank
+  // With the GPU's peaks (roofline.h's device_peaks; never on the CPU):
+  std::optional<double> flop_utilisation;  // tflops_per_gpu over the peak FLOP/s
+  std::optional<double> bound_ms;          // the roofline bound of one rank's step
+  std::optional<double> of_roofline;       // bound_ms / the median step
+};
+
 // Rank 0's GPU memory (Note [device memory], device_memory.h).
 struct DeviceMemoryCounters {
   double before_bytes = 0, peak_bytes = 0;
@@ -50,6 +60,7 @@ struct StepCounters {
   std::optional<CuptiCounters> cupti;
   std::optional<AllreduceCounters> allreduce;
   std::optional<SequenceCounters> sequence;
+  std::optional<StepRooflineCounters> roofline;
   std::optional<DeviceMemoryCounters> device_memory;
 };
 
