@@ -191,12 +191,13 @@ def write_json(path, obj):
 
 
 def append_history(path, result, source):
-    """One JSON line per run; source is the interleave.json, relative to the
+    """One JSON line per run, in the history's format (reports/schema.md, "The history of the headline
+    figures"): tr and peer are the mean step times in ms; source is the interleave.json, relative to the
     history file's folder, so both can travel together (a GPU check's detail.tgz)."""
     ctx = result["context"]
     line = {"date": result["date"], "commit": ctx.get("git_commit", ""), "machine": ctx.get("device_name", ""),
-            "figure": result["figure"], "tr_mean_ms": result["tr"]["mean_ms"],
-            "peer_mean_ms": result["peer"]["mean_ms"], "ratio": result["ratio"], "ci_low": result["ci_low"],
+            "figure": result["figure"], "tr": result["tr"]["mean_ms"],
+            "peer": result["peer"]["mean_ms"], "ratio": result["ratio"], "ci_low": result["ci_low"],
             "ci_high": result["ci_high"], "rounds": len(result["rounds"]),
             "source": os.path.relpath(source, os.path.dirname(os.path.abspath(path)))}
     try:

@@ -18,7 +18,6 @@ read from the reports themselves. Step times are the medians of the
 repetitions (the `_median` aggregates); a peer's are its own medians. Only the
 standard library is used: CI runs this with a plain python3.
 """
-import csv
 import json
 import os
 import re
@@ -31,7 +30,7 @@ TTA = "reports/h200/tta"
 SCALING = "reports/h200x2/scaling"
 GPT2 = "reports/h100/gpt2"
 TEXT_TTA = "reports/h100/text_tta"
-HISTORY = "reports/history.csv"
+HISTORY = "reports/history.jsonl"
 DOCS = ["README.md", "docs/results.md"]
 MODES = ["eager", "partial-capture", "full-capture"]
 
@@ -310,15 +309,29 @@ def table_gpt2(root):
     return out
 
 
-def table_history(root):
-    path = os.path.join(root, HISTORY)
+def history_lines(root):
+    """The lines of the history (reports/schema.md, "The history of the headline figures"), in order."""
     try:
-        rows = list(csv.DictReader(open(path, encoding="utf-8")))
+        text = open(os.path.join(root, HISTORY), encoding="utf-8").read()
     except OSError as e:
         raise ReportError(f"{HISTORY}: {e}")
-    out = ["| figure | date | commit | tr | peer | tr ÷ peer |", "| --- | --- | --- | ---: | ---: | ---: |"]
-    for r in rows:
-        out.append(f"| {r['figure']} | {r['date']} | `{r['commit']}` | {r['tr']} | {r['peer']} | {r['tr_over_peer']} |")
+    lines = []
+    for number, line in enumerate(text.splitlines(), 1):
+        try:
+            lines.append(json.loads(line))
+        except ValueError as e:
+            raise ReportError(f"{HISTORY} line {number}: not JSON: {e}")
+    return lines
+
+
+def table_history(root):
+    """One row per measurement; the 95 % interval of the ratio where the run was interleaved (ci/interleave.py)."""
+    out = ["| figure | date | commit | tr | peer | tr ÷ peer | 95 % interval |",
+           "| --- | --- | --- | ---: | ---: | ---: | ---: |"]
+    for r in history_lines(root):
+        interval = f"{r['ci_low']:.3f} – {r['ci_high']:.3f}" if r["ci_low"] is not None else "—"
+        out.append(f"| {r['figure']} | {r['date'][:10]} | `{r['commit']}` | {r['tr']:.4f} | {r['peer']:.4f} | "
+                   f"{r['ratio']:.3f} | {interval} |")
     return out
 
 

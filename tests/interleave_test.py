@@ -190,9 +190,11 @@ class InterleaveTest(unittest.TestCase):
         # Each line names its run's first tr report: the stand-in's first call, then its fourth.
         for line, commit in zip(lines, ("commit-call1", "commit-call4")):
             h = json.loads(line)
-            self.assertEqual(set(h), {"date", "commit", "machine", "figure", "tr_mean_ms", "peer_mean_ms", "ratio",
-                                      "ci_low", "ci_high", "rounds", "source"})
+            self.assertEqual(list(h), ["date", "commit", "machine", "figure", "tr", "peer", "ratio", "ci_low",
+                                       "ci_high", "rounds", "source"])
             self.assertEqual((h["commit"], h["machine"], h["figure"], h["rounds"]), (commit, "Stand-in GPU", FIGURE, 3))
+            self.assertAlmostEqual(h["tr"], 2.441840, places=6)  # the mean step times, in ms
+            self.assertAlmostEqual(h["peer"], 2.333333, places=6)
             self.assertAlmostEqual(h["ratio"], 1.046503, places=6)
             self.assertAlmostEqual(h["ci_low"], 0.780035, places=6)
             self.assertAlmostEqual(h["ci_high"], 1.281994, places=6)

@@ -5,7 +5,10 @@
 # between the blocks goes into their ratio; in turns it falls on both alike, and
 # the paired rounds give the ratio a 95 % confidence interval. The cnn at batch
 # 256 in full capture, AMP, with SGD (the optimizer the peer trains it with),
-# timed as the bench part times it. One line per call goes to history.jsonl.
+# timed as the bench part times it. One line per call goes to $OUT/history.jsonl
+# (reports/schema.md, "The history of the headline figures"); when the call's
+# reports are committed, its lines are appended to reports/history.jsonl, their
+# source then naming the committed interleave.json as PATH@COMMIT.
 PY=${TR_TORCH_PYTHON:-/opt/torch/.venv/bin/python}
 if [ -x "$PY" ] && "$PY" -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
   timing="--warmup 10 --iters 30 --repetitions 5"

@@ -467,6 +467,7 @@ svg text { font-family: "DejaVu Sans", sans-serif; }
 .ct { font-size: 15px; font-weight: bold; } .lg { font-size: 12px; } .tk { font-size: 11px; fill: #444; }
 .al { font-size: 12px; fill: #333; } .cl { font-size: 11px; fill: #333; } .vl { font-size: 10px; fill: #222; }
 .cap, figcaption { color: #555; font-size: 12px; margin: 2px 0 0 0; }
+table.history td, table.history code { white-space: nowrap; word-break: normal; }
 .charts { display: flex; flex-wrap: wrap; gap: 18px; align-items: flex-start; }
 figure { margin: 0; }
 )";

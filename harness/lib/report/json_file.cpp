@@ -83,6 +83,10 @@ class KeyTracker {
 }  // namespace
 
 json read_json_file(const std::string& path, const char* what) {
+  return parse_json_text(read_user_file(path, what), cat(what, " '", path, "'"));
+}
+
+std::string read_user_file(const std::string& path, const char* what) {
   namespace fs = std::filesystem;
   const std::string name = cat(what, " '", path, "'");
   std::error_code ec;
@@ -96,7 +100,7 @@ json read_json_file(const std::string& path, const char* what) {
   std::ostringstream text;
   text << f.rdbuf();
   if (f.bad()) throw UserError(one_line(cat(name, ": cannot read (", std::strerror(errno), ")")));
-  return parse_json_text(text.str(), name);
+  return text.str();
 }
 
 json parse_json_text(std::string_view text, const std::string& name) {

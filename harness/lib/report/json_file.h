@@ -18,6 +18,10 @@ namespace tr::bench {
 // `what` names the kind of file in errors: "report 'x.json': ...".
 nlohmann::json read_json_file(const std::string& path, const char* what);
 
+// The whole text of a file the user named, with read_json_file's refusals of
+// the path (a JSON Lines file is read this way, then parsed line by line).
+std::string read_user_file(const std::string& path, const char* what);
+
 // The same checks on text already read; `name` opens each error ("report 'x.json'").
 nlohmann::json parse_json_text(std::string_view text, const std::string& name);
 

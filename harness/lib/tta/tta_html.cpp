@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "framework/core/error.h"
+#include "harness/lib/report/chart_axis.h"
 #include "harness/lib/report/fmt_double.h"
 #include "harness/lib/report/html_report.h"
 
@@ -19,12 +20,6 @@ bool is_loss(const TtaReport& r) { return r.target.metric == TtaMetric::ValLoss;
 
 // A judged value as the chart and tables show it: accuracy in %, loss as it is.
 double shown(const TtaReport& r, double v) { return is_loss(r) ? v : 100 * v; }
-
-// A round step (1, 2 or 5 times a power of ten) that cuts `span` into about six.
-double grid_step(double span) {
-  const double raw = std::max(span, 1e-9) / 6, p = std::pow(10, std::floor(std::log10(raw)));
-  return raw <= p ? p : raw <= 2 * p ? 2 * p : raw <= 5 * p ? 5 * p : 10 * p;
-}
 
 // The judged metric (test accuracy in %, or validation loss) at every
 // validation against cumulative training seconds, 640 x 320.
