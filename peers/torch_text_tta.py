@@ -44,7 +44,6 @@ import json
 import math
 import os
 import socket
-import statistics
 import sys
 import time
 
@@ -54,6 +53,7 @@ import torch.nn.functional as F
 
 import machine_state
 import torch_gpt
+from torch_tta import lr_table, stats, write  # tr's learning-rate table, the summary, the atomic write
 
 MAGIC, VERSION, HEADER_INTS = 20240520, 1, 256
 
@@ -97,22 +97,6 @@ def read_split(data_dir, split, vocab):
         raise DataError(f"{path}: the {split} split's shards hold {stream.size} tokens, the manifest says "
                         f"{info['tokens']}")
     return stream, info
-
-
-def lr_table(base, kind, warmup, total):
-    """One learning rate per optimizer step, as tr's make_lr_table (float32 entries)."""
-    warm = math.floor(warmup * total)
-    out = []
-    for i in range(total):
-        if i < warm:
-            lr = base * (i + 1) / warm
-        elif kind == "constant":
-            lr = base
-        else:
-            p = (i - warm) / max(1, total - warm)
-            lr = base * (1 - p) if kind == "linear" else 0.5 * base * (1 + math.cos(math.pi * p))
-        out.append(lr)
-    return torch.tensor(out, dtype=torch.float32)
 
 
 class Run:
@@ -268,21 +252,6 @@ def train_run(a, seed, train, val, lrs, dev):
             "final_loss": final}
 
 
-def stats(values):
-    """mean, sample std (0 for one value), min, max."""
-    if not values:
-        return None
-    return {"mean": statistics.fmean(values), "std": statistics.stdev(values) if len(values) > 1 else 0.0,
-            "min": min(values), "max": max(values)}
-
-
-def write(path, out):
-    if path:
-        with open(path + ".tmp", "w") as f:
-            json.dump(out, f, indent=1)
-        os.replace(path + ".tmp", path)
-
-
 def parse_args():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data-dir", required=True, help="tr-data's shards and manifest.json")
@@ -342,7 +311,7 @@ def main():
     val = torch.from_numpy(val_np.astype(np.int32)).to(dev)
     windows = (train.numel() - 1) // a.seq
     steps_per_epoch = math.ceil(windows / a.batch)
-    lrs = lr_table(a.lr, a.schedule, a.warmup, a.epochs * steps_per_epoch)
+    lrs = torch.tensor(lr_table(a.lr, a.schedule, a.warmup, a.epochs * steps_per_epoch), dtype=torch.float32)
     tokens_per_byte = val_info["tokens"] / val_info["bytes"]
     out = {"context": {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                        "host": socket.gethostname(), "torch": torch.__version__, "cuda": torch.version.cuda,

@@ -16,10 +16,8 @@ namespace {
 const char* const kSeedColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
                                    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 
-bool is_loss(const TtaReport& r) { return r.target.metric == TtaMetric::ValLoss; }
-
 // A judged value as the chart and tables show it: accuracy in %, loss as it is.
-double shown(const TtaReport& r, double v) { return is_loss(r) ? v : 100 * v; }
+double shown(const TtaReport& r, double v) { return r.target.is_loss() ? v : 100 * v; }
 
 // The judged metric (test accuracy in %, or validation loss) at every
 // validation against cumulative training seconds, 640 x 320.
@@ -37,10 +35,10 @@ std::string metric_chart(const TtaReport& r) {
   t_max = t_max > 0 ? t_max * 1.05 : 1;
   auto x = [&](double t) { return L + (W - L - R) * t / t_max; };
   auto y = [&](double v) { return T + (H - T - B) * (1 - (shown(r, v) - lo) / (hi - lo)); };
-  const char* what = is_loss(r) ? "validation loss" : "test accuracy (%)";
+  const char* what = r.target.is_loss() ? "validation loss" : "test accuracy (%)";
   std::ostringstream o;
   o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H << "\" viewBox=\"0 0 " << W
-    << " " << H << "\" role=\"img\" aria-label=\"" << (is_loss(r) ? "validation loss" : "test accuracy")
+    << " " << H << "\" role=\"img\" aria-label=\"" << (r.target.is_loss() ? "validation loss" : "test accuracy")
     << " against training time\">\n";
   for (double v = lo; v <= hi + 1e-9 * ystep; v += ystep) {
     const double yy = T + (H - T - B) * (1 - (v - lo) / (hi - lo));
@@ -60,7 +58,7 @@ std::string metric_chart(const TtaReport& r) {
   o << "<line x1=\"" << L << "\" x2=\"" << W - R << "\" y1=\"" << yt << "\" y2=\"" << yt
     << "\" stroke=\"#000\" stroke-dasharray=\"6 4\"/><text x=\"" << W - R << "\" y=\"" << yt - 4
     << "\" text-anchor=\"end\" font-size=\"11\">target " << fmt_double("%g", shown(r, r.target.value))
-    << (is_loss(r) ? "" : " %") << "</text>\n";
+    << (r.target.is_loss() ? "" : " %") << "</text>\n";
   for (size_t k = 0; k < r.runs.size(); ++k) {
     const char* color = kSeedColors[k % (sizeof kSeedColors / sizeof *kSeedColors)];
     std::ostringstream pts;
@@ -70,7 +68,7 @@ std::string metric_chart(const TtaReport& r) {
     for (const TtaEval& e : r.runs[k].evals)
       o << "<circle cx=\"" << x(e.train_seconds) << "\" cy=\"" << y(e.value) << "\" r=\"2.5\" fill=\"" << color
         << "\"><title>seed " << r.runs[k].seed << ", epoch " << e.epoch << ", step " << e.step << ": "
-        << fmt_double(is_loss(r) ? "%.4f" : "%.2f %%", shown(r, e.value)) << " at "
+        << fmt_double(r.target.is_loss() ? "%.4f" : "%.2f %%", shown(r, e.value)) << " at "
         << fmt_double("%.3f", e.train_seconds) << " s</title></circle>\n";
   }
   o << "</svg>\n";
@@ -86,15 +84,15 @@ std::string render_tta_section(const std::string& label, const TtaReport& r) {
   o << "<p class=\"sub\">" << html_escape(r.context.device_name) << " \xC2\xB7 " << html_escape(r.context.precision)
     << " \xC2\xB7 " << html_escape(r.context.date) << " \xC2\xB7 <code>" << html_escape(r.context.command_line)
     << "</code></p>\n";
-  const std::string target = is_loss(r) ? cat("validation loss ", fmt_double("%.3f", r.target.value))
-                                        : cat(fmt_double("%.2f", 100 * r.target.value), " % test accuracy");
+  const std::string target = r.target.is_loss() ? cat("validation loss ", fmt_double("%.3f", r.target.value))
+                                                : cat(fmt_double("%.2f", 100 * r.target.value), " % test accuracy");
   o << "<p>Target " << html_escape(target) << " (" << html_escape(r.eval) << " weights): reached by " << s.reached
     << " of " << s.runs << " runs";
   if (s.time_to_target)
     o << ", in " << fmt_double("%.3f", s.time_to_target->mean) << " \xC2\xB1 "
       << fmt_double("%.3f", s.time_to_target->stddev) << " s of training (min "
       << fmt_double("%.3f", s.time_to_target->min) << ", max " << fmt_double("%.3f", s.time_to_target->max) << ")";
-  if (is_loss(r))
+  if (r.target.is_loss())
     o << ". Final validation loss " << fmt_double("%.4f", s.final_loss.mean) << " \xC2\xB1 "
       << fmt_double("%.4f", s.final_loss.stddev);
   else
@@ -105,14 +103,15 @@ std::string render_tta_section(const std::string& label, const TtaReport& r) {
   o << "<div class=\"charts\">\n" << metric_chart(r) << "</div>\n";
   o << "<table><tr><th>seed</th><th>set-up s</th><th>capture ms</th><th>epochs to target</th>"
        "<th>time to target s</th><th>training s</th><th>"
-    << (is_loss(r) ? "final validation loss" : "final accuracy %") << "</th></tr>\n";
+    << (r.target.is_loss() ? "final validation loss" : "final accuracy %") << "</th></tr>\n";
   for (const TtaRun& run : r.runs)
     o << "<tr><td>" << run.seed << "</td><td>" << fmt_double("%.3f", run.setup_seconds) << "</td><td>"
       << fmt_double("%.1f", run.capture_ms) << "</td><td>"
       << (run.time_to_target ? std::to_string(run.epochs_to_target) : "-") << "</td><td>"
       << (run.time_to_target ? fmt_double("%.3f", *run.time_to_target) : std::string("missed")) << "</td><td>"
       << fmt_double("%.3f", run.epochs.back().train_seconds) << "</td><td>"
-      << (is_loss(r) ? fmt_double("%.4f", run.final_loss) : fmt_double("%.2f", 100 * run.final_acc)) << "</td></tr>\n";
+      << (r.target.is_loss() ? fmt_double("%.4f", run.final_loss) : fmt_double("%.2f", 100 * run.final_acc))
+      << "</td></tr>\n";
   o << "</table>\n<p class=\"sub\">recipe <code>" << html_escape(r.recipe.dump()) << "</code></p>\n";
   return o.str();
 }

@@ -20,17 +20,15 @@ ojson summary_json(const Summary& s) {
   return ojson{{"mean", s.mean}, {"std", s.stddev}, {"min", s.min}, {"max", s.max}, {"median", s.median}};
 }
 
-bool is_loss(const TtaReport& r) { return r.target.metric == TtaMetric::ValLoss; }
-
 double bits_per_byte(const TtaReport& r, double loss) { return data::bits_per_byte(loss, r.tokens_per_byte); }
 
 std::string case_name(const TtaReport& r) {
-  return cat("tta/model:", r.model, is_loss(r) ? "/target_loss:" : "/target:", r.target.value);
+  return cat("tta/model:", r.model, r.target.is_loss() ? "/target_loss:" : "/target:", r.target.value);
 }
 
 // "94.00 % test accuracy" or "validation loss 1.200 (1.73 bits per byte)".
 std::string describe_target(const TtaReport& r) {
-  if (!is_loss(r)) return cat(fmt_double("%.2f", 100 * r.target.value), " % test accuracy");
+  if (!r.target.is_loss()) return cat(fmt_double("%.2f", 100 * r.target.value), " % test accuracy");
   std::string d = cat("validation loss ", fmt_double("%.3f", r.target.value));
   if (r.tokens_per_byte > 0) d += cat(" (", fmt_double("%.3f", bits_per_byte(r, r.target.value)), " bits per byte)");
   return d;
@@ -150,8 +148,8 @@ ojson tta_section(const TtaReport& r) {
   summary["setup_seconds"] = summary_json(s.setup_seconds);
   ojson tta;
   tta["model"] = r.model;
-  tta["metric"] = is_loss(r) ? "val_loss" : "accuracy";
-  tta[is_loss(r) ? "target_loss" : "target_acc"] = r.target.value;
+  tta["metric"] = r.target.is_loss() ? "val_loss" : "accuracy";
+  tta[r.target.is_loss() ? "target_loss" : "target_acc"] = r.target.value;
   if (r.tokens_per_byte > 0) tta["tokens_per_byte"] = r.tokens_per_byte;
   tta["eval"] = r.eval;
   tta["recipe"] = r.recipe;
@@ -270,7 +268,7 @@ void print_tta_eval(const TtaReport& r, const TtaRun& run, const TtaEval& e, con
                               *run.time_to_target == e.train_seconds;
   const char* mark = first_to_reach ? "  <- target" : "";
   const auto seed = static_cast<unsigned long long>(run.seed);
-  if (!is_loss(r)) {  // image models validate at epochs' ends
+  if (!r.target.is_loss()) {  // image models validate at epochs' ends
     const TtaEpoch& ep = *epoch;
     std::fprintf(out, "seed %-4llu epoch %3d  train %8.3f s (+%.3f)  eval %6.3f s  loss %.4f  acc %.4f  ema %.4f%s\n",
                  seed, ep.epoch, ep.train_seconds, ep.epoch_seconds, ep.eval_seconds, ep.train_loss, ep.val_acc,
@@ -290,7 +288,7 @@ void print_tta_eval(const TtaReport& r, const TtaRun& run, const TtaEval& e, con
 
 void print_tta_summary(const TtaReport& r, FILE* out) {
   const TtaSummary s = summarize_tta(r.runs);
-  const bool loss = is_loss(r);
+  const bool loss = r.target.is_loss();
   std::fprintf(out, "\ntta: %s, target %s (%s weights), %d run(s)\n", r.model.c_str(), describe_target(r).c_str(),
                r.eval.c_str(), s.runs);
   std::fprintf(out, "%6s %9s %11s %8s %9s %12s %10s %10s\n", "seed", "setup_s", "capture_ms", "epochs", "steps",
@@ -353,7 +351,7 @@ std::vector<std::string> mllog_lines(const TtaReport& r) {
         const TtaEval& v = run.evals[next_eval];
         const bool epoch_end = next_eval + 1 == run.evals.size() || run.evals[next_eval + 1].epoch != e.epoch;
         if (epoch_end) line(e.start_unix_ms + 1e3 * e.epoch_seconds, "INTERVAL_END", "epoch_stop", none, meta);
-        line(v.end_unix_ms, "POINT_IN_TIME", is_loss(r) ? "eval_loss" : "eval_accuracy", v.value,
+        line(v.end_unix_ms, "POINT_IN_TIME", r.target.is_loss() ? "eval_loss" : "eval_accuracy", v.value,
              {{"epoch_num", e.epoch}, {"step_num", v.step}, {"seed", run.seed}});
         if (run.time_to_target && run.steps_to_target == v.step && run.epochs_to_target == v.epoch) {
           line(v.end_unix_ms, "INTERVAL_END", "run_stop", none, {{"status", "success"}, {"seed", run.seed}});

@@ -30,6 +30,7 @@ struct TtaTarget {
   TtaMetric metric = TtaMetric::Accuracy;
   double value = 0.9;  // an accuracy (a fraction) or a loss (nats per token)
   bool reached_by(double v) const { return metric == TtaMetric::Accuracy ? v >= value : v <= value; }
+  bool is_loss() const { return metric == TtaMetric::ValLoss; }
 };
 
 // One validation of a run: at an epoch's end, or inside one (--val-every).
