@@ -79,8 +79,12 @@ expect_summary 1 "conv plans: resnet18 b128 state hashes: timed alone 0x01234567
 # The fusion-probe part: the probes from tr_experiments, then the unfused ops of their shapes from tr_bench_ops.
 expect_call 1 "^tr_experiments .*--benchmark_filter=cudnn_fusion\|BM_BnChain "
 expect_call 1 "^tr_bench_ops .*--benchmark_filter=cnn/b\(256\|1024\)/\(conv_fwd"
-expect_call 1 "^compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 .*tr-train --device cuda .*--model resnet50 --mode full-capture"
-expect_summary 1 "compute-sanitizer racecheck"
+# The sanitize part: every tool, model and precision, in parallel; each run's summary line.
+expect_call 1 "^compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 .*tr-train --device cuda --model resnet50 .*--mode full-capture --precision bf16 --side-streams"
+expect_call 1 "^compute-sanitizer --tool racecheck --error-exitcode 9 .*tr-train --device cuda --model vgg16bn .*--grid-sync"
+expect_call 1 "^compute-sanitizer --tool synccheck --error-exitcode 9 .*tr_tests --gtest_filter=OpsGpu.OpTableEveryCaseMatchesTheCpu"
+expect_summary 1 "compute-sanitizer: 172 of 172 runs clean"
+expect_summary 1 "initcheck_gpt2-d6_full-capture_amp_no-pdl (exit 0): ERROR SUMMARY: 0 errors"
 # The fused-convolution probes: a memcheck of their kernels first, then all of them.
 export TR_PROBE_FILTER=BM_ConvBn
 run_check 1 "fusion-probe"

@@ -97,6 +97,18 @@ TEST(HtmlReport, ReportWithoutLaunchCountersSaysSo) {
   EXPECT_EQ(html.find("GPU busy"), std::string::npos);
 }
 
+// Note [busy fraction]: a report with both fractions shows both columns; the
+// golden report, older, has only gpu_busy_fraction and no resident column.
+TEST(HtmlReport, ResidentAndBusyFractionsEachGetAColumn) {
+  BenchReport r = read_report(golden_dir() + "/report_small.json");
+  EXPECT_EQ(render_html({{"old.json", r}}).find("GPU resident"), std::string::npos);
+  r.cases[0].counters["gpu_resident_fraction"] = 0.987;
+  r.cases[0].counters["gpu_busy_fraction"] = 0.654;
+  const std::string html = render_html({{"new.json", r}});
+  EXPECT_NE(html.find("<th>GPU resident</th><th>GPU busy</th>"), std::string::npos);
+  EXPECT_NE(html.find("<td>98.7%</td><td>65.4%</td>"), std::string::npos);
+}
+
 struct CliRun {
   int code;
   std::string out, err;

@@ -415,6 +415,8 @@ TEST(JsonReport, RefusesValuesOutOfRangeAndRepeatedKeys) {
              where + "counter 'samples_per_second' must be >= 0, got -5");
   expect_bad(edited("busy.json", [](nlohmann::json& j) { j["benchmarks"][0]["gpu_busy_fraction"] = 1.25; }),
              where + "counter 'gpu_busy_fraction' is a fraction and must be <= 1, got 1.25");
+  expect_bad(edited("resident.json", [](nlohmann::json& j) { j["benchmarks"][0]["gpu_resident_fraction"] = 1.5; }),
+             where + "counter 'gpu_resident_fraction' is a fraction and must be <= 1, got 1.5");
   expect_bad(edited("ranks0.json", [](nlohmann::json& j) { j["benchmarks"][0]["ranks"] = 0; }),
              "ranks must be >= 1, got 0");
   expect_bad(edited("iters0.json", [](nlohmann::json& j) { j["benchmarks"][0]["iterations"] = 0; }),

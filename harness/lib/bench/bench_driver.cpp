@@ -3,6 +3,7 @@
 #include <time.h>
 #include <algorithm>
 #include <chrono>
+#include <thread>
 
 #include "framework/core/log.h"
 
@@ -59,6 +60,7 @@ BenchDriver::Stats BenchDriver::steps(Variant v, int64_t steps) {
     if (!train) val_begin(gr, v);
     int cur = start;
     for (int64_t i = 0; i < steps; ++i) {
+      if (host_delay_.count() > 0) std::this_thread::sleep_for(host_delay_);
       if (train) {
         s_.steps(r).train_step(v, cur, true, &s_.step_hook());
       } else {

@@ -6,6 +6,9 @@
 //                 the other buffer every step, so the H2D copy stays inside the
 //                 step while host-side data loading stays out of the measurement;
 //   allreduce(v, n) times the gradient all-reduce inside the step and alone.
+// set_host_delay(d): every rank's host sleeps d before launching each step of
+// steps() (tr-bench --host-delay-us), as a slow input pipeline would.
+#include <chrono>
 #include <vector>
 
 #include "framework/core/launch_tally.h"
@@ -23,6 +26,7 @@ class BenchDriver {
     LaunchTally rank0_tally;  // host submissions of rank 0's thread
   };
   void prime(Variant v);
+  void set_host_delay(std::chrono::microseconds d) { host_delay_ = d; }
   Stats steps(Variant v, int64_t n);
 
   // Data parallel: the collective calls of the gradient all-reduce in one
@@ -53,6 +57,7 @@ class BenchDriver {
  private:
   TrainingSession& s_;
   int cur_ = 0;  // buffer the next step computes from
+  std::chrono::microseconds host_delay_{0};
 };
 
 }  // namespace tr::bench

@@ -51,6 +51,10 @@ and writes a Google-Benchmark-compatible JSON report.
   --warmup N            steps before measuring (default 10 on cuda, 2 on cpu)
   --iters N             steps per repetition (default 50 on cuda, 5 on cpu)
   --repetitions N       repetitions per case (default 5: the gate needs 4 a side)
+  --host-delay-us N     the host sleeps N microseconds before launching each step, as a slow
+                        input pipeline would make it: the GPU idles once N exceeds its step, and
+                        the busy fractions fall (default 0; recorded, and the gate compares
+                        only reports with the same delay)
   --json FILE           write the report here
   --watchdog-ms N       a rank that waits this long for the others fails, naming who did not
                         arrive (default 120000)
@@ -251,6 +255,7 @@ void parse_measurement(const CliArgs& a, BenchOptions& o) {
   o.warmup = static_cast<int>(a.integer("--warmup", gpu ? 10 : 2, 0, 1000000));
   o.iters = static_cast<int>(a.integer("--iters", gpu ? 50 : 5, 1, 1000000));
   o.repetitions = static_cast<int>(a.integer("--repetitions", 5, 1, 1000));
+  o.host_delay_us = a.integer("--host-delay-us", 0, 0, 10000000);
   o.json_path = a.str("--json", "");
   o.cupti = !a.flag("--no-cupti");
   o.top_kernels = static_cast<int>(a.integer("--top-kernels", 0, 0, 1000));
@@ -268,10 +273,11 @@ void parse_measurement(const CliArgs& a, BenchOptions& o) {
 
 BenchOptions parse_bench_options(int argc, char** argv, World* world) {
   std::vector<std::string> values = {
-      "--mode",      "--device",    "--gpus",          "--ranks",         "--model",       "--batch",
-      "--variants",  "--width",     "--warmup",        "--iters",         "--repetitions", "--json",
-      "--precision", "--optimizer", "--cnn-optimizer", "--batch-per-gpu", "--bn-sync",     "--image-size",
-      "--seq",       "--bucket-mb", "--top-kernels",   "--kernel-trace",  "--conv-plans",  "--watchdog-ms"};
+      "--mode",          "--device",       "--gpus",       "--ranks",       "--model",
+      "--batch",         "--variants",     "--width",      "--warmup",      "--iters",
+      "--repetitions",   "--json",         "--precision",  "--optimizer",   "--cnn-optimizer",
+      "--batch-per-gpu", "--bn-sync",      "--image-size", "--seq",         "--bucket-mb",
+      "--top-kernels",   "--kernel-trace", "--conv-plans", "--watchdog-ms", "--host-delay-us"};
   for (const std::string& p : process_value_flags()) values.push_back(p);
   CliArgs a(argc, argv, values,
             {"--no-cupti", "--side-streams", "--no-side-streams", "--split-steps", "--cudnn-benchmark", "--no-fusion",

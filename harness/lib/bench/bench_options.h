@@ -27,6 +27,9 @@ struct BenchOptions {
   int warmup = 10;
   int iters = 50;
   int repetitions = 5;
+  // --host-delay-us: the host sleeps this long before it launches each step,
+  // as a slow input pipeline would make it (0: no delay).
+  int64_t host_delay_us = 0;
   int64_t watchdog_ms = 120000;  // --watchdog-ms: a rank that waits longer for the others fails
   double width = 1.0;
   int image_size = 0;                      // 0: each model's own input side

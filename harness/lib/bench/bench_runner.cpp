@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 
 #include "datasets/data_view.h"
 #include "datasets/synthetic.h"
@@ -45,16 +46,22 @@ const std::vector<int64_t>& default_batches(const ModelEntry& e, Backend b) {
   return b == Backend::Cuda ? e.gpu_batches : e.cpu_batches;
 }
 
-// The summary's GPU busy column: empty when no case has it, "-" for a case without it.
-std::string busy_cell(bool column, const double* v) {
-  if (!column) return "";
-  char buf[32];
-  if (v == nullptr) {
-    std::snprintf(buf, sizeof buf, " %9s", "-");
-  } else {
-    std::snprintf(buf, sizeof buf, " %9.3f", *v);
+// The summary's GPU columns (Note [busy fraction]), resident and busy: empty
+// when no case has them, "-" for a case without one.
+std::string busy_cells(bool columns, const BenchCase& c) {
+  if (!columns) return "";
+  std::string out;
+  for (const char* key : {"gpu_resident_fraction", "gpu_busy_fraction"}) {
+    const auto it = c.counters.find(key);
+    char buf[32];
+    if (it == c.counters.end()) {
+      std::snprintf(buf, sizeof buf, " %9s", "-");
+    } else {
+      std::snprintf(buf, sizeof buf, " %9.3f", it->second);
+    }
+    out += buf;
   }
-  return buf;
+  return out;
 }
 
 bool wants(const std::vector<Variant>& vs, bool last, bool lowres, bool val) {
@@ -103,6 +110,7 @@ BenchContext sweep_context(const BenchOptions& o, World* world) {
   x.grid_sync = cuda && o.algos.grid_sync;
   // On the CPU, auto always means off: say what ran.
   x.side_streams = !cuda && o.side_streams == SideStreams::Auto ? "off" : side_streams_name(o.side_streams);
+  x.host_delay_us = o.host_delay_us;
   return x;
 }
 
@@ -158,6 +166,25 @@ struct Timing {
   double cupti_wall_ms = 0;
 };
 
+// One traced repetition of v (Note [busy fraction]): a few traced steps that
+// are not recorded take CUPTI's setup of each graph on its first traced
+// launch, then `iters` recorded steps. wall_ms: the recorded steps' host time.
+struct Traced {
+  CuptiCounts counts;
+  double wall_ms = 0;
+};
+
+Traced traced_repetition(BenchDriver& drive, Variant v, int64_t iters, CuptiProbe& cupti, int device,
+                         bool keep_records) {
+  Traced t;
+  cupti.start(device, keep_records);  // rank 0's GPU
+  drive.steps(v, kTracedWarmupSteps);
+  cupti.record();
+  t.wall_ms = 1e3 * drive.steps(v, iters).wall_s;
+  t.counts = cupti.stop();
+  return t;
+}
+
 Timing time_variant(const BenchOptions& o, BenchDriver& drive, Variant v, CuptiProbe* cupti, int device) {
   Timing t;
   const Nvml& nvml = Nvml::get();
@@ -186,15 +213,11 @@ Timing time_variant(const BenchOptions& o, BenchDriver& drive, Variant v, CuptiP
     }
   }
   // CUPTI tracing perturbs timing, so it gets one extra repetition of its
-  // own: launch counts and GPU busy time come from there. A few traced steps
-  // before it are not recorded: they take CUPTI's setup of each graph on its
-  // first traced launch (Note [busy fraction]).
+  // own: launch counts and GPU busy time come from there.
   if (cupti) {
-    cupti->start(device, !o.kernel_trace_path.empty());  // rank 0's GPU
-    drive.steps(v, kTracedWarmupSteps);
-    cupti->record();
-    t.cupti_wall_ms = 1e3 * drive.steps(v, o.iters).wall_s;
-    t.cupti = cupti->stop();
+    Traced traced = traced_repetition(drive, v, o.iters, *cupti, device, !o.kernel_trace_path.empty());
+    t.cupti = std::move(traced.counts);
+    t.cupti_wall_ms = traced.wall_ms;
   }
   return t;
 }
@@ -217,6 +240,22 @@ LaunchCounters launch_counters(const LaunchTally& l, int64_t iters, Backend back
   return c;
 }
 
+// Note [busy fraction] (busy_fraction.h): kernel time over the span of one
+// traced repetition's kernels, at most 1; the traced step time (host wall) is
+// kept beside the untraced one (real_time), and the idle time the fraction
+// leaves per step.
+TracedBusy traced_busy(const CuptiCounts& cc, double wall_ms, int64_t iters) {
+  const double steps = double(iters);
+  const BusyFraction f = busy_fraction(cc.kernel_ms_union, cc.kernel_ms_span);
+  TracedBusy b;
+  b.fraction = f.value;
+  b.raw = f.raw;
+  b.idle_us = 1e3 * (cc.kernel_ms_span - cc.kernel_ms_union) / steps;
+  b.kernel_ms = cc.kernel_ms_sum / steps;
+  b.traced_step_ms = wall_ms / steps;
+  return b;
+}
+
 // Every rank thread launches the same, and CUPTI counts them all: per rank,
 // to compare with rank 0's own tally (launch_crosscheck.h).
 CuptiCounters cupti_counters(const CuptiCounts& cc, double wall_ms, int64_t iters, int ranks,
@@ -226,16 +265,7 @@ CuptiCounters cupti_counters(const CuptiCounts& cc, double wall_ms, int64_t iter
   u.kernel_launches = double(cc.kernel_launches) / steps / ranks;
   u.graph_launches = double(cc.graph_launches) / steps / ranks;
   u.memcpy = double(cc.memcpy_async) / steps / ranks;
-  u.gpu_kernel_ms = cc.kernel_ms_sum / steps;
-  // Note [busy fraction] (busy_fraction.h): kernel time over the span of the
-  // same traced repetition's kernels, at most 1; the traced step time (host
-  // wall) is kept beside the untraced one (real_time), and the idle time the
-  // fraction leaves per step.
-  const BusyFraction busy = busy_fraction(cc.kernel_ms_union, cc.kernel_ms_span);
-  u.busy_fraction = busy.value;
-  u.busy_fraction_raw = busy.raw;
-  u.gpu_idle_us = 1e3 * (cc.kernel_ms_span - cc.kernel_ms_union) / steps;
-  u.traced_step_ms = wall_ms / steps;
+  u.resident = traced_busy(cc, wall_ms, iters);
   u.gpu_kernels = double(cc.kernels_executed) / steps;
   u.launches_agree = launch_counts_agree({ours.graph_launches, ours.memcpy, ours.kernel_launches + ours.library_calls},
                                          {u.graph_launches, u.memcpy, u.kernel_launches});
@@ -320,14 +350,15 @@ class MemorySamples {
 };
 
 // Every variant of one session, measured and appended to the report.
-void measure_session(const BenchOptions& o, const SessionPoint& p, const data::ImageDataset& train,
-                     const data::ImageDataset& val, CuptiProbe* cupti, World* world, BenchReport& report) {
+void measure_variants(const BenchOptions& o, const SessionPoint& p, const data::ImageDataset& train,
+                      const data::ImageDataset& val, CuptiProbe* cupti, World* world, BenchReport& report) {
   const RunOptions ro = session_options(o, p);
   MemorySamples memory(o.backend == Backend::Cuda ? ro.first_device : -1);  // Note [device memory]
   TrainingSession t(ro, data::data_view(train), data::data_view(val));
   memory.sample();
   save_conv_plans(o.algos.conv_plans.get(), world);  // what this session timed, kept at once
   BenchDriver drive(t);
+  drive.set_host_delay(std::chrono::microseconds(o.host_delay_us));
   const PreCaptureResult& pc = t.capture();
   memory.sample();
   for (Variant v : o.variants) {
@@ -363,6 +394,8 @@ void measure_session(const BenchOptions& o, const SessionPoint& p, const data::I
     warn_if_bound_beaten(c.name(report.context.device_kind), *k.roofline);
     if (timing.cupti.valid) {
       k.cupti = cupti_counters(timing.cupti, timing.cupti_wall_ms, o.iters, p.ranks, k.launches);
+      // Without programmatic launch no kernel waits resident: the same repetition is the busy one.
+      if (!ro.algos.programmatic_launch) k.cupti->busy = k.cupti->resident;
       c.top_kernels.assign(
           timing.cupti.kernels.begin(),
           timing.cupti.kernels.begin() + std::min<size_t>(timing.cupti.kernels.size(), size_t(o.top_kernels)));
@@ -377,6 +410,38 @@ void measure_session(const BenchOptions& o, const SessionPoint& p, const data::I
     if (p.part && p.part->processes() > 1) add_process_extremes(c, *p.part, std::chrono::milliseconds(ro.watchdog_ms));
     report.cases.push_back(std::move(c));
   }
+}
+
+// Note [busy fraction]: where the variants ran with programmatic launch, the
+// session is built again without it and each variant gets one more traced
+// repetition there, whose kernels wait for no predecessor while resident:
+// its busy fraction counts only the kernels' own work. `cases` are the
+// session's, in the order of o.variants.
+void trace_without_pdl(const BenchOptions& o, const SessionPoint& p, const data::ImageDataset& train,
+                       const data::ImageDataset& val, CuptiProbe& cupti, std::span<BenchCase> cases) {
+  RunOptions ro = session_options(o, p);
+  ro.algos.programmatic_launch = false;
+  TrainingSession t(ro, data::data_view(train), data::data_view(val));
+  BenchDriver drive(t);
+  drive.set_host_delay(std::chrono::microseconds(o.host_delay_us));
+  t.capture();
+  for (size_t i = 0; i < o.variants.size() && i < cases.size(); ++i) {
+    const Variant v = o.variants[i];
+    drive.prime(v);
+    if (o.warmup > 0) drive.steps(v, o.warmup);
+    const Traced traced = traced_repetition(drive, v, o.iters, cupti, ro.first_device, false);
+    if (traced.counts.valid)
+      write_busy_counters(traced_busy(traced.counts, traced.wall_ms, o.iters), cases[i].counters);
+  }
+}
+
+void measure_session(const BenchOptions& o, const SessionPoint& p, const data::ImageDataset& train,
+                     const data::ImageDataset& val, CuptiProbe* cupti, World* world, BenchReport& report) {
+  const size_t first = report.cases.size();
+  measure_variants(o, p, train, val, cupti, world, report);  // its session is gone: its memory is free again
+  const bool traced = first < report.cases.size() && report.cases[first].counters.count("gpu_resident_fraction");
+  if (cupti && traced && o.backend == Backend::Cuda && o.algos.programmatic_launch)
+    trace_without_pdl(o, p, train, val, *cupti, std::span<BenchCase>(report.cases).subspan(first));
 }
 
 }  // namespace
@@ -435,13 +500,13 @@ void print_summary(const BenchReport& r, std::FILE* out) {
     if (c.mode == "eager") eager[key(c)] = median(c.step_ms);
   bool busy = false, tokens = false;
   for (const auto& c : r.cases) {
-    busy = busy || c.counters.count("gpu_busy_fraction");
+    busy = busy || c.counters.count("gpu_resident_fraction");
     tokens = tokens || c.counters.count("tokens_per_second");
   }
   std::fprintf(out, "%-8s %-16s %-11s %5s %6s %10s %8s %12s %8s %9s %9s %8s%s%s\n", "model", "mode", "variant",
                r.context.device_kind == "cuda" ? "gpus" : "ranks", "batch", "step_ms", "cv_%", "samples/s", "graphs",
-               r.context.device_kind == "cuda" ? "kernels" : "nodes", "cpu_ms", "x_eager", busy ? "  gpu_busy" : "",
-               tokens ? "     tokens/s    mfu" : "");
+               r.context.device_kind == "cuda" ? "kernels" : "nodes", "cpu_ms", "x_eager",
+               busy ? "  resident      busy" : "", tokens ? "     tokens/s    mfu" : "");
   for (const auto& c : r.cases) {
     const double med = median(c.step_ms);
     const auto it = eager.find(key(c));
@@ -451,13 +516,12 @@ void print_summary(const BenchReport& r, std::FILE* out) {
                         : c.counters.count("cupti_kernel_launches_per_step")
                             ? c.counters.at("cupti_kernel_launches_per_step")
                             : c.counters.at("kernel_launches_per_step") + c.counters.at("library_calls_per_step");
-    const auto b = c.counters.find("gpu_busy_fraction");
     std::fprintf(out, "%-8s %-16s %-11s %5d %6lld %10.4f %8.2f %12.0f %8.1f %9.1f %9.4f %8s%s%s\n", c.model.c_str(),
                  c.mode.c_str(), c.variant.c_str(), c.ranks, static_cast<long long>(c.batch), med,
                  100.0 * cv(c.step_ms), c.counters.at("samples_per_second"), c.counters.at("graph_launches_per_step"),
                  kern, median(c.cpu_ms),
                  it == eager.end() ? "-" : cat(std::round(100.0 * it->second / med) / 100.0).c_str(),
-                 busy_cell(busy, b == c.counters.end() ? nullptr : &b->second).c_str(), token_cells(tokens, c).c_str());
+                 busy_cells(busy, c).c_str(), token_cells(tokens, c).c_str());
   }
 }
 

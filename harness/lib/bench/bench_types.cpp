@@ -33,6 +33,8 @@ const std::set<std::string>& deterministic_counters() {
 
 bool is_deterministic_counter(const std::string& key) { return deterministic_counters().count(key) > 0; }
 
-bool is_fraction_counter(const std::string& key) { return key == "gpu_busy_fraction" || key == "mfu"; }
+bool is_fraction_counter(const std::string& key) {
+  return key == "gpu_busy_fraction" || key == "gpu_resident_fraction" || key == "mfu";
+}
 
 }  // namespace tr::bench

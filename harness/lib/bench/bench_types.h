@@ -53,6 +53,8 @@ struct BenchContext {
   // counter side_streams), "on" (--side-streams) or "off" (--no-side-streams);
   // "off" in reports older than it.
   std::string side_streams = "off";
+  // --host-delay-us: the host's sleep before each step; 0 in reports older than it.
+  int64_t host_delay_us = 0;
   // How the ranks ran (Note [processes and ranks]): "threads" (one process),
   // "processes" (mpirun/srun on one host) or "nodes" (several hosts).
   std::string launch = "threads";
@@ -97,7 +99,8 @@ struct BenchCase {
   //   (DEEP_COMM + FIRST_COMM) and inside the backward (Note [gradient
   //   buckets]); deterministic_counters() below names them.
   // Measured counters (timing-dependent): samples_per_second, samples_per_second_per_gpu,
-  //   capture_ms, gpu_busy_fraction(_raw), gpu_idle_us_per_step, traced_step_ms, gpu_kernel_ms_per_step,
+  //   capture_ms, gpu_resident_fraction(_raw), gpu_idle_us_per_step, traced_step_ms,
+  //   gpu_kernel_ms_per_step, gpu_busy_fraction(_raw) and its gpu_busy_* companions,
   //   cupti_* cross-checks,
   //   weak_scaling_efficiency (weak_scaling.h), grad_allreduce_ms_per_step,
   //   grad_allreduce_busbw_gbps, allreduce_alone_ms_per_step, allreduce_alone_busbw_gbps
@@ -124,7 +127,7 @@ struct BenchReport {
 // and GateTest.SchemaListsTheDeterministicCounters holds the two together.
 const std::set<std::string>& deterministic_counters();
 bool is_deterministic_counter(const std::string& key);
-// Counters that are fractions of a whole (gpu_busy_fraction, mfu): a reader
+// Counters that are fractions of a whole (gpu_busy_fraction, gpu_resident_fraction, mfu): a reader
 // refuses them above 1 (Note [busy fraction]).
 bool is_fraction_counter(const std::string& key);
 

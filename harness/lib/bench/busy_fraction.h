@@ -20,6 +20,18 @@
 // consecutive steps. CUPTI still adds its own cost to each kernel, so the
 // fraction remains a lower bound of the untraced one. An earlier definition
 // divided by the untraced median step (another run) and could read above 1.
+//
+// Two such fractions per case. Under programmatic dependent launch (the CUDA
+// default) a kernel's blocks become resident while its predecessor still
+// runs and wait in griddepcontrol.wait; CUPTI times the kernel from then, so
+// the union counts that wait. gpu_resident_fraction is the fraction of the
+// case as it ran: some kernel resident, waiting or working. gpu_busy_fraction
+// is the kernels' own work: one more traced repetition of the same case in a
+// session built again without programmatic launch (bench_runner.cpp's
+// trace_without_pdl), where no kernel is resident before its predecessor has
+// finished. With --no-pdl both come from the one traced repetition. Reports
+// without gpu_resident_fraction hold the resident fraction under
+// gpu_busy_fraction.
 #include <algorithm>
 #include <cstdint>
 #include <optional>

@@ -47,13 +47,14 @@ void write_counters(const StepCounters& c, std::map<std::string, double>& k) {
     k["cupti_kernel_launches_per_step"] = u.kernel_launches;
     k["cupti_graph_launches_per_step"] = u.graph_launches;
     k["cupti_memcpy_per_step"] = u.memcpy;
-    k["gpu_kernel_ms_per_step"] = u.gpu_kernel_ms;
-    k["gpu_busy_fraction"] = u.busy_fraction;
-    if (u.busy_fraction_raw) k["gpu_busy_fraction_raw"] = *u.busy_fraction_raw;
-    k["gpu_idle_us_per_step"] = u.gpu_idle_us;
-    k["traced_step_ms"] = u.traced_step_ms;
+    k["gpu_kernel_ms_per_step"] = u.resident.kernel_ms;
+    k["gpu_resident_fraction"] = u.resident.fraction;
+    if (u.resident.raw) k["gpu_resident_fraction_raw"] = *u.resident.raw;
+    k["gpu_idle_us_per_step"] = u.resident.idle_us;
+    k["traced_step_ms"] = u.resident.traced_step_ms;
     k["gpu_kernels_per_step"] = u.gpu_kernels;
     k["launch_crosscheck_ok"] = u.launches_agree ? 1 : 0;
+    if (u.busy) write_busy_counters(*u.busy, k);
   }
   if (c.allreduce) {
     const AllreduceCounters& a = *c.allreduce;
@@ -66,6 +67,14 @@ void write_counters(const StepCounters& c, std::map<std::string, double>& k) {
     k["grad_allreduce_in_backward_bytes_per_step"] = a.in_backward_bytes;
     k["grad_allreduce_in_backward_messages_per_step"] = a.in_backward_messages;
   }
+}
+
+void write_busy_counters(const TracedBusy& b, std::map<std::string, double>& k) {
+  k["gpu_busy_fraction"] = b.fraction;
+  if (b.raw) k["gpu_busy_fraction_raw"] = *b.raw;
+  k["gpu_busy_idle_us_per_step"] = b.idle_us;
+  k["gpu_busy_kernel_ms_per_step"] = b.kernel_ms;
+  k["gpu_busy_traced_step_ms"] = b.traced_step_ms;
 }
 
 }  // namespace tr::bench

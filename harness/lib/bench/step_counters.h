@@ -15,13 +15,22 @@ struct LaunchCounters {
   double cpu_launches = 0;  // host submissions: CUDA's enqueueing calls, or the CPU's nodes and graphs
 };
 
-// CUPTI's traced repetition, per step (Note [busy fraction]).
+// How busy rank 0's GPU was in one traced repetition, per step (Note [busy fraction]).
+struct TracedBusy {
+  double fraction = 0;        // union of the kernel intervals over their span, at most 1
+  std::optional<double> raw;  // the raw ratio, only when it read above 1
+  double idle_us = 0;         // span minus union
+  double kernel_ms = 0;       // every kernel's duration added (overlaps count twice)
+  double traced_step_ms = 0;  // the repetition's host wall time
+};
+
+// CUPTI's traced repetitions, per step (Note [busy fraction]).
 struct CuptiCounters {
   double kernel_launches = 0, graph_launches = 0, memcpy = 0;  // per rank, to compare with rank 0's tally
-  double gpu_kernel_ms = 0, gpu_kernels = 0, traced_step_ms = 0, gpu_idle_us = 0;
-  double busy_fraction = 0;
-  std::optional<double> busy_fraction_raw;  // when the raw value was above 1
-  bool launches_agree = true;               // with rank 0's tally (launch_crosscheck.h)
+  double gpu_kernels = 0;
+  TracedBusy resident;             // the case as it ran: a waiting kernel counts
+  std::optional<TracedBusy> busy;  // no kernel launched programmatically: only the kernels' own work
+  bool launches_agree = true;      // with rank 0's tally (launch_crosscheck.h)
 };
 
 // The gradient all-reduce inside the step and alone (Note [all-reduce bandwidth]).
@@ -66,5 +75,8 @@ struct StepCounters {
 
 // The counters under the report's names, added to `out`.
 void write_counters(const StepCounters& c, std::map<std::string, double>& out);
+// gpu_busy_fraction and its companions alone (a case traced again without
+// programmatic launch gets them after its other counters).
+void write_busy_counters(const TracedBusy& b, std::map<std::string, double>& out);
 
 }  // namespace tr::bench

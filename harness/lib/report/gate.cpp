@@ -181,6 +181,7 @@ void check_comparable(const BenchReport& baseline, const BenchReport& current, b
   same(b.memset_kernels ? "kernels" : "kept", c.memset_kernels ? "kernels" : "kept", "memset nodes");
   same(b.grid_sync ? "on" : "off", c.grid_sync ? "on" : "off", "grid sync");
   same(b.side_streams, c.side_streams, "side streams");
+  same(cat(b.host_delay_us, " us"), cat(c.host_delay_us, " us"), "host delay before each step");
   if (!allow_launch_mismatch && b.launch != c.launch)
     problems.push_back(cat("launch differs (baseline '", b.launch, "', current '", c.launch,
                            "'; --allow-launch-mismatch compares them anyway)"));

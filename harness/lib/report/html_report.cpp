@@ -345,6 +345,7 @@ std::string context_table(const std::vector<LabeledReport>& reports) {
          return std::string(x.deterministic ? "deterministic" : "non-deterministic allowed");
        }},
       {"programmatic launch", [](const BenchContext& x) { return std::string(x.programmatic_launch ? "on" : "off"); }},
+      {"host delay before each step", [](const BenchContext& x) { return cat(x.host_delay_us, " us"); }},
       {"3x3 filter gradient",
        [](const BenchContext& x) { return std::string(x.tc_filter_grad ? "tr tensor-core kernel" : "cuDNN"); }},
       {"memset nodes", [](const BenchContext& x) { return std::string(x.memset_kernels ? "run as kernels" : "kept"); }},
@@ -378,8 +379,10 @@ std::string context_table(const std::vector<LabeledReport>& reports) {
 
 std::string case_table(const BenchReport& r) {
   const std::string& kind = r.context.device_kind;
-  bool busy = false, nodes = false, weak = false, allreduce = false;
+  // Note [busy fraction]: a kernel resident (waiting included), and busy with its own work.
+  bool resident = false, busy = false, nodes = false, weak = false, allreduce = false;
   for (const BenchCase& c : r.cases) {
+    resident = resident || counter(c, "gpu_resident_fraction").has_value();
     busy = busy || counter(c, "gpu_busy_fraction").has_value();
     nodes = nodes || counter(c, "node_launches_per_step").has_value();
     weak = weak || counter(c, "weak_scaling_efficiency").has_value();
@@ -389,8 +392,8 @@ std::string case_table(const BenchReport& r) {
   o << "<div class=\"wide\"><table class=\"cases\"><tr><th>case</th><th>reps</th><th>steps/rep</th><th>median ms</th>"
        "<th>stddev ms</th><th>cv</th><th>min ms</th><th>max ms</th><th>samples/s</th>"
        "<th>graph launches/step</th><th>kernel launches/step</th>"
-    << (nodes ? "<th>node launches/step</th>" : "") << (busy ? "<th>GPU busy</th>" : "")
-    << (weak ? "<th>weak scaling efficiency</th>" : "")
+    << (nodes ? "<th>node launches/step</th>" : "") << (resident ? "<th>GPU resident</th>" : "")
+    << (busy ? "<th>GPU busy</th>" : "") << (weak ? "<th>weak scaling efficiency</th>" : "")
     << (allreduce ? "<th>grad all-reduce GB/s in step (bus)</th><th>all-reduce GB/s alone (bus)</th>" : "")
     << "</tr>\n";
   auto opt_int = [](std::optional<double> v) { return v ? grouped(*v) : std::string("<span class=\"na\">-</span>"); };
@@ -406,6 +409,7 @@ std::string case_table(const BenchReport& r) {
       const auto v = counter(c, key);
       o << "<td>" << (v ? fmt_double(format, *v * scale) : "<span class=\"na\">-</span>") << "</td>";
     };
+    if (resident) cell("gpu_resident_fraction", "%.1f%%", 100);
     if (busy) cell("gpu_busy_fraction", "%.1f%%", 100);
     if (weak) cell("weak_scaling_efficiency", "%.3f", 1);
     if (allreduce) {

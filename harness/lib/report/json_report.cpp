@@ -98,6 +98,7 @@ ojson context_to_json(const BenchContext& x) {
   ctx["tc_filter_grad"] = x.tc_filter_grad;
   ctx["memset_kernels"] = x.memset_kernels;
   ctx["grid_sync"] = x.grid_sync;
+  ctx["host_delay_us"] = x.host_delay_us;
   ctx["side_streams"] = x.side_streams;
   ctx["launch"] = x.launch;
   ctx["processes"] = x.processes;
@@ -297,6 +298,8 @@ BenchContext context_from_json(const Reader& rd, const json& ctx) {
   x.memset_kernels =
       ctx.contains("memset_kernels") && ctx["memset_kernels"].is_boolean() && ctx["memset_kernels"].get<bool>();
   x.grid_sync = ctx.contains("grid_sync") && ctx["grid_sync"].is_boolean() && ctx["grid_sync"].get<bool>();
+  x.host_delay_us = ctx.contains("host_delay_us") ? rd.integer(ctx, "host_delay_us", "context") : 0;
+  if (x.host_delay_us < 0) rd.fail("context", cat("host_delay_us must be at least 0, got ", x.host_delay_us));
   x.side_streams =
       ctx.contains("side_streams") && ctx["side_streams"].is_string() ? ctx["side_streams"].get<std::string>() : "off";
   // Reports from before the MPI launch ran every rank as a thread of one process.

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The sanitize part's runs, one a line: NAME TOOL PROGRAM ARGS... for every tool
+# of TR_SAN_TOOLS and model of TR_SAN_MODELS (ci/gpu_check/sanitize.sh says
+# which cases and why). The slowest tools and models come first, so that the
+# parallel runs finish close together.
+set -euo pipefail
+for tool in $TR_SAN_TOOLS; do
+  for m in $TR_SAN_MODELS; do
+    case $m in
+      mlp) size="--synthetic --train-subset 64 --val-subset 32 --batch 32 --epochs 1" ;;
+      cnn) size="--synthetic --train-subset 64 --val-subset 32 --batch 32 --epochs 1 --width 0.25" ;;
+      resnet18|resnet50|vgg16bn)
+        size="--synthetic --train-subset 64 --val-subset 32 --batch 32 --epochs 1 --width 0.125 --image-size 32" ;;
+      gpt2-d6) size="--synthetic --seq 128 --train-subset 32 --val-subset 16 --batch 16 --epochs 1" ;;
+      *) echo "sanitize_jobs.sh: unknown model '$m'" >&2; exit 2 ;;
+    esac
+    run="tr-train --device cuda --model $m $size"
+    for p in fp32 amp bf16; do
+      echo "${tool}_${m}_full-capture_$p $tool $run --mode full-capture --precision $p --side-streams"
+    done
+    for mode in eager partial-capture; do
+      echo "${tool}_${m}_${mode}_amp $tool $run --mode $mode --precision amp"
+    done
+    echo "${tool}_${m}_full-capture_amp_no-pdl $tool $run --mode full-capture --precision amp --no-pdl"
+    case $m in
+      cnn|resnet18|resnet50|vgg16bn)
+        echo "${tool}_${m}_full-capture_amp_grid-sync $tool $run --mode full-capture --precision amp --grid-sync" ;;
+    esac
+  done
+  # The sequence models' kernels in every dtype and shape the op table has.
+  for cases in attention token_prep per_token; do
+    echo "${tool}_ops_$cases $tool ops $cases"
+  done
+done | awk '{ w = ($2 == "racecheck" || $2 == "memcheck") ? 0 : 1; m = ($0 ~ /resnet50|vgg16bn|gpt2/) ? 0 : 1
+              print w m "\t" NR "\t" $0 }' | sort -k1,1 -k2,2n | cut -f3-

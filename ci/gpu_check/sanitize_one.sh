@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# One run of the sanitize part: sanitize_one.sh NAME TOOL PROGRAM ARGS..., with
+# CS (compute-sanitizer), BIN and SAN_DIR from the environment. PROGRAM is
+# tr-train (ARGS are its flags) or `ops CASES`: the op table's GPU test on the
+# cases TR_OP_CASES names (per_token: "per token"). Writes SAN_DIR/NAME.log and
+# SAN_DIR/NAME.result, one line: "NAME (exit RC): the tool's summary lines".
+set -uo pipefail
+name=$1 tool=$2 program=$3
+shift 3
+extra=()
+[ "$tool" = memcheck ] && extra=(--leak-check full)
+if [ "$program" = ops ]; then
+  cases=$1
+  [ "$cases" = per_token ] && cases="per token"
+  TR_OP_CASES=$cases timeout "${TR_T_SAN:-300}" "$CS" --tool "$tool" "${extra[@]}" --error-exitcode 9 \
+    "$BIN/tr_tests" --gtest_filter=OpsGpu.OpTableEveryCaseMatchesTheCpu > "$SAN_DIR/$name.log" 2>&1
+else
+  timeout "${TR_T_SAN:-300}" "$CS" --tool "$tool" "${extra[@]}" --error-exitcode 9 "$BIN/$program" "$@" \
+    > "$SAN_DIR/$name.log" 2>&1
+fi
+rc=$?
+# memcheck adds a LEAK SUMMARY; racecheck says RACECHECK SUMMARY instead of ERROR SUMMARY.
+summary=$(grep -E 'ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY' "$SAN_DIR/$name.log" | sed 's/^========= //' | paste -sd';' -)
+[ $rc -eq 124 ] && summary="timed out after ${TR_T_SAN:-300} s; $summary"
+echo "$name (exit $rc): $summary" > "$SAN_DIR/$name.result"
