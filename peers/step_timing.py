@@ -6,6 +6,9 @@ import time
 
 import torch
 
+# The modes whose step is one captured CUDA graph per input slot.
+WHOLE_STEP_MODES = ("full-capture", "compile-full-capture")
+
 
 class TwoSlotStep:
     """A subclass sets self.mode and self.slot and defines _body(slot): one
@@ -27,7 +30,7 @@ class TwoSlotStep:
             self.graphs.append(g)
 
     def step(self):
-        if self.mode == "full-capture":
+        if self.mode in WHOLE_STEP_MODES:
             self.graphs[self.slot].replay()
         else:
             self._body(self.slot)

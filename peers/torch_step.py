@@ -2,15 +2,23 @@
 """The same training step in PyTorch, timed the way tr-bench times ours.
 
 Peer numbers for tr-bench's three modes, on the same GPU in the same check:
-  eager           PyTorch eager with torch.amp.GradScaler (what most users run)
+  eager           PyTorch eager with torch.amp.GradScaler and the foreach
+                  optimizer (what most users run; the scaler reads its inf
+                  check from the host every step)
   partial-capture torch.cuda.make_graphed_callables on the model (forward and
                   backward captured; loss scaling, optimizer, EMA, metrics eager)
-  full-capture    the whole step captured with torch.cuda.graph (static loss
-                  scale: GradScaler's inf check reads the device from the host,
-                  which a captured step cannot do)
-
-  torch-compile   (--compile-largest) torch.compile(model) (default mode) run
-                  like eager, at each model's largest batch only
+  full-capture    the whole step captured with torch.cuda.graph: GradScaler's
+                  dynamic scale with the fused optimizer, which takes the scale
+                  and the inf flag on the device (no host read), so the
+                  captured step skips an overflowing update as eager does
+and, with torch.compile, the fused optimizer and the scaler on the device too:
+  torch-compile         torch.compile(model), default mode, the rest eager
+  compile-max-autotune  torch.compile(model, mode="max-autotune"): autotuned
+                        kernels and Inductor's own CUDA graphs of the model
+  compile-full-capture  torch.compile(model, mode="max-autotune-no-cudagraphs")
+                        inside the whole-step graph of full-capture: PyTorch's
+                        strongest step (fused kernels, no launches from the host)
+--compile-largest adds torch-compile at each model's largest batch.
 
 Models are tr's registry models layer for layer (peers/torch_models.py:
 mlp, cnn, resnet18, resnet50, vgg16bn), NHWC / channels_last, AMP fp16 with
@@ -36,6 +44,10 @@ import machine_state
 import step_timing
 import torch_models
 
+COMPILE_MODES = {"torch-compile": None, "compile-max-autotune": "max-autotune",
+                 "compile-full-capture": "max-autotune-no-cudagraphs"}
+MODES = ("eager", "partial-capture", "full-capture") + tuple(COMPILE_MODES)
+
 
 class Step(step_timing.TwoSlotStep):
     """One model, optimizer, EMA and metric state; step() runs one training step."""
@@ -50,11 +62,14 @@ class Step(step_timing.TwoSlotStep):
         self.net = net.to(dev).to(memory_format=torch.channels_last)
         if wrap is not None:
             self.net = wrap(self.net)
+        # Every mode but eager and partial capture: the fused optimizer (one kernel, the scaler's scale and
+        # inf flag read on the device); a captured step needs AdamW's step count on the device too.
+        kind = {"foreach": True} if mode in ("eager", "partial-capture") else {"fused": True}
         if opt == "sgd":
-            self.opt = torch.optim.SGD(self.net.parameters(), lr=0.1, momentum=0.9, nesterov=True, foreach=True)
+            self.opt = torch.optim.SGD(self.net.parameters(), lr=0.1, momentum=0.9, nesterov=True, **kind)
         else:
-            self.opt = torch.optim.AdamW(self.net.parameters(), lr=1e-3, weight_decay=0.0, foreach=True,
-                                         capturable=(mode == "full-capture"))
+            self.opt = torch.optim.AdamW(self.net.parameters(), lr=1e-3, weight_decay=0.0,
+                                         capturable=mode in step_timing.WHOLE_STEP_MODES, **kind)
         self.params = [p for p in self.net.parameters()]
         self.ema = [p.detach().clone() for p in self.params]
         self.correct = torch.zeros((), device=dev, dtype=torch.int64)
@@ -69,17 +84,14 @@ class Step(step_timing.TwoSlotStep):
         self.y = torch.empty((batch,), dtype=torch.int64, device=dev)
         per_channel = lambda v: torch.tensor([v[min(i, len(v) - 1)] for i in range(c)], device=dev).view(1, c, 1, 1)
         self.mean, self.std = per_channel(mean), per_channel(std)
-        if mode == "full-capture":
-            self.scale = 1024.0  # static loss scale
-        else:
-            self.scaler = torch.amp.GradScaler("cuda", init_scale=65536.0)
+        self.scaler = torch.amp.GradScaler("cuda", init_scale=65536.0)
         if mode == "partial-capture":
             sample = torch.randn((batch, c, h, w), device=dev).to(memory_format=torch.channels_last)
             # Graphed callables need autocast's weight-cast cache off (PyTorch docs).
             with torch.autocast("cuda", dtype=torch.float16, cache_enabled=False):
                 self.fwd = torch.cuda.make_graphed_callables(self.net, (sample.requires_grad_(False),))
-        elif mode == "torch-compile":
-            self.fwd = torch.compile(self.net)
+        elif mode in COMPILE_MODES:
+            self.fwd = torch.compile(self.net, mode=COMPILE_MODES[mode])
         else:
             self.fwd = self.net
         self.graph = None
@@ -96,14 +108,9 @@ class Step(step_timing.TwoSlotStep):
         with torch.autocast("cuda", dtype=torch.float16, cache_enabled=self.mode != "partial-capture"):
             logits = self.fwd(self._input()) * self.logit_scale
             loss = F.cross_entropy(logits.float(), self.y, label_smoothing=0.1)
-        if self.mode == "full-capture":
-            (loss * self.scale).backward()
-            torch._foreach_mul_([p.grad for p in self.params], 1.0 / self.scale)
-            self.opt.step()
-        else:
-            self.scaler.scale(loss).backward()
-            self.scaler.step(self.opt)
-            self.scaler.update()
+        self.scaler.scale(loss).backward()
+        self.scaler.step(self.opt)
+        self.scaler.update()
         with torch.no_grad():
             torch._foreach_lerp_(self.ema, self.params, 0.01)
             self.correct += (logits.argmax(1) == self.y).sum()
@@ -113,7 +120,7 @@ class Step(step_timing.TwoSlotStep):
 def time_case(model, batch, mode, warmup, iters, reps, wrap=None, capture_warmup=3):
     torch.manual_seed(0)
     st = Step(model, batch, mode, wrap)
-    if mode == "full-capture":
+    if mode in step_timing.WHOLE_STEP_MODES:
         st.capture(capture_warmup)
     ms, cpu_ms = step_timing.time_steps(st, warmup, iters, reps)
     memory = step_timing.device_memory()
@@ -126,7 +133,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="cnn,mlp", help="registry names: " + ",".join(torch_models.REGISTRY))
     ap.add_argument("--batch", default="", help="batches for every model (default: each model's, as tr-bench)")
-    ap.add_argument("--mode", default="eager,partial-capture,full-capture")
+    ap.add_argument("--mode", default="eager,partial-capture,full-capture", help="any of " + ",".join(MODES))
     ap.add_argument("--compile-largest", action="store_true",
                     help="also time torch.compile (default mode) at each model's largest batch")
     ap.add_argument("--warmup", type=int, default=10)
@@ -140,7 +147,7 @@ def main():
     torch.backends.cudnn.benchmark = True  # the peer may pick its fastest kernels
     modes = a.mode.split(",")
     for m in modes:
-        if m not in ("eager", "partial-capture", "full-capture"):
+        if m not in MODES:
             print(f"torch_step: unknown mode '{m}'", file=sys.stderr)
             return 2
     models = a.model.split(",")
@@ -164,7 +171,8 @@ def main():
         batches = [int(x) for x in a.batch.split(",")] if a.batch else torch_models.REGISTRY[model][6]
         for b in batches:
             eager_ms = None
-            case_modes = modes + (["torch-compile"] if a.compile_largest and b == max(batches) else [])
+            largest = a.compile_largest and b == max(batches) and "torch-compile" not in modes
+            case_modes = modes + (["torch-compile"] if largest else [])
             for m in case_modes:
                 try:
                     ms, cpu_ms, memory = time_case(model, b, m, a.warmup, a.iters, a.repetitions)

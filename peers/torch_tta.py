@@ -22,10 +22,21 @@ The recipe is tr-train's, formula for formula:
             loss scaler skipped, toward the unchanged weights)
 fp32 means fp32 (TF32 off); --amp is torch.autocast(float16) with GradScaler.
 
+Modes (--mode): full-capture (default) is PyTorch's fastest here: the whole
+step (the batch gathered from the device-resident training set, its
+augmentation with the default CUDA generator, forward, backward, GradScaler
+with the fused optimizer reading a device learning rate, EMA, metrics)
+replayed as one CUDA graph; the model, optimizer and scaler are put back as
+built after the capture's warm-up steps, and an epoch's last, smaller batch
+runs the same step eagerly. eager runs every step eagerly with the foreach
+optimizer, as most training scripts do (GradScaler then reads the device from
+the host every step).
+
 Timing: the training loop of every epoch between torch.cuda.synchronize()
 calls; evaluation (main and EMA weights on all 10000 test images after every
-epoch) is timed apart. An untimed warm-up with a throw-away model runs first so
-cuDNN autotuning and lazy initialisation are not counted.
+epoch) is timed apart, and so is each run's set-up (model, optimizer,
+capture). An untimed warm-up with a throw-away model runs first so cuDNN
+autotuning and lazy initialisation are not counted.
 
 Example:
   python3 peers/torch_tta.py --model cnn --epochs 8 --flip --translate 2 --tta flip \\
@@ -192,9 +203,10 @@ def param_groups(net, wd):
 
 
 class Trainer:
-    """One model, its EMA copy, optimizer and loss scaler; step() is one training step."""
+    """One model, its EMA copy, optimizer and loss scaler; step(x, y, i) is training step i
+    (lrs[i]); with --mode full-capture, capture() and replay(idx, i) run it as one CUDA graph."""
 
-    def __init__(self, a, logit_scale, conv, dev):
+    def __init__(self, a, logit_scale, conv, lrs, dev):
         net = PEERS[a.model][0](a.width, CLASSES).to(dev)
         self.net = net.to(memory_format=torch.channels_last) if conv else net
         self.params = sum(p.numel() for p in self.net.parameters())
@@ -204,11 +216,18 @@ class Trainer:
         floats = lambda m: list(m.parameters()) + [t for t in m.buffers() if t.is_floating_point()]
         self.main_state, self.ema_state = floats(self.net), floats(self.ema)  # same order: a deep copy
         groups = param_groups(self.net, a.weight_decay)
+        self.captured = a.mode == "full-capture"
+        self.lrs_host, self.lrs_dev = lrs, torch.tensor(lrs, dtype=torch.float32, device=dev)
+        # Full capture: the fused optimizers take the scaler's scale and inf flag on the device and read the
+        # learning rate from a device tensor, so the step holds no host read and each replay its own rate.
+        self.lr = torch.zeros((), device=dev)
+        fast = {"lr": self.lr, "fused": True} if self.captured else {"lr": 0.0}
         if a.optimizer == "sgd":
-            self.opt = torch.optim.SGD(groups, lr=0.0, momentum=a.momentum, dampening=0.0, nesterov=True)
+            self.opt = torch.optim.SGD(groups, momentum=a.momentum, dampening=0.0, nesterov=True, **fast)
         else:
-            self.opt = torch.optim.AdamW(groups, lr=0.0, betas=(0.9, 0.999), eps=1e-8)
+            self.opt = torch.optim.AdamW(groups, betas=(0.9, 0.999), eps=1e-8, capturable=self.captured, **fast)
         self.scaler = torch.amp.GradScaler("cuda", init_scale=65536.0, growth_interval=1000) if a.amp else None
+        self.graph = None
         self.amp, self.logit_scale = a.amp, logit_scale
         self.smoothing, self.ema_weight = a.label_smoothing, 1.0 - a.ema_decay
         self.loss_sum = torch.zeros((), device=dev)
@@ -219,12 +238,14 @@ class Trainer:
             logits = net(x)
             return logits * self.logit_scale if self.logit_scale != 1.0 else logits
 
-    def step(self, x, y, lr):
-        for g in self.opt.param_groups:
-            g["lr"] = lr
+    def step(self, x, y, i):
+        """Training step i on the batch (x, y); in full capture the device learning rate is already set."""
+        if not self.captured:
+            for g in self.opt.param_groups:
+                g["lr"] = self.lrs_host[i]
         logits = self.forward(self.net, x)
         loss = F.cross_entropy(logits.float(), y, label_smoothing=self.smoothing)
-        self.opt.zero_grad(set_to_none=True)
+        self.opt.zero_grad(set_to_none=not self.captured)  # the captured step keeps its gradients' addresses
         if self.scaler is not None:
             self.scaler.scale(loss).backward()
             self.scaler.step(self.opt)
@@ -236,6 +257,46 @@ class Trainer:
             torch._foreach_lerp_(self.ema_state, self.main_state, self.ema_weight)
             self.loss_sum += loss.detach() * y.shape[0]
             self.correct += (logits.argmax(1) == y).sum()
+
+    def capture(self, xtr, ytr, pipe, batch):
+        """Warm up on a side stream, capture one whole step on the training rows self.idx (a static
+        input), then put the model, its EMA copy, the optimizer and the scaler back as they were built."""
+        self.idx = torch.zeros(batch, dtype=torch.int64, device=xtr.device)
+        body = lambda: self.step(pipe.train(xtr[self.idx], None), ytr[self.idx], 0)
+        initial = [t.detach().clone() for t in self.net.state_dict().values()]
+        scaler_state = self.scaler.state_dict() if self.scaler else None
+        self.lr.copy_(self.lrs_dev[0])
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(3):
+                body()
+        torch.cuda.current_stream().wait_stream(s)
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            body()
+        with torch.no_grad():
+            for m in (self.net, self.ema):
+                for t, t0 in zip(m.state_dict().values(), initial):
+                    t.copy_(t0)
+            for st in self.opt.state.values():
+                for v in st.values():
+                    if torch.is_tensor(v):
+                        v.zero_()
+            self.loss_sum.zero_()
+            self.correct.zero_()
+        if self.scaler:
+            self.scaler.load_state_dict(scaler_state)  # fills the scale and growth tracker in place
+        torch.cuda.synchronize()
+
+    def replay(self, idx, i):
+        """Training step i on the training rows idx: the captured graph for a full batch, else eagerly."""
+        self.lr.copy_(self.lrs_dev[i])
+        if idx.shape[0] == self.idx.shape[0]:
+            self.idx.copy_(idx)
+            self.graph.replay()
+            return False
+        return True  # the caller runs the epoch's last, smaller batch eagerly
 
     def evaluate(self, net, images, labels, pipe, batch, tta):
         """Accuracy of `net` on (images (N, H, W) u8, labels (N,)); with tta, the mean of the
@@ -253,20 +314,21 @@ class Trainer:
         return correct.item() / images.shape[0]
 
 
-def warm_up(a, data, pipe, lr, logit_scale, conv, dev):
+def warm_up(a, data, pipe, lrs, logit_scale, conv, dev):
     """Untimed: a few steps at the full and the last batch size, evaluation at both
     evaluation batch sizes, on a throw-away model (cuDNN autotuning, lazy init)."""
     (xtr, ytr), (xte, yte) = data
     t0 = time.perf_counter()
     torch.manual_seed(0)
-    t = Trainer(a, logit_scale, conv, dev)
+    t = Trainer(a, logit_scale, conv, lrs, dev)
+    t.lr.copy_(t.lrs_dev[0])
     g = torch.Generator(device=dev)
     g.manual_seed(0)
     n = xtr.shape[0]
     sizes = [min(a.batch, n)] * 3 + ([n % a.batch] if n % a.batch else [])
     for b in sizes:
         idx = torch.randint(0, n, (b,), generator=g, device=dev)
-        t.step(pipe.train(xtr[idx], g), ytr[idx], lr)
+        t.step(pipe.train(xtr[idx], g), ytr[idx], 0)
     m = min(xte.shape[0], a.val_batch + xte.shape[0] % a.val_batch)
     t.evaluate(t.net, xte[:m], yte[:m], pipe, a.val_batch, a.tta)
     t.evaluate(t.ema, xte[:m], yte[:m], pipe, a.val_batch, a.tta)
@@ -277,10 +339,18 @@ def warm_up(a, data, pipe, lr, logit_scale, conv, dev):
 def train_run(a, run, seed, data, pipe, lrs, logit_scale, conv, dev):
     """One seed: the per-epoch record and the time to target."""
     (xtr, ytr), (xte, yte) = data
+    t_setup = time.perf_counter()
     torch.manual_seed(seed)
-    t = Trainer(a, logit_scale, conv, dev)
+    t = Trainer(a, logit_scale, conv, lrs, dev)
+    if t.captured:
+        t.capture(xtr, ytr, pipe, a.batch)
+    torch.cuda.synchronize()
+    setup_seconds = time.perf_counter() - t_setup
     g = torch.Generator(device=dev)
     g.manual_seed(seed)
+    # Full capture draws the augmentation from the default generator (a captured step can only advance
+    # that one); eager from g, beside the shuffle.
+    aug = None if t.captured else g
     n = xtr.shape[0]
     epochs, train_seconds, step, to_target = [], 0.0, 0, None
     for e in range(a.epochs):
@@ -291,7 +361,8 @@ def train_run(a, run, seed, data, pipe, lrs, logit_scale, conv, dev):
         perm = torch.randperm(n, generator=g, device=dev)
         for s in range(0, n, a.batch):
             idx = perm[s:s + a.batch]
-            t.step(pipe.train(xtr[idx], g), ytr[idx], lrs[step])
+            if not t.captured or t.replay(idx, step):
+                t.step(pipe.train(xtr[idx], aug), ytr[idx], step)
             step += 1
         torch.cuda.synchronize()
         epoch_seconds = time.perf_counter() - t0
@@ -310,7 +381,8 @@ def train_run(a, run, seed, data, pipe, lrs, logit_scale, conv, dev):
         print(f"{run:>3} {seed:>6} {e + 1:>5} {train_seconds:>9.2f} {train_loss:>10.4f} {val_acc:>8.4f} "
               f"{ema_acc:>8.4f}{'  *' if to_target == train_seconds else ''}", flush=True)
     final = epochs[-1]["ema_acc" if a.eval == "ema" else "val_acc"]
-    return {"seed": seed, "epochs": epochs, "time_to_target_s": to_target, "final_acc": final}
+    return {"seed": seed, "setup_seconds": setup_seconds, "epochs": epochs, "time_to_target_s": to_target,
+            "final_acc": final}
 
 
 def stats(values):
@@ -337,6 +409,8 @@ def write(path, out):
 def parse_args():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="cnn", choices=list(PEERS))
+    ap.add_argument("--mode", choices=("full-capture", "eager"), default="full-capture",
+                    help="full-capture: the whole step as one CUDA graph (default); eager: step by step")
     ap.add_argument("--data-dir", default=os.environ.get("TR_DATA_DIR") or "/usr/share/datasets/fashion-mnist",
                     help="IDX .gz files (default $TR_DATA_DIR, else /usr/share/datasets/fashion-mnist)")
     ap.add_argument("--epochs", type=int, default=8)
@@ -409,7 +483,7 @@ def main():
     steps_per_epoch = math.ceil(n / a.batch)
     lrs = lr_table(a.lr, a.schedule, a.warmup, a.epochs * steps_per_epoch)
     pipe = Pipeline(a, side, conv, dev)
-    warmup_seconds = warm_up(a, data, pipe, lrs[0], logit_scale, conv, dev)
+    warmup_seconds = warm_up(a, data, pipe, lrs, logit_scale, conv, dev)
     params = sum(p.numel() for p in PEERS[a.model][0](a.width, CLASSES).parameters())
     out = {"context": {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                        "host": socket.gethostname(), "torch": torch.__version__, "cuda": torch.version.cuda,
@@ -419,7 +493,7 @@ def main():
                        "steps_per_epoch": steps_per_epoch, "total_steps": len(lrs)},
            "recipe": dict(vars(a)), "runs": [], "summary": None}
     print(f"torch_tta: torch {torch.__version__} on {torch.cuda.get_device_name()}; {a.model} (width {a.width:g}, "
-          f"{params} parameters, {side}x{side}x1), {'amp fp16' if a.amp else 'fp32'}, {a.optimizer} lr {a.lr:g} "
+          f"{params} parameters, {side}x{side}x1), {a.mode}, {'amp fp16' if a.amp else 'fp32'}, {a.optimizer} lr {a.lr:g} "
           f"{a.schedule} warm-up {a.warmup:g}, batch {a.batch} ({steps_per_epoch} steps/epoch), "
           f"{a.epochs} epochs x {a.runs} runs; warm-up {warmup_seconds:.2f} s", flush=True)
     print(f"{'run':>3} {'seed':>6} {'epoch':>5} {'train_s':>9} {'train_loss':>10} {'val_acc':>8} {'ema_acc':>8}")

@@ -64,7 +64,7 @@ expect_summary 1 "PyTorch text peer skipped: no python with torch and CUDA"
 # The interleave part hands ci/interleave.py the bench part's cnn AMP command (the stand-in python runs nothing).
 expect_call 1 "^python ci/interleave.py --rounds 3 --out .*/interleave --tr timeout 200 build/bin/tr-bench --device cuda \
 --optimizer sgd --precision amp --model cnn --batch 256 --mode full-capture .*--json \{json\} --peer .*peers/torch_step.py "
-expect_summary 1 "tr and PyTorch's whole-step graph in turns"
+expect_summary 1 "tr and PyTorch (full-capture) in turns"
 expect_summary 1 "scaling skipped: 1 GPU visible (needs 2 or more)"
 expect_summary 1 "scaling-zoo skipped: 1 GPU visible (needs 2 or more)"
 expect_call 1 "^tr_mpi_tests --gtest_filter=GpuProcesses\*"
