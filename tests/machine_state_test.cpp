@@ -36,7 +36,7 @@ TEST(MachineState, RepetitionsBecomeCounters) {
   auto rep = [](double joules, unsigned sm, unsigned temp, uint64_t reasons) {
     RepMachine r;
     r.energy_j = joules;
-    r.seconds = 0.1;
+    r.seconds = 1.0;
     r.end.sm_mhz = sm;
     r.end.mem_mhz = 2619;
     r.end.temperature_c = temp;
@@ -47,7 +47,7 @@ TEST(MachineState, RepetitionsBecomeCounters) {
   const std::vector<RepMachine> reps = {rep(10, 1980, 40, 0), rep(12, 1755, 44, 0x4 | 0x1), rep(11, 1980, 42, 0x1)};
   const auto k = machine_counters(reps, 5, 8, 0);
   EXPECT_DOUBLE_EQ(k.at("energy_j_per_step"), 11.0 / 5);
-  EXPECT_DOUBLE_EQ(k.at("power_w"), 110.0);
+  EXPECT_DOUBLE_EQ(k.at("power_w"), 11.0);
   EXPECT_DOUBLE_EQ(k.at("samples_per_joule"), 8.0 * 5 * 3 / 33);
   EXPECT_EQ(k.count("tokens_per_joule"), 0u);
   EXPECT_EQ(k.at("sm_clock_mhz_min"), 1755);
@@ -57,8 +57,18 @@ TEST(MachineState, RepetitionsBecomeCounters) {
   EXPECT_EQ(k.at("throttle_reasons"), 0x4);
   EXPECT_DOUBLE_EQ(machine_counters(reps, 5, 8, 1024).at("tokens_per_joule"), 8.0 * 5 * 3 * 1024 / 33);
   EXPECT_TRUE(machine_counters({}, 5, 8, 0).empty());
-  // A counter that did not move gives no rate rather than an infinite one.
-  EXPECT_EQ(machine_counters({rep(0, 1980, 40, 0)}, 5, 8, 0).count("samples_per_joule"), 0u);
+  // A counter that did not move gives no energy and no rate rather than an
+  // impossible 0 J or an infinite rate; the clocks and throttling stay.
+  const auto still = machine_counters({rep(0, 1980, 40, 0)}, 5, 8, 0);
+  for (const char* key : {"energy_j_per_step", "power_w", "samples_per_joule"}) EXPECT_EQ(still.count(key), 0u) << key;
+  EXPECT_EQ(still.at("sm_clock_mhz_min"), 1980);
+  // A repetition shorter than kMinEnergyWindowS is left out of the energy, the others kept.
+  std::vector<RepMachine> mixed = {rep(10, 1980, 40, 0), rep(12, 1980, 40, 0)};
+  mixed[1].seconds = kMinEnergyWindowS / 2;
+  const auto m = machine_counters(mixed, 5, 8, 0);
+  EXPECT_DOUBLE_EQ(m.at("energy_j_per_step"), 10.0 / 5);
+  EXPECT_DOUBLE_EQ(m.at("samples_per_joule"), 8.0 * 5 / 10);
+  EXPECT_EQ(machine_counters({mixed[1]}, 5, 8, 0).count("energy_j_per_step"), 0u);
 }
 
 TEST(MachineState, TheGateNamesThrottledRepetitions) {

@@ -14,24 +14,29 @@ std::map<std::string, double> machine_counters(const std::vector<RepMachine>& re
   unsigned sm = reps[0].end.sm_mhz, mem = reps[0].end.mem_mhz, temp = 0;
   uint64_t reasons = 0;
   int throttled = 0;
+  int64_t energy_reps = 0;
   for (const RepMachine& r : reps) {
-    per_step.push_back(r.energy_j / double(steps_per_rep));
-    if (r.seconds > 0) power.push_back(r.energy_j / r.seconds);
-    energy += r.energy_j;
+    if (r.seconds >= kMinEnergyWindowS && r.energy_j > 0) {
+      per_step.push_back(r.energy_j / double(steps_per_rep));
+      power.push_back(r.energy_j / r.seconds);
+      energy += r.energy_j;
+      ++energy_reps;
+    }
     sm = std::min(sm, r.end.sm_mhz);
     mem = std::min(mem, r.end.mem_mhz);
     temp = std::max(temp, r.end.temperature_c);
     reasons |= r.end.reasons & kThrottleMask;
     throttled += (r.end.reasons & kThrottleMask) != 0;
   }
-  std::map<std::string, double> k = {
-      {"energy_j_per_step", median(per_step)},      {"sm_clock_mhz_min", double(sm)},
-      {"mem_clock_mhz_min", double(mem)},           {"temperature_c_max", double(temp)},
-      {"throttled_repetitions", double(throttled)}, {"throttle_reasons", double(reasons)}};
-  if (!power.empty()) k["power_w"] = median(power);
-  // A counter that has not moved (a window shorter than its update interval) gives no rate.
-  if (energy > 0) {
-    const double samples = double(samples_per_step) * double(steps_per_rep) * double(reps.size());
+  std::map<std::string, double> k = {{"sm_clock_mhz_min", double(sm)},
+                                     {"mem_clock_mhz_min", double(mem)},
+                                     {"temperature_c_max", double(temp)},
+                                     {"throttled_repetitions", double(throttled)},
+                                     {"throttle_reasons", double(reasons)}};
+  if (energy_reps > 0) {
+    k["energy_j_per_step"] = median(per_step);
+    k["power_w"] = median(power);
+    const double samples = double(samples_per_step) * double(steps_per_rep) * double(energy_reps);
     k["samples_per_joule"] = samples / energy;
     if (tokens_per_sample > 0) k["tokens_per_joule"] = samples * double(tokens_per_sample) / energy;
   }

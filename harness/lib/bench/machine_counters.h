@@ -20,9 +20,16 @@ struct RepMachine {
 
 // energy_j_per_step (median over the repetitions), power_w (median of energy /
 // time), samples_per_joule and, for a sequence model (tokens_per_sample > 0),
-// tokens_per_joule (all steps over all energy), sm_clock_mhz_min,
+// tokens_per_joule (all steps over all energy), each from the repetitions of at
+// least kMinEnergyWindowS only, and absent when none was that long;
+// sm_clock_mhz_min,
 // mem_clock_mhz_min, temperature_c_max, throttled_repetitions (reasons in
 // kThrottleMask) and throttle_reasons (their bits, ORed). Empty without samples.
+// The board's energy counter advances in steps: on an H100 every repetition of
+// 20 steps of 0.63 ms (13 ms) read no energy at all. Half a second holds many
+// of its steps, so that one step more or less is a small error.
+constexpr double kMinEnergyWindowS = 0.5;
+
 std::map<std::string, double> machine_counters(const std::vector<RepMachine>& reps, int64_t steps_per_rep,
                                                int64_t samples_per_step, int64_t tokens_per_sample);
 

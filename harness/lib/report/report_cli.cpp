@@ -17,6 +17,7 @@
 #include "harness/lib/report/html_report.h"
 #include "harness/lib/report/json_file.h"
 #include "harness/lib/report/json_report.h"
+#include "harness/lib/report/markdown_report.h"
 #include "harness/lib/tta/tta_html.h"
 #include "harness/lib/tta/tta_report.h"
 
@@ -27,6 +28,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: tr-bench report A.json [B.json ...] [--history FILE] -o out.html\n"
     "       tr-bench report --history FILE -o out.html\n"
+    "       tr-bench report A.json [B.json ...] --markdown [-o out.md]\n"
     "\n"
     "Renders tr-bench JSON reports as one self-contained HTML page (inline SVG charts,\n"
     "no scripts, no network): context, step time and samples/s per model by mode,\n"
@@ -37,7 +39,11 @@ constexpr const char* kUsage =
     "  -o, --output FILE   the HTML file to write (required)\n"
     "  --history FILE      the history of the headline figures (JSON Lines, as\n"
     "                      reports/history.jsonl): per figure, a chart of tr / peer\n"
-    "                      against the date with each interval, and a table of the lines\n";
+    "                      against the date with each interval, and a table of the lines\n"
+    "  --markdown          instead of HTML, each report's cases as a Markdown table\n"
+    "                      (median step, cv, samples/s, speed-up over eager, and the\n"
+    "                      tokens/s, MFU, busy fractions, peak memory and energy the\n"
+    "                      report has) with its source line; to stdout without -o\n";
 
 // The page's parts, in the order they appear.
 struct Page {
@@ -78,6 +84,27 @@ std::string summary(const Page& page) {
   return s;
 }
 
+// --markdown: every report's table, in the order given, to stdout or -o.
+int run_markdown(const CliArgs& a) {
+  TR_USER_CHECK(!a.has("--history"), "--markdown renders run reports; --history draws only as HTML");
+  std::string text;
+  for (const std::string& path : a.positional()) {
+    const nlohmann::json j = read_json_file(path, "report");
+    TR_USER_CHECK(!is_tta_json(j), path, " is a time-to-accuracy report; --markdown renders tr-bench run reports");
+    if (!text.empty()) text += '\n';
+    text += render_markdown(path, report_from_json(j, path));
+  }
+  if (!a.has("--output")) {
+    std::fputs(text.c_str(), stdout);
+    return 0;
+  }
+  const std::string out = a.str("--output", "");
+  check_writable(out, a.positional());
+  write_file_atomically(out, text);
+  std::printf("tr-bench report: wrote %s\n", out.c_str());
+  return 0;
+}
+
 int run(int argc, char** argv) {
   // CliArgs knows only long flags: spell -o as --output.
   std::vector<std::string> args(argv, argv + argc);
@@ -88,10 +115,14 @@ int run(int argc, char** argv) {
   }
   std::vector<char*> ptrs;
   for (std::string& s : args) ptrs.push_back(s.data());
-  const CliArgs a(static_cast<int>(ptrs.size()), ptrs.data(), {"--output", "--history"}, {"--help"});
+  const CliArgs a(static_cast<int>(ptrs.size()), ptrs.data(), {"--output", "--history"}, {"--help", "--markdown"});
   if (a.flag("--help")) {
     std::fputs(kUsage, stdout);
     return 0;
+  }
+  if (a.flag("--markdown")) {
+    TR_USER_CHECK(!a.positional().empty(), "no reports given (usage: tr-bench report A.json [B.json ...] --markdown)");
+    return run_markdown(a);
   }
   TR_USER_CHECK(!a.positional().empty() || a.has("--history"),
                 "no reports given (usage: tr-bench report A.json [B.json ...] [--history FILE] -o out.html)");
