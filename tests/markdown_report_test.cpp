@@ -25,8 +25,8 @@ TEST(MarkdownReport, TheGoldenReportIsOneTableAndItsSource) {
   const std::string md = render_markdown("r.json", read_report(golden_dir() + "/report_small.json"));
   // Header, rule, six cases, a blank line, the source.
   EXPECT_EQ(lines(md), 10u) << md;
-  EXPECT_EQ(md.rfind("| model | mode | variant | GPUs | batch | median ms | cv | samples/s | × eager | GPU busy |\n", 0),
-            0u)
+  EXPECT_EQ(
+      md.rfind("| model | mode | variant | GPUs | batch | median ms | cv | samples/s | × eager | GPU busy |\n", 0), 0u)
       << md;
   // mlp full capture: median 0.609 of {0.612, 0.598, 0.605, 0.621, 0.609}, 2.104 / 0.609 = 3.45 x eager.
   EXPECT_NE(md.find("| mlp | full-capture | train_base | 1 | 200 | 0.6090 | 1.40 % | 328,407 | 3.45 | 0.930 |\n"),
