@@ -1,7 +1,7 @@
 # ci/gpu_check.sh's `sanitize` part (sourced by it, with its helpers and variables).
 # compute-sanitizer over the shipped code paths: every tool on every model in
 # fp32, fp16 AMP and bf16, one epoch of synthetic data, run in parallel (the
-# tools are CPU-bound; TR_SAN_JOBS at a time, default 12). Per tool and model
+# tools are CPU-bound). Per tool and model
 # (ci/gpu_check/sanitize_jobs.sh lists them):
 #   full capture in fp32, amp and bf16, with programmatic dependent launch (the
 #   default) and weight gradients on a side stream (--side-streams);
@@ -12,8 +12,11 @@
 # 1/8 width, 32x32; the cnn at 1/4 width), gpt2-d6 at full width on 32
 # windows of 128 tokens. memcheck checks leaks too (--leak-check full).
 # TR_SAN_TOOLS picks tools, TR_SAN_MODELS models; TR_T_SAN bounds each run
-# (default 300 s). Every run's summary line goes to the summary; any error,
-# leak or timeout fails the check.
+# (default 300 s). memcheck and initcheck run TR_SAN_JOBS at a time (default
+# 12); racecheck and synccheck, which hold far more memory a process,
+# TR_SAN_RACE_JOBS (default 4: 16 racecheck runs at once on the H100 machine
+# ended in processes that died without a word). Every run's summary line goes
+# to the summary; any error, leak or timeout fails the check.
 CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
 if [ -z "$CS" ]; then
   note "compute-sanitizer not found: sanitize part skipped"
@@ -23,10 +26,12 @@ else
   TR_SAN_TOOLS=${TR_SAN_TOOLS:-memcheck initcheck synccheck racecheck} \
     TR_SAN_MODELS=${TR_SAN_MODELS:-mlp cnn resnet18 resnet50 vgg16bn gpt2-d6} \
     bash ci/gpu_check/sanitize_jobs.sh > "$SAN_DIR/jobs.txt"
-  note "compute-sanitizer: $(wc -l < "$SAN_DIR/jobs.txt") runs, ${TR_SAN_JOBS:-12} at a time"
+  note "compute-sanitizer: $(wc -l < "$SAN_DIR/jobs.txt") runs: memcheck and initcheck ${TR_SAN_JOBS:-12} at a time, racecheck and synccheck ${TR_SAN_RACE_JOBS:-4}"
   # One job per line: NAME TOOL PROGRAM ARGS... (sanitize_one.sh runs it).
-  CS=$CS BIN=$BIN SAN_DIR=$SAN_DIR xargs -P "${TR_SAN_JOBS:-12}" -L 1 bash ci/gpu_check/sanitize_one.sh \
-    < "$SAN_DIR/jobs.txt"
+  grep -E '^[^ ]+ (memcheck|initcheck) ' "$SAN_DIR/jobs.txt" |
+    CS=$CS BIN=$BIN SAN_DIR=$SAN_DIR xargs -r -P "${TR_SAN_JOBS:-12}" -L 1 bash ci/gpu_check/sanitize_one.sh
+  grep -E '^[^ ]+ (racecheck|synccheck) ' "$SAN_DIR/jobs.txt" |
+    CS=$CS BIN=$BIN SAN_DIR=$SAN_DIR xargs -r -P "${TR_SAN_RACE_JOBS:-4}" -L 1 bash ci/gpu_check/sanitize_one.sh
   # Each run left NAME.result: "NAME (exit RC): summary lines"; a run that
   # failed or left none fails the check.
   while read -r name _; do

@@ -15,8 +15,9 @@ if [ "$program" = ops ]; then
   TR_OP_CASES=$cases timeout "${TR_T_SAN:-300}" "$CS" --tool "$tool" "${extra[@]}" --error-exitcode 9 \
     "$BIN/tr_tests" --gtest_filter=OpsGpu.OpTableEveryCaseMatchesTheCpu > "$SAN_DIR/$name.log" 2>&1
 else
+  # A sanitized kernel may run for minutes: tr-train's watchdog must not take that for a hang.
   timeout "${TR_T_SAN:-300}" "$CS" --tool "$tool" "${extra[@]}" --error-exitcode 9 "$BIN/$program" "$@" \
-    > "$SAN_DIR/$name.log" 2>&1
+    --watchdog-ms 3600000 > "$SAN_DIR/$name.log" 2>&1
 fi
 rc=$?
 # memcheck adds a LEAK SUMMARY; racecheck says RACECHECK SUMMARY instead of ERROR SUMMARY.
