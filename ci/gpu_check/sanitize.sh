@@ -15,7 +15,8 @@
 # (default 300 s). memcheck and initcheck run TR_SAN_JOBS at a time (default
 # 12); racecheck and synccheck, which hold far more memory a process,
 # TR_SAN_RACE_JOBS (default 4: 16 racecheck runs at once on the H100 machine
-# ended in processes that died without a word). Every run's summary line goes
+# ended in processes that died without a word, from the memory they held or
+# the call's time limit). Every run's summary line goes
 # to the summary; any error, leak or timeout fails the check.
 CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
 if [ -z "$CS" ]; then
