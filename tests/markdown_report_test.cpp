@@ -51,11 +51,13 @@ TEST(MarkdownReport, AColumnAppearsOnlyWhereEveryCaseHasIt) {
   }
   r.cases[0].counters["energy_j_per_step"] = 0.25;  // one case only: no column
   r.context.gpu_state["driver"] = "580.159.04";
+  r.context.git_commit = "9256b4fccb47aa-dirty";
   const std::string md = render_markdown("r.json", r);
   EXPECT_NE(md.find("| GPU resident | GPU busy | peak device GiB |\n"), std::string::npos) << md;
   EXPECT_NE(md.find("| 0.500 | 0.930 | 3.00 |\n"), std::string::npos) << md;
   EXPECT_EQ(md.find("J/step"), std::string::npos) << md;
   EXPECT_NE(md.find("NVIDIA H200, driver 580.159.04;"), std::string::npos) << md;
+  EXPECT_NE(md.find("binaries of commit `9256b4fccb47-dirty`"), std::string::npos) << md;
 }
 
 TEST(MarkdownReport, TheCliPrintsItOrWritesItAndRefusesWhatItCannotRender) {

@@ -1,5 +1,6 @@
 #include "harness/lib/report/markdown_report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -58,13 +59,20 @@ const std::vector<Column>& optional_columns() {
 // Eager's median per (model, variant, ranks, batch): each case's speed-up over it.
 std::string eager_key(const BenchCase& c) { return cat(c.model, "/", c.variant, "/", c.ranks, "/", c.batch); }
 
+// "0123456789abcdef...-dirty" -> "0123456789ab-dirty": twelve hex digits, the suffix kept.
+std::string short_commit(const std::string& c) {
+  const size_t dash = c.find('-');
+  const std::string hex = c.substr(0, std::min<size_t>(12, dash));
+  return dash == std::string::npos ? hex : hex + c.substr(dash);
+}
+
 std::string source_line(const std::string& path, const BenchContext& x) {
   std::string device = x.device_name;
   // NVML's driver version (Note [machine state]); the context's driver_version is CUDA's API version.
   const auto driver = x.gpu_state.find("driver");
   if (driver != x.gpu_state.end()) device += cat(", driver ", driver->second);
   return cat("Source: `", path, "`; ", device, "; ", x.date.substr(0, 10), "; binaries of commit `",
-             x.git_commit.substr(0, 12), "`; `", x.command_line, "`.");
+             short_commit(x.git_commit), "`; `", x.command_line, "`.");
 }
 
 }  // namespace
