@@ -1,6 +1,8 @@
-"""What the PyTorch peers share: a step over two input slots whose full-capture
-mode replays one whole-step CUDA graph per slot, and its timing the way
-tr-bench times tr's (CUDA events around `iters` steps, median of repetitions)."""
+"""What the PyTorch peers share: the capture of a whole step (warm-up on a
+side stream, then the graph) and the reset of an optimizer after it; a step
+over two input slots whose full-capture mode replays one whole-step CUDA graph
+per slot, and its timing the way tr-bench times tr's (CUDA events around
+`iters` steps, median of repetitions)."""
 import statistics
 import time
 
@@ -10,18 +12,41 @@ import torch
 WHOLE_STEP_MODES = ("full-capture", "compile-full-capture")
 
 
+def warm_up_on_side_stream(body, steps):
+    """PyTorch's recipe before a capture: body(i) for i < steps on a side stream, joined back."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for i in range(steps):
+            body(i)
+    torch.cuda.current_stream().wait_stream(s)
+
+
+def whole_step_graph(body, warmup_steps=3):
+    """body() warmed up on a side stream, then captured: its CUDA graph."""
+    warm_up_on_side_stream(lambda i: body(), warmup_steps)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        body()
+    return g
+
+
+def zero_optimizer_state(opt):
+    """Every tensor of the optimizer's state to 0, in place (a captured step keeps reading them):
+    momentum, moments and step counts as a new optimizer's first step finds them."""
+    with torch.no_grad():
+        for st in opt.state.values():
+            for v in st.values():
+                if torch.is_tensor(v):
+                    v.zero_()
+
+
 class TwoSlotStep:
     """A subclass sets self.mode and self.slot and defines _body(slot): one
     training step reading input slot 0 or 1."""
 
     def capture(self, warmup_steps=3):
-        # PyTorch's recipe: warm up on a side stream, then capture the whole step.
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            for i in range(warmup_steps):
-                self._body(i % 2)
-        torch.cuda.current_stream().wait_stream(s)
+        warm_up_on_side_stream(lambda i: self._body(i % 2), warmup_steps)
         self.graphs = []
         for slot in (0, 1):
             g = torch.cuda.CUDAGraph()

@@ -52,6 +52,7 @@ import torch
 import torch.nn.functional as F
 
 import machine_state
+import step_timing
 import torch_gpt
 from torch_tta import lr_table, stats, write  # tr's learning-rate table, the summary, the atomic write
 
@@ -146,15 +147,7 @@ class Run:
 
     def capture(self):
         """Warm up on a side stream, capture the whole step, then put the model back as it was built."""
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            for _ in range(3):
-                self._body(self.starts)
-        torch.cuda.current_stream().wait_stream(s)
-        self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph):
-            self._body(self.starts)
+        self.graph = step_timing.whole_step_graph(lambda: self._body(self.starts))
         self.reset()
 
     def reset(self):
@@ -162,11 +155,8 @@ class Run:
             for p, p0, e in zip(self.params, self.initial, self.ema_params):
                 p.copy_(p0)
                 e.copy_(p0)
-            for st in self.opt.state.values():
-                for v in st.values():
-                    if torch.is_tensor(v):
-                        v.zero_()
             self.loss_sum.zero_()
+        step_timing.zero_optimizer_state(self.opt)
         torch.cuda.synchronize()
 
     def step(self, starts, i):

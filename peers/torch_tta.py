@@ -60,6 +60,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+import step_timing
 import torch_models
 
 FMNIST_MEAN, FMNIST_STD = 0.2860, 0.3530
@@ -266,25 +267,14 @@ class Trainer:
         initial = [t.detach().clone() for t in self.net.state_dict().values()]
         scaler_state = self.scaler.state_dict() if self.scaler else None
         self.lr.copy_(self.lrs_dev[0])
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            for _ in range(3):
-                body()
-        torch.cuda.current_stream().wait_stream(s)
-        self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph):
-            body()
+        self.graph = step_timing.whole_step_graph(body)
         with torch.no_grad():
             for m in (self.net, self.ema):
                 for t, t0 in zip(m.state_dict().values(), initial):
                     t.copy_(t0)
-            for st in self.opt.state.values():
-                for v in st.values():
-                    if torch.is_tensor(v):
-                        v.zero_()
             self.loss_sum.zero_()
             self.correct.zero_()
+        step_timing.zero_optimizer_state(self.opt)
         if self.scaler:
             self.scaler.load_state_dict(scaler_state)  # fills the scale and growth tracker in place
         torch.cuda.synchronize()

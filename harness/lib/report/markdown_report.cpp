@@ -9,30 +9,13 @@
 #include <vector>
 
 #include "framework/core/error.h"
+#include "harness/lib/report/case_values.h"
 #include "harness/lib/report/fmt_double.h"
 #include "harness/lib/report/statistics.h"
 
 namespace tr::bench {
 
 namespace {
-
-std::optional<double> counter(const BenchCase& c, const std::string& key) {
-  const auto it = c.counters.find(key);
-  if (it == c.counters.end()) return std::nullopt;
-  return it->second;
-}
-
-// 12345678.9 -> "12,345,679"
-std::string grouped(double v) {
-  const std::string digits = std::to_string(std::llround(v));
-  std::string out;
-  const size_t sign = digits[0] == '-' ? 1 : 0;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > sign && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
 
 // Step times: four decimals below 10 ms, two above (as the results tables).
 std::string ms_cell(double v) { return fmt_double(v < 10 ? "%.4f" : "%.2f", v); }
@@ -99,9 +82,8 @@ std::string render_markdown(const std::string& path, const BenchReport& r) {
   for (const BenchCase& c : r.cases) {
     const double m = median(c.step_ms);
     const auto e = eager.find(eager_key(c));
-    const double sps = counter(c, "samples_per_second").value_or(m > 0 ? double(c.batch) * 1e3 / m : 0);
     o << "| " << c.model << " | " << c.mode << " | " << c.variant << " | " << c.ranks << " | " << c.batch << " | "
-      << ms_cell(m) << " | " << fmt_double("%.2f %%", 100 * cv(c.step_ms)) << " | " << grouped(sps) << " | "
+      << ms_cell(m) << " | " << fmt_double("%.2f %%", 100 * cv(c.step_ms)) << " | " << grouped(samples_per_second(c)) << " | "
       << (e == eager.end() || m <= 0 ? "-" : fmt_double("%.2f", e->second / m)) << " |";
     for (const Column* col : columns) o << " " << col->cell(c.counters.at(col->key)) << " |";
     o << "\n";
