@@ -83,8 +83,8 @@ std::string render_markdown(const std::string& path, const BenchReport& r) {
     const double m = median(c.step_ms);
     const auto e = eager.find(eager_key(c));
     o << "| " << c.model << " | " << c.mode << " | " << c.variant << " | " << c.ranks << " | " << c.batch << " | "
-      << ms_cell(m) << " | " << fmt_double("%.2f %%", 100 * cv(c.step_ms)) << " | " << grouped(samples_per_second(c)) << " | "
-      << (e == eager.end() || m <= 0 ? "-" : fmt_double("%.2f", e->second / m)) << " |";
+      << ms_cell(m) << " | " << fmt_double("%.2f %%", 100 * cv(c.step_ms)) << " | " << grouped(samples_per_second(c))
+      << " | " << (e == eager.end() || m <= 0 ? "-" : fmt_double("%.2f", e->second / m)) << " |";
     for (const Column* col : columns) o << " " << col->cell(c.counters.at(col->key)) << " |";
     o << "\n";
   }
