@@ -8,16 +8,25 @@ ratio carries that drift. Here they alternate (tr, peer, tr, peer, ...), so a
 drift falls on both alike, and each round pairs one tr time with the peer time
 measured right after it.
 
-  python3 ci/interleave.py --rounds N --out DIR --tr CMD --peer CMD --tr-case K=V[,K=V..]
+  python3 ci/interleave.py --rounds N --out DIR --tr CMD --peer CMD
+                           (--tr-case K=V[,K=V..] | --tr-tta MODEL)
                            --peer-case NAME --figure NAME [--history FILE]
 
 Each command runs through the shell, with {json} replaced by the path its report
 must be written to (DIR/tr_round1.json, DIR/peer_round1.json, ...); its output
-goes to the same path with .log. From each tr-bench report the median step time
-of the --tr-case case is taken, from each peer report (peers/torch_step.py,
-peers/torch_gpt.py) the real_time of the entry named --peer-case.
+goes to the same path with .log. What is read from each report:
+  tr, --tr-case    the median step time (ms) of that tr-bench case
+  tr, --tr-tta M   the mean time to the target (s) of model M in a tr-bench tta
+                   report, every seed having reached it
+  peer, NAME       the real_time (ms) of the entry NAME (peers/torch_step.py,
+                   peers/torch_gpt.py: torch_step/model:cnn/mode:full-capture/batch:256)
+  peer, llmc/batch:B     the median step time (ms) of micro-batch B in
+                   ci/llmc/run.sh's llmc_gpt2.json
+  peer, torch_tta  the mean time to the target (s) of peers/torch_tta.py, every
+                   seed having reached it
+The two sides must be in one unit (ms with ms, s with s).
 
-Per round r: tr time t_r, peer time p_r. Reported: mean and sample standard
+Per round r: tr value t_r, peer value p_r. Reported: mean and sample standard
 deviation of each, the ratio of the means R = mean(t) / mean(p) (below 1: tr is
 faster), and a 95 % confidence interval for the ratio from the paired
 log-ratios d_r = ln(t_r / p_r): exp(mean(d) +- t_{0.975, n-1} * sd(d) / sqrt(n)).
@@ -31,6 +40,7 @@ with a plain python3.
 import argparse
 import json
 import math
+import re
 import os
 import shlex
 import statistics
@@ -54,6 +64,10 @@ Z_975 = 1.96
 TR_CASE_DEFAULTS = {"variant": "train_base", "ranks": "1"}
 
 
+LLMC_CASE = re.compile(r"llmc/batch:(\d+)")
+TORCH_TTA_CASE = "torch_tta"
+
+
 class Failure(Exception):
     """A run or a report went wrong: exit 1 with the message."""
 
@@ -75,8 +89,10 @@ def parse_args(argv):
     ap.add_argument("--out", required=True, help="folder for the reports, logs and interleave.json")
     ap.add_argument("--tr", required=True, help="the tr-bench command; {json} is its report's path")
     ap.add_argument("--peer", required=True, help="the peer's command; {json} is its report's path")
-    ap.add_argument("--tr-case", required=True, help="KEY=VALUE[,KEY=VALUE..] of the tr-bench case")
-    ap.add_argument("--peer-case", required=True, help="the name of the peer's entry")
+    which = ap.add_mutually_exclusive_group(required=True)
+    which.add_argument("--tr-case", help="KEY=VALUE[,KEY=VALUE..] of the tr-bench case")
+    which.add_argument("--tr-tta", metavar="MODEL", help="the model of a tr-bench tta report")
+    ap.add_argument("--peer-case", required=True, help="the peer's entry: NAME, llmc/batch:B or torch_tta")
     ap.add_argument("--figure", required=True, help="what is measured, in words (kept in the outputs)")
     ap.add_argument("--history", help="append one JSON line per run to this file")
     a = ap.parse_args(argv)
@@ -87,7 +103,14 @@ def parse_args(argv):
             bad_input(f"{flag} '{cmd}' has no {{json}}: where would its report go?")
     if not a.peer_case or not a.figure:
         bad_input("--peer-case and --figure must not be empty")
-    a.tr_case = parse_case(a.tr_case)
+    if a.tr_tta is not None and not a.tr_tta:
+        bad_input("--tr-tta must name a model")
+    tr_unit = "s" if a.tr_tta else "ms"
+    peer_unit = "s" if a.peer_case == TORCH_TTA_CASE else "ms"
+    if tr_unit != peer_unit:
+        bad_input(f"tr gives {tr_unit} and the peer's '{a.peer_case}' {peer_unit}: their ratio would mean nothing")
+    a.unit = tr_unit
+    a.tr_case = parse_case(a.tr_case) if a.tr_case else {"tta": a.tr_tta}
     return a
 
 
@@ -121,15 +144,22 @@ def run(label, r, template, out_dir):
     return path
 
 
-def load(path):
+def load(path, key="benchmarks"):
+    """The report as a dict, which must hold a list under key."""
     try:
         with open(path, encoding="utf-8") as f:
             report = json.load(f)
     except (OSError, ValueError) as e:
         raise Failure(f"{path}: cannot read the report: {e}")
-    if not isinstance(report, dict) or not isinstance(report.get("benchmarks"), list):
-        raise Failure(f"{path}: not a benchmark report (no 'benchmarks' list)")
+    if not isinstance(report, dict) or not isinstance(report.get(key), list):
+        raise Failure(f"{path}: not the report expected (no '{key}' list)")
     return report
+
+
+def positive(value, path, what):
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0:
+        raise Failure(f"{path}: {what} is {value!r}, not a positive number")
+    return float(value)
 
 
 def step_ms(entry, path, what):
@@ -137,9 +167,34 @@ def step_ms(entry, path, what):
     value, unit = entry.get("real_time"), entry.get("time_unit", "ms")
     if "error" in entry:
         raise Failure(f"{path}: {what} failed: {entry['error']}")
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0 or unit != "ms":
-        raise Failure(f"{path}: {what} has no positive real_time in ms (real_time {value!r}, time_unit {unit!r})")
-    return float(value)
+    if unit != "ms":
+        raise Failure(f"{path}: {what} has its real_time in {unit!r}, not ms")
+    return positive(value, path, f"{what}'s real_time")
+
+
+def tr_value(path, case):
+    """(value, context) of one tr report: a bench case's median in ms, or a tta model's mean in s."""
+    if "tta" in case:
+        return tr_tta_mean(path, case["tta"])
+    return tr_median(path, case)
+
+
+def all_reached(summary, path, what):
+    """A mean time to the target means something only when every seed reached it."""
+    runs, reached = summary.get("runs"), summary.get("reached")
+    if not isinstance(runs, int) or runs < 1 or reached != runs:
+        raise Failure(f"{path}: {what}: {reached!r} of {runs!r} seeds reached the target; no time to compare")
+
+
+def tr_tta_mean(path, model):
+    report = load(path)
+    tta = report.get("tta")
+    if not isinstance(tta, dict) or tta.get("model") != model:
+        raise Failure(f"{path}: no tta block of model {model}")
+    summary = tta.get("summary") or {}
+    all_reached(summary, path, f"model {model}")
+    mean = (summary.get("time_to_target_s") or {}).get("mean")
+    return positive(mean, path, f"model {model}'s mean time to the target"), report.get("context", {})
 
 
 def tr_median(path, case):
@@ -156,8 +211,19 @@ def tr_median(path, case):
     return step_ms(found[0], path, what), report.get("context", {})
 
 
-def peer_time(path, name):
-    """The step time (ms) of the peer's entry with this name."""
+def peer_value(path, name):
+    """The peer's value: a step time in ms, or for torch_tta a mean time to the target in s."""
+    if name == TORCH_TTA_CASE:
+        summary = load(path, "runs").get("summary") or {}
+        all_reached(summary, path, "torch_tta")
+        return positive((summary.get("time_to_target") or {}).get("mean"), path, "the mean time to the target")
+    llmc = LLMC_CASE.fullmatch(name)
+    if llmc:
+        batch = int(llmc.group(1))
+        found = [x for x in load(path, "results")["results"] if isinstance(x, dict) and x.get("batch") == batch]
+        if len(found) != 1 or found[0].get("status") != "ok":
+            raise Failure(f"{path}: micro-batch {batch} did not run once and well ({len(found)} results)")
+        return positive(found[0].get("median_ms"), path, f"micro-batch {batch}'s median_ms")
     found = [b for b in load(path)["benchmarks"] if b.get("name") == name]
     if not found:
         raise Failure(f"{path}: no entry named {name}")
@@ -172,8 +238,8 @@ def summary(t, p):
     d_mean, d_sd = statistics.mean(d), statistics.stdev(d)
     q = T_975[n - 2] if n - 1 <= len(T_975) else Z_975  # T_975[0] is one degree of freedom
     half = q * d_sd / math.sqrt(n)
-    return {"tr": {"mean_ms": statistics.mean(t), "std_ms": statistics.stdev(t)},
-            "peer": {"mean_ms": statistics.mean(p), "std_ms": statistics.stdev(p)},
+    return {"tr": {"mean": statistics.mean(t), "std": statistics.stdev(t)},
+            "peer": {"mean": statistics.mean(p), "std": statistics.stdev(p)},
             "ratio": statistics.mean(t) / statistics.mean(p),
             "ci_low": math.exp(d_mean - half), "ci_high": math.exp(d_mean + half),
             "confidence": 0.95, "t_quantile": q, "log_ratio": {"mean": d_mean, "sd": d_sd}}
@@ -192,12 +258,12 @@ def write_json(path, obj):
 
 def append_history(path, result, source):
     """One JSON line per run, in the history's format (reports/schema.md, "The history of the headline
-    figures"): tr and peer are the mean step times in ms; source is the interleave.json, relative to the
+    figures"): tr and peer are the means in the figure's unit; source is the interleave.json, relative to the
     history file's folder, so both can travel together (a GPU check's detail.tgz)."""
     ctx = result["context"]
     line = {"date": result["date"], "commit": ctx.get("git_commit", ""), "machine": ctx.get("device_name", ""),
-            "figure": result["figure"], "tr": result["tr"]["mean_ms"],
-            "peer": result["peer"]["mean_ms"], "ratio": result["ratio"], "ci_low": result["ci_low"],
+            "figure": result["figure"], "tr": result["tr"]["mean"],
+            "peer": result["peer"]["mean"], "ratio": result["ratio"], "ci_low": result["ci_low"],
             "ci_high": result["ci_high"], "rounds": len(result["rounds"]),
             "source": os.path.relpath(source, os.path.dirname(os.path.abspath(path)))}
     try:
@@ -211,12 +277,12 @@ def interleave(a):
     """The rounds, in turns; prints each round's row as it ends, so drift shows while it runs."""
     rounds, context = [], None
     print(f"{TOOL}: {a.figure}: {a.rounds} rounds of tr then peer")
-    print(f"{'round':>5} {'tr_ms':>10} {'peer_ms':>10} {'tr/peer':>8}", flush=True)
+    print(f"{'round':>5} {'tr_' + a.unit:>10} {'peer_' + a.unit:>10} {'tr/peer':>8}", flush=True)
     for r in range(1, a.rounds + 1):
-        t, ctx = tr_median(run("tr", r, a.tr, a.out), a.tr_case)
-        p = peer_time(run("peer", r, a.peer, a.out), a.peer_case)
+        t, ctx = tr_value(run("tr", r, a.tr, a.out), a.tr_case)
+        p = peer_value(run("peer", r, a.peer, a.out), a.peer_case)
         context = ctx if context is None else context  # the first round's machine and commit
-        rounds.append({"round": r, "tr_ms": t, "peer_ms": p, "ratio": t / p})
+        rounds.append({"round": r, "tr": t, "peer": p, "ratio": t / p})
         print(f"{r:5d} {t:10.4f} {p:10.4f} {t / p:8.3f}", flush=True)
     return rounds, context
 
@@ -226,8 +292,8 @@ def main(argv):
     try:
         os.makedirs(a.out, exist_ok=True)
         rounds, context = interleave(a)
-        stats = summary([x["tr_ms"] for x in rounds], [x["peer_ms"] for x in rounds])
-        result = {"figure": a.figure, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        stats = summary([x["tr"] for x in rounds], [x["peer"] for x in rounds])
+        result = {"figure": a.figure, "unit": a.unit, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                   "commands": {"tr": a.tr, "peer": a.peer},
                   "cases": {"tr": a.tr_case, "peer": a.peer_case},
                   "context": context, "rounds": rounds, **stats}
@@ -238,8 +304,8 @@ def main(argv):
     except (Failure, OSError) as e:
         print(f"{TOOL}: error: {e}", file=sys.stderr)
         return 1
-    print(f"{'mean':>5} {stats['tr']['mean_ms']:10.4f} {stats['peer']['mean_ms']:10.4f} {stats['ratio']:8.3f}")
-    print(f"{'std':>5} {stats['tr']['std_ms']:10.4f} {stats['peer']['std_ms']:10.4f}")
+    print(f"{'mean':>5} {stats['tr']['mean']:10.4f} {stats['peer']['mean']:10.4f} {stats['ratio']:8.3f}")
+    print(f"{'std':>5} {stats['tr']['std']:10.4f} {stats['peer']['std']:10.4f}")
     print(f"{TOOL}: tr/peer {stats['ratio']:.3f}, 95 % interval {stats['ci_low']:.3f} .. {stats['ci_high']:.3f} "
           f"(paired log-ratios, t = {stats['t_quantile']}; below 1: tr is faster); {source}")
     return 0

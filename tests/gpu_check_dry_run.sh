@@ -61,10 +61,16 @@ echo '{}' > "$work/repo/.device/data/text/manifest.json"
 run_check 1 "$all"
 expect_call 1 "^tr-bench tta --device cuda --model gpt2-d6 --runs 5 --data-dir .*/.device/data/text --json "
 expect_summary 1 "PyTorch text peer skipped: no python with torch and CUDA"
-# The interleave part hands ci/interleave.py the bench part's cnn AMP command (the stand-in python runs nothing).
-expect_call 1 "^python ci/interleave.py --rounds 3 --out .*/interleave --tr timeout 200 build/bin/tr-bench --device cuda \
---optimizer sgd --precision amp --model cnn --batch 256 --mode full-capture .*--json \{json\} --peer .*peers/torch_step.py "
-expect_summary 1 "tr and PyTorch (full-capture) in turns"
+# The interleave part hands ci/interleave.py each headline workload (the stand-in python runs nothing).
+expect_call 1 "^python ci/interleave.py --rounds 3 --out .*/interleave/cnn --tr timeout 200 build/bin/tr-bench --device cuda \
+--optimizer sgd --precision amp --model cnn --batch 256 --mode full-capture .*--json \{json\} --peer .*peers/torch_step.py \
+--model cnn --batch 256 --mode full-capture .*--peer-case torch_step/model:cnn/mode:full-capture/batch:256 "
+expect_call 1 "^python ci/interleave.py .* --out .*/interleave/vgg16bn .*--model vgg16bn --batch 128 --mode full-capture .*\
+peers/torch_step.py --model vgg16bn --batch 128 --mode compile-full-capture "
+expect_call 1 "^python ci/interleave.py .* --out .*/interleave/tta-cnn --tr timeout 200 build/bin/tr-bench --device cuda tta \
+--model cnn --runs 5 .*peers/torch_tta.py --model cnn --mode full-capture .* --tr-tta cnn --peer-case torch_tta "
+expect_summary 1 "tr and its peer in turns: resnet50"
+expect_summary 1 "interleave gpt2 skipped: no .device-llmc/train_gpt2cu"
 expect_summary 1 "scaling skipped: 1 GPU visible (needs 2 or more)"
 expect_summary 1 "scaling-zoo skipped: 1 GPU visible (needs 2 or more)"
 expect_call 1 "^tr_mpi_tests --gtest_filter=GpuProcesses\*"

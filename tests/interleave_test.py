@@ -20,7 +20,8 @@ TR_CASE = "model=cnn,mode=full-capture,batch=256"
 PEER_CASE = "torch_step/model:cnn/mode:full-capture/batch:256"
 FIGURE = "cnn amp b256 full capture vs PyTorch whole-step graph (ms)"
 
-# STANDIN KIND LOG TIMES --json PATH [--fail]: appends A (tr) or B (peer) to LOG;
+# STANDIN KIND LOG TIMES --json PATH [--fail]: KIND tr or tta plays tr-bench (a
+# bench or a tta report), peer, torch_tta or llmc the peer; appends A (tr) or B (peer) to LOG;
 # its round is how many of its letter LOG then holds; writes a report whose case
 # takes TIMES[round - 1] ms (from the first again after the last: a second
 # driver call). The tr report also holds what must not be read: the case's
@@ -30,7 +31,7 @@ STANDIN = r'''
 import json, sys
 kind, log, times = sys.argv[1], sys.argv[2], [float(x) for x in sys.argv[3].split(",")]
 path = sys.argv[sys.argv.index("--json") + 1]
-letter = "A" if kind == "tr" else "B"
+letter = "A" if kind in ("tr", "tta") else "B"
 with open(log, "a") as f:
     f.write(letter + "\n")
 if "--fail" in sys.argv:
@@ -44,7 +45,19 @@ def entry(agg, t, batch=256, variant="train_base", ranks=1):
     if agg:
         e["aggregate_name"] = agg
     return e
-if kind == "tr":
+if kind == "tta":  # tr-bench tta: one model, seconds; "short" leaves a seed short of the target
+    reached = 4 if "--short" in sys.argv else 5
+    report = {"context": {"git_commit": f"commit-call{r}", "device_name": "Stand-in GPU"}, "benchmarks": [],
+              "tta": {"model": "cnn", "summary": {"runs": 5, "reached": reached,
+                                                  "time_to_target_s": {"mean": ms, "median": 9 * ms}}}}
+elif kind == "torch_tta":
+    report = {"context": {}, "runs": [{"seed": 1}],
+              "summary": {"runs": 5, "reached": 5, "time_to_target": {"mean": ms, "min": ms / 9}}}
+elif kind == "llmc":
+    report = {"peer": "llm.c train_gpt2cu", "results": [
+        {"batch": 1, "status": "ok", "median_ms": 50.0},
+        {"batch": 4, "status": "failed" if "--oom" in sys.argv else "ok", "median_ms": ms, "mean_ms": 7 * ms}]}
+elif kind == "tr":
     report = {"context": {"git_commit": f"commit-call{r}", "device_name": "Stand-in GPU"},
               "benchmarks": [entry(None, 9 * ms), entry("mean", 7 * ms), entry("median", ms),
                              entry("median", 5 * ms, batch=64), entry("median", 5 * ms, variant="train_last"),
@@ -83,7 +96,9 @@ def load_driver():
     return module
 
 
-class InterleaveTest(unittest.TestCase):
+class DriverCase(unittest.TestCase):
+    """A temporary folder, the stand-in, and the driver run on it."""
+
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
         self.dir = self.tmp.name
@@ -103,7 +118,7 @@ class InterleaveTest(unittest.TestCase):
     def drive(self, rounds=3, tr=None, peer=None, tr_case=TR_CASE, peer_case=PEER_CASE, extra=()):
         args = [sys.executable, DRIVER, "--rounds", str(rounds), "--out", self.out,
                 "--tr", tr or self.command("tr", TR_MS), "--peer", peer or self.command("peer", PEER_MS),
-                "--tr-case", tr_case, "--peer-case", peer_case, "--figure", FIGURE, *extra]
+                *(("--tr-case", tr_case) if tr_case else ()), "--peer-case", peer_case, "--figure", FIGURE, *extra]
         return subprocess.run(args, capture_output=True, text=True, timeout=120)
 
     def calls(self):
@@ -117,16 +132,19 @@ class InterleaveTest(unittest.TestCase):
         for w in words:
             self.assertIn(w, lines[0])
 
+
+class InterleaveTest(DriverCase):
     def test_runs_alternate_and_the_interval_pairs_the_rounds(self):
         r = self.drive()
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(self.calls(), ["A", "B"] * 3)
         res = json.loads(read(os.path.join(self.out, "interleave.json")))
-        self.assertEqual([x["tr_ms"] for x in res["rounds"]], TR_MS)
-        self.assertEqual([x["peer_ms"] for x in res["rounds"]], PEER_MS)
-        self.assertAlmostEqual(res["tr"]["mean_ms"], 2.441840, places=6)
-        self.assertAlmostEqual(res["peer"]["mean_ms"], 2.333333, places=6)
-        self.assertAlmostEqual(res["peer"]["std_ms"], 1.527525, places=6)
+        self.assertEqual([x["tr"] for x in res["rounds"]], TR_MS)
+        self.assertEqual([x["peer"] for x in res["rounds"]], PEER_MS)
+        self.assertEqual(res["unit"], "ms")
+        self.assertAlmostEqual(res["tr"]["mean"], 2.441840, places=6)
+        self.assertAlmostEqual(res["peer"]["mean"], 2.333333, places=6)
+        self.assertAlmostEqual(res["peer"]["std"], 1.527525, places=6)
         self.assertAlmostEqual(res["ratio"], 1.046503, places=6)
         self.assertAlmostEqual(res["log_ratio"]["mean"], 0.0, places=9)
         self.assertAlmostEqual(res["log_ratio"]["sd"], 0.1, places=9)
@@ -199,6 +217,51 @@ class InterleaveTest(unittest.TestCase):
             self.assertAlmostEqual(h["ci_low"], 0.780035, places=6)
             self.assertAlmostEqual(h["ci_high"], 1.281994, places=6)
             self.assertEqual(h["source"], os.path.join("out", "interleave.json"))  # beside the history file
+
+
+class OtherReportsTest(DriverCase):
+    """The time-to-accuracy reports (seconds) and llm.c's (ms per micro-batch)."""
+
+    def test_tta_against_the_torch_tta_peer_in_seconds(self):
+        r = self.drive(tr=self.command("tta", TR_MS), peer=self.command("torch_tta", PEER_MS), tr_case=None,
+                       peer_case="torch_tta", extra=("--tr-tta", "cnn"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        res = json.loads(read(os.path.join(self.out, "interleave.json")))
+        self.assertEqual(res["unit"], "s")
+        self.assertEqual([x["tr"] for x in res["rounds"]], TR_MS)  # the means, not the medians
+        self.assertEqual([x["peer"] for x in res["rounds"]], PEER_MS)
+        self.assertAlmostEqual(res["ratio"], 1.046503, places=6)
+        self.assertEqual(res["cases"]["tr"], {"tta": "cnn"})
+        self.assertIn("tr_s", r.stdout)
+
+    def test_a_seed_short_of_the_target_gives_no_time(self):
+        r = self.drive(tr=self.command("tta", TR_MS, "--short"), peer=self.command("torch_tta", PEER_MS),
+                       tr_case=None, peer_case="torch_tta", extra=("--tr-tta", "cnn"))
+        self.assert_one_line_error(r, 1, "4 of 5 seeds reached the target")
+
+    def test_the_tta_model_must_match(self):
+        r = self.drive(tr=self.command("tta", TR_MS), peer=self.command("torch_tta", PEER_MS), tr_case=None,
+                       peer_case="torch_tta", extra=("--tr-tta", "mlp"))
+        self.assert_one_line_error(r, 1, "no tta block of model mlp")
+
+    def test_llmc_gives_the_median_of_one_micro_batch(self):
+        r = self.drive(peer=self.command("llmc", PEER_MS), peer_case="llmc/batch:4")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        res = json.loads(read(os.path.join(self.out, "interleave.json")))
+        self.assertEqual([x["peer"] for x in res["rounds"]], PEER_MS)
+        r = self.drive(peer=self.command("llmc", PEER_MS, "--oom"), peer_case="llmc/batch:4")
+        self.assert_one_line_error(r, 1, "micro-batch 4 did not run once and well")
+        r = self.drive(peer=self.command("llmc", PEER_MS), peer_case="llmc/batch:16")
+        self.assert_one_line_error(r, 1, "micro-batch 16")
+
+    def test_units_must_agree_and_one_tr_case_is_given(self):
+        r = self.drive(tr_case=None, extra=("--tr-tta", "cnn"))  # seconds against the peer's ms
+        self.assert_one_line_error(r, 2, "ratio would mean nothing")
+        r = self.drive(extra=("--tr-tta", "cnn"))  # both --tr-case and --tr-tta
+        self.assert_one_line_error(r, 2, "not allowed with")
+        r = self.drive(tr_case=None)  # neither
+        self.assert_one_line_error(r, 2, "one of the arguments")
+        self.assertEqual(self.calls(), [])
 
 
 if __name__ == "__main__":
