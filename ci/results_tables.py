@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The results tables of README.md and docs/results.md, generated from the
+"""The results tables of README.md and docs/results.md, and docs/performance.md's worked
+example, generated from the
 committed reports, so that no number in the documents is typed by hand.
 
   ci/results_tables.py [ROOT]           rewrite every generated block in place
@@ -31,7 +32,7 @@ SCALING = "reports/h200x2/scaling"
 GPT2 = "reports/h100/gpt2"
 TEXT_TTA = "reports/h100/text_tta"
 HISTORY = "reports/history.jsonl"
-DOCS = ["README.md", "docs/results.md"]
+DOCS = ["README.md", "docs/results.md", "docs/performance.md"]
 MODES = ["eager", "partial-capture", "full-capture"]
 
 
@@ -221,6 +222,85 @@ def table_text_tta(root):
     return out
 
 
+def case_rows(report, path, model, mode, batch):
+    """(the repetitions' rows, {aggregate name: row}) of one training case of a tr-bench report."""
+    run_name = f"train_step/model:{model}/variant:train_base/mode:{mode}/gpus:1/batch:{batch}"
+    reps = [b for b in report["benchmarks"] if b.get("run_name", b.get("name")) == run_name and b.get("run_type") == "iteration"]
+    aggs = {b["aggregate_name"]: b for b in report["benchmarks"]
+            if b.get("run_name") == run_name and b.get("run_type") == "aggregate"}
+    if not reps or "median" not in aggs:
+        raise ReportError(f"{path}: no repetitions or median of {run_name}")
+    return reps, aggs
+
+
+def table_worked_example(root):
+    """docs/performance.md's worked example: how to read one case of a report, every number read from it."""
+    tr_path, gs_path, peer_path = f"{GPU}/bench_cnn_amp.json", f"{GPU}/bench_cnn_amp_gridsync.json", f"{GPU}/torch_amp.json"
+    tr = load(root, tr_path)
+    reps, aggs = case_rows(tr, tr_path, "cnn", "full-capture", 256)
+    f = aggs["median"]
+    e = case_rows(tr, tr_path, "cnn", "eager", 256)[1]["median"]
+    g = case_rows(load(root, gs_path), gs_path, "cnn", "full-capture", 256)[1]["median"]
+    pt = peer_times(load(root, peer_path), peer_path)
+    peer, peer_eager = pt[("cnn", "full-capture", 256)], pt[("cnn", "eager", 256)]
+    t, busy, idle = f["real_time"], f["gpu_busy_fraction"], f["gpu_idle_us_per_step"]
+    span = idle / (1 - busy)
+    rep_times = ", ".join(f"{r['real_time']:.5f}" for r in reps)
+    return [
+        f"Case `{f['run_name']}`:", "",
+        "| field | value | reading |", "| --- | --- | --- |",
+        f"| `real_time`, repetitions 0–{len(reps) - 1} | {rep_times} ms | |",
+        f"| `_median` / `_cv` of `real_time` | **{t:.6f} ms** / {aggs['cv']['real_time']:.5f} | quote the median; "
+        f"{aggs['cv']['real_time'] * 100:.2f} % spread within the call |",
+        f"| `_median` `cpu_time` | {f['cpu_time']:.4f} ms | {f['cpu_time'] * 1000:.0f} µs of host work per "
+        f"{t * 1000:.0f} µs step: GPU-bound |",
+        f"| `samples_per_second` | {f['samples_per_second']:.1f} | {f['batch']} / {t:.6f} ms |",
+        f"| graph launches, tr / CUPTI | {f['graph_launches_per_step']:g} / {f['cupti_graph_launches_per_step']:g} | one graph per step |",
+        f"| kernel launches, tr / CUPTI | {f['kernel_launches_per_step']:g} / {f['cupti_kernel_launches_per_step']:g} | "
+        f"`launch_crosscheck_ok` {f['launch_crosscheck_ok']:g} |",
+        f"| `gpu_kernels_per_step`, `event_ops_per_step` | {f['gpu_kernels_per_step']:g}, {f['event_ops_per_step']:g} | |",
+        f"| `gpu_busy_fraction`, `gpu_idle_us_per_step` | **{busy:.3f}**, {idle:.1f} µs | the resident fraction: "
+        "this report predates `gpu_resident_fraction` |",
+        f"| `traced_step_ms`, `gpu_kernel_ms_per_step` | {f['traced_step_ms']:.3f} ms, {f['gpu_kernel_ms_per_step']:.3f} ms | "
+        f"traced step {(f['traced_step_ms'] / t - 1) * 100:.0f} % longer |",
+        f"| `arena_bytes`, `capture_ms` | {f['arena_bytes']} ({f['arena_bytes'] / 2**20:.1f} MiB), {f['capture_ms']:.2f} ms | |",
+        "",
+        f"So the span is {idle:.1f} / (1 − {busy:.3f}) ≈ {span:.0f} µs per step and the union about "
+        f"{span - idle:.0f} µs,",
+        f"while the kernels' summed time, {f['gpu_kernel_ms_per_step'] * 1000:.0f} µs, is "
+        f"{f['gpu_kernel_ms_per_step'] * 1000 / (span - idle):.1f} × the union. Kernels overlap because weight",
+        "gradients run on a side stream and because, under programmatic launch, each kernel's",
+        "interval includes its wait for the one before it (section 3). This report predates the",
+        "busy fraction without programmatic launch, which splits the two.", "",
+        "Two more readings from the same call:", "",
+        f"- **Eager at batch 256**: {e['real_time']:.4f} ms with `cpu_time` {e['cpu_time']:.4f} ms (host-bound), busy "
+        f"{e['gpu_busy_fraction']:.3f};",
+        f"  CUPTI counts {e['cupti_kernel_launches_per_step']:g} kernel launches against tr's "
+        f"{e['kernel_launches_per_step']:g} kernels + {e['library_calls_per_step']:g} library calls (check",
+        f"  {'passed' if e['launch_crosscheck_ok'] else 'failed'}). Full capture is {e['real_time']:.4f} / {t:.4f} = "
+        f"{e['real_time'] / t:.2f}× faster: the console's `x_eager`.",
+        "- **With `--grid-sync`**",
+        f"  ([`../{gs_path}`](../{gs_path})):",
+        f"  {'busier' if g['gpu_busy_fraction'] > busy else 'less busy'} ({g['gpu_busy_fraction']:.3f}) with "
+        f"{'fewer' if g['gpu_kernels_per_step'] < f['gpu_kernels_per_step'] else 'more'} kernels "
+        f"({g['gpu_kernels_per_step']:g}), yet {abs(g['real_time'] / t - 1) * 100:.0f} % "
+        f"{'slower' if g['real_time'] > t else 'faster'} ({g['real_time']:.4f} ms).", "",
+        "**The peer.** `torch_step/model:cnn/mode:full-capture/batch:256` has `real_time`",
+        "**" + f"{peer:.5f} ms**, the median of the peer's default 5 repetitions of PyTorch's whole-step graph:", "",
+        "```",
+        f"torch / tr = {peer:.5f} / {t:.6f} = {peer / t:.2f}     (tr's step takes {t / peer:.3f} of PyTorch's)",
+        "```", "",
+        f"This is the row `cnn 256 full-capture {t:.4f} {peer:.4f} {peer / t:.2f}` that `compare.py` wrote to",
+        f"[`../{GPU}/summary_bench.txt`](../{GPU}/summary_bench.txt).",
+        f"The ratio to the peer's eager step ({peer_eager:.3f} ms) would be {peer_eager / t:.1f}: **not** the number to quote,",
+        "since it sets tr's fastest mode against the peer's slowest.", "",
+        f"How far to trust the {peer / t:.2f}: it is one sample (one call, one host); the {aggs['cv']['real_time'] * 100:.2f} % cv bounds",
+        "only tr's side, as the peer file has no per-repetition times; and this peer (a static loss",
+        "scale, convolutions timed by `cudnn.benchmark`) predates its fused optimizer and on-device",
+        "GradScaler. To claim the ratio, run tr and the peer in turns (`ci/interleave.py`) and give",
+        "its interval; to claim a change in tr, gate two tr reports of at least 5 repetitions each."]
+
+
 def table_scaling(root):
     path = f"{SCALING}/scaling_cnn.json"
     rep = load(root, path)
@@ -256,6 +336,56 @@ def table_headline(root):
     t, p = tr["tta"]["summary"]["time_to_target_s"]["mean"], peer["summary"]["time_to_target"]["mean"]
     out.append(f"| cnn to {tr['tta']['target_acc'] * 100:.0f} % on Fashion-MNIST, mean of {tr['tta']['summary']['runs']} seeds | "
                f"{t:.3f} s | {p:.3f} s (eager loop; its whole-step graph not yet measured) | {t / p:.3f} | `{TTA}/tta_cnn.json` |")
+    return out
+
+
+# The headline workloads of ci/gpu_check/interleave.sh, in the table's order: folder, what (tr in full capture).
+INTERLEAVED = [("cnn", "cnn training step, batch 256, AMP"),
+               ("resnet50", "resnet50 training step, batch 256, AMP"),
+               ("vgg16bn", "vgg16bn training step, batch 128, AMP"),
+               ("gpt2", "GPT-2 124M training step, batch 4 × 1024 tokens, bf16"),
+               ("tta-cnn", "cnn to 94 % on Fashion-MNIST, mean of 5 seeds")]
+
+
+def peer_label(case):
+    """The peer's name, in words, from interleave.json's cases.peer."""
+    m = re.fullmatch(r"torch_step/model:[^/]+/mode:([^/]+)/batch:\d+", case)
+    if m:
+        return {"full-capture": "PyTorch whole-step CUDA graph (GradScaler and fused optimizer on the device)",
+                "compile-full-capture": "PyTorch torch.compile (max-autotune kernels) inside its whole-step CUDA graph",
+                "compile-max-autotune": "PyTorch torch.compile, max-autotune",
+                "torch-compile": "PyTorch torch.compile"}.get(m.group(1), f"PyTorch {m.group(1)}")
+    if re.fullmatch(r"llmc/batch:\d+", case):
+        return "llm.c (bf16, cuDNN attention)"
+    if case == "torch_tta":
+        return "PyTorch, the same recipe in its whole-step CUDA graph"
+    raise ReportError(f"interleave.json: unknown peer case '{case}'")
+
+
+def value(x, unit):
+    return f"{ms(x)} ms" if unit == "ms" else f"{x:.3f} s"
+
+
+def table_interleaved(root, folder):
+    """tr and its strongest peer in turns (ci/interleave.py): the means over the rounds, their ratio and its 95 % interval."""
+    out = ["| workload | tr | strongest peer, in turns with tr | peer | tr ÷ peer | 95 % interval | rounds |",
+           "| --- | ---: | --- | ---: | ---: | ---: | ---: |"]
+    files, ctx, dates = [], None, set()
+    for name, what in INTERLEAVED:
+        path = f"{folder}/{name}/interleave.json"
+        r = load(root, path)
+        unit, c = r["unit"], r["context"]
+        ctx = ctx or c
+        if c.get("device_name") != ctx.get("device_name"):
+            raise ReportError(f"{path}: measured on {c.get('device_name')}, the others on {ctx.get('device_name')}")
+        dates.add(r["date"][:10])
+        out.append(f"| {what} | {value(r['tr']['mean'], unit)} | {peer_label(r['cases']['peer'])} | "
+                   f"{value(r['peer']['mean'], unit)} | {r['ratio']:.3f} | {r['ci_low']:.3f} – {r['ci_high']:.3f} | "
+                   f"{len(r['rounds'])} |")
+        files.append(f"`{path}`")
+    out += ["", f"Source: {', '.join(files)}; {ctx.get('device_name', '?')}; {', '.join(sorted(dates))}; binaries of "
+            f"commit `{ctx.get('git_commit', '?')}`; the `interleave` part of `ci/gpu_check.sh` "
+            f"(`ci/gpu_check/interleave.sh`), whose commands each file keeps."]
     return out
 
 
@@ -350,6 +480,7 @@ TABLES = {
     "text_tta": table_text_tta,
     "scaling": table_scaling,
     "history": table_history,
+    "worked_example": table_worked_example,
     "gpt2": table_gpt2,
 }
 BLOCK = re.compile(r"(<!-- generated by ci/results_tables\.py: (\w+) -->\n)(.*?)(<!-- end of generated \2 -->)", re.S)
