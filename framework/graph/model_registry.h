@@ -54,7 +54,7 @@ struct ModelEntry {
   Recipe recipe;
   // CUDA: weight gradients on a second stream (Note [streams inside a graph])
   // when the batch per GPU is at most this; 0: never. Measured on the H200
-  // (docs/design.md, "Decisions and the figures behind them"): a small batch leaves the
+  // (docs/design.md, "Decisions and what decided them"): a small batch leaves the
   // GPU room for the weight gradients beside the data-gradient chain, a large
   // one makes them contend (cnn 1024, resnet18 2048, resnet50 64, vgg16bn 64).
   int64_t side_streams_max_batch = 0;
