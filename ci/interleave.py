@@ -173,7 +173,8 @@ def step_ms(entry, path, what):
 
 
 def tr_value(path, case):
-    """(value, context) of one tr report: a bench case's median in ms, or a tta model's mean in s."""
+    """(value, context, notes) of one tr report: a bench case's median in ms, or a tta model's mean in s;
+    notes: what the round keeps beside the value (a bench case's throttled repetitions)."""
     if "tta" in case:
         return tr_tta_mean(path, case["tta"])
     return tr_median(path, case)
@@ -194,7 +195,7 @@ def tr_tta_mean(path, model):
     summary = tta.get("summary") or {}
     all_reached(summary, path, f"model {model}")
     mean = (summary.get("time_to_target_s") or {}).get("mean")
-    return positive(mean, path, f"model {model}'s mean time to the target"), report.get("context", {})
+    return positive(mean, path, f"model {model}'s mean time to the target"), report.get("context", {}), {}
 
 
 def tr_median(path, case):
@@ -208,7 +209,10 @@ def tr_median(path, case):
         raise Failure(f"{path}: no median of {what}")
     if len(found) > 1:
         raise Failure(f"{path}: {len(found)} medians match {what}; name more keys in --tr-case")
-    return step_ms(found[0], path, what), report.get("context", {})
+    notes = {}
+    if "throttled_repetitions" in found[0]:  # machine_counters.h: repetitions the GPU throttled in (power, heat)
+        notes["tr_throttled_repetitions"] = found[0]["throttled_repetitions"]
+    return step_ms(found[0], path, what), report.get("context", {}), notes
 
 
 def peer_value(path, name):
@@ -279,10 +283,10 @@ def interleave(a):
     print(f"{TOOL}: {a.figure}: {a.rounds} rounds of tr then peer")
     print(f"{'round':>5} {'tr_' + a.unit:>10} {'peer_' + a.unit:>10} {'tr/peer':>8}", flush=True)
     for r in range(1, a.rounds + 1):
-        t, ctx = tr_value(run("tr", r, a.tr, a.out), a.tr_case)
+        t, ctx, notes = tr_value(run("tr", r, a.tr, a.out), a.tr_case)
         p = peer_value(run("peer", r, a.peer, a.out), a.peer_case)
         context = ctx if context is None else context  # the first round's machine and commit
-        rounds.append({"round": r, "tr": t, "peer": p, "ratio": t / p})
+        rounds.append({"round": r, "tr": t, "peer": p, "ratio": t / p, **notes})
         print(f"{r:5d} {t:10.4f} {p:10.4f} {t / p:8.3f}", flush=True)
     return rounds, context
 

@@ -379,11 +379,14 @@ def table_interleaved(root, folder):
         if c.get("device_name") != ctx.get("device_name"):
             raise ReportError(f"{path}: measured on {c.get('device_name')}, the others on {ctx.get('device_name')}")
         dates.add(r["date"][:10])
-        out.append(f"| {what} | {value(r['tr']['mean'], unit)} | {peer_label(r['cases']['peer'])} | "
+        mark = "*" if any(x.get("tr_throttled_repetitions", 0) for x in r["rounds"]) else ""
+        out.append(f"| {what} | {value(r['tr']['mean'], unit)}{mark} | {peer_label(r['cases']['peer'])} | "
                    f"{value(r['peer']['mean'], unit)} | {r['ratio']:.3f} | {r['ci_low']:.3f} – {r['ci_high']:.3f} | "
                    f"{len(r['rounds'])} |")
         files.append(f"`{path}`")
-    out += ["", f"Source: {', '.join(files)}; {ctx.get('device_name', '?')}; {', '.join(sorted(dates))}; binaries of "
+    out += ["", "\\* the GPU throttled (power cap or heat) in some of tr's repetitions of some round "
+            "(`tr_throttled_repetitions`).",
+            "", f"Source: {', '.join(files)}; {ctx.get('device_name', '?')}; {', '.join(sorted(dates))}; binaries of "
             f"commit `{ctx.get('git_commit', '?')}`; the `interleave` part of `ci/gpu_check.sh` "
             f"(`ci/gpu_check/interleave.sh`), whose commands each file keeps."]
     return out
