@@ -370,7 +370,7 @@ def table_interleaved(root, folder):
     """tr and its strongest peer in turns (ci/interleave.py): the means over the rounds, their ratio and its 95 % interval."""
     out = ["| workload | tr | strongest peer, in turns with tr | peer | tr ÷ peer | 95 % interval | rounds |",
            "| --- | ---: | --- | ---: | ---: | ---: | ---: |"]
-    files, ctx, dates = [], None, set()
+    files, ctx, dates, throttled = [], None, set(), False
     for name, what in INTERLEAVED:
         path = f"{folder}/{name}/interleave.json"
         r = load(root, path)
@@ -380,13 +380,15 @@ def table_interleaved(root, folder):
             raise ReportError(f"{path}: measured on {c.get('device_name')}, the others on {ctx.get('device_name')}")
         dates.add(r["date"][:10])
         mark = "*" if any(x.get("tr_throttled_repetitions", 0) for x in r["rounds"]) else ""
+        throttled = throttled or bool(mark)
         out.append(f"| {what} | {value(r['tr']['mean'], unit)}{mark} | {peer_label(r['cases']['peer'])} | "
                    f"{value(r['peer']['mean'], unit)} | {r['ratio']:.3f} | {r['ci_low']:.3f} – {r['ci_high']:.3f} | "
                    f"{len(r['rounds'])} |")
         files.append(f"`{path}`")
-    out += ["", "\\* the GPU throttled (power cap or heat) in some of tr's repetitions of some round "
-            "(`tr_throttled_repetitions`).",
-            "", f"Source: {', '.join(files)}; {ctx.get('device_name', '?')}; {', '.join(sorted(dates))}; binaries of "
+    if throttled:
+        out += ["", "\\* the GPU throttled (power cap or heat) in some of tr's repetitions of some round "
+                "(`tr_throttled_repetitions`)."]
+    out += ["", f"Source: {', '.join(files)}; {ctx.get('device_name', '?')}; {', '.join(sorted(dates))}; binaries of "
             f"commit `{ctx.get('git_commit', '?')}`; the `interleave` part of `ci/gpu_check.sh` "
             f"(`ci/gpu_check/interleave.sh`), whose commands each file keeps."]
     return out
