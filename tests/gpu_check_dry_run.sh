@@ -67,7 +67,7 @@ expect_call 1 "^python ci/interleave.py --rounds 3 --out .*/interleave/cnn --tr 
 --model cnn --batch 256 --mode full-capture .*--peer-case torch_step/model:cnn/mode:full-capture/batch:256 "
 expect_call 1 "^python ci/interleave.py .* --out .*/interleave/vgg16bn .*--model vgg16bn --batch 128 --mode full-capture .*\
 peers/torch_step.py --model vgg16bn --batch 128 --mode compile-full-capture "
-expect_call 1 "^python ci/interleave.py .* --out .*/interleave/tta-cnn --tr timeout 200 build/bin/tr-bench --device cuda tta \
+expect_call 1 "^python ci/interleave.py .* --out .*/interleave/tta-cnn --tr timeout 200 build/bin/tr-bench tta --device cuda \
 --model cnn --runs 5 .*peers/torch_tta.py --model cnn --mode full-capture .* --tr-tta cnn --peer-case torch_tta "
 expect_summary 1 "tr and its peer in turns: resnet50"
 expect_summary 1 "interleave gpt2 skipped: no .device-llmc/train_gpt2cu"

@@ -23,7 +23,7 @@
 PY=${TR_TORCH_PYTHON:-/opt/torch/.venv/bin/python}
 if [ -x "$PY" ] && "$PY" -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
   limit="timeout ${TR_T_INTERLEAVE:-200}"  # each run
-  tr_bench="$limit $(printf %q "$BIN/tr-bench") --device cuda"
+  tr_bench="$limit $(printf %q "$BIN/tr-bench")"
   timing="--warmup 10 --iters 30 --repetitions 5"
   cnn_mode=${TR_INTERLEAVE_CNN_MODE:-full-capture}
   zoo_mode=${TR_INTERLEAVE_ZOO_MODE:-compile-full-capture}
@@ -33,7 +33,7 @@ if [ -x "$PY" ] && "$PY" -c "import torch; assert torch.cuda.is_available()" 2>/
         batch=256 pmode=$zoo_mode
         [ $w = vgg16bn ] && batch=128
         [ $w = cnn ] && pmode=$cnn_mode
-        tr_cmd="$tr_bench --optimizer sgd --precision amp --model $w --batch $batch --mode full-capture $timing --json {json}"
+        tr_cmd="$tr_bench --device cuda --optimizer sgd --precision amp --model $w --batch $batch --mode full-capture $timing --json {json}"
         peer_cmd="$limit $(printf %q "$PY") peers/torch_step.py --model $w --batch $batch --mode $pmode $timing --json {json}"
         what=(--tr-case "model=$w,mode=full-capture,batch=$batch" --peer-case "torch_step/model:$w/mode:$pmode/batch:$batch"
           --figure "$w amp b$batch full capture vs PyTorch $pmode (ms)") ;;
@@ -42,7 +42,7 @@ if [ -x "$PY" ] && "$PY" -c "import torch; assert torch.cuda.is_available()" 2>/
           note "interleave gpt2 skipped: no .device-llmc/train_gpt2cu (bash ci/llmc/build.sh LLMC_SRC)"
           continue
         fi
-        tr_cmd="$tr_bench --model gpt2 --batch 4 --precision bf16 --mode full-capture --warmup 2 --iters 5 --repetitions 3 --json {json}"
+        tr_cmd="$tr_bench --device cuda --model gpt2 --batch 4 --precision bf16 --mode full-capture --warmup 2 --iters 5 --repetitions 3 --json {json}"
         # run.sh writes OUT/llmc_gpt2.json: a folder per round, the report then moved to {json}.
         peer_cmd="d=\$(mktemp -d) && OUT=\$d LLMC_BATCHES=4 LLMC_STEPS=30 $limit bash ci/llmc/run.sh > \$d/run.log 2>&1"
         peer_cmd+=" && mv \$d/llmc_gpt2.json {json}"
@@ -53,7 +53,7 @@ if [ -x "$PY" ] && "$PY" -c "import torch; assert torch.cuda.is_available()" 2>/
           note "interleave tta-cnn skipped: no Fashion-MNIST folder (DATA)"
           continue
         fi
-        tr_cmd="$tr_bench tta --model cnn --runs 5 --data-dir $(printf %q "$DATA") --json {json}"
+        tr_cmd="$tr_bench tta --device cuda --model cnn --runs 5 --data-dir $(printf %q "$DATA") --json {json}"
         # The recipe of framework/graph/model_registry.cpp, flag for flag (as the tta part runs it).
         peer_cmd="$limit $(printf %q "$PY") peers/torch_tta.py --model cnn --mode full-capture --epochs 7 --batch 512"
         peer_cmd+=" --lr 0.4 --warmup 0.2 --amp --flip --tta flip --target-acc 0.94 --runs 5 --data-dir $(printf %q "$DATA") --json {json}"
