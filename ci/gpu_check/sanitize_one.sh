@@ -15,12 +15,15 @@ if [ "$program" = ops ]; then
   TR_OP_CASES=$cases timeout "${TR_T_SAN:-300}" "$CS" --tool "$tool" "${extra[@]}" --error-exitcode 9 \
     "$BIN/tr_tests" --gtest_filter=OpsGpu.OpTableEveryCaseMatchesTheCpu > "$SAN_DIR/$name.log" 2>&1
 else
-  # A sanitized kernel may run for minutes: tr-train's watchdog must not take that for a hang.
-  timeout "${TR_T_SAN:-300}" "$CS" --tool "$tool" "${extra[@]}" --error-exitcode 9 "$BIN/$program" "$@" \
-    --watchdog-ms 3600000 > "$SAN_DIR/$name.log" 2>&1
+  # A sanitized kernel may run for minutes: tr-train's watchdog must not take that for a hang. The
+  # program runs under a shell (the tool follows it into the child) that names how it ended: the
+  # tool says only "process didn't terminate successfully", whether it exited 1 or died of a signal (128 + N).
+  timeout "${TR_T_SAN:-300}" "$CS" --tool "$tool" "${extra[@]}" --error-exitcode 9 bash -c \
+    '"$@"; rc=$?; [ $rc -eq 0 ] || echo "sanitize_one: ${1##*/} ended with status $rc" >&2; exit $rc' _ \
+    "$BIN/$program" "$@" --watchdog-ms 3600000 > "$SAN_DIR/$name.log" 2>&1
 fi
 rc=$?
 # memcheck adds a LEAK SUMMARY; racecheck says RACECHECK SUMMARY instead of ERROR SUMMARY.
-summary=$(grep -E 'ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY' "$SAN_DIR/$name.log" | sed 's/^========= //' | paste -sd';' -)
+summary=$(grep -E 'ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY|^sanitize_one: ' "$SAN_DIR/$name.log" | sed 's/^========= //' | paste -sd';' -)
 [ $rc -eq 124 ] && summary="timed out after ${TR_T_SAN:-300} s; $summary"
 echo "$name (exit $rc): $summary" > "$SAN_DIR/$name.result"
