@@ -321,6 +321,7 @@ def main():
                           "time_to_target": stats(times), "final_loss": stats([r["final_loss"] for r in runs]),
                           "setup_seconds": stats([r["setup_seconds"] for r in runs]),
                           "train_seconds": stats([r["epochs"][-1]["train_seconds"] for r in runs])}
+        out["device_memory"] = step_timing.device_memory()  # the peaks over the runs so far (PyTorch's allocator)
         write(a.json, out)  # after every run: a run cut short keeps the finished ones
     s = out["summary"]
     print(f"target val loss {a.target_loss:g}: reached in {s['reached']}/{s['runs']} runs")

@@ -60,6 +60,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+import machine_state
 import step_timing
 import torch_models
 
@@ -478,6 +479,7 @@ def main():
     out = {"context": {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                        "host": socket.gethostname(), "torch": torch.__version__, "cuda": torch.version.cuda,
                        "cudnn": torch.backends.cudnn.version(), "gpu": torch.cuda.get_device_name(),
+                       "gpu_state": machine_state.gpu_state(),
                        "command": " ".join(sys.argv), "warmup_seconds": warmup_seconds, "parameters": params,
                        "input_side": side, "train_images": n, "test_images": data[1][0].shape[0],
                        "steps_per_epoch": steps_per_epoch, "total_steps": len(lrs)},
@@ -490,6 +492,7 @@ def main():
     for r in range(a.runs):
         out["runs"].append(train_run(a, r + 1, a.seed + r, data, pipe, lrs, logit_scale, conv, dev))
         out["summary"] = summary(a, out["runs"])
+        out["device_memory"] = step_timing.device_memory()  # the peaks over the runs so far (PyTorch's allocator)
         write(a.json, out)  # after every run: a run cut short keeps the finished ones
     s = out["summary"]
     print(f"target {a.target_acc:.4f} ({a.eval} weights, tta {a.tta}): reached in {s['reached']}/{s['runs']} runs")
