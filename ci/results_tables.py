@@ -31,6 +31,7 @@ TTA = "reports/h200/tta"
 SCALING = "reports/h200x2/scaling"
 GPT2 = "reports/h100/gpt2"
 TEXT_TTA = "reports/h100/text_tta"
+INTERLEAVE = "reports/h100/interleave"
 HISTORY = "reports/history.jsonl"
 DOCS = ["README.md", "docs/results.md", "docs/performance.md"]
 MODES = ["eager", "partial-capture", "full-capture"]
@@ -315,27 +316,34 @@ def table_scaling(root):
 
 
 def table_headline(root):
-    """The README's few lines: tr against the strongest PyTorch measured beside it."""
-    out = ["| workload (one H200, AMP) | tr | strongest PyTorch measured beside it | tr ÷ PyTorch | report |",
-           "| --- | ---: | --- | ---: | --- |"]
-    tr_path, peer_path = f"{GPU}/bench_cnn_amp.json", f"{GPU}/torch_amp.json"
-    rows, pt = medians(load(root, tr_path), tr_path), peer_times(load(root, peer_path), peer_path)
-    for batch in (64, 4096):
-        t = rows[("cnn", "full-capture", 1, batch)]["real_time"]
-        mode, p = fastest_peer(pt, "cnn", batch)
-        # The reports of this table predate the peer's fused optimizer and device-side GradScaler.
-        label = "whole-step CUDA graph, static loss scale" if mode == "full-capture" else mode
-        out.append(f"| cnn training step, batch {batch} | {ms(t)} ms | {ms(p)} ms ({label}) | {t / p:.3f} | `{tr_path}` |")
-    for model, short, batch in [("resnet50", "r50", 256), ("vgg16bn", "vgg", 128)]:
-        c = peer_times(load(root, f"{COMPILE}/torch_{short}.json"), short)[(model, "torch-compile", batch)]
-        path = f"{COMPILE}/tr_{short}_1.json"
-        t = medians(load(root, path), path)[(model, "full-capture", 1, batch)]["real_time"]
-        out.append(f"| {model} training step, batch {batch} | {ms(t)} ms | {ms(c)} ms (torch.compile) | {t / c:.3f} | `{path}` |")
-    tr = load(root, f"{TTA}/tta_cnn.json")
-    peer = load(root, f"{TTA}/tta_torch_cnn.json")
-    t, p = tr["tta"]["summary"]["time_to_target_s"]["mean"], peer["summary"]["time_to_target"]["mean"]
-    out.append(f"| cnn to {tr['tta']['target_acc'] * 100:.0f} % on Fashion-MNIST, mean of {tr['tta']['summary']['runs']} seeds | "
-               f"{t:.3f} s | {p:.3f} s (eager loop; its whole-step graph not yet measured) | {t / p:.3f} | `{TTA}/tta_cnn.json` |")
+    """The README's few lines: tr against the strongest peer it ran beside, in turns where that was measured
+    (ci/interleave.py, INTERLEAVE), else the older measurement in two blocks of one call."""
+    out = ["| workload | GPU | tr | strongest peer run beside it | peer | tr ÷ peer | 95 % interval (rounds) |",
+           "| --- | --- | ---: | --- | ---: | ---: | ---: |"]
+    sources = []
+    for name, what in INTERLEAVED:
+        path = f"{INTERLEAVE}/{name}/interleave.json"
+        if os.path.exists(os.path.join(root, path)):
+            r = load(root, path)
+            unit = r["unit"]
+            out.append(f"| {what} | {r['context'].get('device_name', '?')} | {value(r['tr']['mean'], unit)} | "
+                       f"{peer_label(r['cases']['peer'])} | {value(r['peer']['mean'], unit)} | {r['ratio']:.3f} | "
+                       f"{r['ci_low']:.3f} – {r['ci_high']:.3f} ({len(r['rounds'])}) |")
+            sources.append(f"`{path}`")
+        elif name in ("resnet50", "vgg16bn"):
+            short, batch = {"resnet50": ("r50", 256), "vgg16bn": ("vgg", 128)}[name]
+            c = peer_times(load(root, f"{COMPILE}/torch_{short}.json"), short)[(name, "torch-compile", batch)]
+            tr_path = f"{COMPILE}/tr_{short}_1.json"
+            tr = load(root, tr_path)
+            t = medians(tr, tr_path)[(name, "full-capture", 1, batch)]["real_time"]
+            out.append(f"| {what} | {tr['context'].get('device_name', '?')} | {ms(t)} ms | PyTorch torch.compile, "
+                       f"default mode, the optimizer eager (not yet its whole-step compile) | {ms(c)} ms | {t / c:.3f} | "
+                       "— (two blocks of one call) |")
+            sources.append(f"`{tr_path}` and `{COMPILE}/torch_{short}.json`")
+        else:
+            raise ReportError(f"{path}: missing; the headline needs it")
+    out += ["", "Source: " + ", ".join(sources) + "; the interleaved rows' commands, machine state and every round "
+            f"are in their files (`{INTERLEAVE}/command.txt` says how they ran)."]
     return out
 
 
@@ -364,34 +372,6 @@ def peer_label(case):
 
 def value(x, unit):
     return f"{ms(x)} ms" if unit == "ms" else f"{x:.3f} s"
-
-
-def table_interleaved(root, folder):
-    """tr and its strongest peer in turns (ci/interleave.py): the means over the rounds, their ratio and its 95 % interval."""
-    out = ["| workload | tr | strongest peer, in turns with tr | peer | tr ÷ peer | 95 % interval | rounds |",
-           "| --- | ---: | --- | ---: | ---: | ---: | ---: |"]
-    files, ctx, dates, throttled = [], None, set(), False
-    for name, what in INTERLEAVED:
-        path = f"{folder}/{name}/interleave.json"
-        r = load(root, path)
-        unit, c = r["unit"], r["context"]
-        ctx = ctx or c
-        if c.get("device_name") != ctx.get("device_name"):
-            raise ReportError(f"{path}: measured on {c.get('device_name')}, the others on {ctx.get('device_name')}")
-        dates.add(r["date"][:10])
-        mark = "*" if any(x.get("tr_throttled_repetitions", 0) for x in r["rounds"]) else ""
-        throttled = throttled or bool(mark)
-        out.append(f"| {what} | {value(r['tr']['mean'], unit)}{mark} | {peer_label(r['cases']['peer'])} | "
-                   f"{value(r['peer']['mean'], unit)} | {r['ratio']:.3f} | {r['ci_low']:.3f} – {r['ci_high']:.3f} | "
-                   f"{len(r['rounds'])} |")
-        files.append(f"`{path}`")
-    if throttled:
-        out += ["", "\\* the GPU throttled (power cap or heat) in some of tr's repetitions of some round "
-                "(`tr_throttled_repetitions`)."]
-    out += ["", f"Source: {', '.join(files)}; {ctx.get('device_name', '?')}; {', '.join(sorted(dates))}; binaries of "
-            f"commit `{ctx.get('git_commit', '?')}`; the `interleave` part of `ci/gpu_check.sh` "
-            f"(`ci/gpu_check/interleave.sh`), whose commands each file keeps."]
-    return out
 
 
 def gpt_peer_cases(report, path):
