@@ -31,8 +31,8 @@ else
     CS=$CS BIN=$BIN SAN_DIR=$SAN_DIR xargs -r -P "${TR_SAN_JOBS:-12}" -L 1 bash ci/gpu_check/sanitize_one.sh
   grep -E '^[^ ]+ (racecheck|synccheck) ' "$SAN_DIR/jobs.txt" | grep -v '_gpt2-d6_' |
     CS=$CS BIN=$BIN SAN_DIR=$SAN_DIR xargs -r -P "${TR_SAN_RACE_JOBS:-4}" -L 1 bash ci/gpu_check/sanitize_one.sh
-  # gpt2-d6 under racecheck holds tens of GB of host memory a process: six at once on a 128 GiB machine
-  # were killed one after another (status 137) before training began, and one alone ran past 200 s. So
+  # gpt2-d6 under racecheck: six at once on a 128 GiB machine were killed one after another (status 137, most
+  # likely for host memory) before training began, and one alone ran past 200 s. So
   # they run TR_SAN_GPT_RACE_JOBS at a time (default 1), each up to TR_T_SAN_GPT seconds (default 900).
   grep -E '^[^ ]+ (racecheck|synccheck) ' "$SAN_DIR/jobs.txt" | grep '_gpt2-d6_' |
     CS=$CS BIN=$BIN SAN_DIR=$SAN_DIR TR_T_SAN=${TR_T_SAN_GPT:-900} xargs -r -P "${TR_SAN_GPT_RACE_JOBS:-1}" -L 1 \
