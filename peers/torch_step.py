@@ -106,7 +106,9 @@ class Step(step_timing.TwoSlotStep):
             torch.compiler.cudagraph_mark_step_begin()  # Inductor's graphs: a new step reuses their outputs
         self.x_u8.copy_(self.host_x[slot], non_blocking=True)
         self.y.copy_(self.host_y[slot], non_blocking=True)
-        self.opt.zero_grad(set_to_none=False)
+        # A captured step keeps its gradients' addresses; under Inductor's CUDA graphs the gradients are outputs
+        # of the last step's backward graph, which this step overwrites: writing zeros into them is refused.
+        self.opt.zero_grad(set_to_none=self.mode == "compile-max-autotune")
         with torch.autocast("cuda", dtype=torch.float16, cache_enabled=self.mode != "partial-capture"):
             logits = self.fwd(self._input()) * self.logit_scale
             loss = F.cross_entropy(logits.float(), self.y, label_smoothing=0.1)
