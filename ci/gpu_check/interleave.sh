@@ -34,7 +34,10 @@ if [ -x "$PY" ] && "$PY" -c "import torch; assert torch.cuda.is_available()" 2>/
         [ $w = vgg16bn ] && batch=128
         [ $w = cnn ] && pmode=$cnn_mode
         tr_cmd="$tr_bench --device cuda --optimizer sgd --precision amp --model $w --batch $batch --mode full-capture $timing --json {json}"
-        peer_cmd="$limit $(printf %q "$PY") peers/torch_step.py --model $w --batch $batch --mode $pmode $timing --json {json}"
+        peer_limit=$limit
+        # Inductor's max-autotune compile of resnet50 took more than 200 s (H100); its cache shortens later rounds.
+        [[ $pmode == compile* ]] && peer_limit="timeout ${TR_T_INTERLEAVE_COMPILE:-900}"
+        peer_cmd="$peer_limit $(printf %q "$PY") peers/torch_step.py --model $w --batch $batch --mode $pmode $timing --json {json}"
         what=(--tr-case "model=$w,mode=full-capture,batch=$batch" --peer-case "torch_step/model:$w/mode:$pmode/batch:$batch"
           --figure "$w amp b$batch full capture vs PyTorch $pmode (ms)") ;;
       gpt2)
