@@ -64,7 +64,7 @@ expect_summary 1 "PyTorch text peer skipped: no python with torch and CUDA"
 # The interleave part hands ci/interleave.py each headline workload (the stand-in python runs nothing).
 expect_call 1 "^python ci/interleave.py --rounds 3 --out .*/interleave/cnn --tr timeout 200 build/bin/tr-bench --device cuda \
 --optimizer sgd --precision amp --model cnn --batch 256 --mode full-capture .*--json \{json\} --peer .*peers/torch_step.py \
---model cnn --batch 256 --mode full-capture .*--peer-case torch_step/model:cnn/mode:full-capture/batch:256 "
+--model cnn --batch 256 --mode compile-full-capture .*--peer-case torch_step/model:cnn/mode:compile-full-capture/batch:256 "
 expect_call 1 "^python ci/interleave.py .* --out .*/interleave/vgg16bn .*--model vgg16bn --batch 128 --mode full-capture .*\
 peers/torch_step.py --model vgg16bn --batch 128 --mode compile-full-capture "
 expect_call 1 "^python ci/interleave.py .* --out .*/interleave/tta-cnn --tr timeout 200 build/bin/tr-bench tta --device cuda \

@@ -6,8 +6,9 @@
 # ratio a 95 % confidence interval. TR_INTERLEAVE_WORKLOADS picks them (default:
 # all, in this order):
 #   cnn       batch 256, AMP, SGD, full capture, beside peers/torch_step.py in
-#             mode TR_INTERLEAVE_CNN_MODE (default full-capture: the whole-step
-#             graph with GradScaler and the fused optimizer on the device)
+#             mode TR_INTERLEAVE_CNN_MODE (default compile-full-capture, the
+#             fastest of its modes on the H100: Inductor's max-autotune kernels
+#             inside the whole-step graph, GradScaler and the fused optimizer on the device)
 #   resnet50  batch 256, and
 #   vgg16bn   batch 128, the same, beside mode TR_INTERLEAVE_ZOO_MODE (default
 #             compile-full-capture: Inductor's kernels inside the whole-step
@@ -25,7 +26,7 @@ if [ -x "$PY" ] && "$PY" -c "import torch; assert torch.cuda.is_available()" 2>/
   limit="timeout ${TR_T_INTERLEAVE:-200}"  # each run
   tr_bench="$limit $(printf %q "$BIN/tr-bench")"
   timing="--warmup 10 --iters 30 --repetitions 5"
-  cnn_mode=${TR_INTERLEAVE_CNN_MODE:-full-capture}
+  cnn_mode=${TR_INTERLEAVE_CNN_MODE:-compile-full-capture}
   zoo_mode=${TR_INTERLEAVE_ZOO_MODE:-compile-full-capture}
   for w in ${TR_INTERLEAVE_WORKLOADS:-cnn resnet50 vgg16bn gpt2 tta-cnn}; do
     case $w in
