@@ -2,11 +2,14 @@
 side stream, then the graph) and the reset of an optimizer after it; a step
 over two input slots whose full-capture mode replays one whole-step CUDA graph
 per slot, and its timing the way tr-bench times tr's (CUDA events around
-`iters` steps, median of repetitions)."""
+`iters` steps, median of repetitions, NVML read around each, gpu_samples.py)."""
+import functools
 import statistics
 import time
 
 import torch
+
+import gpu_samples
 
 # The modes whose step is one captured CUDA graph per input slot.
 WHOLE_STEP_MODES = ("full-capture", "compile-full-capture")
@@ -43,10 +46,13 @@ def zero_optimizer_state(opt):
 
 class TwoSlotStep:
     """A subclass sets self.mode and self.slot and defines _body(slot): one
-    training step reading input slot 0 or 1."""
+    training step reading input slot 0 or 1. steps_run counts the steps that
+    ran (a capture's warm-up ones too; the capture itself runs none)."""
+    steps_run = 0
 
     def capture(self, warmup_steps=3):
         warm_up_on_side_stream(lambda i: self._body(i % 2), warmup_steps)
+        self.steps_run += warmup_steps
         self.graphs = []
         for slot in (0, 1):
             g = torch.cuda.CUDAGraph()
@@ -60,16 +66,31 @@ class TwoSlotStep:
         else:
             self._body(self.slot)
         self.slot = 1 - self.slot
+        self.steps_run += 1
 
 
-def time_steps(st, warmup, iters, reps):
-    """(median ms a step, median host CPU ms a step) after `warmup` steps."""
+@functools.cache
+def sampler():
+    """NVML for the current CUDA device, found by its PCI bus id as tr-bench finds it."""
+    p = torch.cuda.get_device_properties(torch.cuda.current_device())
+    bus = f"{p.pci_domain_id:08x}:{p.pci_bus_id:02x}:{p.pci_device_id:02x}.0"
+    return gpu_samples.Sampler(bus)
+
+
+def time_steps(st, warmup, iters, reps, samples_per_step=0, tokens_per_sample=0):
+    """(median ms a step, median host CPU ms a step, machine counters) after
+    `warmup` steps. The counters (gpu_samples.counters: energy, clocks,
+    throttling; {} without NVML) take samples_per_step items a step; where no
+    repetition lasted long enough for the energy counter, one untimed window
+    after them does (Note [energy window])."""
     for _ in range(warmup):
         st.step()
     torch.cuda.synchronize()
-    times, cpu = [], []
+    times, cpu, windows = [], [], []
+    nvml = sampler()
     e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     for _ in range(reps):
+        before, w0 = nvml.sample(), time.perf_counter()
         c0 = time.thread_time()
         e0.record()
         for _ in range(iters):
@@ -77,9 +98,26 @@ def time_steps(st, warmup, iters, reps):
         e1.record()
         c1 = time.thread_time()
         e1.synchronize()
+        after = nvml.sample()
+        if before and after:
+            windows.append(gpu_samples.window(before, after, time.perf_counter() - w0, iters))
         times.append(e0.elapsed_time(e1) / iters)
         cpu.append((c1 - c0) * 1e3 / iters)
-    return statistics.median(times), statistics.median(cpu)
+    ms = statistics.median(times)
+    energy_window = None
+    if windows and all(w["seconds"] < gpu_samples.MIN_ENERGY_WINDOW_S for w in windows):
+        energy_window = _energy_window(st, nvml, gpu_samples.energy_window_steps(ms))
+    return ms, statistics.median(cpu), gpu_samples.counters(windows, samples_per_step, tokens_per_sample,
+                                                            energy_window)
+
+
+def _energy_window(st, nvml, steps):
+    before, w0 = nvml.sample(), time.perf_counter()
+    for _ in range(steps):
+        st.step()
+    torch.cuda.synchronize()
+    after = nvml.sample()
+    return gpu_samples.window(before, after, time.perf_counter() - w0, steps) if before and after else None
 
 
 def device_memory():

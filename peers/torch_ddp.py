@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -28,6 +29,7 @@ import torch.multiprocessing as mp
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import machine_state  # noqa: E402
 import torch_step  # noqa: E402
 
 
@@ -56,11 +58,11 @@ def worker(rank, world, a, cases, queue):
     out = []
     for model, b, mode in cases:
         try:
-            ms, cpu_ms, _ = torch_step.time_case(model, b, mode, a.warmup, a.iters, a.repetitions,
-                                                 wrap=ddp_wrap(rank, mode, a.bn), capture_warmup=11)
-            out.append((model, b, mode, ms, cpu_ms, None))
+            ms, cpu_ms, extra = torch_step.time_case(model, b, mode, a.warmup, a.iters, a.repetitions,
+                                                     wrap=ddp_wrap(rank, mode, a.bn), capture_warmup=11)
+            out.append((model, b, mode, ms, cpu_ms, None, extra))  # rank 0's memory and machine counters
         except Exception as e:  # reported, not hidden; the other ranks fail the same case
-            out.append((model, b, mode, None, None, str(e)))
+            out.append((model, b, mode, None, None, str(e), {}))
         dist.barrier()
     if rank == 0:
         queue.put(out)
@@ -105,9 +107,13 @@ def main():
     print(f"torch_ddp: torch {torch.__version__}, {world} x {torch.cuda.get_device_name()}, BN {a.bn}, "
           f"{a.repetitions} repetitions x {a.iters} steps after {a.warmup} warm-up steps")
     print(f"{'model':5} {'mode':13} {'batch/gpu':>9} {'1gpu_ms':>9} {f'{world}gpu_ms':>9} {'efficiency':>10}")
-    out = {"context": {"torch_version": torch.__version__, "device_name": torch.cuda.get_device_name(),
-                       "gpus": world, "bn": a.bn, "command_line": " ".join(sys.argv)}, "benchmarks": []}
-    for model, b, mode, ms, cpu_ms, err in results:
+    out = {"context": {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                       "torch_version": torch.__version__, "cuda": torch.version.cuda,
+                       "cudnn": torch.backends.cudnn.version(), "nccl": ".".join(map(str, torch.cuda.nccl.version())),
+                       "device_name": torch.cuda.get_device_name(), "gpus": world, "bn": a.bn,
+                       "command_line": " ".join(sys.argv), "gpu_state": machine_state.gpu_state(0)},
+           "benchmarks": []}
+    for model, b, mode, ms, cpu_ms, err, extra in results:
         one_ms = single[(model, b, mode)][0]
         name = f"torch_ddp/model:{model}/mode:{mode}/batch_per_gpu:{b}/bn:{a.bn}"
         if err is not None:
@@ -117,7 +123,7 @@ def main():
         eff = one_ms / ms  # same batch per GPU: (world*b/ms) / (world * b/one_ms)
         print(f"{model:5} {mode:13} {b:9d} {one_ms:9.4f} {ms:9.4f} {eff:10.3f}", flush=True)
         out["benchmarks"].append({"name": name, "gpus": world, "real_time": ms, "cpu_time": cpu_ms,
-                                  "time_unit": "ms", "one_gpu_ms": one_ms, "weak_scaling_efficiency": eff})
+                                  "time_unit": "ms", "one_gpu_ms": one_ms, "weak_scaling_efficiency": eff, **extra})
     if a.json:
         with open(a.json, "w") as f:
             json.dump(out, f, indent=1)

@@ -142,12 +142,12 @@ def time_case(model, batch, seq, mode, precision, warmup, iters, reps):
     st = Step(model, batch, seq, mode, precision)
     if mode == "full-capture":
         st.capture()
-    ms, cpu_ms = step_timing.time_steps(st, warmup, iters, reps)
-    loss = st.loss_sum.item() / (warmup + iters * reps + (3 if mode == "full-capture" else 0))
+    ms, cpu_ms, machine = step_timing.time_steps(st, warmup, iters, reps, batch, seq)
+    loss = st.loss_sum.item() / st.steps_run
     memory = step_timing.device_memory()
     del st
     step_timing.reset_device_memory()
-    return ms, cpu_ms, loss, memory
+    return ms, cpu_ms, loss, {**memory, **machine}
 
 
 def main():

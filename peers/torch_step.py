@@ -126,11 +126,11 @@ def time_case(model, batch, mode, warmup, iters, reps, wrap=None, capture_warmup
     st = Step(model, batch, mode, wrap)
     if mode in step_timing.WHOLE_STEP_MODES:
         st.capture(capture_warmup)
-    ms, cpu_ms = step_timing.time_steps(st, warmup, iters, reps)
+    ms, cpu_ms, machine = step_timing.time_steps(st, warmup, iters, reps, batch)
     memory = step_timing.device_memory()
     del st
     step_timing.reset_device_memory()
-    return ms, cpu_ms, memory
+    return ms, cpu_ms, {**memory, **machine}
 
 
 def main():
@@ -163,6 +163,8 @@ def main():
                        "torch_version": torch.__version__, "cuda": torch.version.cuda,
                        "cudnn": torch.backends.cudnn.version(), "device_name": torch.cuda.get_device_name(),
                        "command_line": " ".join(sys.argv),
+                       # Inductor's settings from the environment (the interleave part picks its conv backends).
+                       "inductor_env": {k: v for k, v in sorted(os.environ.items()) if k.startswith("TORCHINDUCTOR_")},
                        "gpu_state": machine_state.gpu_state()},
            "benchmarks": []}
     print(f"torch_step: torch {torch.__version__} on {torch.cuda.get_device_name()}, "

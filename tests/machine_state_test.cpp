@@ -71,6 +71,43 @@ TEST(MachineState, RepetitionsBecomeCounters) {
   EXPECT_EQ(machine_counters({mixed[1]}, 5, 8, 0).count("energy_j_per_step"), 0u);
 }
 
+// Note [energy window]: repetitions too short for the counter take their
+// energy from the untimed window, which says so; it never replaces a
+// repetition's energy, and its throttling is not a repetition's.
+TEST(MachineState, AnEnergyWindowStandsInForShortRepetitions) {
+  RepMachine short_rep;
+  short_rep.energy_j = 0.02;
+  short_rep.seconds = 0.015;  // 30 steps of 0.5 ms
+  short_rep.end.sm_mhz = 1980;
+  RepMachine window;
+  window.steps = 1250;
+  window.energy_j = 250;
+  window.seconds = 0.64;
+  window.end.sm_mhz = 1500;
+  window.end.reasons = 0x4;
+  const auto k = machine_counters({short_rep, short_rep}, 30, 256, 0, &window);
+  EXPECT_DOUBLE_EQ(k.at("energy_j_per_step"), 250.0 / 1250);
+  EXPECT_DOUBLE_EQ(k.at("power_w"), 250 / 0.64);
+  EXPECT_DOUBLE_EQ(k.at("samples_per_joule"), 256.0 * 1250 / 250);
+  EXPECT_EQ(k.at("energy_window_steps"), 1250);
+  EXPECT_EQ(k.at("sm_clock_mhz_min"), 1980);
+  EXPECT_EQ(k.at("throttled_repetitions"), 0);
+  // Long repetitions keep their own energy; the window is not consulted.
+  RepMachine long_rep = short_rep;
+  long_rep.energy_j = 300;
+  long_rep.seconds = 1.0;
+  const auto own = machine_counters({long_rep}, 30, 256, 0, &window);
+  EXPECT_DOUBLE_EQ(own.at("energy_j_per_step"), 10.0);
+  EXPECT_EQ(own.count("energy_window_steps"), 0u);
+  // A window whose counter did not move gives nothing.
+  window.energy_j = 0;
+  EXPECT_EQ(machine_counters({short_rep}, 30, 256, 0, &window).count("energy_j_per_step"), 0u);
+  // Its length: a quarter over half a second, at least one step.
+  EXPECT_EQ(energy_window_steps(0.5), 1250);
+  EXPECT_EQ(energy_window_steps(2000), 1);
+  EXPECT_EQ(energy_window_steps(0), 1);
+}
+
 TEST(MachineState, TheGateNamesThrottledRepetitions) {
   BenchReport r;
   r.context.device_kind = "cuda";

@@ -12,7 +12,11 @@
 #   resnet50  batch 256, and
 #   vgg16bn   batch 128, the same, beside mode TR_INTERLEAVE_ZOO_MODE (default
 #             compile-full-capture: Inductor's kernels inside the whole-step
-#             graph; compiled again each round, from Inductor's caches after the first)
+#             graph; compiled again each round, from Inductor's caches after the
+#             first), its convolutions from the backends TR_INTERLEAVE_ZOO_CONV
+#             (default ATEN: cuDNN, as tr's; Inductor's search of Triton conv
+#             templates for resnet50 ran past 200 s on an H100, and "ATEN,TRITON"
+#             restores it); the peer's report records the setting (inductor_env)
 #   gpt2      batch 4, T 1024, bf16, full capture, beside llm.c (ci/llmc/run.sh,
 #             the binary in .device-llmc) at micro-batch 4
 #   tta-cnn   the cnn's recipe to 94 % over 5 seeds, beside peers/torch_tta.py in
@@ -38,7 +42,9 @@ if [ -x "$PY" ] && "$PY" -c "import torch; assert torch.cuda.is_available()" 2>/
         peer_limit=$limit
         # Inductor's max-autotune compile of resnet50 took more than 200 s (H100); its cache shortens later rounds.
         [[ $pmode == compile* ]] && peer_limit="timeout ${TR_T_INTERLEAVE_COMPILE:-900}"
-        peer_cmd="$peer_limit $(printf %q "$PY") peers/torch_step.py --model $w --batch $batch --mode $pmode $timing --json {json}"
+        conv_env=""
+        [ $w != cnn ] && conv_env="TORCHINDUCTOR_MAX_AUTOTUNE_CONV_BACKENDS=$(printf %q "${TR_INTERLEAVE_ZOO_CONV:-ATEN}") "
+        peer_cmd="$peer_limit env $conv_env$(printf %q "$PY") peers/torch_step.py --model $w --batch $batch --mode $pmode $timing --json {json}"
         what=(--tr-case "model=$w,mode=full-capture,batch=$batch" --peer-case "torch_step/model:$w/mode:$pmode/batch:$batch"
           --figure "$w amp b$batch full capture vs PyTorch $pmode (ms)") ;;
       gpt2)

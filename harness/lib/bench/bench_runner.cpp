@@ -94,8 +94,6 @@ BenchContext sweep_context(const BenchOptions& o, World* world) {
   BenchContext x = collect_context(o.backend, o.command_line, world);
   const bool cuda = o.backend == Backend::Cuda;
   x.precision = o.precision;
-  // Note [machine state]: the first GPU's clocks, limits and modes ("unavailable" on the CPU).
-  x.gpu_state = cuda ? Nvml::get().state(cuda_pci_bus_id(0)) : std::map<std::string, std::string>{{"nvml", "cpu"}};
   x.bn_sync = bn_sync_name(o.bn_sync);
   x.bucket_mb = o.bucket_mb;
   // A replayed --conv-plans file holds timed plans too.
@@ -159,9 +157,10 @@ RunOptions session_options(const BenchOptions& o, const SessionPoint& p) {
 
 // One variant's timed and traced steps.
 struct Timing {
-  std::vector<double> step_ms, cpu_ms;  // per repetition
-  std::vector<RepMachine> machine;      // per repetition, where NVML reads the GPU (Note [machine state])
-  BenchDriver::Stats last;              // the last repetition's (rank 0's tally)
+  std::vector<double> step_ms, cpu_ms;      // per repetition
+  std::vector<RepMachine> machine;          // per repetition, where NVML reads the GPU (Note [machine state])
+  std::optional<RepMachine> energy_window;  // Note [energy window], where no repetition was long enough
+  BenchDriver::Stats last;                  // the last repetition's (rank 0's tally)
   CuptiCounts cupti;
   double cupti_wall_ms = 0;
 };
@@ -183,6 +182,25 @@ Traced traced_repetition(BenchDriver& drive, Variant v, int64_t iters, CuptiProb
   t.wall_ms = 1e3 * drive.steps(v, iters).wall_s;
   t.counts = cupti.stop();
   return t;
+}
+
+// Note [energy window] (machine_counters.h): untimed steps enough for the
+// board's energy counter, run only where every timed repetition was shorter.
+std::optional<RepMachine> energy_window(BenchDriver& drive, Variant v, const Timing& t, const std::string& bus) {
+  if (bus.empty() || t.machine.empty() || t.step_ms.empty()) return std::nullopt;
+  for (const RepMachine& r : t.machine)
+    if (r.seconds >= kMinEnergyWindowS) return std::nullopt;
+  const Nvml& nvml = Nvml::get();
+  RepMachine m;
+  GpuSample before;
+  m.steps = energy_window_steps(median(t.step_ms));
+  if (!nvml.sample(bus, before)) return std::nullopt;
+  const auto t0 = std::chrono::steady_clock::now();
+  drive.steps(v, m.steps);
+  if (!nvml.sample(bus, m.end)) return std::nullopt;
+  m.energy_j = (m.end.energy_mj - before.energy_mj) * 1e-3;
+  m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return m;
 }
 
 Timing time_variant(const BenchOptions& o, BenchDriver& drive, Variant v, CuptiProbe* cupti, int device) {
@@ -211,6 +229,7 @@ Timing time_variant(const BenchOptions& o, BenchDriver& drive, Variant v, CuptiP
         t.machine.push_back(m);
       }
     }
+    t.energy_window = energy_window(drive, v, t, bus);
   }
   // CUPTI tracing perturbs timing, so it gets one extra repetition of its
   // own: launch counts and GPU busy time come from there.
@@ -406,7 +425,9 @@ void measure_variants(const BenchOptions& o, const SessionPoint& p, const data::
     warn_if_launches_disagree(c, report.context.device_kind, k);
     write_counters(k, c.counters);
     // Note [machine state]: rank 0's GPU (the others' run the same steps).
-    for (const auto& [key, value] : machine_counters(timing.machine, o.iters, c.batch, p.seq)) c.counters[key] = value;
+    for (const auto& [key, value] : machine_counters(timing.machine, o.iters, c.batch, p.seq,
+                                                     timing.energy_window ? &*timing.energy_window : nullptr))
+      c.counters[key] = value;
     if (p.part && p.part->processes() > 1) add_process_extremes(c, *p.part, std::chrono::milliseconds(ro.watchdog_ms));
     report.cases.push_back(std::move(c));
   }

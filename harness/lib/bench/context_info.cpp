@@ -8,6 +8,7 @@
 #include <fstream>
 #include <thread>
 
+#include "harness/lib/bench/nvml.h"
 #include "tr_git_commit.h"  // build/generated, cmake/git_commit.cmake
 
 namespace tr::bench {
@@ -60,10 +61,13 @@ BenchContext collect_context(Backend b, const std::string& command_line, World* 
   if (b == Backend::Cuda) {
     c.device_kind = "cuda";
     fill_cuda_context(c);
+    // Note [machine state]: the first GPU's clocks, limits and modes ("unavailable" and why without NVML).
+    c.gpu_state = Nvml::get().state(cuda_pci_bus_id(0));
   } else {
     c.device_kind = "cpu";
     c.device_name = cpu;
     c.driver_version = c.cuda_runtime_version = c.cudnn_version = c.nccl_version = "none";
+    c.gpu_state = {{"nvml", "cpu"}};
   }
   c.hosts = c.host_name;
   if (world) {

@@ -16,6 +16,7 @@ namespace tr::bench {
 struct RepMachine {
   double energy_j = 0, seconds = 0;
   GpuSample end;
+  int64_t steps = 0;  // the steps it ran; 0: the case's steps_per_rep
 };
 
 // energy_j_per_step (median over the repetitions), power_w (median of energy /
@@ -30,7 +31,17 @@ struct RepMachine {
 // of its steps, so that one step more or less is a small error.
 constexpr double kMinEnergyWindowS = 0.5;
 
+// Note [energy window]: where no timed repetition lasted kMinEnergyWindowS (a
+// cnn step of half a millisecond times 30 is 15 ms), the energy comes from
+// one untimed window of its own that does: energy_window, its `steps` set.
+// Its energy fills the counters above, energy_window_steps says so, and its
+// clocks and throttling stay out of the repetitions' (it is not one).
 std::map<std::string, double> machine_counters(const std::vector<RepMachine>& reps, int64_t steps_per_rep,
-                                               int64_t samples_per_step, int64_t tokens_per_sample);
+                                               int64_t samples_per_step, int64_t tokens_per_sample,
+                                               const RepMachine* energy_window = nullptr);
+
+// The steps of an energy window of at least kMinEnergyWindowS (a quarter
+// more, as steps vary) at `step_ms` a step; at least 1.
+int64_t energy_window_steps(double step_ms);
 
 }  // namespace tr::bench
