@@ -209,29 +209,46 @@ def tr_median(path, case):
         raise Failure(f"{path}: no median of {what}")
     if len(found) > 1:
         raise Failure(f"{path}: {len(found)} medians match {what}; name more keys in --tr-case")
-    notes = {}
-    if "throttled_repetitions" in found[0]:  # machine_counters.h: repetitions the GPU throttled in (power, heat)
-        notes["tr_throttled_repetitions"] = found[0]["throttled_repetitions"]
-    return step_ms(found[0], path, what), report.get("context", {}), notes
+    return step_ms(found[0], path, what), report.get("context", {}), round_notes("tr", found[0])
+
+
+# What a round keeps of each side's row beside its value, where the row has it: the GPU's throttled
+# repetitions and energy (Note [machine state], harness/lib/bench/machine_counters.h; the peers count them
+# alike, peers/gpu_samples.py) and the device memory (tr: Note [device memory]; the peer: PyTorch's allocator
+# and the device-wide use).
+ROUND_KEYS = ("throttled_repetitions", "energy_j_per_step", "power_w", "device_memory_peak_bytes",
+              "max_memory_reserved", "device_memory_used_bytes")
+
+
+def round_notes(side, row):
+    return {f"{side}_{k}": row[k] for k in ROUND_KEYS if isinstance(row.get(k), (int, float))}
 
 
 def peer_value(path, name):
-    """The peer's value: a step time in ms, or for torch_tta a mean time to the target in s."""
+    """(value, context, notes) of the peer's report: a step time in ms, or for torch_tta a mean time to the
+    target in s; context: its machine and versions (llm.c's report keeps them at its top level)."""
     if name == TORCH_TTA_CASE:
-        summary = load(path, "runs").get("summary") or {}
+        report = load(path, "runs")
+        summary = report.get("summary") or {}
         all_reached(summary, path, "torch_tta")
-        return positive((summary.get("time_to_target") or {}).get("mean"), path, "the mean time to the target")
+        mean = positive((summary.get("time_to_target") or {}).get("mean"), path, "the mean time to the target")
+        return mean, report.get("context", {}), round_notes("peer", report.get("device_memory") or {})
     llmc = LLMC_CASE.fullmatch(name)
     if llmc:
         batch = int(llmc.group(1))
-        found = [x for x in load(path, "results")["results"] if isinstance(x, dict) and x.get("batch") == batch]
+        report = load(path, "results")
+        found = [x for x in report["results"] if isinstance(x, dict) and x.get("batch") == batch]
         if len(found) != 1 or found[0].get("status") != "ok":
             raise Failure(f"{path}: micro-batch {batch} did not run once and well ({len(found)} results)")
-        return positive(found[0].get("median_ms"), path, f"micro-batch {batch}'s median_ms")
-    found = [b for b in load(path)["benchmarks"] if b.get("name") == name]
+        context = {k: v for k, v in report.items() if k != "results"}
+        return positive(found[0].get("median_ms"), path, f"micro-batch {batch}'s median_ms"), context, \
+            round_notes("peer", found[0])
+    report = load(path)
+    found = [b for b in report["benchmarks"] if b.get("name") == name]
     if not found:
         raise Failure(f"{path}: no entry named {name}")
-    return step_ms(found[-1], path, name)  # the peer rewrites its file per case: the last entry is the newest
+    # The peer rewrites its file per case: the last entry is the newest.
+    return step_ms(found[-1], path, name), report.get("context", {}), round_notes("peer", found[-1])
 
 
 def summary(t, p):
@@ -279,28 +296,29 @@ def append_history(path, result, source):
 
 def interleave(a):
     """The rounds, in turns; prints each round's row as it ends, so drift shows while it runs."""
-    rounds, context = [], None
+    rounds, context, peer_context = [], None, None
     print(f"{TOOL}: {a.figure}: {a.rounds} rounds of tr then peer")
     print(f"{'round':>5} {'tr_' + a.unit:>10} {'peer_' + a.unit:>10} {'tr/peer':>8}", flush=True)
     for r in range(1, a.rounds + 1):
         t, ctx, notes = tr_value(run("tr", r, a.tr, a.out), a.tr_case)
-        p = peer_value(run("peer", r, a.peer, a.out), a.peer_case)
+        p, pctx, peer_notes = peer_value(run("peer", r, a.peer, a.out), a.peer_case)
         context = ctx if context is None else context  # the first round's machine and commit
-        rounds.append({"round": r, "tr": t, "peer": p, "ratio": t / p, **notes})
+        peer_context = pctx if peer_context is None else peer_context
+        rounds.append({"round": r, "tr": t, "peer": p, "ratio": t / p, **notes, **peer_notes})
         print(f"{r:5d} {t:10.4f} {p:10.4f} {t / p:8.3f}", flush=True)
-    return rounds, context
+    return rounds, context, peer_context
 
 
 def main(argv):
     a = parse_args(argv)
     try:
         os.makedirs(a.out, exist_ok=True)
-        rounds, context = interleave(a)
+        rounds, context, peer_context = interleave(a)
         stats = summary([x["tr"] for x in rounds], [x["peer"] for x in rounds])
         result = {"figure": a.figure, "unit": a.unit, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                   "commands": {"tr": a.tr, "peer": a.peer},
                   "cases": {"tr": a.tr_case, "peer": a.peer_case},
-                  "context": context, "rounds": rounds, **stats}
+                  "context": context, "peer_context": peer_context, "rounds": rounds, **stats}
         source = os.path.join(a.out, "interleave.json")
         write_json(source, result)
         if a.history:

@@ -18,7 +18,7 @@ bash ci/bench_gate.sh
 # ci/interleave.py (the GPU check's interleave part) runs here on stand-in commands, ci/history_append.py on a
 # throw-away repository.
 python3 -m py_compile peers/torch_step.py peers/torch_ddp.py peers/torch_tta.py peers/torch_text_tta.py \
-  peers/torch_gpt.py peers/machine_state.py peers/step_timing.py peers/gpu_samples.py peers/compare.py ci/interleave.py ci/history_append.py
+  peers/torch_gpt.py peers/machine_state.py peers/step_timing.py peers/gpu_samples.py peers/gpu_watch.py peers/compare.py ci/interleave.py ci/history_append.py
 python3 tests/interleave_test.py
 python3 tests/history_append_test.py
 python3 tests/gpu_samples_test.py

@@ -9,6 +9,7 @@ counters are left out; the report's gpu_state (machine_state.py) says why."""
 import ctypes
 import math
 import statistics
+import time
 
 # NVML's clocks-event (throttle) reasons that slow a measurement down: a power
 # cap, hardware slowdown, thermal slowdowns, the power brake (tr's kThrottleMask).
@@ -43,7 +44,8 @@ class Sampler:
         return self._lib is not None
 
     def sample(self):
-        """{energy_mj, sm_mhz, mem_mhz, temperature_c, reasons}, or None when NVML cannot give one."""
+        """{energy_mj, sm_mhz, mem_mhz, temperature_c, reasons, memory_used_bytes (device-wide)}, or None
+        when NVML cannot give one."""
         if not self.available():
             return None
         energy, reasons = ctypes.c_ulonglong(), ctypes.c_ulonglong()
@@ -53,10 +55,27 @@ class Sampler:
                  self._lib.nvmlDeviceGetClockInfo(self._handle, _CLOCK_MEM, ctypes.byref(mem)),
                  self._lib.nvmlDeviceGetTemperature(self._handle, _TEMPERATURE_GPU, ctypes.byref(temp)),
                  self._reasons(self._handle, ctypes.byref(reasons)) if self._reasons else 0]
+        memory = (ctypes.c_ulonglong * 3)()  # nvmlMemory_t: total, free, used
+        calls.append(self._lib.nvmlDeviceGetMemoryInfo(self._handle, memory))
         if any(calls):
             return None
         return {"energy_mj": float(energy.value), "sm_mhz": sm.value, "mem_mhz": mem.value,
-                "temperature_c": temp.value, "reasons": reasons.value}
+                "temperature_c": temp.value, "reasons": reasons.value, "memory_used_bytes": memory[2]}
+
+
+class EnergyMeter:
+    """The board's energy over a stretch of work (a tta run's epochs, as tr-bench tta measures its own):
+    started at construction, read by joules() -> J, or None without NVML or under MIN_ENERGY_WINDOW_S."""
+
+    def __init__(self, sampler):
+        self._sampler, self._start, self._t0 = sampler, sampler.sample(), time.perf_counter()
+
+    def joules(self):
+        end = self._sampler.sample()
+        if not self._start or not end or time.perf_counter() - self._t0 < MIN_ENERGY_WINDOW_S:
+            return None
+        j = (end["energy_mj"] - self._start["energy_mj"]) * 1e-3
+        return j if j > 0 else None
 
 
 def window(before, after, seconds, steps):
@@ -97,6 +116,35 @@ def counters(reps, samples_per_step, tokens_per_sample=0, energy_window=None):
         if tokens_per_sample:
             k["tokens_per_joule"] = samples_per_step * steps * tokens_per_sample / joules
     return k
+
+
+def watched_window(samples, t0, t1, steps, samples_per_step, tokens_per_sample=0):
+    """The counters of `steps` steps between times t0 and t1 (s) of a watched run (gpu_watch.py), from its
+    timed samples [{"t", energy_mj, ...}] in time order: the energy counter interpolated at both ends;
+    the clocks, temperature and throttling of the samples inside the window (one "repetition": the
+    throttled count is 0 or 1); the most device memory in use over the whole run."""
+    k = {}
+    if samples:
+        k["device_memory_used_max_bytes"] = max(x["memory_used_bytes"] for x in samples)
+    inside = [x for x in samples if t0 <= x["t"] <= t1]
+    if not inside or steps <= 0:
+        return k
+    e0, e1 = _energy_at(samples, t0), _energy_at(samples, t1)
+    end = {"sm_mhz": min(x["sm_mhz"] for x in inside), "mem_mhz": min(x["mem_mhz"] for x in inside),
+           "temperature_c": max(x["temperature_c"] for x in inside), "reasons": _or(x["reasons"] for x in inside)}
+    w = {"energy_j": (e1 - e0) * 1e-3 if e0 is not None and e1 is not None else 0.0, "seconds": t1 - t0,
+         "steps": steps, "end": end}
+    k.update(counters([w], samples_per_step, tokens_per_sample))
+    return k
+
+
+def _energy_at(samples, t):
+    """The energy counter (mJ) at time t, linear between the samples around it; None outside them."""
+    for a, b in zip(samples, samples[1:]):
+        if a["t"] <= t <= b["t"]:
+            f = (t - a["t"]) / (b["t"] - a["t"]) if b["t"] > a["t"] else 0.0
+            return a["energy_mj"] + f * (b["energy_mj"] - a["energy_mj"])
+    return None
 
 
 def _or(values):

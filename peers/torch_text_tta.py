@@ -51,6 +51,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+import gpu_samples
 import machine_state
 import step_timing
 import torch_gpt
@@ -193,6 +194,7 @@ def train_run(a, seed, train, val, lrs, dev):
         r.capture()
     torch.cuda.synchronize()
     setup_seconds = time.perf_counter() - t0
+    energy = gpu_samples.EnergyMeter(step_timing.sampler())  # over the epochs, as tr-bench tta's energy_j
     windows = (train.numel() - 1) // a.seq
     val_windows = (val.numel() - 1) // a.seq
     g = torch.Generator(device=dev)
@@ -239,7 +241,7 @@ def train_run(a, seed, train, val, lrs, dev):
     final = evals[-1]["value"]
     return {"seed": seed, "setup_seconds": setup_seconds, "epochs": epochs, "evals": evals,
             "time_to_target_s": hit["train_seconds"] if hit else None, "steps_to_target": hit["step"] if hit else 0,
-            "final_loss": final}
+            "final_loss": final, "energy_j": energy.joules()}
 
 
 def parse_args():

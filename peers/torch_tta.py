@@ -60,6 +60,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+import gpu_samples
 import machine_state
 import step_timing
 import torch_models
@@ -337,6 +338,7 @@ def train_run(a, run, seed, data, pipe, lrs, logit_scale, conv, dev):
         t.capture(xtr, ytr, pipe, a.batch)
     torch.cuda.synchronize()
     setup_seconds = time.perf_counter() - t_setup
+    energy = gpu_samples.EnergyMeter(step_timing.sampler())  # over the epochs, as tr-bench tta's energy_j
     g = torch.Generator(device=dev)
     g.manual_seed(seed)
     # Full capture draws the augmentation from the default generator (a captured step can only advance
@@ -373,7 +375,7 @@ def train_run(a, run, seed, data, pipe, lrs, logit_scale, conv, dev):
               f"{ema_acc:>8.4f}{'  *' if to_target == train_seconds else ''}", flush=True)
     final = epochs[-1]["ema_acc" if a.eval == "ema" else "val_acc"]
     return {"seed": seed, "setup_seconds": setup_seconds, "epochs": epochs, "time_to_target_s": to_target,
-            "final_acc": final}
+            "final_acc": final, "energy_j": energy.joules()}
 
 
 def stats(values):

@@ -5,11 +5,15 @@ without NVML the sampler says why instead of inventing a sample.
 
   python3 tests/gpu_samples_test.py [-v]
 """
+import json
 import os
+import subprocess
 import sys
+import tempfile
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "peers"))
+PEERS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "peers")
+sys.path.insert(0, PEERS)
 import gpu_samples  # noqa: E402
 
 
@@ -60,12 +64,52 @@ class GpuSamplesTest(unittest.TestCase):
         self.assertEqual(gpu_samples.energy_window_steps(2000), 1)
         self.assertEqual(gpu_samples.energy_window_steps(0), 1)
 
+    def test_a_watched_window_interpolates_the_counter_at_its_ends(self):
+        # 300 W for a second, sampled every 0.1 s; the window 0.25 .. 0.85 s holds 6 steps of batch 4 x 1024.
+        samples = [{"t": i / 10, "energy_mj": 300e3 * i / 10, "sm_mhz": 1980 - (i == 5) * 200, "mem_mhz": 2619,
+                    "temperature_c": 40 + i, "reasons": 0x4 if i == 9 else 0x1, "memory_used_bytes": 1000 + i}
+                   for i in range(11)]
+        k = gpu_samples.watched_window(samples, 0.25, 0.85, 6, 4, 1024)
+        self.assertAlmostEqual(k["energy_j_per_step"], 0.6 * 300 / 6)
+        self.assertAlmostEqual(k["power_w"], 300)
+        self.assertAlmostEqual(k["tokens_per_joule"], 6 * 4 * 1024 / 180)
+        self.assertEqual((k["sm_clock_mhz_min"], k["temperature_c_max"]), (1780, 48))  # samples 0.3 .. 0.8
+        self.assertEqual(k["throttled_repetitions"], 0)  # the power cap at 0.9 s is outside
+        self.assertEqual(k["device_memory_used_max_bytes"], 1010)  # over the whole run
+        self.assertEqual(gpu_samples.watched_window(samples, 0.25, 0.95, 7, 4)["throttled_repetitions"], 1)
+        # Too short a window gives no energy; no samples give nothing at all.
+        self.assertNotIn("energy_j_per_step", gpu_samples.watched_window(samples, 0.25, 0.55, 3, 4))
+        self.assertEqual(gpu_samples.watched_window([], 0.25, 0.85, 6, 4), {})
+
     def test_without_nvml_the_sampler_says_why(self):
         s = gpu_samples.Sampler("00000000:00:00.0")
         if s.available():
             self.skipTest("libnvidia-ml.so.1 is present here")
         self.assertIn("libnvidia-ml.so.1", s.why_not)
         self.assertIsNone(s.sample())
+
+
+class GpuWatchTest(unittest.TestCase):
+    def test_the_command_passes_through_with_its_lines_timed_and_its_status(self):
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "watch.json")
+            r = subprocess.run([sys.executable, os.path.join(PEERS, "gpu_watch.py"), "--out", out, "--",
+                                "sh", "-c", "echo one; echo two >&2; sleep 0.1; echo three; exit 3"],
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 3)
+            self.assertEqual(r.stdout.split(), ["one", "two", "three"])
+            w = json.load(open(out))
+            self.assertEqual(w["exit_code"], 3)
+            self.assertEqual(len(w["line_times"]), 3)
+            self.assertGreaterEqual(w["line_times"][2] - w["line_times"][1], 0.1)
+            if not w["samples"]:  # no GPU here: the reason is given, not an empty silence
+                self.assertTrue(w["why_not"])
+
+    def test_nothing_to_run_is_a_usage_error(self):
+        r = subprocess.run([sys.executable, os.path.join(PEERS, "gpu_watch.py"), "--out", "/dev/null"],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("usage", r.stderr)
 
 
 if __name__ == "__main__":

@@ -45,6 +45,7 @@ def entry(agg, t, batch=256, variant="train_base", ranks=1):
     if agg:
         e["aggregate_name"] = agg
         e["throttled_repetitions"] = 1 if (agg == "median" and batch == 256 and r == 2) else 0
+        e["energy_j_per_step"], e["device_memory_peak_bytes"] = 0.25 * r, 1000 + r
     return e
 if kind == "tta":  # tr-bench tta: one model, seconds; "short" leaves a seed short of the target
     reached = 4 if "--short" in sys.argv else 5
@@ -55,7 +56,7 @@ elif kind == "torch_tta":
     report = {"context": {}, "runs": [{"seed": 1}],
               "summary": {"runs": 5, "reached": 5, "time_to_target": {"mean": ms, "min": ms / 9}}}
 elif kind == "llmc":
-    report = {"peer": "llm.c train_gpt2cu", "results": [
+    report = {"peer": "llm.c train_gpt2cu", "gpu": "Stand-in GPU", "results": [
         {"batch": 1, "status": "ok", "median_ms": 50.0},
         {"batch": 4, "status": "failed" if "--oom" in sys.argv else "ok", "median_ms": ms, "mean_ms": 7 * ms}]}
 elif kind == "tr":
@@ -64,9 +65,10 @@ elif kind == "tr":
                              entry("median", 5 * ms, batch=64), entry("median", 5 * ms, variant="train_last"),
                              entry("median", 5 * ms, ranks=2)]}
 else:
-    report = {"context": {"device_name": "Stand-in GPU"},
+    report = {"context": {"device_name": "Stand-in GPU", "torch_version": f"torch-call{r}"},
               "benchmarks": [{"name": "torch_step/model:cnn/mode:eager/batch:256", "real_time": 50.0},
-                             {"name": "@PEER_CASE@", "real_time": ms, "time_unit": "ms"}]}
+                             {"name": "@PEER_CASE@", "real_time": ms, "time_unit": "ms", "energy_j_per_step": 0.5,
+                              "max_memory_reserved": 2000 + r, "device_memory_used_bytes": "not a number"}]}
 with open(path, "w") as f:
     json.dump(report, f)
 '''.replace("@PEER_CASE@", PEER_CASE)
@@ -143,6 +145,13 @@ class InterleaveTest(DriverCase):
         self.assertEqual([x["tr"] for x in res["rounds"]], TR_MS)
         self.assertEqual([x["peer"] for x in res["rounds"]], PEER_MS)
         self.assertEqual([x["tr_throttled_repetitions"] for x in res["rounds"]], [0, 1, 0])  # the case's own
+        # Each side's energy and memory per round, where its row has them as numbers; the peer's context.
+        self.assertEqual([x["tr_energy_j_per_step"] for x in res["rounds"]], [0.25, 0.5, 0.75])
+        self.assertEqual([x["tr_device_memory_peak_bytes"] for x in res["rounds"]], [1001, 1002, 1003])
+        self.assertEqual([x["peer_max_memory_reserved"] for x in res["rounds"]], [2001, 2002, 2003])
+        self.assertEqual(res["rounds"][0]["peer_energy_j_per_step"], 0.5)
+        self.assertNotIn("peer_device_memory_used_bytes", res["rounds"][0])
+        self.assertEqual(res["peer_context"]["torch_version"], "torch-call1")
         self.assertEqual(res["unit"], "ms")
         self.assertAlmostEqual(res["tr"]["mean"], 2.441840, places=6)
         self.assertAlmostEqual(res["peer"]["mean"], 2.333333, places=6)
@@ -251,6 +260,7 @@ class OtherReportsTest(DriverCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         res = json.loads(read(os.path.join(self.out, "interleave.json")))
         self.assertEqual([x["peer"] for x in res["rounds"]], PEER_MS)
+        self.assertEqual(res["peer_context"], {"peer": "llm.c train_gpt2cu", "gpu": "Stand-in GPU"})
         r = self.drive(peer=self.command("llmc", PEER_MS, "--oom"), peer_case="llmc/batch:4")
         self.assert_one_line_error(r, 1, "micro-batch 4 did not run once and well")
         r = self.drive(peer=self.command("llmc", PEER_MS), peer_case="llmc/batch:16")

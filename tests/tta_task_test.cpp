@@ -98,7 +98,11 @@ TEST(TtaTask, ReportsConsistentNumbers) {
 }
 
 TEST(TtaTask, JsonReadsBackAndMllogAndHtmlHoldEveryRun) {
-  const TtaReport r = small_tta_report();
+  TtaReport r = small_tta_report();
+  // A GPU run's energy and memory (the CPU has neither): written per seed, read back; absent stays absent.
+  EXPECT_FALSE(r.runs[0].energy_j || r.runs[0].device_memory_peak_bytes);
+  r.runs[1].energy_j = 812.5;
+  r.runs[1].device_memory_peak_bytes = int64_t(3) << 30;
   const nlohmann::ordered_json j = tta_to_json(r);
   const nlohmann::json plain = nlohmann::json::parse(j.dump());
   ASSERT_TRUE(is_tta_json(plain));
@@ -114,7 +118,12 @@ TEST(TtaTask, JsonReadsBackAndMllogAndHtmlHoldEveryRun) {
     EXPECT_EQ(back.runs[k].time_to_target, r.runs[k].time_to_target);
     ASSERT_EQ(back.runs[k].epochs.size(), r.runs[k].epochs.size());
     EXPECT_EQ(back.runs[k].epochs.back().train_seconds, r.runs[k].epochs.back().train_seconds);
+    EXPECT_EQ(back.runs[k].energy_j, r.runs[k].energy_j);
+    EXPECT_EQ(back.runs[k].device_memory_peak_bytes, r.runs[k].device_memory_peak_bytes);
   }
+  EXPECT_FALSE(plain["benchmarks"][0].contains("energy_j"));
+  EXPECT_EQ(plain["benchmarks"][1]["energy_j"], 812.5);
+  EXPECT_EQ(plain["benchmarks"][1]["device_memory_peak_bytes"], int64_t(3) << 30);
   EXPECT_THROW(tta_report_from_json(nlohmann::json::parse(R"({"context":{},"tta":{}})"), "bad.json"), UserError);
 
   int run_starts = 0, run_stops = 0, evals = 0;

@@ -17,7 +17,14 @@
 # events around the whole step: forward, backward, gradient norm, AdamW).
 # Steps after the first LLMC_SKIP (warm-up: cuBLAS/cuDNN set-up) give, per B,
 # the median ms per step and tokens/s = B*T / median; llm.c's own smoothed
-# tok/s and MFU at the last step are kept beside them. A batch that fails (out
+# tok/s and MFU at the last step are kept beside them. peers/gpu_watch.py runs
+# it, sampling NVML every 20 ms and timing each line it prints: the energy
+# between the last warm-up step's line and the last step's gives, per B,
+# tr-bench's energy_j_per_step, power_w, samples_per_joule and tokens_per_joule
+# (where that window lasts 0.5 s), the clocks, temperature and throttling over
+# it, and the most device memory in use over the run
+# (device_memory_used_max_bytes); the report's gpu_state is
+# peers/machine_state.py's. A batch that fails (out
 # of memory, say) is recorded as failed with the end of its log, and the rest
 # still run.
 #
@@ -35,6 +42,7 @@
 #     LLMC_COMMIT       llm.c commit to record (default: llmc_build.txt beside the binary)
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
+ROOT=$PWD
 OUT=${OUT:-$PWD/llmc-out}
 mkdir -p "$OUT"
 LOG=$OUT/llmc_gpt2.log
@@ -100,7 +108,9 @@ for B in "${BS[@]}"; do
   # shellcheck disable=SC2206
   [ -n "$EXTRA" ] && cmd+=($EXTRA)
   echo "== B=$B: ${cmd[*]}" | tee -a "$LOG"
-  (cd "$WORK" && timeout "$TMO" "${cmd[@]}") > "$WORK/b$B.log" 2>&1
+  # gpu_watch.py samples the GPU beside it (energy, clocks, memory) and times each line llm.c prints.
+  (cd "$WORK" && "$PY" "$ROOT/peers/gpu_watch.py" --out "$WORK/b$B.watch.json" -- timeout "$TMO" "${cmd[@]}") \
+    > "$WORK/b$B.log" 2>&1
   rc=$?
   cat "$WORK/b$B.log" >> "$LOG"
   echo "== B=$B exit $rc" >> "$LOG"
@@ -109,10 +119,32 @@ done
 
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 DRIVER=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)
-"$PY" - "$WORK" "$OUT/llmc_gpt2.json" "$T" "$SKIP" "$STEPS" "$COMMIT" "$GPU" "$DRIVER" "$BUILDINFO" <<'EOF' 2>&1 | tee -a "$LOG"
-import datetime, json, re, statistics, sys
-work, out, T, skip, steps, commit, gpu, driver, buildinfo = sys.argv[1:]
+"$PY" - "$WORK" "$OUT/llmc_gpt2.json" "$T" "$SKIP" "$STEPS" "$COMMIT" "$GPU" "$DRIVER" "$BUILDINFO" "$ROOT" <<'EOF' 2>&1 | tee -a "$LOG"
+import datetime, json, os, re, statistics, sys
+work, out, T, skip, steps, commit, gpu, driver, buildinfo, root = sys.argv[1:]
 T, skip, steps = int(T), int(skip), int(steps)
+sys.path.insert(0, os.path.join(root, "peers"))
+import gpu_samples
+gpu_state = {"nvml": "unavailable: no gpu_watch.py output"}
+
+
+def watched(B, lines, step_lines, timed):
+    """The timed steps' energy, clocks and throttling, and the run's peak device memory, from
+    gpu_watch.py's samples: the window runs from the line of the last warm-up step to the last step's."""
+    global gpu_state
+    try:
+        w = json.load(open(f"{work}/b{B}.watch.json"))
+    except (OSError, ValueError):
+        return {}
+    gpu_state = w.get("gpu_state", gpu_state)
+    times = w.get("line_times", [])
+    if len(times) != len(lines) or len(step_lines) < 2 or timed < 1:
+        return {}
+    first = len(step_lines) - timed - 1  # the step line before the first timed one
+    t0, t1 = times[step_lines[max(first, 0)]], times[step_lines[-1]]
+    return gpu_samples.watched_window(w.get("samples", []), t0, t1, len(step_lines) - 1 - max(first, 0), B, T)
+
+
 build = {}
 try:
     for line in open(buildinfo):
@@ -126,7 +158,9 @@ for line in open(f"{work}/runs.tsv"):
     B, rc, cmd = line.rstrip("\n").split("\t")
     B, rc = int(B), int(rc)
     text = open(f"{work}/b{B}.log", errors="replace").read()
-    rows = [m.groups() for m in map(pat.match, text.splitlines()) if m]
+    lines = text.splitlines()
+    step_lines = [i for i, line in enumerate(lines) if pat.match(line)]
+    rows = [pat.match(lines[i]).groups() for i in step_lines]
     ms = [float(r[2]) for r in rows]
     r = {"batch": B, "seq_len": T, "tokens_per_step": B * T, "command": cmd, "exit_code": rc,
          "steps_reported": len(ms), "warmup_steps_skipped": skip}
@@ -137,7 +171,8 @@ for line in open(f"{work}/runs.tsv"):
                  min_ms=round(min(timed), 3), max_ms=round(max(timed), 3),
                  tokens_per_s=round(B * T * 1000.0 / med, 1),
                  steps_timed=len(timed), step_ms=ms,
-                 llmc_ema_tok_per_s_last=float(rows[-1][4]), llmc_mfu_percent_last=float(rows[-1][3]))
+                 llmc_ema_tok_per_s_last=float(rows[-1][4]), llmc_mfu_percent_last=float(rows[-1][3]),
+                 **watched(B, lines, step_lines, len(timed)))
     else:
         why = "timed out" if rc == 124 else ("exit code %d" % rc if rc else "too few step lines")
         if "out of memory" in text.lower(): why += " (out of memory)"
@@ -145,7 +180,7 @@ for line in open(f"{work}/runs.tsv"):
     results.append(r)
 doc = {"peer": "llm.c train_gpt2cu", "model": "gpt2 124M (d12, random init)", "precision": "bf16",
        "llmc_commit": commit, "cudnn_attention": build.get("cudnn_attention") == "1",
-       "build": build, "gpu": gpu, "driver": driver,
+       "build": build, "gpu": gpu, "driver": driver, "gpu_state": gpu_state,
        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
        "steps": steps, "statistic": f"median over steps {skip + 1}..{steps}", "results": results}
 with open(out, "w") as f:

@@ -68,6 +68,8 @@ ojson benchmark_entries(const TtaReport& r, const std::string& name) {
     e["final_loss"] = run.final_loss;
     e["setup_seconds"] = run.setup_seconds;
     e["capture_ms"] = run.capture_ms;
+    if (run.energy_j) e["energy_j"] = *run.energy_j;
+    if (run.device_memory_peak_bytes) e["device_memory_peak_bytes"] = *run.device_memory_peak_bytes;
     e["seed"] = run.seed;
     benchmarks.push_back(e);
     secs.push_back(entry_seconds(run));
@@ -123,6 +125,8 @@ ojson run_json(const TtaRun& run) {
   o["seed"] = run.seed;
   o["setup_seconds"] = run.setup_seconds;
   o["capture_ms"] = run.capture_ms;
+  if (run.energy_j) o["energy_j"] = *run.energy_j;
+  if (run.device_memory_peak_bytes) o["device_memory_peak_bytes"] = *run.device_memory_peak_bytes;
   o["time_to_target_s"] = run.time_to_target ? ojson(*run.time_to_target) : ojson(nullptr);
   o["epochs_to_target"] = run.epochs_to_target;
   o["steps_to_target"] = run.steps_to_target;
@@ -237,6 +241,9 @@ TtaReport tta_report_from_json(const json& j, const std::string& path) {
       run.steps_to_target = jr.value("steps_to_target", int64_t(0));
       run.final_acc = jr.at("final_acc").get<double>();
       run.final_loss = jr.value("final_loss", 0.0);
+      if (jr.contains("energy_j")) run.energy_j = jr.at("energy_j").get<double>();
+      if (jr.contains("device_memory_peak_bytes"))
+        run.device_memory_peak_bytes = jr.at("device_memory_peak_bytes").get<int64_t>();
       for (const json& je : jr.at("epochs")) {
         TtaEpoch e;
         e.epoch = je.at("epoch").get<int>();

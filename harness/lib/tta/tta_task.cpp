@@ -4,6 +4,8 @@
 
 #include "framework/core/error.h"
 #include "framework/train/trainer.h"
+#include "harness/lib/bench/device_memory.h"
+#include "harness/lib/bench/machine_counters.h"
 #include "harness/lib/cli/conv_plans_file.h"
 
 namespace tr::bench {
@@ -59,6 +61,43 @@ void record_eval(const TtaSpec& spec, TtaRun& run, const TtaEval& e, const TtaEp
 
 }  // namespace
 
+namespace {
+
+// Note [machine state] over one run's epochs: the energy counter at their
+// start and end, and the device memory after the set-up and each epoch.
+class RunMachine {
+ public:
+  explicit RunMachine(Backend b) {
+    if (b != Backend::Cuda) return;
+    cuda_ = true;
+    const Nvml& nvml = Nvml::get();
+    if (nvml.available()) bus_ = cuda_pci_bus_id(0);
+    if (!bus_.empty() && !nvml.sample(bus_, start_)) bus_.clear();
+    t0_ = std::chrono::steady_clock::now();
+    note_memory();
+  }
+  void note_memory() {
+    if (!cuda_) return;
+    if (auto used = device_memory_used(0)) peak_ = std::max(peak_.value_or(0), *used);
+  }
+  void finish(TtaRun& run) const {
+    run.device_memory_peak_bytes = peak_;
+    GpuSample end;
+    if (bus_.empty() || !Nvml::get().sample(bus_, end)) return;
+    const double joules = (end.energy_mj - start_.energy_mj) * 1e-3;
+    if (seconds_since(t0_) >= kMinEnergyWindowS && joules > 0) run.energy_j = joules;
+  }
+
+ private:
+  bool cuda_ = false;
+  std::string bus_;
+  GpuSample start_;
+  std::chrono::steady_clock::time_point t0_;
+  std::optional<int64_t> peak_;
+};
+
+}  // namespace
+
 TtaRun run_tta_seed(const TtaSpec& spec, uint64_t seed, const TtaEvalFn& on_eval) {
   RunOptions o = spec.run;
   o.seed = seed;
@@ -72,6 +111,7 @@ TtaRun run_tta_seed(const TtaSpec& spec, uint64_t seed, const TtaEvalFn& on_eval
   run.setup_seconds = seconds_since(t0);
   run.start_unix_ms = unix_ms();
   run.capture_ms = t.capture().capture_ms;
+  RunMachine machine(o.backend);
   double total = 0;
   int64_t steps = 0;
   for (int e = 0; e < o.epochs; ++e) {
@@ -79,6 +119,7 @@ TtaRun run_tta_seed(const TtaSpec& spec, uint64_t seed, const TtaEvalFn& on_eval
     ep.start_unix_ms = unix_ms();
     const EpochStats s = t.run_epoch();
     ep.end_unix_ms = unix_ms();
+    machine.note_memory();
     double val_seconds = 0;  // the epoch's validations so far
     for (const ValPoint& v : s.mid_vals) {
       val_seconds += v.val_seconds;
@@ -106,6 +147,7 @@ TtaRun run_tta_seed(const TtaSpec& spec, uint64_t seed, const TtaEvalFn& on_eval
     ev.end_unix_ms = ep.end_unix_ms;
     record_eval(spec, run, ev, &run.epochs.back(), on_eval);
   }
+  machine.finish(run);
   run.final_acc = run.epochs.back().acc;
   run.final_loss = spec.eval_ema ? run.epochs.back().ema_loss : run.epochs.back().val_loss;
   return run;

@@ -68,6 +68,12 @@ struct TtaRun {
   int epochs_to_target = 0;              // the epoch of the validation that reached it; 0 when none did
   int64_t steps_to_target = 0;           // the training steps before that validation
   double final_acc = 0, final_loss = 0;  // the last validation's, of the judged weights
+  // On a GPU (rank 0's): the board's energy over the run's epochs, training
+  // and validations (Note [machine state]; absent without NVML or under
+  // kMinEnergyWindowS), and the most device memory in use, sampled after the
+  // set-up and after each epoch (Note [device memory]).
+  std::optional<double> energy_j;
+  std::optional<int64_t> device_memory_peak_bytes;
 };
 
 struct TtaSpec {
