@@ -10,8 +10,8 @@
 // two events (as full capture runs ops: no host launch gaps); the time reported
 // is per launch. Counters (Note [roofline], harness/lib/bench/roofline.h): bytes (of
 // every input and output the op reads or writes, once per launch), flop (GEMMs
-// and convolutions), GB/s, TFLOP/s, intensity, and the fractions of the H200's
-// peaks and of its roofline at the op's intensity. Inputs are filled on the
+// and convolutions), GB/s, TFLOP/s, intensity, and the fractions of the GPU's
+// peaks (device_peaks, roofline.h) and of its roofline at the op's intensity. Inputs are filled on the
 // GPU (device_fill.cu), uniform in each spec's range.
 //   zoo: resnet18 (CIFAR, b512), resnet50 bottleneck (b256) and vgg16bn (b128)
 //   convolutions and BatchNorm at their own shapes, f16.
@@ -36,6 +36,7 @@
 #include "framework/core/rng.h"
 #include "framework/ops/conv_plans/conv_plan_cache_cuda.h"
 #include "framework/ops/gpu_handles.h"
+#include "harness/lib/bench/nvml.h"
 #include "harness/lib/bench/roofline.h"
 #include "tests/bench/device_fill.h"
 #include "tests/bench/op_bench_spec.h"
@@ -87,6 +88,8 @@ class BenchGpu {
     gh.sm_count = query_sm_count(0);
     gh_cudnn = gh;
     gh_cudnn.conv_plans = cudnn_plans.get();
+    cudaDeviceProp prop{};
+    if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess) device_name = prop.name;
     cudaEventCreate(&ev0);
     cudaEventCreate(&ev1);
   }
@@ -113,6 +116,7 @@ class BenchGpu {
   GpuHandles gh;
   GpuHandles gh_cudnn;  // gh with cudnn_plans
   cudaEvent_t ev0 = nullptr, ev1 = nullptr;
+  std::string device_name;  // the roofline's peaks are this GPU's (device_peaks)
 };
 
 struct DevBuf {
@@ -219,11 +223,13 @@ void run_spec(benchmark::State& state, const Spec& sp) {
   }
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
-  // Note [roofline] (harness/lib/bench/roofline.h): the op against the H200's limit.
+  // Note [roofline] (harness/lib/bench/roofline.h): the op against this GPU's limit; none for a GPU the
+  // peak table does not know.
   const double iters = double(state.iterations());
-  if (total_s > 0 && bytes > 0) {
-    const DType compute = sp.in.empty() ? DType::F32 : sp.in[0].dt;
-    const bench::Roofline r = bench::roofline(sp.flops, bytes, total_s / iters, bench::h200_peaks(compute));
+  const DType compute = sp.in.empty() ? DType::F32 : sp.in[0].dt;
+  const auto peaks = bench::device_peaks(g->device_name, compute);
+  if (total_s > 0 && bytes > 0 && peaks) {
+    const bench::Roofline r = bench::roofline(sp.flops, bytes, total_s / iters, *peaks);
     for (const auto& [k, v] : bench::roofline_counters(sp.flops, bytes, r)) state.counters[k] = v;
   }
 }
@@ -242,6 +248,13 @@ void register_all() {
 int main(int argc, char** argv) {
 #ifdef TR_HAVE_CUDA
   tr::register_all();
+  // Note [machine state]: the GPU's clocks, limits and modes in the report's context, flat as Google
+  // Benchmark's context allows (gpu_state.driver, gpu_state.uuid, ...).
+  if (tr::BenchGpu* g = tr::BenchGpu::get()) {
+    benchmark::AddCustomContext("device_name", g->device_name);
+    for (const auto& [key, value] : tr::bench::Nvml::get().state(tr::bench::cuda_pci_bus_id(0)))
+      benchmark::AddCustomContext("gpu_state." + key, value);
+  }
 #endif
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
