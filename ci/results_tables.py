@@ -327,7 +327,8 @@ def table_headline(root):
             r = load(root, path)
             unit = r["unit"]
             out.append(f"| {what} | {r['context'].get('device_name', '?')} | {value(r['tr']['mean'], unit)} | "
-                       f"{peer_label(r['cases']['peer'])} | {value(r['peer']['mean'], unit)} | {r['ratio']:.3f} | "
+                       f"{peer_label(r['cases']['peer'])}{conv_note(r)} | {value(r['peer']['mean'], unit)} | "
+                       f"{r['ratio']:.3f} | "
                        f"{r['ci_low']:.3f} – {r['ci_high']:.3f} ({len(r['rounds'])}) |")
             sources.append(f"`{path}`")
         elif name in ("resnet50", "vgg16bn"):
@@ -368,6 +369,16 @@ def peer_label(case):
     if case == "torch_tta":
         return "PyTorch, the same recipe in its whole-step CUDA graph"
     raise ReportError(f"interleave.json: unknown peer case '{case}'")
+
+
+def conv_note(r):
+    """Where the compiling peer's convolutions were held to some backends (ci/gpu_check/interleave.sh,
+    TR_INTERLEAVE_ZOO_CONV), which: its report's Inductor settings say."""
+    env = ((r.get("peer_context") or {}).get("inductor_env") or {})
+    conv = env.get("TORCHINDUCTOR_MAX_AUTOTUNE_CONV_BACKENDS")
+    if not conv:
+        return ""
+    return ", its convolutions from cuDNN" if conv.upper() == "ATEN" else f", its convolutions from {conv}"
 
 
 def value(x, unit):
