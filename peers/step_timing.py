@@ -10,6 +10,7 @@ import time
 import torch
 
 import gpu_samples
+import machine_state
 
 # The modes whose step is one captured CUDA graph per input slot.
 WHOLE_STEP_MODES = ("full-capture", "compile-full-capture")
@@ -73,7 +74,10 @@ class TwoSlotStep:
 def sampler():
     """NVML for the current CUDA device, found by its PCI bus id as tr-bench finds it."""
     p = torch.cuda.get_device_properties(torch.cuda.current_device())
-    bus = f"{p.pci_domain_id:08x}:{p.pci_bus_id:02x}:{p.pci_device_id:02x}.0"
+    try:
+        bus = f"{p.pci_domain_id:08x}:{p.pci_bus_id:02x}:{p.pci_device_id:02x}.0"
+    except AttributeError:  # a torch whose properties lack the PCI location: nvidia-smi's for this index
+        bus = machine_state.gpu_state(torch.cuda.current_device()).get("pci_bus_id", "")
     return gpu_samples.Sampler(bus)
 
 
