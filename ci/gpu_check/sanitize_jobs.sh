@@ -5,13 +5,18 @@
 # parallel runs finish close together.
 set -euo pipefail
 for tool in $TR_SAN_TOOLS; do
+  # racecheck and synccheck cost minutes a run (every shared-memory access of every kernel is tracked): one
+  # training step and one validation batch, which run every kernel the step and the evaluation have; the
+  # others two of each.
+  steps=2
+  [[ $tool == racecheck || $tool == synccheck ]] && steps=1
   for m in $TR_SAN_MODELS; do
     case $m in
-      mlp) size="--synthetic --train-subset 64 --val-subset 32 --batch 32 --epochs 1" ;;
-      cnn) size="--synthetic --train-subset 64 --val-subset 32 --batch 32 --epochs 1 --width 0.25" ;;
+      mlp) size="--synthetic --train-subset $((32 * steps)) --val-subset $((16 * steps)) --batch 32 --epochs 1" ;;
+      cnn) size="--synthetic --train-subset $((32 * steps)) --val-subset $((16 * steps)) --batch 32 --epochs 1 --width 0.25" ;;
       resnet18|resnet50|vgg16bn)
-        size="--synthetic --train-subset 64 --val-subset 32 --batch 32 --epochs 1 --width 0.125 --image-size 32" ;;
-      gpt2-d6) size="--synthetic --seq 128 --train-subset 32 --val-subset 16 --batch 16 --epochs 1" ;;
+        size="--synthetic --train-subset $((32 * steps)) --val-subset $((16 * steps)) --batch 32 --epochs 1 --width 0.125 --image-size 32" ;;
+      gpt2-d6) size="--synthetic --seq 128 --train-subset $((16 * steps)) --val-subset $((8 * steps)) --batch 16 --epochs 1" ;;
       *) echo "sanitize_jobs.sh: unknown model '$m'" >&2; exit 2 ;;
     esac
     run="tr-train --device cuda --model $m $size"
