@@ -8,10 +8,11 @@
 #   eager and partial capture in amp; full capture in amp with --no-pdl;
 #   full capture in amp with --grid-sync (the BatchNorm models);
 # and the op table's sequence-model cases (attention, token preparation, the
-# per-token loss) in every dtype they have. Sizes: two training steps and two
-# validation batches (racecheck and synccheck: one of each) of 32 images (zoo
-# models at 1/8 width, 32x32; the cnn at 1/4 width), or for gpt2-d6 at full
-# width of 16 windows of 128 tokens. memcheck checks leaks too (--leak-check full).
+# per-token loss) in every dtype they have. Sizes: two training steps of 32
+# images (zoo models at 1/8 width, 32x32; the cnn at 1/4 width) or, for
+# gpt2-d6 at full width, of 16 windows of 128 tokens, and half as many to
+# validate; racecheck and synccheck one step and a quarter. memcheck checks
+# leaks too (--leak-check full).
 # TR_SAN_TOOLS picks tools, TR_SAN_MODELS models; TR_T_SAN bounds each run
 # (default 300 s). memcheck and initcheck run TR_SAN_JOBS at a time (default
 # 12); racecheck and synccheck, which hold far more memory a process,

@@ -6,8 +6,7 @@
 set -euo pipefail
 for tool in $TR_SAN_TOOLS; do
   # racecheck and synccheck cost minutes a run (every shared-memory access of every kernel is tracked): one
-  # training step and one validation batch, which run every kernel the step and the evaluation have; the
-  # others two of each.
+  # training step, which runs every kernel a step has, and a short validation; the others two steps.
   steps=2
   [[ $tool == racecheck || $tool == synccheck ]] && steps=1
   for m in $TR_SAN_MODELS; do
