@@ -100,6 +100,8 @@ for name, n in (("synth_train_000000.bin", ntok), ("synth_val_000000.bin", max(n
 EOF
 
 # one run per micro-batch; each run's log goes to $WORK/b$B.log and into $LOG
+LINEBUF=""
+command -v stdbuf > /dev/null && LINEBUF="stdbuf -oL -eL"
 IFS=, read -ra BS <<< "$BATCHES"
 : > "$WORK/runs.tsv"
 for B in "${BS[@]}"; do
@@ -109,8 +111,10 @@ for B in "${BS[@]}"; do
   [ -n "$EXTRA" ] && cmd+=($EXTRA)
   echo "== B=$B: ${cmd[*]}" | tee -a "$LOG"
   # gpu_watch.py samples the GPU beside it (energy, clocks, memory) and times each line llm.c prints.
-  (cd "$WORK" && "$PY" "$ROOT/peers/gpu_watch.py" --out "$WORK/b$B.watch.json" -- timeout "$TMO" "${cmd[@]}") \
-    > "$WORK/b$B.log" 2>&1
+  # Its lines must reach the watcher as they are printed: stdbuf makes llm.c's stdout line-buffered (a pipe
+  # would otherwise hold them until exit, and the window check below would drop the energy).
+  (cd "$WORK" && "$PY" "$ROOT/peers/gpu_watch.py" --out "$WORK/b$B.watch.json" -- timeout "$TMO" $LINEBUF \
+    "${cmd[@]}") > "$WORK/b$B.log" 2>&1
   rc=$?
   cat "$WORK/b$B.log" >> "$LOG"
   echo "== B=$B exit $rc" >> "$LOG"
@@ -128,21 +132,27 @@ import gpu_samples
 gpu_state = {"nvml": "unavailable: no gpu_watch.py output"}
 
 
-def watched(B, lines, step_lines, timed):
+def watched(B, lines, step_lines, step_ms):
     """The timed steps' energy, clocks and throttling, and the run's peak device memory, from
-    gpu_watch.py's samples: the window runs from the line of the last warm-up step to the last step's."""
+    gpu_watch.py's samples: the window runs from the line of the step before the first timed one to the
+    last step's. Where the lines came later than printed (buffered: the window shorter than half the
+    steps' own time), the window says nothing and only the memory stays."""
     global gpu_state
     try:
         w = json.load(open(f"{work}/b{B}.watch.json"))
     except (OSError, ValueError):
         return {}
     gpu_state = w.get("gpu_state", gpu_state)
-    times = w.get("line_times", [])
-    if len(times) != len(lines) or len(step_lines) < 2 or timed < 1:
-        return {}
-    first = len(step_lines) - timed - 1  # the step line before the first timed one
-    t0, t1 = times[step_lines[max(first, 0)]], times[step_lines[-1]]
-    return gpu_samples.watched_window(w.get("samples", []), t0, t1, len(step_lines) - 1 - max(first, 0), B, T)
+    times, samples = w.get("line_times", []), w.get("samples", [])
+    first = max(len(step_lines) - len(step_ms) - 1, 0)  # the step line before the first timed one
+    if len(times) != len(lines) or len(step_lines) < 2:
+        return gpu_samples.watched_window(samples, 0, -1, 0, B, T)
+    t0, t1 = times[step_lines[first]], times[step_lines[-1]]
+    steps = len(step_lines) - 1 - first
+    if t1 - t0 < 0.5 * sum(step_ms[-steps:]) / 1000:
+        return {**gpu_samples.watched_window(samples, 0, -1, 0, B, T),
+                "energy_window": "none: the step lines came together (buffered), not as the steps ran"}
+    return gpu_samples.watched_window(samples, t0, t1, steps, B, T)
 
 
 build = {}
@@ -172,7 +182,7 @@ for line in open(f"{work}/runs.tsv"):
                  tokens_per_s=round(B * T * 1000.0 / med, 1),
                  steps_timed=len(timed), step_ms=ms,
                  llmc_ema_tok_per_s_last=float(rows[-1][4]), llmc_mfu_percent_last=float(rows[-1][3]),
-                 **watched(B, lines, step_lines, len(timed)))
+                 **watched(B, lines, step_lines, timed))
     else:
         why = "timed out" if rc == 124 else ("exit code %d" % rc if rc else "too few step lines")
         if "out of memory" in text.lower(): why += " (out of memory)"
