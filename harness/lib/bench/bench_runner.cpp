@@ -203,7 +203,11 @@ std::optional<RepMachine> energy_window(BenchDriver& drive, Variant v, const Tim
   return m;
 }
 
-Timing time_variant(const BenchOptions& o, BenchDriver& drive, Variant v, CuptiProbe* cupti, int device) {
+// one_process: the ranks all live in this process. Across processes every one must run the same steps (their
+// collectives pair up), and the energy window's length and whether it runs are each process's own: it runs in
+// one process only.
+Timing time_variant(const BenchOptions& o, BenchDriver& drive, Variant v, CuptiProbe* cupti, int device,
+                    bool one_process) {
   Timing t;
   const Nvml& nvml = Nvml::get();
   const std::string bus = o.backend == Backend::Cuda && nvml.available() ? cuda_pci_bus_id(device) : "";
@@ -229,8 +233,9 @@ Timing time_variant(const BenchOptions& o, BenchDriver& drive, Variant v, CuptiP
         t.machine.push_back(m);
       }
     }
-    t.energy_window = energy_window(drive, v, t, bus);
   }
+  // Outside the profiled range: a profile (--capture-range=cudaProfilerApi) holds the timed steps only.
+  if (one_process) t.energy_window = energy_window(drive, v, t, bus);
   // CUPTI tracing perturbs timing, so it gets one extra repetition of its
   // own: launch counts and GPU busy time come from there.
   if (cupti) {
@@ -390,7 +395,7 @@ void measure_variants(const BenchOptions& o, const SessionPoint& p, const data::
     TR_USER_CHECK(t.plans().plan(v).present(), "variant ", variant_name(v), " is not part of this run");
     c.batch = t.plans().plan(v).dims.global_batch;
     if (o.progress) std::fprintf(stderr, "\rtr-bench: %-90s", c.name(report.context.device_kind).c_str());
-    Timing timing = time_variant(o, drive, v, cupti, ro.first_device);
+    Timing timing = time_variant(o, drive, v, cupti, ro.first_device, !p.part || p.part->processes() == 1);
     memory.sample();
     c.step_ms = std::move(timing.step_ms);
     c.cpu_ms = std::move(timing.cpu_ms);

@@ -35,7 +35,9 @@ constexpr double kMinEnergyWindowS = 0.5;
 // cnn step of half a millisecond times 30 is 15 ms), the energy comes from
 // one untimed window of its own that does: energy_window, its `steps` set.
 // Its energy fills the counters above, energy_window_steps says so, and its
-// clocks and throttling stay out of the repetitions' (it is not one).
+// clocks and throttling stay out of the repetitions' (it is not one). It runs
+// after the profiled range, and only where every rank lives in one process
+// (processes would have to agree on its steps, their collectives pairing up).
 std::map<std::string, double> machine_counters(const std::vector<RepMachine>& reps, int64_t steps_per_rep,
                                                int64_t samples_per_step, int64_t tokens_per_sample,
                                                const RepMachine* energy_window = nullptr);
