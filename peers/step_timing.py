@@ -81,12 +81,14 @@ def sampler():
     return gpu_samples.Sampler(bus)
 
 
-def time_steps(st, warmup, iters, reps, samples_per_step=0, tokens_per_sample=0):
+def time_steps(st, warmup, iters, reps, samples_per_step=0, tokens_per_sample=0, energy_window=True):
     """(median ms a step, median host CPU ms a step, machine counters) after
     `warmup` steps. The counters (gpu_samples.counters: energy, clocks,
     throttling; {} without NVML) take samples_per_step items a step; where no
     repetition lasted long enough for the energy counter, one untimed window
-    after them does (Note [energy window])."""
+    after them does (Note [energy window]), unless energy_window is False: in
+    data parallel every rank must run the same steps, and each would choose
+    that window's length from its own times."""
     for _ in range(warmup):
         st.step()
     torch.cuda.synchronize()
@@ -109,7 +111,7 @@ def time_steps(st, warmup, iters, reps, samples_per_step=0, tokens_per_sample=0)
         cpu.append((c1 - c0) * 1e3 / iters)
     ms = statistics.median(times)
     energy_window = None
-    if windows and all(w["seconds"] < gpu_samples.MIN_ENERGY_WINDOW_S for w in windows):
+    if energy_window and windows and all(w["seconds"] < gpu_samples.MIN_ENERGY_WINDOW_S for w in windows):
         energy_window = _energy_window(st, nvml, gpu_samples.energy_window_steps(ms))
     return ms, statistics.median(cpu), gpu_samples.counters(windows, samples_per_step, tokens_per_sample,
                                                             energy_window)

@@ -122,11 +122,12 @@ class Step(step_timing.TwoSlotStep):
 
 
 def time_case(model, batch, mode, warmup, iters, reps, wrap=None, capture_warmup=3):
+    """wrap (data parallel) leaves out the energy window: the ranks' steps must pair up."""
     torch.manual_seed(0)
     st = Step(model, batch, mode, wrap)
     if mode in step_timing.WHOLE_STEP_MODES:
         st.capture(capture_warmup)
-    ms, cpu_ms, machine = step_timing.time_steps(st, warmup, iters, reps, batch)
+    ms, cpu_ms, machine = step_timing.time_steps(st, warmup, iters, reps, batch, energy_window=wrap is None)
     memory = step_timing.device_memory()
     del st
     step_timing.reset_device_memory()
