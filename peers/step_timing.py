@@ -110,11 +110,10 @@ def time_steps(st, warmup, iters, reps, samples_per_step=0, tokens_per_sample=0,
         times.append(e0.elapsed_time(e1) / iters)
         cpu.append((c1 - c0) * 1e3 / iters)
     ms = statistics.median(times)
-    energy_window = None
+    extra = None
     if energy_window and windows and all(w["seconds"] < gpu_samples.MIN_ENERGY_WINDOW_S for w in windows):
-        energy_window = _energy_window(st, nvml, gpu_samples.energy_window_steps(ms))
-    return ms, statistics.median(cpu), gpu_samples.counters(windows, samples_per_step, tokens_per_sample,
-                                                            energy_window)
+        extra = _energy_window(st, nvml, gpu_samples.energy_window_steps(ms))
+    return ms, statistics.median(cpu), gpu_samples.counters(windows, samples_per_step, tokens_per_sample, extra)
 
 
 def _energy_window(st, nvml, steps):
