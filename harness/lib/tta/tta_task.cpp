@@ -59,10 +59,6 @@ void record_eval(const TtaSpec& spec, TtaRun& run, const TtaEval& e, const TtaEp
   if (on_eval) on_eval(run, e, epoch);
 }
 
-}  // namespace
-
-namespace {
-
 // Note [machine state] over one run's epochs: the energy counter at their
 // start and end, and the device memory after the set-up and each epoch.
 class RunMachine {
