@@ -195,7 +195,8 @@ def tr_tta_mean(path, model):
     summary = tta.get("summary") or {}
     all_reached(summary, path, f"model {model}")
     mean = (summary.get("time_to_target_s") or {}).get("mean")
-    return positive(mean, path, f"model {model}'s mean time to the target"), report.get("context", {}), {}
+    return positive(mean, path, f"model {model}'s mean time to the target"), report.get("context", {}), \
+        round_notes("tr", runs_mean(tta.get("runs")))
 
 
 def tr_median(path, case):
@@ -216,12 +217,21 @@ def tr_median(path, case):
 # repetitions and energy (Note [machine state], harness/lib/bench/machine_counters.h; the peers count them
 # alike, peers/gpu_samples.py) and the device memory (tr: Note [device memory]; the peer: PyTorch's allocator
 # and the device-wide use).
-ROUND_KEYS = ("throttled_repetitions", "energy_j_per_step", "power_w", "device_memory_peak_bytes",
-              "max_memory_reserved", "device_memory_used_bytes")
+# A time-to-accuracy side gives its runs' mean energy_j (over each run's epochs) instead; llm.c its
+# device_memory_used_max_bytes (peers/gpu_watch.py).
+ROUND_KEYS = ("throttled_repetitions", "energy_j_per_step", "power_w", "energy_j", "device_memory_peak_bytes",
+              "max_memory_reserved", "device_memory_used_bytes", "device_memory_used_max_bytes")
 
 
 def round_notes(side, row):
     return {f"{side}_{k}": row[k] for k in ROUND_KEYS if isinstance(row.get(k), (int, float))}
+
+
+def runs_mean(runs):
+    """{key: mean over the runs} of the ROUND_KEYS every run of a tta report has as a number."""
+    runs = [r for r in runs or [] if isinstance(r, dict)]
+    keys = [k for k in ROUND_KEYS if runs and all(isinstance(r.get(k), (int, float)) for r in runs)]
+    return {k: statistics.mean(r[k] for r in runs) for k in keys}
 
 
 def peer_value(path, name):
@@ -232,7 +242,8 @@ def peer_value(path, name):
         summary = report.get("summary") or {}
         all_reached(summary, path, "torch_tta")
         mean = positive((summary.get("time_to_target") or {}).get("mean"), path, "the mean time to the target")
-        return mean, report.get("context", {}), round_notes("peer", report.get("device_memory") or {})
+        return mean, report.get("context", {}), round_notes("peer", {**runs_mean(report.get("runs")),
+                                                                      **(report.get("device_memory") or {})})
     llmc = LLMC_CASE.fullmatch(name)
     if llmc:
         batch = int(llmc.group(1))

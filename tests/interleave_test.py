@@ -51,14 +51,17 @@ if kind == "tta":  # tr-bench tta: one model, seconds; "short" leaves a seed sho
     reached = 4 if "--short" in sys.argv else 5
     report = {"context": {"git_commit": f"commit-call{r}", "device_name": "Stand-in GPU"}, "benchmarks": [],
               "tta": {"model": "cnn", "summary": {"runs": 5, "reached": reached,
-                                                  "time_to_target_s": {"mean": ms, "median": 9 * ms}}}}
+                                                  "time_to_target_s": {"mean": ms, "median": 9 * ms}},
+                      "runs": [{"energy_j": 100.0, "device_memory_peak_bytes": 10},
+                               {"energy_j": 300.0, "device_memory_peak_bytes": 30}]}}
 elif kind == "torch_tta":
-    report = {"context": {}, "runs": [{"seed": 1}],
+    report = {"context": {}, "runs": [{"seed": 1, "energy_j": 400.0}], "device_memory": {"max_memory_reserved": 50},
               "summary": {"runs": 5, "reached": 5, "time_to_target": {"mean": ms, "min": ms / 9}}}
 elif kind == "llmc":
     report = {"peer": "llm.c train_gpt2cu", "gpu": "Stand-in GPU", "results": [
         {"batch": 1, "status": "ok", "median_ms": 50.0},
-        {"batch": 4, "status": "failed" if "--oom" in sys.argv else "ok", "median_ms": ms, "mean_ms": 7 * ms}]}
+        {"batch": 4, "status": "failed" if "--oom" in sys.argv else "ok", "median_ms": ms, "mean_ms": 7 * ms,
+         "device_memory_used_max_bytes": 70}]}
 elif kind == "tr":
     report = {"context": {"git_commit": f"commit-call{r}", "device_name": "Stand-in GPU"},
               "benchmarks": [entry(None, 9 * ms), entry("mean", 7 * ms), entry("median", ms),
@@ -244,6 +247,10 @@ class OtherReportsTest(DriverCase):
         self.assertAlmostEqual(res["ratio"], 1.046503, places=6)
         self.assertEqual(res["cases"]["tr"], {"tta": "cnn"})
         self.assertIn("tr_s", r.stdout)
+        # Each side's runs: the mean energy over the seeds' epochs, and the memory.
+        self.assertEqual({k: v for k, v in res["rounds"][0].items() if k.startswith(("tr_", "peer_"))},
+                         {"tr_energy_j": 200.0, "tr_device_memory_peak_bytes": 20, "peer_energy_j": 400.0,
+                          "peer_max_memory_reserved": 50})
 
     def test_a_seed_short_of_the_target_gives_no_time(self):
         r = self.drive(tr=self.command("tta", TR_MS, "--short"), peer=self.command("torch_tta", PEER_MS),
@@ -261,6 +268,7 @@ class OtherReportsTest(DriverCase):
         res = json.loads(read(os.path.join(self.out, "interleave.json")))
         self.assertEqual([x["peer"] for x in res["rounds"]], PEER_MS)
         self.assertEqual(res["peer_context"], {"peer": "llm.c train_gpt2cu", "gpu": "Stand-in GPU"})
+        self.assertEqual(res["rounds"][0]["peer_device_memory_used_max_bytes"], 70)
         r = self.drive(peer=self.command("llmc", PEER_MS, "--oom"), peer_case="llmc/batch:4")
         self.assert_one_line_error(r, 1, "micro-batch 4 did not run once and well")
         r = self.drive(peer=self.command("llmc", PEER_MS), peer_case="llmc/batch:16")

@@ -81,7 +81,8 @@ def check(report):
         rounds = report["rounds"]
         if not state_ok(ctx) and not state_ok(report.get("peer_context")):
             lacks.add("gpu_state")
-        if not (every(rounds, "tr_energy_j_per_step") and every(rounds, "peer_energy_j_per_step")):
+        if not (every(rounds, "tr_energy_j_per_step", "tr_energy_j") and
+                every(rounds, "peer_energy_j_per_step", "peer_energy_j")):
             lacks.add("energy")
         if not (every(rounds, "tr_device_memory_peak_bytes") and
                 every(rounds, "peer_max_memory_reserved", "peer_device_memory_used_bytes",
