@@ -495,6 +495,50 @@ TEST(Fusion, ChangesNoBitOfATrainingRunInF32) {
   }
 }
 
+// A model a rule fires in, at 16 samples (the small GPT: a quarter width,
+// windows of 32 tokens, AdamW as it trains).
+RunOptions rule_run(const std::string& model) {
+  if (model != "gpt2-d6") return testing::zoo_run(model, OptimizerKind::Sgd, ExecMode::FullCapture, 16);
+  RunOptions o = testing::small_run("mlp", OptimizerKind::AdamW, ExecMode::FullCapture, 16);
+  o.model = model_config(model, 0.25, 0, 0, 0, 32);
+  return o;
+}
+
+// The small GPT's MLPs: each block's up projection fuses with its GELU in
+// every graph that holds the block's forward, and the down projection's data
+// gradient with the GELU's backward in the training graph; no GELU node is
+// left, and each pair is one node fewer than with every other rule.
+TEST(Fusion, GptMlpMergesEveryGelu) {
+  TrainConfig t;
+  t.optimizer = OptimizerKind::AdamW;
+  const ModelConfig m = model_config("gpt2-d6", 0.25, 0, 0, 0, 32);
+  t.fusion = false;
+  const CompiledModel plain = build_model(m, t, 4);
+  t.fusion = true;
+  const CompiledModel fused = build_model(m, t, 4);
+  for (const FusionRule& r : fusion_rules())  // every rule but the two
+    if (r.name != "fc_gelu" && r.name != "fc_gelu_bwd") t.fusion_rules.emplace_back(r.name);
+  const CompiledModel others = build_model(m, t, 4);
+  auto count = [](const CompiledModel& c, OpKind k) {
+    int n = 0;
+    for (int g = 0; g < kGraphIdCount; ++g)
+      for (const Node& node : c.cg.nodes(GraphId(g))) n += node.kind == Node::Kind::Compute && node.op == k;
+    return n;
+  };
+  const int gelu_fwd = count(plain, OpKind::GeluFwd), gelu_bwd = count(plain, OpKind::GeluBwd);
+  EXPECT_GE(gelu_fwd, 6) << "six blocks";
+  EXPECT_EQ(gelu_bwd, 6) << "one backward per block";
+  EXPECT_EQ(fused.fusions.fc_gelu, gelu_fwd);
+  EXPECT_EQ(fused.fusions.fc_gelu_bwd, gelu_bwd);
+  EXPECT_EQ(count(fused, OpKind::FcGeluFwd), gelu_fwd);
+  EXPECT_EQ(count(fused, OpKind::FcBwdDataGelu), gelu_bwd);
+  EXPECT_EQ(count(fused, OpKind::GeluFwd) + count(fused, OpKind::GeluBwd), 0);
+  EXPECT_EQ(count(plain, OpKind::FcFwd) - count(fused, OpKind::FcFwd), gelu_fwd);
+  EXPECT_EQ(count(plain, OpKind::FcBwdData) - count(fused, OpKind::FcBwdData), gelu_bwd);
+  EXPECT_EQ(others.fusions.fc_gelu + others.fusions.fc_gelu_bwd, 0);
+  EXPECT_EQ(others.cg.total_nodes() - fused.cg.total_nodes(), size_t(gelu_fwd + gelu_bwd)) << "a node fewer a pair";
+}
+
 // Each rule of the table alone (with the rule it builds on), over an epoch of
 // full capture in f32: the same bits in every state tensor as without fusion,
 // and the rule fires while no other does.
@@ -512,7 +556,9 @@ TEST(Fusion, EachRuleAloneChangesNoBit) {
                                    {{"pool_stats"}, "cnn"},
                                    {{"stats_apply"}, "resnet18"},
                                    {{"pool_stats", "pool_bn"}, "cnn"},
-                                   {{"bwd_phases"}, "resnet18"}};
+                                   {{"bwd_phases"}, "resnet18"},
+                                   {{"fc_gelu"}, "gpt2-d6"},
+                                   {{"fc_gelu_bwd"}, "gpt2-d6"}};
   std::set<std::string> covered;
   for (const Case& k : cases) covered.insert(k.rules.back());
   for (const FusionRule& r : fusion_rules())
@@ -520,7 +566,7 @@ TEST(Fusion, EachRuleAloneChangesNoBit) {
   std::map<std::string, std::map<std::string, std::vector<float>>> plain;  // per model, the unfused run's state
   for (const Case& k : cases) {
     SCOPED_TRACE(cat(k.model, ": ", k.rules.back()));
-    RunOptions o = testing::zoo_run(k.model, OptimizerKind::Sgd, ExecMode::FullCapture, 16);
+    RunOptions o = rule_run(k.model);
     const auto train = testing::run_data(o, 3 * 16 - 5, 88);
     if (!plain.count(k.model)) {
       o.train.fusion = false;

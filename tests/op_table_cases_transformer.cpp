@@ -3,6 +3,7 @@
 // and TokenPrep. The bounds: op_table_bounds.h.
 #include "framework/ops/compute/attention.h"
 #include "framework/ops/compute/embedding.h"
+#include "framework/ops/compute/fc_gelu.h"
 #include "framework/ops/compute/gelu.h"
 #include "framework/ops/compute/layernorm.h"
 #include "framework/ops/compute/token_prep.h"
@@ -10,6 +11,17 @@
 
 namespace tr::test {
 namespace {
+
+// cuBLASLt's GELU epilogue: the GEMM's f32 sums as fc's, the GELU (or its
+// derivative) applied to the f32 accumulator before the one rounding (the CPU
+// rounds the product first: one rounding more), with a tanh of cuBLASLt's own
+// whose accuracy NVIDIA does not publish. Bounded as f16 storage is: a few
+// roundings of 4.9e-4 against the CPU; f32 within the f16 bound too.
+constexpr double kGpuEpilogueF32 = 1e-3;
+constexpr double kGpuEpilogueF16 = 2e-3;
+constexpr const char* kEpilogueWhy =
+    "dot products of 24 or 40 f32 products in cuBLAS's order, then the GELU on the unrounded sum with cuBLASLt's "
+    "own tanh (accuracy unpublished: bounded by f16's roundings)";
 
 // Token and position embedding: B = 2, T = 5 over a vocabulary of 7 (so
 // tokens repeat and some are absent) and a context of 8 (so wpe has rows the
@@ -54,6 +66,38 @@ void token_prep_cases(std::vector<OpCase>& t) {
   t.push_back(c);
 }
 
+// The linear layer and its GELU in one op (fc_gelu.h), as the MLP's up
+// projection (K -> M, the GELU over M) and the down projection's data gradient
+// (M -> K outputs, the GELU over K): M = 40 and K = 24 are multiples of 8 (the
+// epilogue's aux matrix) and M is past the small-fc kernels.
+void fc_gelu_cases(std::vector<OpCase>& t, int64_t B, int64_t T, int64_t K, int64_t M) {
+  for (bool bias : {false, true}) {
+    OpCase c;
+    c.attrs.fc_last_dim = true;
+    c.attrs.has_bias = bias;
+    c.attrs.scale = 0.5f;
+    c.cpu_f32 = 1e-6, c.gpu_f32 = kGpuEpilogueF32, c.gpu_f16 = kGpuEpilogueF16;
+    c.why = kEpilogueWhy;
+    c.name = cat("fc_gelu_fwd [", B, ",", T, ",", K, "] -> ", M, " per token", bias ? " with a bias" : "");
+    c.kind = OpKind::FcGeluFwd;
+    c.in = {{Elem::T, {B, T, K}, Fill::Uniform, -2, 2}, {Elem::T, {M, K}, Fill::Uniform, -0.5, 0.5}};
+    if (bias) c.in.push_back({Elem::T, {M}});
+    c.out = {Elem::T, Elem::T};
+    t.push_back(c);
+  }
+  OpCase c;
+  c.attrs.fc_last_dim = true;
+  c.attrs.scale = 0.5f;
+  c.cpu_f32 = 1e-6, c.gpu_f32 = kGpuEpilogueF32, c.gpu_f16 = kGpuEpilogueF16;
+  c.why = kEpilogueWhy;
+  c.name = cat("fc_bwd_data_gelu [", B, ",", T, ",", M, "] -> ", K, " per token");
+  c.kind = OpKind::FcBwdDataGelu;
+  c.in = {
+      {Elem::T, {B, T, M}}, {Elem::T, {M, K}, Fill::Uniform, -0.5, 0.5}, {Elem::T, {B, T, K}, Fill::Uniform, -4, 4}};
+  c.out = {Elem::T};
+  t.push_back(c);
+}
+
 // A transformer's linear layers: tokens [B,T,K] as rows (fc_last_dim), with
 // M = 40 outputs, past the small-fc kernels (kSmallFcMaxOutputs), so the GPU
 // runs cuBLAS (and cuBLASLt's bias epilogue).
@@ -87,6 +131,7 @@ void token_fc_cases(std::vector<OpCase>& t) {
   c.in = {{Elem::T, {B, T, M}}, {Elem::T, {M, K}, Fill::Uniform, -0.5, 0.5}, {Elem::T, {B, T, K}}};
   c.out = {Elem::T};
   t.push_back(c);
+  fc_gelu_cases(t, B, T, K, M);
 }
 
 // Causal attention: a short sequence with head dim 8; one of 70 tokens (past

@@ -16,6 +16,7 @@
 #include "framework/ops/compute/conv.h"
 #include "framework/ops/compute/embedding.h"
 #include "framework/ops/compute/fc.h"
+#include "framework/ops/compute/fc_gelu.h"
 #include "framework/ops/compute/gelu.h"
 #include "framework/ops/compute/layernorm.h"
 #include "framework/ops/compute/pool.h"
@@ -150,6 +151,28 @@ void dense_grads(std::vector<GradCase>& t) {
   };
   g.tol = kFd;
   g.why = "smooth: h^2 times the third derivative, below 1 in [-4, 4]";
+  t.push_back(g);
+
+  // The MLP's down projection after the GELU (fc_gelu.h): loss = <fc(GELU(pre), w), r>
+  // over tokens [2,3] of 8 channels into 5, d/dpre.
+  const Shape pre{2, 3, 8}, z{2, 3, 5};
+  OpAttrs fc;
+  fc.fc_last_dim = true;
+  fc.scale = 0.5f;
+  g = {};
+  g.name = "fc_bwd_data_gelu " + pre.str() + " -> 5, d/dpre";
+  g.kind = OpKind::FcBwdDataGelu;
+  g.in = {{Elem::T, pre, Fill::Uniform, -4, 4}, {Elem::T, {5, 8}}};
+  g.loss = [=](const std::vector<HostTensor>& in) {
+    const HostTensor y = op(gelu_fwd_cpu, {&in[0]}, {like(pre)}, OpAttrs{})[0];
+    return dot(op(fc_fwd_cpu, {&y, &in[1]}, {like(z)}, fc)[0], proj(z));
+  };
+  g.grad = [=](const std::vector<HostTensor>& in) {
+    const HostTensor r = proj(z);
+    return op(fc_bwd_data_gelu_cpu, {&r, &in[1], &in[0]}, {like(pre)}, fc)[0];
+  };
+  g.tol = kFd;
+  g.why = "linear in the GELU's output, and the GELU smooth as above";
   t.push_back(g);
 }
 
@@ -409,7 +432,7 @@ const std::vector<OpKind>& gradient_kinds() {
                                             OpKind::GlobalMaxPoolBwd, OpKind::GlobalAvgPoolBwd, OpKind::FcBwdData,
                                             OpKind::FcBwdWeight,      OpKind::ReluBwd,          OpKind::SoftmaxXent,
                                             OpKind::ClassifierHead,   OpKind::GeluBwd,          OpKind::LayerNormBwd,
-                                            OpKind::EmbeddingBwd,     OpKind::AttentionBwd};
+                                            OpKind::EmbeddingBwd,     OpKind::AttentionBwd,     OpKind::FcBwdDataGelu};
   return kinds;
 }
 

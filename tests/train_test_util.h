@@ -15,6 +15,8 @@
 
 #include "datasets/data_view.h"
 #include "datasets/synthetic.h"
+#include "datasets/token_window_set.h"
+#include "datasets/token_windows.h"
 #include "framework/graph/model_registry.h"
 #include "framework/train/param_init.h"
 #include "framework/train/trainer.h"
@@ -352,9 +354,12 @@ inline void augment_all(RunOptions& o) {
   o.train.tta_flip = true;
 }
 
-// Synthetic images of the run's own model shape.
+// Synthetic images of the run's own model shape (token windows for a sequence model).
 inline data::ImageDataset run_data(const RunOptions& o, int64_t count, uint64_t seed) {
   const ModelConfig& m = o.model;
+  if (m.is_sequence())  // count windows of seq_len + 1 synthetic tokens, as the tools carry them
+    return data::window_images(data::make_synthetic_tokens(count * m.seq_len + 1, m.classes, seed), m.seq_len,
+                               m.classes, "the test's");
   return data::make_synthetic(count, m.in_height, m.in_width, m.in_channels, m.classes, seed);
 }
 

@@ -51,6 +51,15 @@
 //             head recomputes y as it pools and as it routes the gradient, so
 //             y is never stored and its kernel is gone. The BatchNorm's
 //             backward reads x and affine, not y (batchnorm.h).
+//   [fc_gelu]
+//   forward:  pre = FcFwd(x, w [, b]), then y = GeluFwd(pre)   (a transformer MLP's up projection)
+//          -> pre, y = FcGeluFwd(x, w [, b]) in the fc's place: one cuBLASLt
+//             GEMM whose epilogue stores pre (for the backward) and y
+//   [fc_gelu_bwd]
+//   backward: g = FcBwdData(dy, w, y), then dx = GeluBwd(g, pre)   (the down projection's data gradient)
+//          -> dx = FcBwdDataGelu(dy, w, pre) in the GeluBwd's place, when only
+//             the GeluBwd reads g: the GEMM's epilogue multiplies by GELU'(pre)
+//             (fc_gelu.h; both only where cuBLASLt's epilogue takes the layer)
 //   a BatchNorm's phases, once the pairs above are made (Note [one kernel per
 //   BatchNorm], framework/ops/kernels/bn_train_cuda.h: one cooperative kernel each):
 //   [stats_apply]
@@ -89,6 +98,9 @@
 // The backward fusion rounds exactly as Add then ReluBwd do; the pool's
 // statistics are BnStats's own sums (on the GPU its grid and order); the
 // BatchNorm + pool rounds y as BnReluApply stores it before the max. The
+// GELU pair's CPU reference is the two ops in turn (the same bits); on the GPU
+// the epilogue applies the GELU (or its derivative) to the f32 accumulator
+// before its one rounding, within about a rounding of T of the unfused ops. The
 // BatchNorm + residual one rounds the BatchNorm's output and the residual's
 // sum once instead of twice: the same bits in f32 and f64, slightly more
 // accurate in f16.
@@ -113,10 +125,12 @@ struct FusionCounts {
   int pool_bn = 0;           // MaxPoolStatsFwd + BnReluApply of its y
   int bwd_phases = 0;        // BnReluBwdReduce + BnReluBwdApply
   int relu_grad_reduce = 0;  // ReluBwd or ReluBwdAdd + BnReluBwdReduce
+  int fc_gelu = 0;           // FcFwd + GeluFwd
+  int fc_gelu_bwd = 0;       // FcBwdData + GeluBwd
 
   int total() const {
     return bn_add + add_relu_bwd + pool_stats + bn_pool + head + head_bn + stats_apply + pool_bn + bwd_phases +
-           relu_grad_reduce;
+           relu_grad_reduce + fc_gelu + fc_gelu_bwd;
   }
   FusionCounts& operator+=(const FusionCounts& o) {
     bn_add += o.bn_add;
@@ -129,6 +143,8 @@ struct FusionCounts {
     pool_bn += o.pool_bn;
     bwd_phases += o.bwd_phases;
     relu_grad_reduce += o.relu_grad_reduce;
+    fc_gelu += o.fc_gelu;
+    fc_gelu_bwd += o.fc_gelu_bwd;
     return *this;
   }
 };

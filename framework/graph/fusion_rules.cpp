@@ -408,6 +408,59 @@ bool fuse_bwd_phases(Fuser& f, size_t i) {
   return true;
 }
 
+// ---------------------------------------------------------------- pass 0: a transformer's MLP
+
+// Whether cuBLASLt's GELU epilogue takes the layer (fc_gelu.h): more than
+// kSmallFcMaxOutputs outputs (cuBLAS, not the small-fc kernels) and a GELU
+// over a multiple of 8 channels (the epilogue's aux matrix).
+bool gelu_epilogue_fits(const Shape& w, int64_t gelu_channels) {
+  return w.rank == 2 && w[0] > kSmallFcMaxOutputs && gelu_channels % 8 == 0;
+}
+
+// pre = FcFwd(x, w [, b]), then y = GeluFwd(pre) -> pre, y = FcGeluFwd(x, w [, b])
+// in the fc's place (y comes out earlier; nothing in between may touch pre or y).
+bool fuse_fc_gelu(Fuser& f, size_t i) {
+  const Node& gelu = f.nodes[i];
+  if (!is_compute(gelu, OpKind::GeluFwd)) return false;
+  const TensorId pre = input_of(gelu, "x");
+  const auto it = f.producer.find(pre);
+  if (it == f.producer.end() || it->second >= i || f.drop[it->second]) return false;
+  Node& fc = f.nodes[it->second];
+  if (!is_compute(fc, OpKind::FcFwd) || !on_own_stream(fc) || output_of(fc, "y") != pre) return false;
+  const Shape& w = f.cg.tensor(input_of(fc, "w")).fixed_shape;
+  if (!gelu_epilogue_fits(w, w[0]) || !clear_between(f, it->second, i, gelu)) return false;
+  Node fused = fc;
+  const TensorId x = input_of(fc, "x"), wt = input_of(fc, "w"), y = output_of(gelu, "y");
+  if (fc.attrs.has_bias)
+    set_operands(fused, OpKind::FcGeluFwd, {{"x", x}, {"w", wt}, {"b", input_of(fc, "b")}}, {{"pre", pre}, {"y", y}});
+  else set_operands(fused, OpKind::FcGeluFwd, {{"x", x}, {"w", wt}}, {{"pre", pre}, {"y", y}});
+  fused.label = joined(fc, gelu);
+  fc = fused;
+  f.drop[i] = true;
+  return true;
+}
+
+// g = FcBwdData(dy, w, y), the gradient of the GELU's output y, then
+// dx = GeluBwd(g, pre) -> dx = FcBwdDataGelu(dy, w, pre) in the GeluBwd's
+// place, when only the GeluBwd reads g.
+bool fuse_fc_gelu_bwd(Fuser& f, size_t i) {
+  Node& gelu = f.nodes[i];
+  if (!is_compute(gelu, OpKind::GeluBwd)) return false;
+  const int k = sole_producer(f, i, "dy", OpKind::FcBwdData, "dx");
+  if (k < 0 || f.drop[size_t(k)]) return false;
+  const Node& data = f.nodes[size_t(k)];
+  const TensorId pre = input_of(gelu, "x");
+  const Shape& w = f.cg.tensor(input_of(data, "w")).fixed_shape;
+  if (w.rank != 2 || !gelu_epilogue_fits(w, w[1]) || !clear_between(f, size_t(k), i, data)) return false;
+  Node fused = data;
+  set_operands(fused, OpKind::FcBwdDataGelu, {{"dy", input_of(data, "dy")}, {"w", input_of(data, "w")}, {"pre", pre}},
+               {{"dx", output_of(gelu, "dx")}});
+  fused.label = joined(data, gelu);
+  gelu = fused;
+  f.drop[size_t(k)] = true;
+  return true;
+}
+
 // In the order they are tried at each node: the head before its BatchNorm,
 // the fan-in Add before the reduce that takes the ReLU's gradient.
 constexpr FusionRule kRules[] = {
@@ -418,6 +471,8 @@ constexpr FusionRule kRules[] = {
     {"relu_grad_reduce", 0, &FusionCounts::relu_grad_reduce, fuse_relu_grad_reduce},
     {"bn_pool", 0, &FusionCounts::bn_pool, fuse_bn_pool},
     {"pool_stats", 0, &FusionCounts::pool_stats, fuse_pool_stats},
+    {"fc_gelu", 0, &FusionCounts::fc_gelu, fuse_fc_gelu},
+    {"fc_gelu_bwd", 0, &FusionCounts::fc_gelu_bwd, fuse_fc_gelu_bwd},
     {"stats_apply", 1, &FusionCounts::stats_apply, fuse_stats_apply},
     {"pool_bn", 1, &FusionCounts::pool_bn, fuse_pool_bn},
     {"bwd_phases", 1, &FusionCounts::bwd_phases, fuse_bwd_phases},

@@ -89,6 +89,10 @@ enum class OpKind : uint8_t {
   AttentionBwd,       // in: dy T[B,T,C], qkv T, y T, lse f32[B,H,T]          out: dqkv T[B,T,3C], delta f32[B,H,T]
   TokenPrep,          // in: tokens i32[Bmax,T0+1]                            out: ids i32[N,T], labels i32[N,T],
                       //   order i32[N*T] (N = variant.batch, T = variant.height; token_prep.h)
+  FcGeluFwd,          // in: x T[..,K], w T[M,K], b T[M] (has_bias)            out: pre T[..,M], y T = GELU(pre)
+                      //   FcFwd then GeluFwd in one (fc_gelu.h, Note [fusion])
+  FcBwdDataGelu,      // in: dy T[..,M'], w T[M',M], pre T[..,M]               out: dx T = GELU'(pre) * (dy w)
+                      //   FcBwdData then GeluBwd in one (fc_gelu.h)
   Count
 };
 // clang-format on

@@ -10,6 +10,7 @@
 #include "framework/ops/compute/conv.h"
 #include "framework/ops/compute/embedding.h"
 #include "framework/ops/compute/fc.h"
+#include "framework/ops/compute/fc_gelu.h"
 #include "framework/ops/compute/gelu.h"
 #include "framework/ops/compute/input_prep.h"
 #include "framework/ops/compute/layernorm.h"
@@ -84,6 +85,8 @@ constexpr OpDef kOps[] = {
     TR_OP(AttentionFwd, "attention_fwd", attention_fwd, "qkv", "y lse"),
     TR_OP(AttentionBwd, "attention_bwd", attention_bwd, "dy qkv y lse", "dqkv delta"),
     TR_OP(TokenPrep, "token_prep", token_prep, "tokens", "ids labels order"),
+    TR_OP(FcGeluFwd, "fc_gelu_fwd", fc_gelu_fwd, "x w b?has_bias", "pre y"),
+    TR_OP(FcBwdDataGelu, "fc_bwd_data_gelu", fc_bwd_data_gelu, "dy w pre", "dx"),
 };
 #undef TR_OP
 

@@ -23,11 +23,11 @@
 //   FcBwdWeight with bias: channel_grid(N, M, ...).grid.x * M * 4 bytes
 //   (<= 4 * SMs * M * 4), used after the GEMM on the same stream.
 #include <climits>
-#include <utility>
 
 #include "framework/ops/compute/fc.h"
 #include "framework/ops/kernels/channel_sums_cuda.h"
 #include "framework/ops/kernels/fc_small_cuda.h"
+#include "framework/ops/kernels/lt_matmul_cuda.h"
 #include "framework/ops/op_signature.h"
 
 namespace tr {
@@ -66,74 +66,18 @@ void gemm(const GpuHandles& g, cudaStream_t s, DType ab, DType cdt, cublasOperat
                                  CUBLAS_GEMM_DEFAULT));
 }
 
-// cuBLASLt descriptors, destroyed with the call.
-struct LtDescs {
-  cublasLtMatmulDesc_t op = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
-  cublasLtMatmulPreference_t pref = nullptr;
-  LtDescs() = default;
-  LtDescs(const LtDescs&) = delete;
-  LtDescs& operator=(const LtDescs&) = delete;
-  ~LtDescs() {
-    if (pref) TR_GPU_WARN(cublasLtMatmulPreferenceDestroy(pref));
-    for (cublasLtMatrixLayout_t l : {a, b, c})
-      if (l) TR_GPU_WARN(cublasLtMatrixLayoutDestroy(l));
-    if (op) TR_GPU_WARN(cublasLtMatmulDescDestroy(op));
-  }
-};
-
 // y^T[M,N] = alpha * w[M,K] x^T[K,N] + bias[M] (per column of y^T), column-major
-// as gemm() sees it, on cuBLASLt with the bias epilogue; fp32 compute, and
-// split-K partial sums kept in fp32 (no reduction in the output's type).
+// as gemm() sees it, on cuBLASLt with the bias epilogue (lt_matmul_cuda.h).
 void gemm_bias(const GpuHandles& g, cudaStream_t s, DType t, int64_t m, int64_t n, int64_t k, float alpha,
                const void* w, const void* x, const void* bias, void* y) {
-  for (int64_t v : {m, n, k}) TR_CHECK(v >= 0 && v <= INT_MAX, "fc: GEMM dimension ", v, " too large");
-  TR_CHECK(g.cublaslt != nullptr, "fc: no cuBLASLt handle in GpuHandles");
-  cublasLtHandle_t lt = static_cast<cublasLtHandle_t>(g.cublaslt);
-  const cudaDataType_t dt = cuda_type(t);
-  LtDescs d;
-  TR_GPU_CHECK(cublasLtMatmulDescCreate(&d.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-  const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-  const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
-  TR_GPU_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
-  TR_GPU_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
-  TR_GPU_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)));
-  TR_GPU_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
-  TR_GPU_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &dt, sizeof(dt)));
-  TR_GPU_CHECK(cublasLtMatrixLayoutCreate(&d.a, dt, uint64_t(k), uint64_t(m), k));  // w: K x M, transposed
-  TR_GPU_CHECK(cublasLtMatrixLayoutCreate(&d.b, dt, uint64_t(k), uint64_t(n), k));  // x^T: K x N
-  TR_GPU_CHECK(cublasLtMatrixLayoutCreate(&d.c, dt, uint64_t(m), uint64_t(n), m));  // y^T: M x N
-  const uint64_t ws_bytes = g.workspace != nullptr ? g.workspace_bytes : 0;
-  const uint32_t reductions = CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
-  TR_GPU_CHECK(cublasLtMatmulPreferenceCreate(&d.pref));
-  TR_GPU_CHECK(cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes,
-                                                    sizeof(ws_bytes)));
-  TR_GPU_CHECK(cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &reductions,
-                                                    sizeof(reductions)));
-  // The operands' own alignment (the largest power of two up to 256 dividing the
-  // address): cuBLASLt otherwise assumes 256 bytes, and a parameter packed in
-  // a region may sit at less.
-  const auto align = [](const void* p) {
-    uint32_t a = 256;
-    while (a > 1 && reinterpret_cast<uintptr_t>(p) % a != 0) a /= 2;
-    return a;
-  };
-  const std::pair<cublasLtMatmulPreferenceAttributes_t, const void*> aligned[] = {
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, w},
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, x},
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, y},
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, y}};
-  for (const auto& [attr, p] : aligned) {
-    const uint32_t a = align(p);
-    TR_GPU_CHECK(cublasLtMatmulPreferenceSetAttribute(d.pref, attr, &a, sizeof(a)));
-  }
-  cublasLtMatmulHeuristicResult_t best = {};
-  int found = 0;
-  TR_GPU_CHECK(cublasLtMatmulAlgoGetHeuristic(lt, d.op, d.a, d.b, d.c, d.c, d.pref, 1, &best, &found));
-  TR_CHECK(found > 0, "fc: cuBLASLt has no algorithm for a [", m, "x", k, "] by [", k, "x", n, "] GEMM with a bias");
-  const float beta = 0.f;
-  TR_LIBRARY_LAUNCH(cublasLtMatmul(lt, d.op, &alpha, w, d.a, x, d.b, &beta, y, d.c, y, d.c, &best.algo, g.workspace,
-                                   best.workspaceSize, s));
+  LtMatmul mm;
+  mm.t = t;
+  mm.ta = CUBLAS_OP_T, mm.tb = CUBLAS_OP_N;
+  mm.m = m, mm.n = n, mm.k = k, mm.alpha = alpha;
+  mm.a = w, mm.lda = k, mm.b = x, mm.ldb = k, mm.d = y, mm.ldd = m;
+  mm.epilogue = CUBLASLT_EPILOGUE_BIAS;
+  mm.bias = bias;
+  lt_matmul(g, s, mm, "fc");
 }
 
 // db[M] = sum_n dy[n, :] (per-channel sum over rows, Note [deterministic kernels])
