@@ -2,7 +2,8 @@
 """Every committed GPU report carries the GPU's state, its energy and its peak
 device memory (issue: "measurements a skeptic accepts"), whatever wrote it:
 tr-bench (run and tta), tr_bench_ops, the PyTorch peers, llm.c's run.sh and
-ci/interleave.py. A report that predates a field is named in OLDER below with
+ci/interleave.py; and no power it records exceeds what the board can draw.
+A report that predates a field is named in OLDER below with
 what it lacks and why it stays; an entry there that no longer matches a gap
 is itself an error, so the list only shrinks.
 
@@ -19,9 +20,12 @@ H200_BEFORE_NVML = "H200 runs before the NVML state, energy and memory counters 
 OLDER = {
     "reports/h100/gpt2/llmc_gpt2.json": ("gpu_state energy memory", "llm.c before peers/gpu_watch.py"),
     "reports/h100/gpt2_ops/bench.json": ("gpu_state", "tr_bench_ops before it recorded gpu_state"),
-    "reports/h100/gpt2/bench_gpt2_amp.json": ("energy", "repetitions under 0.5 s, before the energy window"),
-    "reports/h100/gpt2/bench_gpt2_bf16.json": ("energy", "repetitions under 0.5 s, before the energy window"),
-    "reports/h100/gpt2/machine_state/bench_gpt2_nvml.json": ("memory", "a run of the NVML counters alone"),
+    "reports/h100/gpt2/bench_gpt2_amp.json": ("energy plausible_power",
+                                              "repetitions under 0.5 s, before the energy window"),
+    "reports/h100/gpt2/bench_gpt2_bf16.json": ("energy plausible_power",
+                                               "repetitions under 0.5 s, before the energy window"),
+    "reports/h100/gpt2/machine_state/bench_gpt2_nvml.json": ("memory plausible_power",
+                                                             "the NVML counters alone, before the energy window"),
     "reports/h100/gpt2/torch_gpt2_amp.json": ("energy", "the peer before it read NVML"),
     "reports/h100/gpt2/torch_gpt2_bf16.json": ("energy", "the peer before it read NVML"),
     "reports/h100/busy/bench_busy.json": ("energy", "repetitions under 0.5 s, before the energy window"),
@@ -73,8 +77,47 @@ def _positive(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
 
 
+# A power the board cannot draw: the energy counter advances in steps, and a window shorter than a few of
+# them reads one step too many or too few (an H100 at 700 W read 1017 W over 55 ms). The board's limit
+# holds on average over such windows; a tenth more leaves room for its own regulation.
+POWER_MARGIN = 1.1
+
+
+def powers(node):
+    """Every *power_w number in a report (rows, rounds, results)."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k.endswith("power_w") and _positive(v):
+                yield v
+            else:
+                yield from powers(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from powers(v)
+
+
+def power_limit(report):
+    for ctx in (report.get("context"), report.get("peer_context"), report):
+        g = (ctx or {}).get("gpu_state") if isinstance(ctx, dict) else None
+        if isinstance(g, dict):
+            try:
+                return float(g.get("power_limit_w"))
+            except (TypeError, ValueError):
+                pass
+    return None
+
+
 def check(report):
-    """The kind of report and the set of what it lacks among gpu_state, energy, memory, peer_context."""
+    """The kind of report and the set of what it lacks among gpu_state, energy, memory, peer_context and
+    plausible_power (no power above the board's limit)."""
+    kind, lacks = check_fields(report)
+    limit = power_limit(report)
+    if limit and any(p > POWER_MARGIN * limit for p in powers(report)):
+        lacks.add("plausible_power")
+    return kind, lacks
+
+
+def check_fields(report):
     lacks = set()
     ctx = report.get("context") if isinstance(report, dict) else None
     if "figure" in report and "rounds" in report:  # ci/interleave.py
@@ -144,8 +187,10 @@ def self_test():
     bare["llm.c"]["gpu_state"] = {"nvml": "unavailable: no driver"}
     del bare["interleave"]["peer_context"]
     bare["ops"]["context"]["gpu_state.nvml"] = "unavailable"
-    want = {"bench": {"energy"}, "tta": {"memory"}, "llm.c": {"gpu_state"}, "interleave": {"peer_context"},
-            "ops": {"gpu_state"}}
+    bare["interleave"]["context"]["gpu_state"]["power_limit_w"] = "700.00"
+    bare["interleave"]["rounds"][0]["tr_power_w"] = 1017.0
+    want = {"bench": {"energy"}, "tta": {"memory"}, "llm.c": {"gpu_state"},
+            "interleave": {"peer_context", "plausible_power"}, "ops": {"gpu_state"}}
     for kind, report in bare.items():
         assert check(report) == (kind, want[kind]), (kind, check(report))
 
