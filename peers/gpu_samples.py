@@ -14,8 +14,9 @@ import time
 # NVML's clocks-event (throttle) reasons that slow a measurement down: a power
 # cap, hardware slowdown, thermal slowdowns, the power brake (tr's kThrottleMask).
 THROTTLE_MASK = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
-# The board's energy counter advances in steps: only windows this long count.
-MIN_ENERGY_WINDOW_S = 0.5
+# The board's energy counter advances in steps, about a tenth of a second apart on an H100: only windows
+# this long count, so that one step more or less is 5 % (tr's kMinEnergyWindowS, machine_counters.h).
+MIN_ENERGY_WINDOW_S = 2.0
 _CLOCK_SM, _CLOCK_MEM, _TEMPERATURE_GPU = 1, 2, 0
 
 

@@ -36,7 +36,7 @@ TEST(MachineState, RepetitionsBecomeCounters) {
   auto rep = [](double joules, unsigned sm, unsigned temp, uint64_t reasons) {
     RepMachine r;
     r.energy_j = joules;
-    r.seconds = 1.0;
+    r.seconds = 2.5;  // past kMinEnergyWindowS
     r.end.sm_mhz = sm;
     r.end.mem_mhz = 2619;
     r.end.temperature_c = temp;
@@ -47,7 +47,7 @@ TEST(MachineState, RepetitionsBecomeCounters) {
   const std::vector<RepMachine> reps = {rep(10, 1980, 40, 0), rep(12, 1755, 44, 0x4 | 0x1), rep(11, 1980, 42, 0x1)};
   const auto k = machine_counters(reps, 5, 8, 0);
   EXPECT_DOUBLE_EQ(k.at("energy_j_per_step"), 11.0 / 5);
-  EXPECT_DOUBLE_EQ(k.at("power_w"), 11.0);
+  EXPECT_DOUBLE_EQ(k.at("power_w"), 11.0 / 2.5);
   EXPECT_DOUBLE_EQ(k.at("samples_per_joule"), 8.0 * 5 * 3 / 33);
   EXPECT_EQ(k.count("tokens_per_joule"), 0u);
   EXPECT_EQ(k.at("sm_clock_mhz_min"), 1755);
@@ -80,31 +80,31 @@ TEST(MachineState, AnEnergyWindowStandsInForShortRepetitions) {
   short_rep.seconds = 0.015;  // 30 steps of 0.5 ms
   short_rep.end.sm_mhz = 1980;
   RepMachine window;
-  window.steps = 1250;
-  window.energy_j = 250;
-  window.seconds = 0.64;
+  window.steps = 5000;
+  window.energy_j = 1000;
+  window.seconds = 2.56;
   window.end.sm_mhz = 1500;
   window.end.reasons = 0x4;
   const auto k = machine_counters({short_rep, short_rep}, 30, 256, 0, &window);
-  EXPECT_DOUBLE_EQ(k.at("energy_j_per_step"), 250.0 / 1250);
-  EXPECT_DOUBLE_EQ(k.at("power_w"), 250 / 0.64);
-  EXPECT_DOUBLE_EQ(k.at("samples_per_joule"), 256.0 * 1250 / 250);
-  EXPECT_EQ(k.at("energy_window_steps"), 1250);
+  EXPECT_DOUBLE_EQ(k.at("energy_j_per_step"), 1000.0 / 5000);
+  EXPECT_DOUBLE_EQ(k.at("power_w"), 1000 / 2.56);
+  EXPECT_DOUBLE_EQ(k.at("samples_per_joule"), 256.0 * 5000 / 1000);
+  EXPECT_EQ(k.at("energy_window_steps"), 5000);
   EXPECT_EQ(k.at("sm_clock_mhz_min"), 1980);
   EXPECT_EQ(k.at("throttled_repetitions"), 0);
   // Long repetitions keep their own energy; the window is not consulted.
   RepMachine long_rep = short_rep;
   long_rep.energy_j = 300;
-  long_rep.seconds = 1.0;
+  long_rep.seconds = 2.5;
   const auto own = machine_counters({long_rep}, 30, 256, 0, &window);
   EXPECT_DOUBLE_EQ(own.at("energy_j_per_step"), 10.0);
   EXPECT_EQ(own.count("energy_window_steps"), 0u);
   // A window whose counter did not move gives nothing.
   window.energy_j = 0;
   EXPECT_EQ(machine_counters({short_rep}, 30, 256, 0, &window).count("energy_j_per_step"), 0u);
-  // Its length: a quarter over half a second, at least one step.
-  EXPECT_EQ(energy_window_steps(0.5), 1250);
-  EXPECT_EQ(energy_window_steps(2000), 1);
+  // Its length: a quarter over two seconds, at least one step.
+  EXPECT_EQ(energy_window_steps(0.5), 5000);
+  EXPECT_EQ(energy_window_steps(8000), 1);
   EXPECT_EQ(energy_window_steps(0), 1);
 }
 

@@ -54,7 +54,7 @@ if [ -x "$PY" ] && "$PY" -c "import torch; assert torch.cuda.is_available()" 2>/
         fi
         tr_cmd="$tr_bench --device cuda --model gpt2 --batch 4 --precision bf16 --mode full-capture --warmup 2 --iters 5 --repetitions 3 --json {json}"
         # run.sh writes OUT/llmc_gpt2.json: a folder per round, the report then moved to {json}.
-        peer_cmd="d=\$(mktemp -d) && OUT=\$d LLMC_BATCHES=4 LLMC_STEPS=30 $limit bash ci/llmc/run.sh > \$d/run.log 2>&1"
+        peer_cmd="d=\$(mktemp -d) && OUT=\$d LLMC_BATCHES=4 $limit bash ci/llmc/run.sh > \$d/run.log 2>&1"
         peer_cmd+=" && mv \$d/llmc_gpt2.json {json}"
         what=(--tr-case "model=gpt2,mode=full-capture,batch=4" --peer-case "llmc/batch:4"
           --figure "gpt2 bf16 b4 T1024 full capture vs llm.c (ms)") ;;

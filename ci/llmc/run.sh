@@ -21,7 +21,7 @@
 # it, sampling NVML every 20 ms and timing each line it prints: the energy
 # between the last warm-up step's line and the last step's gives, per B,
 # tr-bench's energy_j_per_step, power_w, samples_per_joule and tokens_per_joule
-# (where that window lasts 0.5 s), the clocks, temperature and throttling over
+# (where that window lasts 2 s), the clocks, temperature and throttling over
 # it, and the most device memory in use over the run
 # (device_memory_used_max_bytes); the report's gpu_state is
 # peers/machine_state.py's. A batch that fails (out
@@ -34,7 +34,8 @@
 #     OUT               where the results go (default ./llmc-out): llmc_gpt2.json, llmc_gpt2.log
 #     LLMC_BIN          the binary (default .device-llmc/train_gpt2cu; a .xz beside it is unpacked)
 #     LLMC_BATCHES      micro-batches, comma-separated (default 4,16,64)
-#     LLMC_STEPS        optimizer steps per batch (default 30)
+#     LLMC_STEPS        optimizer steps per batch (default 250: at micro-batch 4, about 11 ms a step on an
+#                       H100, the timed steps then last past the 2 s the energy counter needs)
 #     LLMC_SKIP         warm-up steps left out of the statistics (default 5)
 #     LLMC_TOKENS       tokens in the train shard (default 4194304; val gets a quarter)
 #     LLMC_TIMEOUT      seconds allowed per batch (default 240)
@@ -49,7 +50,7 @@ LOG=$OUT/llmc_gpt2.log
 : > "$LOG"
 BIN=${LLMC_BIN:-.device-llmc/train_gpt2cu}
 BATCHES=${LLMC_BATCHES:-4,16,64}
-STEPS=${LLMC_STEPS:-30}
+STEPS=${LLMC_STEPS:-250}
 SKIP=${LLMC_SKIP:-5}
 NTOK=${LLMC_TOKENS:-4194304}
 TMO=${LLMC_TIMEOUT:-240}

@@ -27,9 +27,11 @@ struct RepMachine {
 // mem_clock_mhz_min, temperature_c_max, throttled_repetitions (reasons in
 // kThrottleMask) and throttle_reasons (their bits, ORed). Empty without samples.
 // The board's energy counter advances in steps: on an H100 every repetition of
-// 20 steps of 0.63 ms (13 ms) read no energy at all. Half a second holds many
-// of its steps, so that one step more or less is a small error.
-constexpr double kMinEnergyWindowS = 0.5;
+// 20 steps of 0.63 ms (13 ms) read no energy at all, and its steps are about a
+// tenth of a second apart: three windows of 0.63 s of GPT-2 steps read 8.26,
+// 7.19 and 7.17 J a step, one counter step (about 60 J) more in the first.
+// Two seconds hold some twenty of them, so that one more or less is 5 %.
+constexpr double kMinEnergyWindowS = 2.0;
 
 // Note [energy window]: where no timed repetition lasted kMinEnergyWindowS (a
 // cnn step of half a millisecond times 30 is 15 ms), the energy comes from
