@@ -21,6 +21,10 @@
 #             the binary in .device-llmc) at micro-batch 4
 #   tta-cnn   the cnn's recipe to 94 % over 5 seeds, beside peers/torch_tta.py in
 #             its whole-step graph on the same recipe (needs Fashion-MNIST in $DATA)
+# Inductor's caches live in .inductor-cache/ of the working tree (git-ignored;
+# TORCHINDUCTOR_CACHE_DIR overrides): a lent machine keeps ignored files from
+# call to call while it stays warm, so a call whose first max-autotune compile
+# ran out of time leaves its work to the next call's rounds.
 # Each workload's rounds go to $OUT/interleave/NAME; one line per workload to
 # $OUT/history.jsonl (reports/schema.md, "The history of the headline figures");
 # when the call's reports are committed, those lines are appended to
@@ -28,6 +32,7 @@
 PY=${TR_TORCH_PYTHON:-/opt/torch/.venv/bin/python}
 if [ -x "$PY" ] && "$PY" -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
   limit="timeout ${TR_T_INTERLEAVE:-200}"  # each run
+  export TORCHINDUCTOR_CACHE_DIR=${TORCHINDUCTOR_CACHE_DIR:-$PWD/.inductor-cache}
   tr_bench="$limit $(printf %q "$BIN/tr-bench")"
   timing="--warmup 10 --iters 30 --repetitions 5"
   cnn_mode=${TR_INTERLEAVE_CNN_MODE:-compile-full-capture}
