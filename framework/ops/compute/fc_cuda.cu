@@ -35,14 +35,6 @@ namespace {
 
 using namespace tr::cuda;
 
-cudaDataType_t cuda_type(DType t) {
-  switch (t) {
-    case DType::F16: return CUDA_R_16F;
-    case DType::BF16: return CUDA_R_16BF;
-    default: return CUDA_R_32F;
-  }
-}
-
 // Column-major cuBLAS GEMM, fp32 compute. a/b have dtype ab, c has dtype cdt;
 // cuBLAS gets the workspace from ws_offset on (the op's scratch lies before it).
 void gemm(const GpuHandles& g, cudaStream_t s, DType ab, DType cdt, cublasOperation_t ta, cublasOperation_t tb,
@@ -61,9 +53,9 @@ void gemm(const GpuHandles& g, cudaStream_t s, DType ab, DType cdt, cublasOperat
   TR_GPU_CHECK(cublasSetWorkspace(h, ws, ws_bytes));
   TR_GPU_CHECK(
       cublasSetMathMode(h, cublasMath_t(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
-  TR_LIBRARY_LAUNCH(cublasGemmEx(h, ta, tb, int(m), int(n), int(k), &alpha, a, cuda_type(ab), int(lda), b,
-                                 cuda_type(ab), int(ldb), &beta, c, cuda_type(cdt), int(ldc), CUBLAS_COMPUTE_32F,
-                                 CUBLAS_GEMM_DEFAULT));
+  TR_LIBRARY_LAUNCH(cublasGemmEx(h, ta, tb, int(m), int(n), int(k), &alpha, a, cuda_data_type(ab), int(lda), b,
+                                 cuda_data_type(ab), int(ldb), &beta, c, cuda_data_type(cdt), int(ldc),
+                                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 // y^T[M,N] = alpha * w[M,K] x^T[K,N] + bias[M] (per column of y^T), column-major

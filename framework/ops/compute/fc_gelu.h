@@ -14,9 +14,10 @@
 // (GELU_AUX_BIAS, DGELU: the tanh form, fc.h's fp32 compute), which applies the
 // GELU to the f32 accumulator before the one rounding to T: y and dx differ
 // from the unfused GPU ops by about a rounding of T, and stay within the op
-// table's GPU bounds of the CPU. Both fuse only for f16 and bf16 with more than
-// kSmallFcMaxOutputs outputs and M a multiple of 8 (the epilogue's aux
-// matrix), where cuBLASLt has these epilogues on every GPU tr builds for.
+// table's GPU bounds of the CPU. Both fuse only with more than
+// kSmallFcMaxOutputs outputs (cuBLAS, not the small-fc kernels) and a GELU
+// over a multiple of 8 channels (the epilogue's aux matrix), in every
+// precision: the op table runs them on the GPU in f32, f16 and bf16.
 #include "framework/ops/shape_ctx.h"
 
 namespace tr {

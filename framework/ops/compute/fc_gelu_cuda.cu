@@ -6,9 +6,9 @@
 //   FcBwdDataGelu: dx^T[M,R] = GELU'(pre^T) * scale * w^T[M,M'] dy^T[M',R]  (w is [M',M])
 //                  -> GEMM(N, N, m=M, n=R, k=M', A=w lda=M, B=dy ldb=M', D=dx ldd=M),
 //                     DGELU with aux = pre, aux_ld = M
-// The aux matrix's leading dimension must be a multiple of 8 (the fusion
-// rule only fuses such layers, and so does cuBLAS's small-output path not
-// apply: more than kSmallFcMaxOutputs outputs). No workspace of its own.
+// The aux matrix's leading dimension must be a multiple of 8, and the layer
+// must have more than kSmallFcMaxOutputs outputs (else fc runs its own small
+// kernels): the fusion rule fuses only such layers. No workspace of its own.
 #include "framework/ops/compute/fc.h"
 #include "framework/ops/compute/fc_gelu.h"
 #include "framework/ops/kernels/cuda_kernel_util_cuda.h"

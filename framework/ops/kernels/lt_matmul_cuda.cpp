@@ -7,15 +7,16 @@
 #include "framework/core/error.h"
 
 namespace tr::cuda {
-namespace {
 
-cudaDataType_t lt_type(DType t) {
+cudaDataType_t cuda_data_type(DType t) {
   switch (t) {
     case DType::F16: return CUDA_R_16F;
     case DType::BF16: return CUDA_R_16BF;
     default: return CUDA_R_32F;
   }
 }
+
+namespace {
 
 // Descriptors, destroyed with the call.
 struct LtDescs {
@@ -57,7 +58,7 @@ void lt_matmul(const GpuHandles& g, cudaStream_t s, const LtMatmul& mm, const ch
     TR_CHECK(v >= 0 && v <= INT_MAX, op, ": GEMM dimension ", v, " too large");
   TR_CHECK(g.cublaslt != nullptr, op, ": no cuBLASLt handle in GpuHandles");
   cublasLtHandle_t lt = static_cast<cublasLtHandle_t>(g.cublaslt);
-  const cudaDataType_t dt = lt_type(mm.t);
+  const cudaDataType_t dt = cuda_data_type(mm.t);
   LtDescs d;
   TR_GPU_CHECK(cublasLtMatmulDescCreate(&d.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   set(d.op, CUBLASLT_MATMUL_DESC_TRANSA, mm.ta);

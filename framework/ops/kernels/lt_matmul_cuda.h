@@ -18,6 +18,9 @@
 
 namespace tr::cuda {
 
+// cuBLAS's name for a tensor's storage type (f16, bf16, else f32).
+cudaDataType_t cuda_data_type(DType t);
+
 struct LtMatmul {
   DType t = DType::F32;
   cublasOperation_t ta = CUBLAS_OP_N, tb = CUBLAS_OP_N;
