@@ -533,10 +533,46 @@ TEST(Fusion, GptMlpMergesEveryGelu) {
   EXPECT_EQ(count(fused, OpKind::FcGeluFwd), gelu_fwd);
   EXPECT_EQ(count(fused, OpKind::FcBwdDataGelu), gelu_bwd);
   EXPECT_EQ(count(fused, OpKind::GeluFwd) + count(fused, OpKind::GeluBwd), 0);
-  EXPECT_EQ(count(plain, OpKind::FcFwd) - count(fused, OpKind::FcFwd), gelu_fwd);
+  EXPECT_EQ(count(plain, OpKind::FcFwd) - count(fused, OpKind::FcFwd), gelu_fwd + fused.fusions.fc_residual);
   EXPECT_EQ(count(plain, OpKind::FcBwdData) - count(fused, OpKind::FcBwdData), gelu_bwd);
   EXPECT_EQ(others.fusions.fc_gelu + others.fusions.fc_gelu_bwd, 0);
   EXPECT_EQ(others.cg.total_nodes() - fused.cg.total_nodes(), size_t(gelu_fwd + gelu_bwd)) << "a node fewer a pair";
+}
+
+// The small GPT's residual joins: each block's attention projection and MLP
+// down projection fuse with the Add after them in every graph that holds the
+// block's forward, so no forward Add is left there; the backward's gradient
+// fan-ins (Adds too, in the training graph) stay.
+TEST(Fusion, GptProjectionsTakeTheResidual) {
+  TrainConfig t;
+  t.optimizer = OptimizerKind::AdamW;
+  const ModelConfig m = model_config("gpt2-d6", 0.25, 0, 0, 0, 32);
+  for (const FusionRule& r : fusion_rules())  // every rule but this one, against every rule
+    if (r.name != "fc_residual") t.fusion_rules.emplace_back(r.name);
+  const CompiledModel plain = build_model(m, t, 4);
+  t.fusion_rules.clear();
+  const CompiledModel fused = build_model(m, t, 4);
+  auto is_join = [](const Node& n) {  // a block's forward Add "h<i>.res<j>.fwd", not a fan-in "h<i>.res<j>.dsum<k>"
+    return n.kind == Node::Kind::Compute && n.op == OpKind::Add && n.label.find(".res") != std::string::npos &&
+           n.label.ends_with(".fwd");
+  };
+  int joins = 0;
+  for (int g = 0; g < kGraphIdCount; ++g) {
+    int adds = 0, fused_nodes = 0, fused_adds = 0;
+    for (const Node& n : plain.cg.nodes(GraphId(g))) adds += is_join(n);
+    for (const Node& n : fused.cg.nodes(GraphId(g))) {
+      fused_nodes += n.kind == Node::Kind::Compute && n.op == OpKind::FcResidualFwd;
+      fused_adds += is_join(n);
+    }
+    EXPECT_EQ(adds % 12, 0) << graph_name(GraphId(g)) << ": two joins in each of six blocks, per forward";
+    EXPECT_EQ(fused_nodes, adds) << graph_name(GraphId(g));
+    EXPECT_EQ(fused_adds, 0) << graph_name(GraphId(g));
+    joins += adds;
+  }
+  EXPECT_GE(joins, 12);
+  EXPECT_EQ(fused.fusions.fc_residual, joins);
+  EXPECT_EQ(fused.fusions.total() - plain.fusions.total(), joins) << "no other rule changes";
+  EXPECT_EQ(plain.cg.total_nodes() - fused.cg.total_nodes(), size_t(joins)) << "a node fewer a join";
 }
 
 // Each rule of the table alone (with the rule it builds on), over an epoch of
@@ -558,7 +594,8 @@ TEST(Fusion, EachRuleAloneChangesNoBit) {
                                    {{"pool_stats", "pool_bn"}, "cnn"},
                                    {{"bwd_phases"}, "resnet18"},
                                    {{"fc_gelu"}, "gpt2-d6"},
-                                   {{"fc_gelu_bwd"}, "gpt2-d6"}};
+                                   {{"fc_gelu_bwd"}, "gpt2-d6"},
+                                   {{"fc_residual"}, "gpt2-d6"}};
   std::set<std::string> covered;
   for (const Case& k : cases) covered.insert(k.rules.back());
   for (const FusionRule& r : fusion_rules())

@@ -86,9 +86,10 @@ void expect_the_tail_changes_no_bit(Backend backend) {
       testing::set_precision_case(o.train, p);
       o.train.max_grad_norm = 0.5f;
       o.train.fusion = fusion;
-      // The GELU pairs stay apart in both runs: on the GPU their epilogue rounds otherwise (fc_gelu.h).
+      // The epilogue pairs (GELU, residual) stay apart in both runs: on the GPU they round otherwise
+      // (FusionRule::same_gpu_bits).
       for (const FusionRule& r : fusion_rules())
-        if (r.name != "fc_gelu" && r.name != "fc_gelu_bwd") o.train.fusion_rules.emplace_back(r.name);
+        if (r.same_gpu_bits) o.train.fusion_rules.emplace_back(r.name);
       o.backend = backend;
       Trainer t(o, testing::view_of(train), testing::view_of(val));
       int tails = 0, lerps = 0;

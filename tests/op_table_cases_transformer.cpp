@@ -4,6 +4,7 @@
 #include "framework/ops/compute/attention.h"
 #include "framework/ops/compute/embedding.h"
 #include "framework/ops/compute/fc_gelu.h"
+#include "framework/ops/compute/fc_residual.h"
 #include "framework/ops/compute/gelu.h"
 #include "framework/ops/compute/layernorm.h"
 #include "framework/ops/compute/token_prep.h"
@@ -98,6 +99,30 @@ void fc_gelu_cases(std::vector<OpCase>& t, int64_t B, int64_t T, int64_t K, int6
   t.push_back(c);
 }
 
+// The linear layer and the residual join after it in one op (fc_residual.h),
+// as a block's projections: K -> M = 40 outputs (past the small-fc kernels)
+// added to a residual stream r[B,T,M].
+void fc_residual_cases(std::vector<OpCase>& t, int64_t B, int64_t T, int64_t K, int64_t M) {
+  for (bool bias : {false, true}) {
+    OpCase c;
+    c.attrs.fc_last_dim = true;
+    c.attrs.has_bias = bias;
+    c.attrs.scale = 0.5f;
+    c.cpu_f32 = 1e-6, c.gpu_f32 = kGpuF32, c.gpu_f16 = kGpuF16;
+    c.why =
+        "dot products of 24 f32 products in cuBLAS's order, the residual added to the unrounded sum (the CPU "
+        "rounds the product to T first: one rounding more)";
+    c.name = cat("fc_residual_fwd [", B, ",", T, ",", K, "] -> ", M, " per token", bias ? " with a bias" : "");
+    c.kind = OpKind::FcResidualFwd;
+    c.in = {{Elem::T, {B, T, K}, Fill::Uniform, -2, 2},
+            {Elem::T, {M, K}, Fill::Uniform, -0.5, 0.5},
+            {Elem::T, {B, T, M}, Fill::Uniform, -2, 2}};
+    if (bias) c.in.push_back({Elem::T, {M}});
+    c.out = {Elem::T};
+    t.push_back(c);
+  }
+}
+
 // A transformer's linear layers: tokens [B,T,K] as rows (fc_last_dim), with
 // M = 40 outputs, past the small-fc kernels (kSmallFcMaxOutputs), so the GPU
 // runs cuBLAS (and cuBLASLt's bias epilogue).
@@ -132,6 +157,7 @@ void token_fc_cases(std::vector<OpCase>& t) {
   c.out = {Elem::T};
   t.push_back(c);
   fc_gelu_cases(t, B, T, K, M);
+  fc_residual_cases(t, B, T, K, M);
 }
 
 // Causal attention: a short sequence with head dim 8; one of 70 tokens (past

@@ -60,6 +60,11 @@
 //          -> dx = FcBwdDataGelu(dy, w, pre) in the GeluBwd's place, when only
 //             the GeluBwd reads g: the GEMM's epilogue multiplies by GELU'(pre)
 //             (fc_gelu.h; both only where cuBLASLt's epilogue takes the layer)
+//   [fc_residual]
+//   forward:  pre = FcFwd(x, w [, b]), then y = Add(r, pre)   (a transformer block's projections)
+//          -> y = FcResidualFwd(x, w, r [, b]) in the Add's place, when only
+//             the Add reads pre: one cuBLASLt GEMM that adds r as its C
+//             matrix (fc_residual.h; with more than kSmallFcMaxOutputs outputs)
 //   a BatchNorm's phases, once the pairs above are made (Note [one kernel per
 //   BatchNorm], framework/ops/kernels/bn_train_cuda.h: one cooperative kernel each):
 //   [stats_apply]
@@ -98,9 +103,11 @@
 // The backward fusion rounds exactly as Add then ReluBwd do; the pool's
 // statistics are BnStats's own sums (on the GPU its grid and order); the
 // BatchNorm + pool rounds y as BnReluApply stores it before the max. The
-// GELU pair's CPU reference is the two ops in turn (the same bits); on the GPU
-// the epilogue applies the GELU (or its derivative) to the f32 accumulator
-// before its one rounding, within about a rounding of T of the unfused ops. The
+// GELU pair's and the fc + residual's CPU references are the two ops in turn
+// (the same bits); on the GPU the epilogue applies the GELU (or its
+// derivative, or adds the residual) to the f32 accumulator before its one
+// rounding, within about a rounding of T of the unfused ops (FusionRule's
+// same_gpu_bits says which rules do this). The
 // BatchNorm + residual one rounds the BatchNorm's output and the residual's
 // sum once instead of twice: the same bits in f32 and f64, slightly more
 // accurate in f16.
@@ -127,10 +134,11 @@ struct FusionCounts {
   int relu_grad_reduce = 0;  // ReluBwd or ReluBwdAdd + BnReluBwdReduce
   int fc_gelu = 0;           // FcFwd + GeluFwd
   int fc_gelu_bwd = 0;       // FcBwdData + GeluBwd
+  int fc_residual = 0;       // FcFwd + Add (the residual join)
 
   int total() const {
     return bn_add + add_relu_bwd + pool_stats + bn_pool + head + head_bn + stats_apply + pool_bn + bwd_phases +
-           relu_grad_reduce + fc_gelu + fc_gelu_bwd;
+           relu_grad_reduce + fc_gelu + fc_gelu_bwd + fc_residual;
   }
   FusionCounts& operator+=(const FusionCounts& o) {
     bn_add += o.bn_add;
@@ -145,6 +153,7 @@ struct FusionCounts {
     relu_grad_reduce += o.relu_grad_reduce;
     fc_gelu += o.fc_gelu;
     fc_gelu_bwd += o.fc_gelu_bwd;
+    fc_residual += o.fc_residual;
     return *this;
   }
 };

@@ -53,6 +53,25 @@ int sole_producer(const Fuser& f, size_t later, std::string_view in, OpKind op, 
   return int(it->second);
 }
 
+// Whether nodes[reader] is the one reader of t in this graph, and every other
+// graph that reads t writes it too (its own copy of the forward, as the
+// inference graphs have): then merging t's producer into that reader leaves
+// no node anywhere without its input. (Fuser::readers counts every graph.)
+bool read_only_by(const Fuser& f, TensorId t, size_t reader) {
+  auto writes_t = [t](const Node& n) { return std::find(n.out.begin(), n.out.end(), t) != n.out.end(); };
+  for (size_t k = 0; k < f.nodes.size(); ++k)  // a range op over t's whole region counts as a reader
+    if (k != reader && !f.drop[k] && !writes_t(f.nodes[k]) && touches(f.cg, f.nodes[k], {t})) return false;
+  for (int g = 0; g < kGraphIdCount; ++g) {
+    bool reads = false, writes = false;
+    for (const Node& n : f.cg.nodes(GraphId(g))) {
+      writes = writes || writes_t(n);
+      reads = reads || (!writes_t(n) && touches(f.cg, n, {t}));
+    }
+    if (reads && !writes) return false;
+  }
+  return true;
+}
+
 // The first node after `from` of kind `op` that reads t as its input `name`,
 // when it runs on its graph's own stream; nodes.size() otherwise.
 size_t reader_after(const std::vector<Node>& nodes, size_t from, OpKind op, std::string_view name, TensorId t) {
@@ -461,6 +480,38 @@ bool fuse_fc_gelu_bwd(Fuser& f, size_t i) {
   return true;
 }
 
+// pre = FcFwd(x, w [, b]), then y = Add(r, pre) or Add(pre, r) without ReLU
+// -> y = FcResidualFwd(x, w, r [, b]) in the Add's place, when only the Add
+// reads pre and nothing in between touches the fc's tensors.
+bool fuse_fc_residual(Fuser& f, size_t i) {
+  Node& add = f.nodes[i];
+  if (!is_compute(add, OpKind::Add) || add.attrs.relu) return false;
+  for (std::string_view side : {"b", "a"}) {  // the residual joins put the branch second
+    const TensorId pre = input_of(add, side);
+    const auto it = f.producer.find(pre);
+    if (it == f.producer.end() || it->second >= i || f.drop[it->second]) continue;
+    const size_t k = it->second;
+    const Node& fc = f.nodes[k];
+    if (!is_compute(fc, OpKind::FcFwd) || !on_own_stream(fc) || !read_only_by(f, pre, i)) continue;
+    const Shape& w = f.cg.tensor(input_of(fc, "w")).fixed_shape;
+    if (w.rank != 2 || w[0] <= kSmallFcMaxOutputs || !clear_between(f, k, i, fc)) continue;
+    const TensorId r = input_of(add, side == "b" ? "a" : "b");
+    Node fused = fc;
+    if (fc.attrs.has_bias)
+      set_operands(fused, OpKind::FcResidualFwd,
+                   {{"x", input_of(fc, "x")}, {"w", input_of(fc, "w")}, {"r", r}, {"b", input_of(fc, "b")}},
+                   {{"y", output_of(add, "y")}});
+    else
+      set_operands(fused, OpKind::FcResidualFwd, {{"x", input_of(fc, "x")}, {"w", input_of(fc, "w")}, {"r", r}},
+                   {{"y", output_of(add, "y")}});
+    fused.label = joined(fc, add);
+    add = fused;
+    f.drop[k] = true;
+    return true;
+  }
+  return false;
+}
+
 // In the order they are tried at each node: the head before its BatchNorm,
 // the fan-in Add before the reduce that takes the ReLU's gradient.
 constexpr FusionRule kRules[] = {
@@ -471,8 +522,9 @@ constexpr FusionRule kRules[] = {
     {"relu_grad_reduce", 0, &FusionCounts::relu_grad_reduce, fuse_relu_grad_reduce},
     {"bn_pool", 0, &FusionCounts::bn_pool, fuse_bn_pool},
     {"pool_stats", 0, &FusionCounts::pool_stats, fuse_pool_stats},
-    {"fc_gelu", 0, &FusionCounts::fc_gelu, fuse_fc_gelu},
-    {"fc_gelu_bwd", 0, &FusionCounts::fc_gelu_bwd, fuse_fc_gelu_bwd},
+    {"fc_gelu", 0, &FusionCounts::fc_gelu, fuse_fc_gelu, false},
+    {"fc_gelu_bwd", 0, &FusionCounts::fc_gelu_bwd, fuse_fc_gelu_bwd, false},
+    {"fc_residual", 0, &FusionCounts::fc_residual, fuse_fc_residual, false},
     {"stats_apply", 1, &FusionCounts::stats_apply, fuse_stats_apply},
     {"pool_bn", 1, &FusionCounts::pool_bn, fuse_pool_bn},
     {"bwd_phases", 1, &FusionCounts::bwd_phases, fuse_bwd_phases},

@@ -31,6 +31,10 @@ struct FusionRule {
   // Matches at nodes[i] and, when the guard holds, rewrites: the fused node
   // takes some node's place and the others are marked in drop. Returns whether it fused.
   bool (*fuse)(Fuser& f, size_t i) = nullptr;
+  // Whether the GPU computes the same bits fused as unfused. The rules that
+  // fold an op into a cuBLASLt epilogue do not (it rounds the f32 accumulator
+  // once: fc_gelu.h, fc_residual.h); on the CPU every rule changes no bit.
+  bool same_gpu_bits = true;
 };
 
 std::span<const FusionRule> fusion_rules();

@@ -93,6 +93,8 @@ enum class OpKind : uint8_t {
                       //   FcFwd then GeluFwd in one (fc_gelu.h, Note [fusion])
   FcBwdDataGelu,      // in: dy T[..,M'], w T[M',M], pre T[..,M]               out: dx T = GELU'(pre) * (dy w)
                       //   FcBwdData then GeluBwd in one (fc_gelu.h)
+  FcResidualFwd,      // in: x T[..,K], w T[M,K], r T[..,M], b T[M] (has_bias) out: y T = (x w^T (+ b)) + r
+                      //   FcFwd then Add in one (fc_residual.h, Note [fusion])
   Count
 };
 // clang-format on

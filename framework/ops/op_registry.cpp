@@ -11,6 +11,7 @@
 #include "framework/ops/compute/embedding.h"
 #include "framework/ops/compute/fc.h"
 #include "framework/ops/compute/fc_gelu.h"
+#include "framework/ops/compute/fc_residual.h"
 #include "framework/ops/compute/gelu.h"
 #include "framework/ops/compute/input_prep.h"
 #include "framework/ops/compute/layernorm.h"
@@ -87,6 +88,7 @@ constexpr OpDef kOps[] = {
     TR_OP(TokenPrep, "token_prep", token_prep, "tokens", "ids labels order"),
     TR_OP(FcGeluFwd, "fc_gelu_fwd", fc_gelu_fwd, "x w b?has_bias", "pre y"),
     TR_OP(FcBwdDataGelu, "fc_bwd_data_gelu", fc_bwd_data_gelu, "dy w pre", "dx"),
+    TR_OP(FcResidualFwd, "fc_residual_fwd", fc_residual_fwd, "x w r b?has_bias", "y"),
 };
 #undef TR_OP
 

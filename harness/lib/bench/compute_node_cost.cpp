@@ -28,7 +28,8 @@ double product_flops(const OpOperands& o) {
     case OpKind::ConvBwdFilter:  // dy [N,Ho,Wo,K] against x's R x R x C windows
       return 2.0 * elems(in("dy")) * double(out("dw").inner());
     case OpKind::FcFwd:  // x [rows,K] . w [M,K]^T: 2 rows K M
-    case OpKind::FcGeluFwd: return 2.0 * elems(in("x")) * double(in("w")[0]);
+    case OpKind::FcGeluFwd:
+    case OpKind::FcResidualFwd: return 2.0 * elems(in("x")) * double(in("w")[0]);
     case OpKind::FcBwdData:  // dy [rows,M] . w [M,K]
     case OpKind::FcBwdDataGelu: return 2.0 * elems(in("dy")) * double(in("w")[1]);
     case OpKind::FcBwdWeight:  // dy^T [M,rows] . x [rows,K]

@@ -94,8 +94,9 @@ constexpr Rate kRates[] = {
     {OpKind::AttentionFwd, {1, kOut, "y"}},  // y divided by the row's sum; the scores below
     {OpKind::AttentionBwd, {2, kIn, "y"}},   // delta = dy . y, a multiply-add per y element; the scores below
     {OpKind::TokenPrep},
-    {OpKind::FcGeluFwd, {1, kOut, "pre", Extra::Bias}, {9, kOut, "y"}},  // FcFwd's bias, then GeluFwd's
-    {OpKind::FcBwdDataGelu, {16, kOut, "dx"}},                           // GeluBwd's, after the product
+    {OpKind::FcGeluFwd, {1, kOut, "pre", Extra::Bias}, {9, kOut, "y"}},    // FcFwd's bias, then GeluFwd's
+    {OpKind::FcBwdDataGelu, {16, kOut, "dx"}},                             // GeluBwd's, after the product
+    {OpKind::FcResidualFwd, {1, kOut, "y", Extra::Bias}, {1, kOut, "y"}},  // FcFwd's bias, then Add's
 };
 static_assert(std::size(kRates) == static_cast<size_t>(OpKind::Count), "kRates: one entry per OpKind");
 constexpr bool rates_in_order() {
