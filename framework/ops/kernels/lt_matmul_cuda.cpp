@@ -54,11 +54,6 @@ void prefer(cublasLtMatmulPreference_t p, cublasLtMatmulPreferenceAttributes_t a
 }  // namespace
 
 void lt_matmul(const GpuHandles& g, cudaStream_t s, const LtMatmul& mm, const char* op) {
-  TR_CHECK(try_lt_matmul(g, s, mm, op), op, ": cuBLASLt has no algorithm for a ", dtype_name(mm.t), " [", mm.m, "x",
-           mm.k, "] by [", mm.k, "x", mm.n, "] GEMM with epilogue ", int(mm.epilogue));
-}
-
-bool try_lt_matmul(const GpuHandles& g, cudaStream_t s, const LtMatmul& mm, const char* op) {
   for (int64_t v : {mm.m, mm.n, mm.k, mm.lda, mm.ldb, mm.ldd, mm.aux_ld})
     TR_CHECK(v >= 0 && v <= INT_MAX, op, ": GEMM dimension ", v, " too large");
   TR_CHECK(g.cublaslt != nullptr, op, ": no cuBLASLt handle in GpuHandles");
@@ -95,16 +90,14 @@ bool try_lt_matmul(const GpuHandles& g, cudaStream_t s, const LtMatmul& mm, cons
   for (const auto& [attr, p] : aligned) prefer(d.pref, attr, alignment(p));
   cublasLtMatmulHeuristicResult_t best = {};
   int found = 0;
-  // No algorithm is an answer (CUBLAS_STATUS_NOT_SUPPORTED, or none found), not an error.
-  const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt, d.op, d.a, d.b, d.d, d.d, d.pref, 1, &best, &found);
-  if (st == CUBLAS_STATUS_NOT_SUPPORTED || (st == CUBLAS_STATUS_SUCCESS && found == 0)) return false;
-  check_status(st, "cublasLtMatmulAlgoGetHeuristic", __FILE__, __LINE__);
+  TR_GPU_CHECK(cublasLtMatmulAlgoGetHeuristic(lt, d.op, d.a, d.b, d.d, d.d, d.pref, 1, &best, &found));
+  TR_CHECK(found > 0, op, ": cuBLASLt has no algorithm for a ", dtype_name(mm.t), " [", mm.m, "x", mm.k, "] by [", mm.k,
+           "x", mm.n, "] GEMM with epilogue ", int(mm.epilogue));
   // c shares d's layout (d.d): a residual of d's shape; without one, beta = 0 reads nothing.
   const void* c = mm.c != nullptr ? mm.c : mm.d;
   const float beta = mm.c != nullptr ? mm.beta : 0.f;
   TR_LIBRARY_LAUNCH(cublasLtMatmul(lt, d.op, &mm.alpha, mm.a, d.a, mm.b, d.b, &beta, c, d.d, mm.d, d.d, &best.algo,
                                    g.workspace, best.workspaceSize, s));
-  return true;
 }
 
 }  // namespace tr::cuda

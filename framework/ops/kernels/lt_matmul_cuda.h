@@ -9,7 +9,6 @@
 //   BIAS           d = acc + bias
 //   GELU_AUX(_BIAS) aux = acc (+ bias), d = GELU(aux)          (aux: m x n, leading dim aux_ld)
 //   DGELU          d = GELU'(aux) * acc                        (aux as the forward wrote it)
-//   BGRADB         d = acc, bias[n] = sum over k of op(b)[k, n] (the bias gradient, written)
 // a, b, c, d, bias and aux all have dtype t; c (when set) has d's shape and leading dimension.
 #include <cstdint>
 
@@ -33,20 +32,15 @@ struct LtMatmul {
   int64_t ldb = 0;
   void* d = nullptr;
   int64_t ldd = 0;
-  const void* c = nullptr;  // beta * c added before the epilogue (a residual); nullptr: none
+  const void* c = nullptr;     // beta * c added before the epilogue (a residual); nullptr: none
   float beta = 0.f;
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
-  const void* bias = nullptr;  // BIAS and *_BIAS epilogues read it; BGRADB writes it
+  const void* bias = nullptr;  // BIAS and *_BIAS epilogues
   void* aux = nullptr;         // GELU_AUX* (written) and DGELU (read)
   int64_t aux_ld = 0;
 };
 
 // Runs it on stream s; an Error naming `op` where cuBLASLt has no algorithm for it.
 void lt_matmul(const GpuHandles& g, cudaStream_t s, const LtMatmul& mm, const char* op);
-// The same, but false (and nothing launched) where cuBLASLt has no algorithm: for an
-// epilogue that only some shapes and types have, with the caller's own path as the
-// fallback. The answer depends on the shapes, types and alignments only, so it is the
-// same eagerly and under capture.
-bool try_lt_matmul(const GpuHandles& g, cudaStream_t s, const LtMatmul& mm, const char* op);
 
 }  // namespace tr::cuda
