@@ -32,7 +32,7 @@ struct LtMatmul {
   int64_t ldb = 0;
   void* d = nullptr;
   int64_t ldd = 0;
-  const void* c = nullptr;     // beta * c added before the epilogue (a residual); nullptr: none
+  const void* c = nullptr;  // beta * c added before the epilogue (a residual); nullptr: none
   float beta = 0.f;
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
   const void* bias = nullptr;  // BIAS and *_BIAS epilogues
