@@ -31,8 +31,6 @@ OLDER = {
     "reports/h100/busy/bench_busy.json": ("energy", "repetitions under 0.5 s, before the energy window"),
     "reports/h100/interleave/cnn-whole-step-graph/interleave.json": ("energy memory peer_context",
                                                                      "rounds before their counters"),
-    "reports/h100/interleave/gpt2/interleave.json": ("energy", "llm.c's 25 timed steps (0.28 s) read no energy: "
-                                                     "run.sh now runs 250 steps"),
     "reports/h100/interleave/tta-cnn/interleave.json": ("gpu_state energy memory peer_context",
                                                         "rounds before their counters"),
     "reports/h100/interleave/torch_cnn_compile.json": ("energy", "the peer before it read NVML"),
