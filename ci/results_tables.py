@@ -316,36 +316,40 @@ def table_scaling(root):
 
 
 def table_headline(root):
-    """The README's few lines: tr against the strongest peer it ran beside, in turns where that was measured
-    (ci/interleave.py, INTERLEAVE), else the older measurement in two blocks of one call."""
+    """The README's few lines: tr against the strongest peer it ran beside, in turns (ci/interleave.py,
+    INTERLEAVED), a mark where either side throttled in some round."""
     out = ["| workload | GPU | tr | strongest peer run beside it | peer | tr ÷ peer | 95 % interval (rounds) |",
            "| --- | --- | ---: | --- | ---: | ---: | ---: |"]
     sources = []
     for name, what in INTERLEAVED:
         path = f"{INTERLEAVE}/{name}/interleave.json"
-        if os.path.exists(os.path.join(root, path)):
-            r = load(root, path)
-            unit = r["unit"]
-            out.append(f"| {what} | {r['context'].get('device_name', '?')} | {value(r['tr']['mean'], unit)} | "
-                       f"{peer_label(r['cases']['peer'])}{conv_note(r)} | {value(r['peer']['mean'], unit)} | "
-                       f"{r['ratio']:.3f} | "
-                       f"{r['ci_low']:.3f} – {r['ci_high']:.3f} ({len(r['rounds'])}) |")
-            sources.append(f"`{path}`")
-        elif name in ("resnet50", "vgg16bn"):
-            short, batch = {"resnet50": ("r50", 256), "vgg16bn": ("vgg", 128)}[name]
-            c = peer_times(load(root, f"{COMPILE}/torch_{short}.json"), short)[(name, "torch-compile", batch)]
-            tr_path = f"{COMPILE}/tr_{short}_1.json"
-            tr = load(root, tr_path)
-            t = medians(tr, tr_path)[(name, "full-capture", 1, batch)]["real_time"]
-            out.append(f"| {what} | {tr['context'].get('device_name', '?')} | {ms(t)} ms | PyTorch torch.compile, "
-                       f"default mode, the optimizer eager (not yet its whole-step compile) | {ms(c)} ms | {t / c:.3f} | "
-                       "— (two blocks of one call) |")
-            sources.append(f"`{tr_path}` and `{COMPILE}/torch_{short}.json`")
-        else:
+        if not os.path.exists(os.path.join(root, path)):
             raise ReportError(f"{path}: missing; the headline needs it")
-    out += ["", "Source: " + ", ".join(sources) + "; the interleaved rows' commands, machine state and every round "
+        r = load(root, path)
+        unit = r["unit"]
+        mark = "†" if not has_throttle_counts(r) else "\\*" if throttled_rounds(r) else ""
+        out.append(f"| {what} | {r['context'].get('device_name', '?')} | {value(r['tr']['mean'], unit)} | "
+                   f"{peer_label(r['cases']['peer'])}{conv_note(r)} | {value(r['peer']['mean'], unit)} | "
+                   f"{r['ratio']:.3f}{mark} | "
+                   f"{r['ci_low']:.3f} – {r['ci_high']:.3f} ({len(r['rounds'])}) |")
+        sources.append(f"`{path}`")
+    out += ["", "\\* the GPU throttled (power cap) in some repetitions of tr's or the peer's rounds (each round's "
+            "`tr_throttled_repetitions` and `peer_throttled_repetitions`); † rounds from before they recorded "
+            "throttling.", "",
+            "Source: " + ", ".join(sources) + "; the commands, machine state and every round "
             f"are in their files (`{INTERLEAVE}/command.txt` says how they ran)."]
     return out
+
+
+def has_throttle_counts(r):
+    """Whether every round recorded both sides' throttled repetitions (older rounds did not)."""
+    return all("tr_throttled_repetitions" in x and "peer_throttled_repetitions" in x for x in r["rounds"])
+
+
+def throttled_rounds(r):
+    """How many of an interleave's rounds saw either side throttle."""
+    return sum(1 for x in r["rounds"]
+               if (x.get("tr_throttled_repetitions") or 0) > 0 or (x.get("peer_throttled_repetitions") or 0) > 0)
 
 
 # The headline workloads of ci/gpu_check/interleave.sh, in the table's order: folder, what (tr in full capture).
