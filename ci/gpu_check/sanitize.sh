@@ -7,8 +7,8 @@
 #   default) and weight gradients on a side stream (--side-streams);
 #   eager and partial capture in amp; full capture in amp with --no-pdl;
 #   full capture in amp with --grid-sync (the BatchNorm models);
-# and the op table's sequence-model cases (attention, token preparation, the
-# per-token loss) in every dtype they have. Sizes: two training steps of 32
+# and every case of the op table in every dtype it has (each op's kernels,
+# tr's own and the library calls, at the shapes of its cases). Sizes: two training steps of 32
 # images (zoo models at 1/8 width, 32x32; the cnn at 1/4 width) or, for
 # gpt2-d6 at full width, of 16 windows of 128 tokens, and half as many to
 # validate; racecheck and synccheck one step and a quarter. memcheck checks

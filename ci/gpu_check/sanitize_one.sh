@@ -2,7 +2,7 @@
 # One run of the sanitize part: sanitize_one.sh NAME TOOL PROGRAM ARGS..., with
 # CS (compute-sanitizer), BIN and SAN_DIR from the environment. PROGRAM is
 # tr-train (ARGS are its flags) or `ops CASES`: the op table's GPU test on the
-# cases TR_OP_CASES names (per_token: "per token"). Writes SAN_DIR/NAME.log and
+# cases TR_OP_CASES names (per_token: "per token"; all: every case). Writes SAN_DIR/NAME.log and
 # SAN_DIR/NAME.result, one line: "NAME (exit RC): the tool's summary lines".
 set -uo pipefail
 name=$1 tool=$2 program=$3
@@ -12,6 +12,7 @@ extra=()
 if [ "$program" = ops ]; then
   cases=$1
   [ "$cases" = per_token ] && cases="per token"
+  [ "$cases" = all ] && cases=""
   TR_OP_CASES=$cases timeout "${TR_T_SAN:-300}" "$CS" --tool "$tool" "${extra[@]}" --error-exitcode 9 \
     "$BIN/tr_tests" --gtest_filter=OpsGpu.OpTableEveryCaseMatchesTheCpu > "$SAN_DIR/$name.log" 2>&1
 else
