@@ -575,6 +575,32 @@ TEST(Fusion, GptProjectionsTakeTheResidual) {
   EXPECT_EQ(plain.cg.total_nodes() - fused.cg.total_nodes(), size_t(joins)) << "a node fewer a join";
 }
 
+// The small GPT's gradient fan-ins: at each block's two LayerNorm inputs the
+// residual stream's gradient joins the LayerNorm's, one Add each in the
+// training graph; each merges into its LayerNorm's backward.
+TEST(Fusion, GptFanInsJoinTheLayerNormBackward) {
+  TrainConfig t;
+  t.optimizer = OptimizerKind::AdamW;
+  const ModelConfig m = model_config("gpt2-d6", 0.25, 0, 0, 0, 32);
+  for (const FusionRule& r : fusion_rules())  // every rule but this one, against every rule
+    if (r.name != "ln_bwd_add") t.fusion_rules.emplace_back(r.name);
+  const CompiledModel plain = build_model(m, t, 4);
+  t.fusion_rules.clear();
+  const CompiledModel fused = build_model(m, t, 4);
+  auto count = [](const CompiledModel& c, OpKind k) {
+    int n = 0;
+    for (int g = 0; g < kGraphIdCount; ++g)
+      for (const Node& node : c.cg.nodes(GraphId(g))) n += node.kind == Node::Kind::Compute && node.op == k;
+    return n;
+  };
+  EXPECT_EQ(fused.fusions.ln_bwd_add, 12) << "two LayerNorms in each of six blocks";
+  EXPECT_EQ(count(fused, OpKind::LayerNormBwdAdd), 12);
+  EXPECT_EQ(count(plain, OpKind::LayerNormBwd) - count(fused, OpKind::LayerNormBwd), 12);
+  EXPECT_EQ(count(plain, OpKind::Add) - count(fused, OpKind::Add), 12);
+  EXPECT_EQ(count(fused, OpKind::LayerNormBwd), 1) << "the final LayerNorm's input has no fan-in";
+  EXPECT_EQ(plain.cg.total_nodes() - fused.cg.total_nodes(), size_t(12));
+}
+
 // Each rule of the table alone (with the rule it builds on), over an epoch of
 // full capture in f32: the same bits in every state tensor as without fusion,
 // and the rule fires while no other does.
@@ -595,7 +621,8 @@ TEST(Fusion, EachRuleAloneChangesNoBit) {
                                    {{"bwd_phases"}, "resnet18"},
                                    {{"fc_gelu"}, "gpt2-d6"},
                                    {{"fc_gelu_bwd"}, "gpt2-d6"},
-                                   {{"fc_residual"}, "gpt2-d6"}};
+                                   {{"fc_residual"}, "gpt2-d6"},
+                                   {{"ln_bwd_add"}, "gpt2-d6"}};
   std::set<std::string> covered;
   for (const Case& k : cases) covered.insert(k.rules.back());
   for (const FusionRule& r : fusion_rules())

@@ -257,6 +257,12 @@ void transformer_cases(std::vector<OpCase>& t) {
           {Elem::Stat, {wide[0] * wide[1], 2}}};
   c.why = "as above; dgamma and dbeta sum 300 rows in 128 groups on the GPU, in row order on the CPU";
   t.push_back(c);
+  // With the fan-in's r added to dx as Add does (the same bits as the two ops, layernorm.h).
+  c.name = "layernorm_bwd_add " + wide.str();
+  c.kind = OpKind::LayerNormBwdAdd;
+  c.in.push_back({Elem::T, wide, Fill::Uniform, -2, 2});
+  c.why = "as above, then r added: one rounding more";
+  t.push_back(c);
   embedding_cases(t);
   attention_cases(t);
   token_fc_cases(t);

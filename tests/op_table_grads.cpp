@@ -200,6 +200,24 @@ void layernorm_grads(std::vector<GradCase>& t) {
     g.why = "smooth in x (rsqrt of the variance, far from 0) and linear in gamma and beta";
     t.push_back(g);
   }
+  // With the gradient fan-in after it (LayerNormBwdAdd): x feeds the residual too,
+  // loss = <LN(x), p> + <x, q>, so d/dx = LayerNormBwd's dx + q.
+  HostTensor q(F64, xs);
+  Rng rng(0xfa11ull);
+  q.fill_uniform(rng, -1, 1);
+  GradCase g;
+  g.name = cat("layernorm_bwd_add ", xs.str(), ", d/dx");
+  g.kind = OpKind::LayerNormBwdAdd;
+  g.in = {{Elem::T, xs, Fill::Uniform, -1, 3}, {Elem::T, {C}, Fill::Uniform, 0.5, 1.5}, {Elem::T, {C}}};
+  g.wrt = 0;
+  g.loss = [=](const std::vector<HostTensor>& in) { return dot(forward(in)[0], proj(xs)) + dot(in[0], q); };
+  g.grad = [=](const std::vector<HostTensor>& in) {
+    const HostTensor r = proj(xs), stats = forward(in)[1];
+    return op(layernorm_bwd_add_cpu, {&r, &in[0], &in[1], &stats, &q}, {like(xs), like({C}), like({C})}, a)[0];
+  };
+  g.tol = kFd;
+  g.why = "LayerNormBwd's case plus a linear term";
+  t.push_back(g);
 }
 
 // Attention's gradient with respect to qkv: loss = <y(qkv), r>, 2 heads of 8 over 6 tokens.
@@ -427,12 +445,12 @@ const std::vector<GradCase>& grad_cases() {
 }
 
 const std::vector<OpKind>& gradient_kinds() {
-  static const std::vector<OpKind> kinds = {OpKind::ConvBwdData,      OpKind::ConvBwdFilter,    OpKind::BnReluBwdReduce,
-                                            OpKind::BnReluBwdApply,   OpKind::MaxPoolBwd,       OpKind::AvgPoolBwd,
-                                            OpKind::GlobalMaxPoolBwd, OpKind::GlobalAvgPoolBwd, OpKind::FcBwdData,
-                                            OpKind::FcBwdWeight,      OpKind::ReluBwd,          OpKind::SoftmaxXent,
-                                            OpKind::ClassifierHead,   OpKind::GeluBwd,          OpKind::LayerNormBwd,
-                                            OpKind::EmbeddingBwd,     OpKind::AttentionBwd,     OpKind::FcBwdDataGelu};
+  static const std::vector<OpKind> kinds = {
+      OpKind::ConvBwdData,    OpKind::ConvBwdFilter, OpKind::BnReluBwdReduce,  OpKind::BnReluBwdApply,
+      OpKind::MaxPoolBwd,     OpKind::AvgPoolBwd,    OpKind::GlobalMaxPoolBwd, OpKind::GlobalAvgPoolBwd,
+      OpKind::FcBwdData,      OpKind::FcBwdWeight,   OpKind::ReluBwd,          OpKind::SoftmaxXent,
+      OpKind::ClassifierHead, OpKind::GeluBwd,       OpKind::LayerNormBwd,     OpKind::EmbeddingBwd,
+      OpKind::AttentionBwd,   OpKind::FcBwdDataGelu, OpKind::LayerNormBwdAdd};
   return kinds;
 }
 

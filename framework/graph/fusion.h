@@ -65,6 +65,11 @@
 //          -> y = FcResidualFwd(x, w, r [, b]) in the Add's place, when only
 //             the Add reads pre: one cuBLASLt GEMM that adds r as its C
 //             matrix (fc_residual.h; with more than kSmallFcMaxOutputs outputs)
+//   [ln_bwd_add]
+//   backward: dx = LayerNormBwd(dy, x, gamma, stats), then s = Add(r, dx)   (the fan-in at a block's input)
+//          -> s, dgamma, dbeta = LayerNormBwdAdd(dy, x, gamma, stats, r) in
+//             the Add's place, when only the Add reads dx: the LayerNorm's
+//             kernel adds r as it stores dx (layernorm.h), rounding as Add does
 //   a BatchNorm's phases, once the pairs above are made (Note [one kernel per
 //   BatchNorm], framework/ops/kernels/bn_train_cuda.h: one cooperative kernel each):
 //   [stats_apply]
@@ -100,7 +105,8 @@
 // Bits: the head rounds each intermediate as its op stores it and, on the
 // GPU, uses those ops' device functions (Note [small fc]; bn_affine_cuda.h for
 // the BatchNorm in front): the same bits.
-// The backward fusion rounds exactly as Add then ReluBwd do; the pool's
+// The backward fusions round exactly as Add then ReluBwd do, and as
+// LayerNormBwd then Add do (dx rounded to T, then the sum once); the pool's
 // statistics are BnStats's own sums (on the GPU its grid and order); the
 // BatchNorm + pool rounds y as BnReluApply stores it before the max. The
 // GELU pair's and the fc + residual's CPU references are the two ops in turn
@@ -135,10 +141,11 @@ struct FusionCounts {
   int fc_gelu = 0;           // FcFwd + GeluFwd
   int fc_gelu_bwd = 0;       // FcBwdData + GeluBwd
   int fc_residual = 0;       // FcFwd + Add (the residual join)
+  int ln_bwd_add = 0;        // LayerNormBwd + Add (the gradient fan-in)
 
   int total() const {
     return bn_add + add_relu_bwd + pool_stats + bn_pool + head + head_bn + stats_apply + pool_bn + bwd_phases +
-           relu_grad_reduce + fc_gelu + fc_gelu_bwd + fc_residual;
+           relu_grad_reduce + fc_gelu + fc_gelu_bwd + fc_residual + ln_bwd_add;
   }
   FusionCounts& operator+=(const FusionCounts& o) {
     bn_add += o.bn_add;
@@ -154,6 +161,7 @@ struct FusionCounts {
     fc_gelu += o.fc_gelu;
     fc_gelu_bwd += o.fc_gelu_bwd;
     fc_residual += o.fc_residual;
+    ln_bwd_add += o.ln_bwd_add;
     return *this;
   }
 };

@@ -512,6 +512,34 @@ bool fuse_fc_residual(Fuser& f, size_t i) {
   return false;
 }
 
+// dx = LayerNormBwd(dy, x, gamma, stats), then s = Add(r, dx) or Add(dx, r)
+// without ReLU (the gradient fan-in at a transformer block's input) ->
+// dx', dgamma, dbeta = LayerNormBwdAdd(dy, x, gamma, stats, r) in the Add's
+// place, dx' the Add's output, when only the Add reads dx.
+bool fuse_ln_bwd_add(Fuser& f, size_t i) {
+  Node& add = f.nodes[i];
+  if (!is_compute(add, OpKind::Add) || add.attrs.relu) return false;
+  for (std::string_view side : {"b", "a"}) {
+    const int k = sole_producer(f, i, side, OpKind::LayerNormBwd, "dx");
+    if (k < 0 || f.drop[size_t(k)]) continue;
+    const Node& ln = f.nodes[size_t(k)];
+    if (!clear_between(f, size_t(k), i, ln)) continue;
+    Node fused = ln;
+    set_operands(fused, OpKind::LayerNormBwdAdd,
+                 {{"dy", input_of(ln, "dy")},
+                  {"x", input_of(ln, "x")},
+                  {"gamma", input_of(ln, "gamma")},
+                  {"stats", input_of(ln, "stats")},
+                  {"r", input_of(add, side == "b" ? "a" : "b")}},
+                 {{"dx", output_of(add, "y")}, {"dgamma", output_of(ln, "dgamma")}, {"dbeta", output_of(ln, "dbeta")}});
+    fused.label = joined(ln, add);
+    add = fused;
+    f.drop[size_t(k)] = true;
+    return true;
+  }
+  return false;
+}
+
 // In the order they are tried at each node: the head before its BatchNorm,
 // the fan-in Add before the reduce that takes the ReLU's gradient.
 constexpr FusionRule kRules[] = {
@@ -525,6 +553,7 @@ constexpr FusionRule kRules[] = {
     {"fc_gelu", 0, &FusionCounts::fc_gelu, fuse_fc_gelu, false},
     {"fc_gelu_bwd", 0, &FusionCounts::fc_gelu_bwd, fuse_fc_gelu_bwd, false},
     {"fc_residual", 0, &FusionCounts::fc_residual, fuse_fc_residual, false},
+    {"ln_bwd_add", 0, &FusionCounts::ln_bwd_add, fuse_ln_bwd_add},
     {"stats_apply", 1, &FusionCounts::stats_apply, fuse_stats_apply},
     {"pool_bn", 1, &FusionCounts::pool_bn, fuse_pool_bn},
     {"bwd_phases", 1, &FusionCounts::bwd_phases, fuse_bwd_phases},

@@ -95,6 +95,8 @@ enum class OpKind : uint8_t {
                       //   FcBwdData then GeluBwd in one (fc_gelu.h)
   FcResidualFwd,      // in: x T[..,K], w T[M,K], r T[..,M], b T[M] (has_bias) out: y T = (x w^T (+ b)) + r
                       //   FcFwd then Add in one (fc_residual.h, Note [fusion])
+  LayerNormBwdAdd,    // in: dy T, x T[.., C], gamma T[C], stats f32[rows,2], r T   out: dx T (+ r), dgamma, dbeta
+                      //   LayerNormBwd then the gradient fan-in Add in one (layernorm.h)
   Count
 };
 // clang-format on

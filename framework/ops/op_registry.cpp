@@ -89,6 +89,7 @@ constexpr OpDef kOps[] = {
     TR_OP(FcGeluFwd, "fc_gelu_fwd", fc_gelu_fwd, "x w b?has_bias", "pre y"),
     TR_OP(FcBwdDataGelu, "fc_bwd_data_gelu", fc_bwd_data_gelu, "dy w pre", "dx"),
     TR_OP(FcResidualFwd, "fc_residual_fwd", fc_residual_fwd, "x w r b?has_bias", "y"),
+    TR_OP(LayerNormBwdAdd, "layernorm_bwd_add", layernorm_bwd_add, "dy x gamma stats r", "dx dgamma dbeta"),
 };
 #undef TR_OP
 

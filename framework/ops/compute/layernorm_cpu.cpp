@@ -47,8 +47,11 @@ void fwd_impl(const OpCall& c, Dims d) {
   }
 }
 
+// The backward; with `add` (LayerNormBwdAdd's r), dx then gets it added as Add
+// does: dx's T value and r's, summed in the accumulation type, rounded once.
 template <class S>
-void bwd_impl(const OpCall& c, Dims d) {
+void bwd_impl(const OpCall& c, Dims d, const S* add) {
+  using A = acc_t<S>;
   const S* dy = c.in[0].as<S>();
   const S* x = c.in[1].as<S>();
   const S* gamma = c.in[2].as<S>();
@@ -72,7 +75,8 @@ void bwd_impl(const OpCall& c, Dims d) {
     for (int64_t i = 0; i < d.C; ++i) {
       const double xhat = (cpu::load<double>(x[r * d.C + i]) - mean) * rstd;
       const double g = cpu::load<double>(dy[r * d.C + i]) * cpu::load<double>(gamma[i]);
-      dx[r * d.C + i] = cpu::store<S>(acc_t<S>(rstd * (g - a - xhat * b)));
+      const S v = cpu::store<S>(acc_t<S>(rstd * (g - a - xhat * b)));
+      dx[r * d.C + i] = add == nullptr ? v : cpu::store<S>(cpu::load<A>(v) + cpu::load<A>(add[r * d.C + i]));
     }
   }
   for (int64_t i = 0; i < d.C; ++i) {
@@ -133,7 +137,27 @@ void layernorm_bwd_cpu(const OpCall& c) {
   check_operands(OpKind::LayerNormBwd, c);
   check_call(c, c.in[1], c.in[3], "layernorm_bwd");
   const Dims d = dims_of(c.in[1]);
-  cpu::dispatch_float(c.in[1].dtype, "layernorm_bwd", [&](auto tag) { bwd_impl<typename decltype(tag)::type>(c, d); });
+  cpu::dispatch_float(c.in[1].dtype, "layernorm_bwd", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    bwd_impl<S>(c, d, nullptr);
+  });
+}
+
+// dy, x, gamma, stats, r -> dx, dgamma, dbeta: LayerNormBwd's shapes, r in x's.
+void layernorm_bwd_add_shapes(const ShapeCtx& c, Shape* out, int n_out) {
+  layernorm_bwd_shapes(c, out, n_out);
+  TR_USER_CHECK(c.in[4] == c.in[1], "layernorm_bwd_add: r ", c.in[4].str(), " must match x ", c.in[1].str());
+}
+
+void layernorm_bwd_add_cpu(const OpCall& c) {
+  check_operands(OpKind::LayerNormBwdAdd, c);
+  check_call(c, c.in[1], c.in[3], "layernorm_bwd_add");
+  const Dims d = dims_of(c.in[1]);
+  cpu::check_numel(c.in[4], d.rows * d.C, "layernorm_bwd_add", "r");
+  cpu::dispatch_float(c.in[1].dtype, "layernorm_bwd_add", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    bwd_impl<S>(c, d, c.in[4].as<S>());
+  });
 }
 
 }  // namespace tr

@@ -49,7 +49,7 @@ __global__ void layernorm_fwd_kernel(const T* __restrict__ x, const T* __restric
 template <typename T>
 __global__ void layernorm_bwd_data_kernel(const T* __restrict__ dy, const T* __restrict__ x,
                                           const T* __restrict__ gamma, const float* __restrict__ stats,
-                                          T* __restrict__ dx, int64_t rows, int64_t C) {
+                                          const T* __restrict__ add, T* __restrict__ dx, int64_t rows, int64_t C) {
   grid_dependency_begin();
   const int64_t r = int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
@@ -66,7 +66,10 @@ __global__ void layernorm_bwd_data_kernel(const T* __restrict__ dy, const T* __r
   for (int64_t i = lane; i < C; i += 32) {
     const float g = to_f(dy[r * C + i]) * to_f(gamma[i]);
     const float xhat = (to_f(x[r * C + i]) - mean) * rstd;
-    dx[r * C + i] = from_f<T>(rstd * (g - a - xhat * b));
+    const T v = from_f<T>(rstd * (g - a - xhat * b));
+    // As add_kernel sums; __fadd_rn so that the product above is never contracted into it (an FMA would
+    // round once where LayerNormBwd then Add round twice, in f32).
+    dx[r * C + i] = add == nullptr ? v : from_f<T>(__fadd_rn(to_f(v), to_f(add[r * C + i])));
   }
 }
 
@@ -140,24 +143,39 @@ void layernorm_fwd_cuda(const OpCall& c) {
   });
 }
 
-void layernorm_bwd_cuda(const OpCall& c) {
-  const char* op = "LayerNormBwd";
-  check_operands(OpKind::LayerNormBwd, c);
+namespace {
+
+// LayerNormBwd, and LayerNormBwdAdd when add (r) is set.
+void launch_bwd(const OpCall& c, const TensorRef* add, const char* op) {
   const TensorRef &dy = c.in[0], &x = c.in[1], &gamma = c.in[2], &stats = c.in[3];
   const TensorRef &dx = c.out[0], &dgamma = c.out[1], &dbeta = c.out[2];
   const Rows d = rows_of(x, stats, op);
   check_like(dy, x, d.rows * d.C, op, "dy");
   check_like(dx, x, d.rows * d.C, op, "dx");
+  if (add != nullptr) check_like(*add, x, d.rows * d.C, op, "r");
   for (const TensorRef* p : {&gamma, &dgamma, &dbeta}) check_like(*p, x, d.C, op, "a parameter or its gradient");
   if (d.rows == 0) return;
   dispatch_float(x.dtype, op, [&](auto tag) {
     using T = decltype(tag);
     launch_kernel(c.env, {dim3(unsigned(ceil_div(d.rows, kRowsPerBlock))), kThreads, 0}, layernorm_bwd_data_kernel<T>,
-                  dy.as<T>(), x.as<T>(), gamma.as<T>(), stats.as<float>(), dx.as<T>(), d.rows, d.C);
+                  dy.as<T>(), x.as<T>(), gamma.as<T>(), stats.as<float>(), add != nullptr ? add->as<T>() : nullptr,
+                  dx.as<T>(), d.rows, d.C);
     launch_kernel(c.env, {dim3(unsigned(ceil_div(d.C, kParamChannels))), kParamChannels * kParamRowGroups, 0},
                   layernorm_bwd_params_kernel<T>, dy.as<T>(), x.as<T>(), stats.as<float>(), dgamma.as<T>(),
                   dbeta.as<T>(), d.rows, d.C);
   });
+}
+
+}  // namespace
+
+void layernorm_bwd_cuda(const OpCall& c) {
+  check_operands(OpKind::LayerNormBwd, c);
+  launch_bwd(c, nullptr, "LayerNormBwd");
+}
+
+void layernorm_bwd_add_cuda(const OpCall& c) {
+  check_operands(OpKind::LayerNormBwdAdd, c);
+  launch_bwd(c, &c.in[4], "LayerNormBwdAdd");
 }
 
 }  // namespace tr

@@ -97,6 +97,7 @@ constexpr Rate kRates[] = {
     {OpKind::FcGeluFwd, {1, kOut, "pre", Extra::Bias}, {9, kOut, "y"}},    // FcFwd's bias, then GeluFwd's
     {OpKind::FcBwdDataGelu, {16, kOut, "dx"}},                             // GeluBwd's, after the product
     {OpKind::FcResidualFwd, {1, kOut, "y", Extra::Bias}, {1, kOut, "y"}},  // FcFwd's bias, then Add's
+    {OpKind::LayerNormBwdAdd, {14, kOut, "dx"}},                           // LayerNormBwd's 13, then Add's
 };
 static_assert(std::size(kRates) == static_cast<size_t>(OpKind::Count), "kRates: one entry per OpKind");
 constexpr bool rates_in_order() {

@@ -85,8 +85,8 @@ const char* const kTrainFlagsUsage = R"(  --model NAME             a registered 
                            BatchNorm statistics after it; BatchNorm + ReLU + the 2x2 max pool
                            after it; the classifier head and the BatchNorm before it; an fc and
                            the GELU after it, and their backward; an fc and the residual add
-                           after it) and the
-                           step's tail apart (SGD's unscale, EMA, f16 copy and BatchNorm
+                           after it; a LayerNorm's backward and the gradient fan-in after it)
+                           and the step's tail apart (SGD's unscale, EMA, f16 copy and BatchNorm
                            statistics; AdamW's unscale, EMA and f16 copy without BatchNorm;
                            the NaN check in the AMP casts; metrics and loss scale in AdvanceStep)
   --nondeterministic       let cuDNN pick non-deterministic algorithms too (CUDA only): runs
