@@ -504,6 +504,24 @@ RunOptions rule_run(const std::string& model) {
   return o;
 }
 
+// Compute nodes of kind k over every graph.
+int count_nodes(const CompiledModel& c, OpKind k) {
+  int n = 0;
+  for (int g = 0; g < kGraphIdCount; ++g)
+    for (const Node& node : c.cg.nodes(GraphId(g))) n += node.kind == Node::Kind::Compute && node.op == k;
+  return n;
+}
+
+// The small GPT (a quarter width, windows of 32, AdamW) built with every fusion
+// rule but those named in `without` (which must leave some: an empty list means every rule).
+CompiledModel small_gpt_without(const std::set<std::string>& without) {
+  TrainConfig t;
+  t.optimizer = OptimizerKind::AdamW;
+  for (const FusionRule& r : fusion_rules())
+    if (!without.count(std::string(r.name))) t.fusion_rules.emplace_back(r.name);
+  return build_model(model_config("gpt2-d6", 0.25, 0, 0, 0, 32), t, 4);
+}
+
 // The small GPT's MLPs: each block's up projection fuses with its GELU in
 // every graph that holds the block's forward, and the down projection's data
 // gradient with the GELU's backward in the training graph; no GELU node is
@@ -511,30 +529,21 @@ RunOptions rule_run(const std::string& model) {
 TEST(Fusion, GptMlpMergesEveryGelu) {
   TrainConfig t;
   t.optimizer = OptimizerKind::AdamW;
-  const ModelConfig m = model_config("gpt2-d6", 0.25, 0, 0, 0, 32);
   t.fusion = false;
-  const CompiledModel plain = build_model(m, t, 4);
-  t.fusion = true;
-  const CompiledModel fused = build_model(m, t, 4);
-  for (const FusionRule& r : fusion_rules())  // every rule but the two
-    if (r.name != "fc_gelu" && r.name != "fc_gelu_bwd") t.fusion_rules.emplace_back(r.name);
-  const CompiledModel others = build_model(m, t, 4);
-  auto count = [](const CompiledModel& c, OpKind k) {
-    int n = 0;
-    for (int g = 0; g < kGraphIdCount; ++g)
-      for (const Node& node : c.cg.nodes(GraphId(g))) n += node.kind == Node::Kind::Compute && node.op == k;
-    return n;
-  };
-  const int gelu_fwd = count(plain, OpKind::GeluFwd), gelu_bwd = count(plain, OpKind::GeluBwd);
+  const CompiledModel plain = build_model(model_config("gpt2-d6", 0.25, 0, 0, 0, 32), t, 4);
+  const CompiledModel fused = small_gpt_without({});
+  const CompiledModel others = small_gpt_without({"fc_gelu", "fc_gelu_bwd"});
+  const int gelu_fwd = count_nodes(plain, OpKind::GeluFwd), gelu_bwd = count_nodes(plain, OpKind::GeluBwd);
   EXPECT_GE(gelu_fwd, 6) << "six blocks";
   EXPECT_EQ(gelu_bwd, 6) << "one backward per block";
   EXPECT_EQ(fused.fusions.fc_gelu, gelu_fwd);
   EXPECT_EQ(fused.fusions.fc_gelu_bwd, gelu_bwd);
-  EXPECT_EQ(count(fused, OpKind::FcGeluFwd), gelu_fwd);
-  EXPECT_EQ(count(fused, OpKind::FcBwdDataGelu), gelu_bwd);
-  EXPECT_EQ(count(fused, OpKind::GeluFwd) + count(fused, OpKind::GeluBwd), 0);
-  EXPECT_EQ(count(plain, OpKind::FcFwd) - count(fused, OpKind::FcFwd), gelu_fwd + fused.fusions.fc_residual);
-  EXPECT_EQ(count(plain, OpKind::FcBwdData) - count(fused, OpKind::FcBwdData), gelu_bwd);
+  EXPECT_EQ(count_nodes(fused, OpKind::FcGeluFwd), gelu_fwd);
+  EXPECT_EQ(count_nodes(fused, OpKind::FcBwdDataGelu), gelu_bwd);
+  EXPECT_EQ(count_nodes(fused, OpKind::GeluFwd) + count_nodes(fused, OpKind::GeluBwd), 0);
+  EXPECT_EQ(count_nodes(plain, OpKind::FcFwd) - count_nodes(fused, OpKind::FcFwd),
+            gelu_fwd + fused.fusions.fc_residual);
+  EXPECT_EQ(count_nodes(plain, OpKind::FcBwdData) - count_nodes(fused, OpKind::FcBwdData), gelu_bwd);
   EXPECT_EQ(others.fusions.fc_gelu + others.fusions.fc_gelu_bwd, 0);
   EXPECT_EQ(others.cg.total_nodes() - fused.cg.total_nodes(), size_t(gelu_fwd + gelu_bwd)) << "a node fewer a pair";
 }
@@ -544,14 +553,8 @@ TEST(Fusion, GptMlpMergesEveryGelu) {
 // block's forward, so no forward Add is left there; the backward's gradient
 // fan-ins (Adds too, in the training graph) stay.
 TEST(Fusion, GptProjectionsTakeTheResidual) {
-  TrainConfig t;
-  t.optimizer = OptimizerKind::AdamW;
-  const ModelConfig m = model_config("gpt2-d6", 0.25, 0, 0, 0, 32);
-  for (const FusionRule& r : fusion_rules())  // every rule but this one, against every rule
-    if (r.name != "fc_residual") t.fusion_rules.emplace_back(r.name);
-  const CompiledModel plain = build_model(m, t, 4);
-  t.fusion_rules.clear();
-  const CompiledModel fused = build_model(m, t, 4);
+  const CompiledModel plain = small_gpt_without({"fc_residual"});  // every rule but this one, against every rule
+  const CompiledModel fused = small_gpt_without({});
   auto is_join = [](const Node& n) {  // a block's forward Add "h<i>.res<j>.fwd", not a fan-in "h<i>.res<j>.dsum<k>"
     return n.kind == Node::Kind::Compute && n.op == OpKind::Add && n.label.find(".res") != std::string::npos &&
            n.label.ends_with(".fwd");
@@ -579,25 +582,13 @@ TEST(Fusion, GptProjectionsTakeTheResidual) {
 // residual stream's gradient joins the LayerNorm's, one Add each in the
 // training graph; each merges into its LayerNorm's backward.
 TEST(Fusion, GptFanInsJoinTheLayerNormBackward) {
-  TrainConfig t;
-  t.optimizer = OptimizerKind::AdamW;
-  const ModelConfig m = model_config("gpt2-d6", 0.25, 0, 0, 0, 32);
-  for (const FusionRule& r : fusion_rules())  // every rule but this one, against every rule
-    if (r.name != "ln_bwd_add") t.fusion_rules.emplace_back(r.name);
-  const CompiledModel plain = build_model(m, t, 4);
-  t.fusion_rules.clear();
-  const CompiledModel fused = build_model(m, t, 4);
-  auto count = [](const CompiledModel& c, OpKind k) {
-    int n = 0;
-    for (int g = 0; g < kGraphIdCount; ++g)
-      for (const Node& node : c.cg.nodes(GraphId(g))) n += node.kind == Node::Kind::Compute && node.op == k;
-    return n;
-  };
+  const CompiledModel plain = small_gpt_without({"ln_bwd_add"});  // every rule but this one, against every rule
+  const CompiledModel fused = small_gpt_without({});
   EXPECT_EQ(fused.fusions.ln_bwd_add, 12) << "two LayerNorms in each of six blocks";
-  EXPECT_EQ(count(fused, OpKind::LayerNormBwdAdd), 12);
-  EXPECT_EQ(count(plain, OpKind::LayerNormBwd) - count(fused, OpKind::LayerNormBwd), 12);
-  EXPECT_EQ(count(plain, OpKind::Add) - count(fused, OpKind::Add), 12);
-  EXPECT_EQ(count(fused, OpKind::LayerNormBwd), 1) << "the final LayerNorm's input has no fan-in";
+  EXPECT_EQ(count_nodes(fused, OpKind::LayerNormBwdAdd), 12);
+  EXPECT_EQ(count_nodes(plain, OpKind::LayerNormBwd) - count_nodes(fused, OpKind::LayerNormBwd), 12);
+  EXPECT_EQ(count_nodes(plain, OpKind::Add) - count_nodes(fused, OpKind::Add), 12);
+  EXPECT_EQ(count_nodes(fused, OpKind::LayerNormBwd), 1) << "the final LayerNorm's input has no fan-in";
   EXPECT_EQ(plain.cg.total_nodes() - fused.cg.total_nodes(), size_t(12));
 }
 
