@@ -29,7 +29,7 @@ stub mpirun 'while [ $# -gt 0 ]; do case $1 in --bind-to|-np) shift 2;; -x) expo
 exec "$@"' "$work/stub"
 stub python 'echo "resnet50 eager 1.0"' "$work/stub"
 # compute-sanitizer: drop its options, run the program, report no error.
-stub compute-sanitizer 'while [ $# -gt 0 ]; do case $1 in --tool|--leak-check|--error-exitcode) shift 2;; --*) shift;; *) break;; esac; done
+stub compute-sanitizer 'while [ $# -gt 0 ]; do case $1 in --tool|--leak-check|--error-exitcode|--kernel-name) shift 2;; --*) shift;; *) break;; esac; done
 "$@"; echo "========= ERROR SUMMARY: 0 errors"' "$work/stub"
 
 run_check() {  # run_check GPUS PARTS: the script's stderr and summary under $work/gpus$GPUS
@@ -87,7 +87,7 @@ expect_call 1 "^tr_experiments .*--benchmark_filter=cudnn_fusion\|BM_BnChain "
 expect_call 1 "^tr_bench_ops .*--benchmark_filter=cnn/b\(256\|1024\)/\(conv_fwd"
 # The sanitize part: every tool, model and precision, in parallel; each run's summary line.
 expect_call 1 "^compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 .*tr-train --device cuda --model resnet50 .*--mode full-capture --precision bf16 --side-streams"
-expect_call 1 "^compute-sanitizer --tool racecheck --error-exitcode 9 .*tr-train --device cuda --model vgg16bn .*--grid-sync"
+expect_call 1 "^compute-sanitizer --tool racecheck --kernel-name kns=tr:: --kernel-name kns=2tr --error-exitcode 9 .*tr-train --device cuda --model vgg16bn .*--grid-sync"
 expect_call 1 "^compute-sanitizer --tool synccheck --error-exitcode 9 .*tr_tests --gtest_filter=OpsGpu.OpTableEveryCaseMatchesTheCpu"
 expect_summary 1 "compute-sanitizer: 164 of 164 runs clean"
 expect_summary 1 "initcheck_gpt2-d6_full-capture_amp_no-pdl (exit 0): ERROR SUMMARY: 0 errors"

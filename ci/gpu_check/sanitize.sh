@@ -11,8 +11,9 @@
 # tr's own and the library calls, at the shapes of its cases). Sizes: two training steps of 32
 # images (zoo models at 1/8 width, 32x32; the cnn at 1/4 width) or, for
 # gpt2-d6 at full width, of 16 windows of 128 tokens, and half as many to
-# validate; racecheck and synccheck one step and a quarter. memcheck checks
-# leaks too (--leak-check full).
+# validate; racecheck and synccheck one step and a quarter, and in the model
+# runs only tr's own kernels (sanitize_one.sh says why; TR_SAN_ALL_KERNELS=1:
+# every kernel). memcheck checks leaks too (--leak-check full).
 # TR_SAN_TOOLS picks tools, TR_SAN_MODELS models; TR_T_SAN bounds each run
 # (default 300 s). memcheck and initcheck run TR_SAN_JOBS at a time (default
 # 12); racecheck and synccheck, which hold far more memory a process,
