@@ -1,11 +1,11 @@
 // LayerNorm CUDA kernels. Semantics: framework/ops/compute/layernorm.h.
 // Forward and the input gradient: one warp per row (8 rows per block), the
 // row's sums in f32 over the lanes in a fixed order, then a butterfly. The
-// parameter gradients: a block per 8 channels, the rows split over 128 groups
-// and the group sums added in a fixed order, so the result is the same on every
-// run without atomics. No workspace.
+// parameter gradients: per-channel sums over the rows on the shared
+// channel-sum grid (channel_sums_cuda.h), per-block partials in the workspace
+// added in block order, so the result is the same on every run without atomics.
 #include "framework/ops/compute/layernorm.h"
-#include "framework/ops/kernels/cuda_kernel_util_cuda.h"
+#include "framework/ops/kernels/channel_sums_cuda.h"
 #include "framework/ops/op_signature.h"
 
 namespace tr {
@@ -73,39 +73,38 @@ __global__ void layernorm_bwd_data_kernel(const T* __restrict__ dy, const T* __r
   }
 }
 
-// dy, x [rows, C], stats -> dgamma[C], dbeta[C]. A block owns 8 channels;
-// its thread (g, j) sums channel j over the rows r = g (mod 128) in order,
-// then thread (0, j) adds the 128 partial sums in order of g: the same bits on
-// every run, without atomics. 8 channels per block keeps C / 8 blocks busy
-// (96 at C = 768); a warp reads 8 adjacent channels of 4 rows, one 32-byte
-// sector per row in f32 and half of one in f16 (the other half is the
-// neighbouring block's, read at the same time, from L2).
-constexpr int kParamChannels = 8, kParamRowGroups = 128;
-
-template <typename T>
+// dy, x [rows, C], stats -> dgamma[C], dbeta[C] (sums 0 and 1 of `out`). A
+// thread owns VEC adjacent channels (one 16-byte load of dy and of x a row, VEC
+// = 1 where C or a pointer does not allow it) and walks the rows of
+// channel_grid's layout in order; block_sum_store and finalize_sums add the
+// threads and blocks in a fixed order (Note [deterministic kernels]). The grid
+// spreads the rows over about four blocks per SM, where one block per 8 channels
+// left most SMs idle (96 blocks at C = 768, 48 at C = 384).
+template <typename T, int VEC, bool SYNC = false>
 __global__ void layernorm_bwd_params_kernel(const T* __restrict__ dy, const T* __restrict__ x,
-                                            const float* __restrict__ stats, T* __restrict__ dgamma,
-                                            T* __restrict__ dbeta, int64_t rows, int64_t C) {
+                                            const float* __restrict__ stats, int64_t rows, int64_t C,
+                                            SumOut<T, 2> out) {
   grid_dependency_begin();
-  __shared__ float part_g[kParamRowGroups][kParamChannels + 1], part_b[kParamRowGroups][kParamChannels + 1];
-  const int j = threadIdx.x % kParamChannels, g = threadIdx.x / kParamChannels;
-  const int64_t c = int64_t(blockIdx.x) * kParamChannels + j;
-  float sg = 0.f, sb = 0.f;
-  if (c < C) {
-    for (int64_t r = g; r < rows; r += kParamRowGroups) {
-      const float d = to_f(dy[r * C + c]);
-      sg += d * (to_f(x[r * C + c]) - stats[2 * r]) * stats[2 * r + 1];
-      sb += d;
+  const int64_t c0 = (int64_t(blockIdx.y) * blockDim.x + threadIdx.x) * VEC;
+  const bool active = c0 < C;
+  float acc[2][VEC];
+#pragma unroll
+  for (int i = 0; i < VEC; ++i) acc[0][i] = acc[1][i] = 0.f;
+  if (active) {
+    const int64_t stride = int64_t(gridDim.x) * blockDim.y;
+    for (int64_t r = int64_t(blockIdx.x) * blockDim.y + threadIdx.y; r < rows; r += stride) {
+      float d[VEC], v[VEC];
+      load_vec<T, VEC>(dy + r * C + c0, d);
+      load_vec<T, VEC>(x + r * C + c0, v);
+      const float mean = stats[2 * r], rstd = stats[2 * r + 1];
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) {
+        acc[0][i] += d[i] * ((v[i] - mean) * rstd);
+        acc[1][i] += d[i];
+      }
     }
   }
-  part_g[g][j] = sg;
-  part_b[g][j] = sb;
-  __syncthreads();
-  if (g != 0 || c >= C) return;
-  sg = 0.f, sb = 0.f;
-  for (int k = 0; k < kParamRowGroups; ++k) sg += part_g[k][j], sb += part_b[k][j];
-  dgamma[c] = from_f<T>(sg);
-  dbeta[c] = from_f<T>(sb);
+  block_sum_store<T, 2, VEC, 2 * VEC, SYNC>(acc, c0, active, C, out);
 }
 
 struct Rows {
@@ -145,6 +144,27 @@ void layernorm_fwd_cuda(const OpCall& c) {
 
 namespace {
 
+// The parameter gradients' sums over channel_grid (4 blocks per SM, at least
+// 4 rows a thread), their partials in the op's workspace.
+template <typename T>
+void launch_params(const OpCall& c, const T* dy, const T* x, const float* stats, T* dgamma, T* dbeta, const Rows& d,
+                   const char* op) {
+  const GpuHandles& gh = handles_of(c, op);
+  const bool wide = d.C % kVec16<T> == 0 && aligned_to(dy, 16) && aligned_to(x, 16);
+  const ChannelGrid g = channel_grid(d.rows, d.C, wide ? kVec16<T> : 1, sm_count(gh), 4, 4);
+  SumOut<T, 2> out;
+  out.partial = static_cast<float*>(workspace(gh, sum_partial_bytes<2>(g, d.C), op));
+  out.t[0] = dgamma;
+  out.t[1] = dbeta;
+  auto run = [&](auto vt) {
+    constexpr int V = decltype(vt)::value;
+    launch_sums(c.env, gh, g, sum_smem_bytes<2, V>(), d.C, out, layernorm_bwd_params_kernel<T, V>,
+                layernorm_bwd_params_kernel<T, V, true>, dy, x, stats, d.rows, d.C);
+  };
+  if (wide) run(std::integral_constant<int, kVec16<T>>{});
+  else run(std::integral_constant<int, 1>{});
+}
+
 // LayerNormBwd, and LayerNormBwdAdd when add (r) is set.
 void launch_bwd(const OpCall& c, const TensorRef* add, const char* op) {
   const TensorRef &dy = c.in[0], &x = c.in[1], &gamma = c.in[2], &stats = c.in[3];
@@ -160,9 +180,7 @@ void launch_bwd(const OpCall& c, const TensorRef* add, const char* op) {
     launch_kernel(c.env, {dim3(unsigned(ceil_div(d.rows, kRowsPerBlock))), kThreads, 0}, layernorm_bwd_data_kernel<T>,
                   dy.as<T>(), x.as<T>(), gamma.as<T>(), stats.as<float>(), add != nullptr ? add->as<T>() : nullptr,
                   dx.as<T>(), d.rows, d.C);
-    launch_kernel(c.env, {dim3(unsigned(ceil_div(d.C, kParamChannels))), kParamChannels * kParamRowGroups, 0},
-                  layernorm_bwd_params_kernel<T>, dy.as<T>(), x.as<T>(), stats.as<float>(), dgamma.as<T>(),
-                  dbeta.as<T>(), d.rows, d.C);
+    launch_params(c, dy.as<T>(), x.as<T>(), stats.as<float>(), dgamma.as<T>(), dbeta.as<T>(), d, op);
   });
 }
 
