@@ -75,7 +75,8 @@ TEST(GptTraining, ModesGiveTheSameBitsInEveryPrecisionWithAShorterLastBatch) {
 // and writes the 16-bit copy in one node, and GradNorm unscales as it squares;
 // without, UnscaleGrads (fp16 AMP only), AdamW, a Lerp and a Cast. The same
 // bits, in every precision, with the clip binding (a bound of 0.5) and a
-// shorter last batch.
+// shorter last batch. Fused, with AMP, the tail reads the 16-bit gradients
+// where unfused they are cast to f32 masters first.
 void expect_the_tail_changes_no_bit(Backend backend) {
   const data::ImageDataset train = windows(10, 32, 8), val = windows(4, 32, 9);
   for (const testing::PrecisionCase& p : testing::kPrecisions) {
@@ -97,6 +98,16 @@ void expect_the_tail_changes_no_bit(Backend backend) {
       for (const Node& n : t.model().cg.nodes(GraphId::EMA_UPDATE)) lerps += n.label == "ema_params";
       EXPECT_EQ(tails, fusion ? 1 : 0);
       EXPECT_EQ(lerps, fusion ? 0 : 1);
+      // Note [16-bit gradients in the optimizer]: fused, the 16-bit gradients are read in place, not cast.
+      const bool masters = o.train.amp && !fusion;
+      for (const GraphId g : {GraphId::NAN_CHECK_AND_GRAD_SCALING, GraphId::OPTIMIZER})
+        for (const Node& n : t.model().cg.nodes(g)) {
+          if (n.range_op != RangeOp::CheckFinite && n.range_op != RangeOp::GradNorm && n.range_op != RangeOp::AdamW)
+            continue;
+          EXPECT_EQ(n.operands[n.range_op == RangeOp::AdamW ? 1 : 0].role, masters ? Role::GradMaster : Role::Grad)
+              << n.label << ", " << p.name << ", fusion " << fusion;
+        }
+      EXPECT_EQ(t.model().cg.nodes(GraphId::CAST_DEEP_GRAD_FP16_TO_FP32).size(), masters ? 1u : 0u) << p.name;
       for (int e = 0; e < 3; ++e) t.run_epoch();
       const auto state = testing::state_of(t);
       if (!fusion) {

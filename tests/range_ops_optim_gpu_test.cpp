@@ -303,5 +303,73 @@ TEST_F(RangeOpsGpuOptim, GradNormMatchesTheCpuAndRepeatsItsBits) {
   expect_bitwise(V.download(), v, "v");
 }
 
+// Note [16-bit gradients in the optimizer]: GradNorm, SgdNesterov and AdamW
+// reading f16 or bf16 gradients give the bits they give on those gradients'
+// f32 casts, on the GPU and on the CPU, and the GPU's optimizers the CPU's bits.
+TEST_F(RangeOpsGpuOptim, HalfGradientsGiveTheBitsOfTheirF32Casts) {
+  std::mt19937 rng(31);
+  const Layout l(rng, 40, true);
+  const std::vector<Segment>* sg = &l.segs;
+  auto check = [&](auto tag) {
+    using H = decltype(tag);
+    const DType dt = dtype_of<H>();
+    SCOPED_TRACE(dtype_name(dt));
+    std::vector<H> g16;
+    std::vector<float> g;  // the f32 casts
+    for (float x : l.random(rng, -1, 1)) {
+      g16.push_back(H{dt == DType::BF16 ? float_to_bf16(x).bits : float_to_half(x).bits});
+      g.push_back(dt == DType::BF16 ? bf16_to_float(bf16_t{g16.back().bits}) : half_to_float(half_t{g16.back().bits}));
+    }
+    DevBuf<H> dg16(g16);
+    DevBuf<float> dg(g);
+    std::vector<double> hp(kGradNormPartials, 0.0);
+    DevBuf<double> dp(hp);
+    RangeAttrs a;
+    a.max_norm = 10.f;
+    const RangeOperand gpu_in[2] = {operand(dg16, sg), operand(dg, sg)}, cpu_in[2] = {operand(g16, sg), operand(g, sg)};
+    TrainScalars norms[4];
+    for (int k = 0; k < 2; ++k) {
+      set_scalars(TrainScalars{});
+      run_gpu(grad_norm_cuda, {gpu_in[k], operand(dp)}, a);
+      norms[k] = gpu_scalars();
+      run_cpu(grad_norm_cpu, {cpu_in[k], operand(hp)}, a);
+      norms[2 + k] = host_scalars_;
+    }
+    EXPECT_TRUE(bitwise_equal(&norms[0].grad_norm, &norms[1].grad_norm, 4)) << "GPU";
+    EXPECT_TRUE(bitwise_equal(&norms[2].grad_norm, &norms[3].grad_norm, 4)) << "CPU";
+    for (Opt opt : {Opt::Sgd, Opt::AdamW}) {
+      TrainScalars s;
+      s.lr = 0.05f;
+      s.step = 1;
+      s.clip_scale = norms[0].clip_scale;
+      set_scalars(s);
+      RangeAttrs o = opt_attrs();
+      o.clip = opt == Opt::AdamW;
+      const std::vector<float> p0 = l.random(rng, -1, 1), m0(p0.size(), 0.01f), v0(p0.size(), 0.001f);
+      std::vector<std::vector<float>> got;  // param and state: the GPU on g16, the GPU on g, the CPU on g16
+      for (int k = 0; k < 3; ++k) {
+        std::vector<float> p = p0, m = m0, v = v0;
+        DevBuf<float> P(p), M(m), V(v);
+        const bool gpu = k < 2;
+        if (opt == Opt::Sgd && gpu) run_gpu(sgd_nesterov_cuda, {operand(P, sg), gpu_in[k], operand(M, sg)}, o);
+        if (opt == Opt::Sgd && !gpu) run_cpu(sgd_nesterov_cpu, {operand(p, sg), cpu_in[0], operand(m, sg)}, o);
+        if (opt == Opt::AdamW && gpu)
+          run_gpu(adamw_cuda, {operand(P, sg), gpu_in[k], operand(M, sg), operand(V, sg)}, o);
+        if (opt == Opt::AdamW && !gpu)
+          run_cpu(adamw_cpu, {operand(p, sg), cpu_in[0], operand(m, sg), operand(v, sg)}, o);
+        if (gpu) p = P.download(), m = M.download();
+        got.push_back(p);
+        got.push_back(m);
+      }
+      for (size_t k = 1; k < 3; ++k) {
+        expect_bitwise(got[2 * k], got[0], k == 1 ? "param, f32 gradients" : "param, the CPU");
+        expect_bitwise(got[2 * k + 1], got[1], k == 1 ? "state, f32 gradients" : "state, the CPU");
+      }
+    }
+  };
+  check(half_t{});
+  check(bf16_t{});
+}
+
 }  // namespace
 }  // namespace tr

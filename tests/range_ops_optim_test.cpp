@@ -12,6 +12,7 @@
 #include "framework/core/half.h"
 #include "framework/ops/kernels/range_util.h"
 #include "framework/ops/range/amp_ops.h"
+#include "framework/ops/range/grad_norm.h"
 #include "framework/ops/range/optimizers.h"
 #include "framework/ops/range/region_ops.h"
 #include "tests/range_ops_test_util.h"
@@ -120,6 +121,56 @@ TEST(RangeOpsOptim, AdamWMatchesAReferenceAndDecaysOnlyDecaySegments) {
   expect_padding_zero(l, p, "param");
   expect_padding_zero(l, m, "m");
   expect_padding_zero(l, v, "v");
+}
+
+// Note [16-bit gradients in the optimizer]: GradNorm, SgdNesterov and AdamW
+// on f16 or bf16 gradients give the bits they give on the gradients' f32 casts
+// (the GPU's side: RangeOpsGpuOptim.HalfGradientsGiveTheBitsOfTheirF32Casts).
+TEST(RangeOpsOptim, HalfGradientsGiveTheBitsOfTheirF32Casts) {
+  Layout l;
+  std::mt19937 rng(7);
+  for (const DType dt : {DType::F16, DType::BF16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    std::vector<uint16_t> g16;
+    std::vector<float> g;
+    for (float x : l.random(rng, -1, 1)) {
+      g16.push_back(dt == DType::BF16 ? float_to_bf16(x).bits : float_to_half(x).bits);
+      g.push_back(dt == DType::BF16 ? bf16_to_float(bf16_t{g16.back()}) : half_to_float(half_t{g16.back()}));
+    }
+    const RangeOperand in[2] = {operand16(g16, dt, &l.segs), operand(g, &l.segs)};
+    const std::vector<float> p0 = l.random(rng, -1, 1);
+    std::vector<double> partials(kGradNormPartials);
+    RangeOperand part;
+    part.data = partials.data();
+    part.dtype = DType::F64;
+    part.elems = int64_t(partials.size());
+    float norm[2];
+    std::vector<float> after[2][2];  // [gradients][SgdNesterov, AdamW with the clip]: the parameters
+    for (int k = 0; k < 2; ++k) {
+      Call c;
+      c.attrs.max_norm = 1.f;
+      c.set_ops({in[k], part});
+      c.run(grad_norm_cpu);
+      norm[k] = c.scalars.grad_norm;
+      for (int opt = 0; opt < 2; ++opt) {
+        std::vector<float> p = p0, m(l.elems, 0.01f), v(l.elems, 0.001f);
+        Call o;
+        o.attrs.momentum = 0.9f, o.attrs.beta1 = 0.9f, o.attrs.beta2 = 0.999f, o.attrs.adam_eps = 1e-8f;
+        o.attrs.weight_decay = 0.1f, o.attrs.clip = opt == 1;
+        o.scalars.lr = 0.01f, o.scalars.step = 1, o.scalars.clip_scale = c.scalars.clip_scale;
+        if (opt == 0) o.set_ops({operand(p, &l.segs), in[k], operand(m, &l.segs)});
+        else o.set_ops({operand(p, &l.segs), in[k], operand(m, &l.segs), operand(v, &l.segs)});
+        o.run(opt == 0 ? sgd_nesterov_cpu : adamw_cpu);
+        after[k][opt] = p;
+      }
+    }
+    EXPECT_EQ(bits(norm[0]), bits(norm[1]));
+    EXPECT_GT(norm[0], 1.f);  // about 10 for 340 gradients in [-1, 1]: the clip binds
+    for (int opt = 0; opt < 2; ++opt) {
+      EXPECT_NE(after[0][opt], p0);
+      EXPECT_EQ(std::memcmp(after[0][opt].data(), after[1][opt].data(), 4 * size_t(l.elems)), 0) << "optimizer " << opt;
+    }
+  }
 }
 
 TEST(RangeOpsOptim, AdamWDecayOnlyTouchesDecaySegments) {

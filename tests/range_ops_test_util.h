@@ -26,11 +26,15 @@ inline RangeOperand operand(std::vector<float>& v, const std::vector<Segment>* s
 
 // A vector of 16-bit floats (half_t or bf16_t) as an operand of `dtype`.
 template <class H>
-inline RangeOperand operand16(std::vector<H>& v, DType dtype) {
+inline RangeOperand operand16(std::vector<H>& v, DType dtype, const std::vector<Segment>* segs = nullptr) {
   RangeOperand o;
   o.data = v.data();
   o.dtype = dtype;
   o.elems = int64_t(v.size());
+  if (segs) {
+    o.segs = segs->data();
+    o.n_segs = int(segs->size());
+  }
   return o;
 }
 inline RangeOperand operand(std::vector<half_t>& v) { return operand16(v, DType::F16); }

@@ -12,6 +12,11 @@ Node range_copy_in(const RecipeTensors& ids, int slot) {
                slot == 0 ? "copy_in.A" : "copy_in.B", a);
 }
 
+// Note [optimizer tail]: SGD's, and AdamW's in a model without BatchNorm.
+bool has_optimizer_tail(const TrainConfig& tc, bool has_bn) {
+  return tc.fusion && (tc.optimizer == OptimizerKind::Sgd || (tc.optimizer == OptimizerKind::AdamW && !has_bn));
+}
+
 // What every part of the recipe reads.
 struct Recipe {
   ComputationGraph& cg;
@@ -23,6 +28,7 @@ struct Recipe {
   bool scaled = false;      // fp16 AMP: the loss is scaled, the gradients unscaled
   Role grads = Role::Grad;  // the gradients the step reads: the f32 masters with AMP
   bool tail = false;        // Note [optimizer tail]
+  bool half_grads = false;  // Note [16-bit gradients in the optimizer]
   bool check_in_casts = false;
   // The deep gradients not yet cast and all-reduced when the backward ends.
   RangeRef deep_rest(Role r) const { return RangeRef::slots(r, kDeepGroups, 0, deep_comm_slot_hi); }
@@ -40,7 +46,7 @@ void emit_transfers_and_casts(const Recipe& r) {
   r.cg.add(GraphId::TRANSFER_A, range_copy_in(r.ids, 0));
   r.cg.add(GraphId::TRANSFER_B, range_copy_in(r.ids, 1));
   r.cg.add(GraphId::ZERO_GRAD, range(RangeOp::Clear, {RangeRef::region(Role::Grad)}, "zero_grad"));
-  if (!r.amp) return;
+  if (!r.amp || r.half_grads) return;
   r.cg.add(
       GraphId::CAST_DEEP_GRAD_FP16_TO_FP32,
       range(RangeOp::Cast, {r.deep_rest(Role::Grad), r.deep_rest(Role::GradMaster)}, "cast_deep_grad", cast_attrs));
@@ -201,17 +207,21 @@ void emit_recipe_graphs(ComputationGraph& cg, const TrainConfig& tc, const Recip
   Recipe r{cg, tc, ids, has_bn, deep_comm_slot_hi};
   r.amp = tc.amp;
   r.scaled = tc.loss_scaling();
-  r.grads = tc.amp ? Role::GradMaster : Role::Grad;
-  // Note [optimizer tail]: SGD's, and AdamW's in a model without BatchNorm.
-  r.tail = tc.fusion && (tc.optimizer == OptimizerKind::Sgd || (tc.optimizer == OptimizerKind::AdamW && !has_bn));
+  r.tail = has_optimizer_tail(tc, has_bn);
+  r.half_grads = optimizer_reads_half_grads(tc, has_bn);
+  r.grads = tc.amp && !r.half_grads ? Role::GradMaster : Role::Grad;
   // Note [the check in the casts]: on one rank the AMP casts read every f16
   // gradient the check would read, before any all-reduce could mix ranks in.
-  r.check_in_casts = tc.amp && tc.fusion && !tc.has_collectives();
+  r.check_in_casts = tc.amp && tc.fusion && !tc.has_collectives() && !r.half_grads;
   emit_transfers_and_casts(r);
   emit_collectives(r);
   emit_step_scalars(r);
   emit_optimizer(r);
   emit_ema_and_copies(r);
+}
+
+bool optimizer_reads_half_grads(const TrainConfig& tc, bool has_bn) {
+  return tc.amp && has_optimizer_tail(tc, has_bn) && !tc.has_collectives();
 }
 
 bool sets_the_check_flag(const Node& n) {

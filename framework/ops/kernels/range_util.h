@@ -19,7 +19,9 @@
 #include <cstdint>
 #include <cstring>
 
+#include "framework/core/bf16.h"
 #include "framework/core/error.h"
+#include "framework/core/half.h"
 #include "framework/ops/op_call.h"
 #include "framework/ops/train_scalars.h"
 
@@ -326,14 +328,29 @@ inline void check_segs(const RangeOperand& o, const char* op) {
     TR_CHECK(o.segs[i].offset >= 0 && o.segs[i].elems >= 0 && o.segs[i].offset + o.segs[i].elems <= o.elems, op,
              ": segment ", i, " [", o.segs[i].offset, ", +", o.segs[i].elems, ") outside the region of ", o.elems);
 }
-// The checks the optimizers share on both backends: n f32 operands with the
-// same layout, attributes and the step's scalars.
-inline void check_optimizer_operands(const RangeCall& c, int n, const char* op) {
+// A gradient operand as the CPU references read it: f32, or f16|bf16 widened
+// exactly (Note [16-bit gradients in the optimizer]). Host only.
+struct GradView {
+  const void* p = nullptr;
+  DType dtype = DType::F32;
+  explicit GradView(const RangeOperand& o) : p(o.data), dtype(o.dtype) {}
+  float operator[](int64_t i) const {
+    if (dtype == DType::F32) return static_cast<const float*>(p)[i];
+    const uint16_t b = static_cast<const uint16_t*>(p)[i];
+    return dtype == DType::BF16 ? bf16_to_float(bf16_t{b}) : half_to_float(half_t{b});
+  }
+};
+
+// The checks the optimizers share on both backends: n operands with the same
+// layout, attributes and the step's scalars. All f32, except that the gradient
+// (operand 1) may be f16 or bf16 where half_grad allows it (Note [16-bit
+// gradients in the optimizer]).
+inline void check_optimizer_operands(const RangeCall& c, int n, const char* op, bool half_grad = false) {
   check_n_ops(c, n, op);
   TR_CHECK(c.attrs != nullptr && c.env->scalars != nullptr, op, ": no attributes or scalars");
   check_segs(c.ops[0], op);
   for (int k = 0; k < n; ++k) {
-    check_f32(c.ops[k], op);
+    if (k != 1 || !half_grad || !is_half(c.ops[k].dtype)) check_f32(c.ops[k], op);
     check_parallel(c.ops[0], c.ops[k], op);
   }
 }

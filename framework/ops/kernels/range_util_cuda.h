@@ -206,6 +206,34 @@ __device__ __forceinline__ void load_f32(const float* p, int count, float (&x)[k
     for (int i = 0; i < kVec; ++i) x[i] = i < count ? p[i] : 0.f;
   }
 }
+// A gradient region as an optimizer reads it: f32, or f16|bf16 read in place
+// and widened exactly (Note [16-bit gradients in the optimizer],
+// recipe_graphs.h), so either gives the same bits.
+struct GradIn {
+  const void* p = nullptr;
+  int kind = 0;  // 0: f32, 1: f16, 2: bf16
+};
+inline GradIn grad_in(const RangeOperand& o) {
+  return {o.data, o.dtype == DType::F32 ? 0 : o.dtype == DType::BF16 ? 2 : 1};
+}
+// kVec gradients from element i (16- or 8-byte aligned when count == kVec).
+__device__ __forceinline__ void load_grad(const GradIn& g, int64_t i, int count, float (&x)[kVec]) {
+  if (g.kind == 0) {
+    load_f32(static_cast<const float*>(g.p) + i, count, x);
+    return;
+  }
+  const uint16_t* h = static_cast<const uint16_t*>(g.p) + i;
+  uint16_t b[kVec] = {};
+  if (count == kVec) {
+    const uint2 v = *reinterpret_cast<const uint2*>(h);
+    b[0] = uint16_t(v.x & 0xffffu), b[1] = uint16_t(v.x >> 16), b[2] = uint16_t(v.y & 0xffffu),
+    b[3] = uint16_t(v.y >> 16);
+  } else {
+    for (int k = 0; k < count; ++k) b[k] = h[k];
+  }
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) x[k] = g.kind == 2 ? half_bits_to_f32<true>(b[k]) : half_bits_to_f32<false>(b[k]);
+}
 __device__ __forceinline__ void store_f32(float* p, int count, const float (&x)[kVec]) {
   if (count == kVec) {
     *reinterpret_cast<float4*>(p) = make_float4(x[0], x[1], x[2], x[3]);

@@ -1,7 +1,8 @@
 #pragma once
 // Global gradient-norm clipping on the device (RangeOp::GradNorm), so a
 // captured step clips without a host sync:
-//   ops = grads... (f32 regions), partials (f64[>= kGradNormPartials], scratch)
+//   ops = grads... (regions, all f32 or all of one 16-bit dtype: Note [16-bit
+//         gradients in the optimizer], recipe_graphs.h), partials (f64[>= kGradNormPartials], scratch)
 //   scalars.grad_norm  = sqrt(sum of g^2 over every segment of every grads
 //                        region), the squares summed in double;
 //   scalars.clip_scale = min(1, attrs.max_norm / (grad_norm + 1e-6))
@@ -22,7 +23,7 @@ namespace tr {
 
 constexpr int kGradNormPartials = 1024;  // blocks of 256 threads: 8 per SM fill an H100 or H200
 
-// The launch-time checks of both backends: grads f32 regions, then the f64 partials.
+// The launch-time checks of both backends: the grads' regions, then the f64 partials.
 void check_grad_norm_operands(const RangeCall& c, const char* op);
 
 void grad_norm_cpu(const RangeCall& c);

@@ -9,7 +9,13 @@ namespace tr {
 void check_grad_norm_operands(const RangeCall& c, const char* op) {
   range::check_n_ops(c, 2, op);
   TR_CHECK(c.attrs != nullptr && c.env->scalars != nullptr, op, ": no attributes or scalars");
-  for (int k = 0; k + 1 < c.n_ops; ++k) range::check_f32(c.ops[k], op);
+  // Every gradient region f32, or every one f16 or bf16 of one dtype (Note [16-bit gradients in the optimizer]).
+  for (int k = 0; k + 1 < c.n_ops; ++k) {
+    const DType t = c.ops[k].dtype;
+    TR_CHECK(t == DType::F32 || is_half(t), op, ": gradients must be f32, f16 or bf16, got ", dtype_name(t));
+    TR_CHECK(t == c.ops[0].dtype, op, ": gradient regions of different dtypes (", dtype_name(c.ops[0].dtype), " and ",
+             dtype_name(t), ")");
+  }
   const RangeOperand& partials = c.ops[c.n_ops - 1];
   TR_CHECK(partials.dtype == DType::F64 && partials.elems >= kGradNormPartials, op,
            ": partials must be f64[>= ", kGradNormPartials, "], got ", dtype_name(partials.dtype), "[", partials.elems,
@@ -23,7 +29,7 @@ void grad_norm_cpu(const RangeCall& c) {
   double sum = 0;
   for (int k = 0; k + 1 < c.n_ops; ++k) {
     const RangeOperand& g = c.ops[k];
-    const float* v = static_cast<const float*>(g.data);
+    const range::GradView v(g);
     for (int j = 0; j < g.n_segs; ++j)
       for (int64_t i = g.segs[j].offset; i < g.segs[j].offset + g.segs[j].elems; ++i) {
         const double gi = unscale ? range::rn_mul(v[i], s.grad_unscale) : v[i];

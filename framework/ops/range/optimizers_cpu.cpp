@@ -8,8 +8,11 @@
 namespace tr {
 namespace {
 
-// Checks shared by the three optimizers, on both backends (range_util.h).
-void check_optimizer(const RangeCall& c, int n, const char* op) { range::check_optimizer_operands(c, n, op); }
+// Checks shared by the three optimizers, on both backends (range_util.h);
+// SgdNesterov and AdamW read 16-bit gradients too (half_grad).
+void check_optimizer(const RangeCall& c, int n, const char* op, bool half_grad = false) {
+  range::check_optimizer_operands(c, n, op, half_grad);
+}
 
 float* f32(const RangeOperand& o) { return static_cast<float*>(o.data); }
 
@@ -28,7 +31,7 @@ struct ComputeCopy {
 
 void sgd_nesterov_cpu(const RangeCall& c) {
   const int n = range::sgd_operands(c);
-  check_optimizer(c, range::sgd_f32_operands(n), "SgdNesterov");
+  check_optimizer(c, range::sgd_f32_operands(n), "SgdNesterov", true);
   const TrainScalars& s = *c.env->scalars;
   if (s.found_inf) return;
   const RangeAttrs& a = *c.attrs;
@@ -42,7 +45,7 @@ void sgd_nesterov_cpu(const RangeCall& c) {
     }
   }
   float* p = f32(c.ops[0]);
-  const float* g = f32(c.ops[1]);
+  const range::GradView g(c.ops[1]);
   float* v = f32(c.ops[2]);
   float* ema = n >= 4 ? f32(c.ops[3]) : nullptr;
   const ComputeCopy p16(n == 5 ? &c.ops[4] : nullptr);
@@ -60,13 +63,13 @@ void sgd_nesterov_cpu(const RangeCall& c) {
 
 void adamw_cpu(const RangeCall& c) {
   const int n = range::adamw_operands(c);
-  check_optimizer(c, n < 5 ? n : 5, "AdamW");
+  check_optimizer(c, n < 5 ? n : 5, "AdamW", true);
   const TrainScalars& s = *c.env->scalars;
   if (s.found_inf) return;
   const RangeAttrs& a = *c.attrs;
   const range::AdamCoef k = range::adam_coef(s.lr, a.weight_decay, a.beta1, a.beta2, a.adam_eps, s.step);
   float* p = f32(c.ops[0]);
-  const float* g = f32(c.ops[1]);
+  const range::GradView g(c.ops[1]);
   float* m = f32(c.ops[2]);
   float* v = f32(c.ops[3]);
   float* ema = n >= 5 ? f32(c.ops[4]) : nullptr;

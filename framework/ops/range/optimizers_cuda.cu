@@ -64,11 +64,11 @@ struct BnStatsJob {
   int blocks = 0;
 };
 
-// p, g, v[, ema]: f32 regions with the segments of t; p16: the compute copy
-// (bf16 when p16_bf16, else f16), or null.
+// p, v[, ema]: f32 regions with the segments of t, g the gradients (f32 or
+// 16-bit: range::GradIn); p16: the compute copy (bf16 when p16_bf16, else f16), or null.
 // ema == null: no EMA; unscale: g *= grad_unscale first (optimizers.h).
 __global__ void __launch_bounds__(range::kThreads)
-    sgd_nesterov_kernel(__grid_constant__ const range::SegTable t, float* __restrict__ p, const float* __restrict__ g,
+    sgd_nesterov_kernel(__grid_constant__ const range::SegTable t, float* __restrict__ p, const range::GradIn g,
                         float* __restrict__ v, float* __restrict__ ema, uint16_t* __restrict__ p16, bool p16_bf16,
                         const TrainScalars* s, float mu, float wd, bool unscale, float ema_t, BnStatsJob bn) {
   cuda::grid_dependency_begin();
@@ -85,7 +85,7 @@ __global__ void __launch_bounds__(range::kThreads)
   range::for_each_seg_piece(t, int(blockIdx.x), sgd_blocks, [&](int64_t i, int count, bool decay) {
     float P[kVec], G[kVec], V[kVec], E[kVec];
     range::load_f32(p + i, count, P);
-    range::load_f32(g + i, count, G);
+    range::load_grad(g, i, count, G);
     range::load_f32(v + i, count, V);
     if (ema) range::load_f32(ema + i, count, E);
 #pragma unroll
@@ -112,9 +112,10 @@ struct AdamTail {
   bool unscale = false, clip = false;
 };
 
-// p, g, m, v: f32 regions with the segments of t; t = scalars.step.
+// p, m, v: f32 regions with the segments of t, g the gradients (f32 or 16-bit:
+// range::GradIn); t = scalars.step.
 __global__ void __launch_bounds__(range::kThreads)
-    adamw_kernel(__grid_constant__ const range::SegTable t, float* __restrict__ p, const float* __restrict__ g,
+    adamw_kernel(__grid_constant__ const range::SegTable t, float* __restrict__ p, const range::GradIn g,
                  float* __restrict__ m, float* __restrict__ v, const TrainScalars* s, float wd, float b1, float b2,
                  float eps, AdamTail tail) {
   cuda::grid_dependency_begin();
@@ -125,7 +126,7 @@ __global__ void __launch_bounds__(range::kThreads)
   range::for_each_seg_piece(t, [&](int64_t i, int count, bool decay) {
     float P[kVec], G[kVec], M[kVec], V[kVec], E[kVec];
     range::load_f32(p + i, count, P);
-    range::load_f32(g + i, count, G);
+    range::load_grad(g, i, count, G);
     range::load_f32(m + i, count, M);
     range::load_f32(v + i, count, V);
     if (tail.ema) range::load_f32(tail.ema + i, count, E);
@@ -272,8 +273,8 @@ int lars_cluster_size() {
 // ---- launchers ----
 
 // The shared checks (range_util.h), and 16-byte alignment; returns the scalars.
-const TrainScalars* check_optimizer(const RangeCall& c, int n, const char* op) {
-  range::check_optimizer_operands(c, n, op);
+const TrainScalars* check_optimizer(const RangeCall& c, int n, const char* op, bool half_grad = false) {
+  range::check_optimizer_operands(c, n, op, half_grad);
   for (int k = 0; k < n; ++k) range::check_aligned16(c.ops[k].data, op);
   return c.env->scalars;
 }
@@ -284,7 +285,7 @@ float* f32(const RangeOperand& o) { return static_cast<float*>(o.data); }
 
 void sgd_nesterov_cuda(const RangeCall& c) {
   const int n = range::sgd_operands(c);
-  const TrainScalars* s = check_optimizer(c, range::sgd_f32_operands(n), "SgdNesterov");
+  const TrainScalars* s = check_optimizer(c, range::sgd_f32_operands(n), "SgdNesterov", true);
   const RangeAttrs& a = *c.attrs;
   const RangeOperand& P = c.ops[0];
   float* ema = n >= 4 ? f32(c.ops[3]) : nullptr;
@@ -306,15 +307,16 @@ void sgd_nesterov_cuda(const RangeCall& c) {
     k += range::fill_seg_table(P.segs, k, P.n_segs, t, "SgdNesterov");
     if (t.n == 0 && bn.blocks == 0) continue;
     const int grid = (t.n > 0 ? range::grid_for_tiles(c, t.tiles) : 0) + bn.blocks;
-    cuda::launch_kernel(c.env, {dim3(grid), range::kThreads, 0}, sgd_nesterov_kernel, t, f32(P), f32(c.ops[1]),
-                        f32(c.ops[2]), ema, p16, p16_bf16, s, a.momentum, a.weight_decay, a.unscale, a.ema_t, bn);
+    cuda::launch_kernel(c.env, {dim3(grid), range::kThreads, 0}, sgd_nesterov_kernel, t, f32(P),
+                        range::grad_in(c.ops[1]), f32(c.ops[2]), ema, p16, p16_bf16, s, a.momentum, a.weight_decay,
+                        a.unscale, a.ema_t, bn);
     bn = BnStatsJob{};
   }
 }
 
 void adamw_cuda(const RangeCall& c) {
   const int n = range::adamw_operands(c);
-  const TrainScalars* s = check_optimizer(c, n < 5 ? n : 5, "AdamW");
+  const TrainScalars* s = check_optimizer(c, n < 5 ? n : 5, "AdamW", true);
   const RangeAttrs& a = *c.attrs;
   const RangeOperand& P = c.ops[0];
   AdamTail tail;
@@ -329,8 +331,8 @@ void adamw_cuda(const RangeCall& c) {
     k += range::fill_seg_table(P.segs, k, P.n_segs, t, "AdamW");
     if (t.n == 0) continue;
     cuda::launch_kernel(c.env, {dim3(range::grid_for_tiles(c, t.tiles)), range::kThreads, 0}, adamw_kernel, t, f32(P),
-                        f32(c.ops[1]), f32(c.ops[2]), f32(c.ops[3]), s, a.weight_decay, a.beta1, a.beta2, a.adam_eps,
-                        tail);
+                        range::grad_in(c.ops[1]), f32(c.ops[2]), f32(c.ops[3]), s, a.weight_decay, a.beta1, a.beta2,
+                        a.adam_eps, tail);
   }
 }
 
