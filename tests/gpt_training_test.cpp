@@ -108,6 +108,10 @@ void expect_the_tail_changes_no_bit(Backend backend) {
               << n.label << ", " << p.name << ", fusion " << fusion;
         }
       EXPECT_EQ(t.model().cg.nodes(GraphId::CAST_DEEP_GRAD_FP16_TO_FP32).size(), masters ? 1u : 0u) << p.name;
+      int master_tensors = 0;  // nor are the masters made
+      for (TensorId id = 0; id < t.model().cg.num_tensors(); ++id)
+        master_tensors += t.model().cg.tensor(id).role == Role::GradMaster;
+      EXPECT_EQ(master_tensors > 0, masters) << p.name << ", fusion " << fusion;
       for (int e = 0; e < 3; ++e) t.run_epoch();
       const auto state = testing::state_of(t);
       if (!fusion) {

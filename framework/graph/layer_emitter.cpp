@@ -55,7 +55,9 @@ Param LayerEmitter::param(const std::string& name, Shape s, ParamGroup g, bool d
   const std::string half = cat(".", dtype_name(T_));  // ".f16" or ".bf16"
   p.compute = amp ? layout_tensor(name + half, Role::ParamCompute, T_, s, g, slot, decay) : p.master;
   p.grad = layout_tensor(name + ".grad", Role::Grad, T_, s, g, slot, decay);
-  p.grad_master = amp ? layout_tensor(name + ".grad.f32", Role::GradMaster, DType::F32, s, g, slot, decay) : p.grad;
+  p.grad_master = amp && grad_masters_
+                      ? layout_tensor(name + ".grad.f32", Role::GradMaster, DType::F32, s, g, slot, decay)
+                      : p.grad;
   layout_tensor(name + ".opt1", Role::OptState1, DType::F32, s, g, slot, decay);
   if (tc_.optimizer == OptimizerKind::AdamW)
     layout_tensor(name + ".opt2", Role::OptState2, DType::F32, s, g, slot, decay);

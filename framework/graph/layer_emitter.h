@@ -55,8 +55,14 @@ class LayerEmitter {
   TensorId find_activation(const std::string& name) const;
   TensorId persistent(const std::string& name, DType dt, Shape s, Role role = Role::Persistent);
   // A parameter: master (f32), its compute copy (AMP), gradient, f32 gradient
-  // (AMP), optimizer state, EMA copies, all in one param-layout slot.
+  // (AMP, unless grad_masters is off), optimizer state, EMA copies, all in one
+  // param-layout slot.
   Param param(const std::string& name, Shape s, ParamGroup g, bool decay, Init init, float std);
+  // Whether AMP parameters get f32 gradient masters (default on). Off where the
+  // optimizer reads the 16-bit gradients (Note [16-bit gradients in the
+  // optimizer], recipe_graphs.h): grad_master is then the gradient itself. Set
+  // before the first param().
+  void set_grad_masters(bool on) { grad_masters_ = on; }
   // gamma, beta and the [2,C] statistics of a BatchNorm over c channels.
   BnState batchnorm(const std::string& name, int64_t c, ParamGroup g);
   int param_slots() const { return param_slots_; }
@@ -89,6 +95,7 @@ class LayerEmitter {
   TrainConfig tc_;
   DType T_ = DType::F32;
   int param_slots_ = 0, bn_slots_ = 0;
+  bool grad_masters_ = true;
   std::map<std::string, TensorId> activations_;
 };
 

@@ -53,6 +53,9 @@ class Builder {
     TR_USER_CHECK(t.max_grad_norm == 0 || t.optimizer == OptimizerKind::AdamW, "clipping the gradient norm (",
                   setting("max_grad_norm"), ") needs the adamw ", setting("optimizer"), ", not ",
                   optimizer_name(t.optimizer));
+    // Note [16-bit gradients in the optimizer]: no f32 gradient masters where nothing reads them.
+    for (const LayerSpec& s : specs_) has_bn_ = has_bn_ || s.kind == LayerKind::BatchNorm;
+    emitter_.set_grad_masters(!optimizer_reads_half_grads(t, has_bn_));
   }
 
   CompiledModel build() {
@@ -69,7 +72,8 @@ class Builder {
       rt.grad_norm_partials = emitter_.persistent("grad_norm.partials", DType::F64, Shape{kGradNormPartials});
     // DEEP_COMM takes the last bucket: the slots below the in-backward ones.
     const int32_t deep_comm_hi = buckets_.size() > 1 ? buckets_[buckets_.size() - 2].slot_lo : INT32_MAX;
-    emit_recipe_graphs(out_.cg, out_.train, rt, emitter_.bn_slots() > 0, deep_comm_hi);
+    TR_CHECK(has_bn_ == (emitter_.bn_slots() > 0), "the layer list's BatchNorm layers and the emitted ones disagree");
+    emit_recipe_graphs(out_.cg, out_.train, rt, has_bn_, deep_comm_hi);
     emit_validation();
     if (out_.train.fusion) out_.fusions = fuse_graph(out_.cg, out_.train.fusion_rules);
     return std::move(out_);
@@ -404,6 +408,7 @@ class Builder {
   ModelConfig mc_;
   CompiledModel out_;  // before emitter_, which holds a reference to out_.cg
   LayerEmitter emitter_;
+  bool has_bn_ = false;  // a BatchNorm layer in the list
   std::vector<Resolved> resolved_;
   std::vector<LayerState> states_;
   std::vector<TapeEntry> tape_;
