@@ -92,6 +92,13 @@ expect_call 1 "^compute-sanitizer --tool synccheck --kernel-name kns=tr:: --kern
 expect_call 1 "^compute-sanitizer --tool synccheck --error-exitcode 9 .*tr_tests --gtest_filter=OpsGpu.OpTableEveryCaseMatchesTheCpu"
 expect_summary 1 "compute-sanitizer: 164 of 164 runs clean"
 expect_summary 1 "initcheck_gpt2-d6_full-capture_amp_no-pdl (exit 0): ERROR SUMMARY: 0 errors"
+# TR_SAN_ONLY: the runs its expression names, and a part that names none fails.
+TR_SAN_ONLY='racecheck_resnet50_.*_(amp|bf16)' run_check 1 "sanitize"
+expect_summary 1 "compute-sanitizer: 6 of 6 runs clean"
+if (cd "$work/repo" && PATH="$work/stub:$PATH" STUB_GPUS=1 OUT="$work/none" TR_SAN_ONLY=no_such_run \
+      TR_CHECK_PARTS=sanitize bash ci/gpu_check.sh > "$work/none.out" 2>&1); then
+  echo "gpu_check_dry_run: TR_SAN_ONLY matching no run passed"; exit 1
+fi
 # The fused-convolution probes: a memcheck of their kernels first, then all of them.
 export TR_PROBE_FILTER=BM_ConvBn
 run_check 1 "fusion-probe"

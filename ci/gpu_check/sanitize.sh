@@ -14,7 +14,7 @@
 # validate; racecheck and synccheck one step and a quarter, and in the model
 # runs only tr's own kernels (sanitize_one.sh says why; TR_SAN_ALL_KERNELS=1:
 # every kernel). memcheck checks leaks too (--leak-check full).
-# TR_SAN_TOOLS picks tools, TR_SAN_MODELS models; TR_T_SAN bounds each run
+# TR_SAN_TOOLS picks tools, TR_SAN_MODELS models, TR_SAN_ONLY runs by name; TR_T_SAN bounds each run
 # (default 300 s). memcheck and initcheck run TR_SAN_JOBS at a time (default
 # 12); racecheck and synccheck, which hold far more memory a process,
 # TR_SAN_RACE_JOBS (default 4), and gpt2-d6's alone (below). Every run's summary line goes
@@ -28,6 +28,13 @@ else
   TR_SAN_TOOLS=${TR_SAN_TOOLS:-memcheck initcheck synccheck racecheck} \
     TR_SAN_MODELS=${TR_SAN_MODELS:-mlp cnn resnet18 resnet50 vgg16bn gpt2-d6} \
     bash ci/gpu_check/sanitize_jobs.sh > "$SAN_DIR/jobs.txt"
+  # TR_SAN_ONLY: an extended regular expression; only the runs whose names it matches (the rest of a matrix that
+  # one call did not finish, e.g. 'racecheck_(resnet18|gpt2-d6)_|racecheck_resnet50_.*_(amp|bf16)').
+  if [ -n "${TR_SAN_ONLY:-}" ]; then
+    awk -v re="$TR_SAN_ONLY" '$1 ~ re' "$SAN_DIR/jobs.txt" > "$SAN_DIR/jobs.only"
+    mv "$SAN_DIR/jobs.only" "$SAN_DIR/jobs.txt"
+    [ -s "$SAN_DIR/jobs.txt" ] || { note "compute-sanitizer: TR_SAN_ONLY='$TR_SAN_ONLY' matches no run"; status=1; }
+  fi
   note "compute-sanitizer: $(wc -l < "$SAN_DIR/jobs.txt") runs: memcheck and initcheck ${TR_SAN_JOBS:-12} at a time, racecheck and synccheck ${TR_SAN_RACE_JOBS:-4}"
   # One job per line: NAME TOOL PROGRAM ARGS... (sanitize_one.sh runs it).
   grep -E '^[^ ]+ (memcheck|initcheck) ' "$SAN_DIR/jobs.txt" |
