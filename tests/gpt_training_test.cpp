@@ -4,6 +4,7 @@
 // training as a model built for them; N ranks x B/N match 1 rank x B.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <span>
@@ -160,6 +161,74 @@ TEST(GptTraining, TheOptimizerTailChangesNoBit) { expect_the_tail_changes_no_bit
 TEST(GptTrainingGpu, TheOptimizerTailChangesNoBit) {
   SKIP_WITHOUT_GPU();
   expect_the_tail_changes_no_bit(Backend::Cuda);
+}
+
+// Note [the norm is the check]: with clipping, GradNorm is the step's NaN/Inf
+// check (no CheckFinite node, GradNorm first in NAN_CHECK_AND_GRAD_SCALING).
+// A NaN in one gradient at step 3 skips that step: no state moves, the step
+// counter stays, fp16 AMP halves its scale; the next step trains.
+struct NanAtStep {
+  Trainer* t = nullptr;
+  int step = 0, at = 3;
+  std::vector<std::map<std::string, std::vector<float>>> states;
+  std::vector<TrainScalars> scalars;
+  static void hook(DeviceContext& ctx, void* u) {
+    auto* s = static_cast<NanAtStep*>(u);
+    s->states.push_back(testing::state_of(*s->t));
+    s->scalars.push_back(read_scalars(s->t->plans(), ctx));
+    if (s->step++ != s->at) return;
+    const ComputationGraph& cg = s->t->model().cg;
+    for (TensorId id = 0; id < cg.num_tensors(); ++id) {
+      const TensorInfo& ti = cg.tensor(id);
+      if (ti.role != Role::Grad) continue;
+      const uint16_t nan16 = ti.dtype == DType::BF16 ? 0x7fc0 : 0x7e00;
+      const uint32_t nan32 = 0x7fc00000u;
+      const size_t bytes = dtype_size(ti.dtype);  // element 8 of the first gradient
+      ctx.upload(s->t->plans().plan(Variant::TrainBase).offset_of(id) + 8 * int64_t(bytes),
+                 is_half(ti.dtype) ? static_cast<const void*>(&nan16) : &nan32, bytes);
+      return;
+    }
+  }
+};
+
+void expect_a_nan_step_is_skipped(Backend backend) {
+  const data::ImageDataset train = windows(12, 32, 21), val = windows(4, 32, 22);
+  for (const testing::PrecisionCase& p : testing::kPrecisions) {
+    SCOPED_TRACE(p.name);
+    RunOptions o = small_gpt(ExecMode::FullCapture, 32, 4);
+    o.epochs = 2;
+    o.backend = backend;
+    testing::set_precision_case(o.train, p);
+    Trainer t(o, testing::view_of(train), testing::view_of(val));
+    const std::vector<Node>& nan = t.model().cg.nodes(GraphId::NAN_CHECK_AND_GRAD_SCALING);
+    ASSERT_FALSE(nan.empty());
+    EXPECT_EQ(nan[0].range_op, RangeOp::GradNorm);
+    EXPECT_TRUE(nan[0].range_attrs.check_finite);
+    for (const Node& n : nan) EXPECT_NE(n.range_op, RangeOp::CheckFinite) << n.label;
+    NanAtStep h;
+    h.t = &t;
+    t.set_step_hook(StepHook{&NanAtStep::hook, &h});
+    EpochStats e;
+    for (int k = 0; k < 2; ++k) e = t.run_epoch();
+    ASSERT_EQ(h.scalars.size(), 6u);
+    const size_t k = size_t(h.at);
+    EXPECT_EQ(h.scalars[k + 1].skipped_steps, 1);
+    EXPECT_EQ(h.scalars[k + 1].step, h.scalars[k].step);
+    const float scale_after = o.train.loss_scaling() ? h.scalars[k].loss_scale / 2 : h.scalars[k].loss_scale;
+    EXPECT_EQ(h.scalars[k + 1].loss_scale, scale_after);
+    EXPECT_EQ(testing::differing_tensors(h.states[k], h.states[k + 1], "the skipped step"), 0);
+    EXPECT_EQ(h.scalars[k + 2].step, h.scalars[k].step + 1);
+    EXPECT_NE(h.states[k + 1], h.states[k + 2]);
+    EXPECT_EQ(e.skipped_steps, 1);
+    EXPECT_TRUE(std::isfinite(e.train_loss));
+  }
+}
+
+TEST(GptTraining, TheClippedStepsNormSkipsANanStep) { expect_a_nan_step_is_skipped(Backend::Cpu); }
+
+TEST(GptTrainingGpu, TheClippedStepsNormSkipsANanStep) {
+  SKIP_WITHOUT_GPU();
+  expect_a_nan_step_is_skipped(Backend::Cuda);
 }
 
 // RunOptions::val_every: validating inside an epoch (after run steps 2 and 4

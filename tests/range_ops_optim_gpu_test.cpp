@@ -2,6 +2,7 @@
 // AdamW, LARS) against the CPU reference, bitwise where the math is identical,
 // LARS within 1e-6; two runs bitwise equal; a step with a found Inf changes
 // nothing. Skips without a CUDA device.
+#include <cmath>
 #include <cstdio>
 
 #include "framework/ops/kernels/range_util.h"
@@ -301,6 +302,38 @@ TEST_F(RangeOpsGpuOptim, GradNormMatchesTheCpuAndRepeatsItsBits) {
   expect_bitwise(P.download(), p, "param");
   expect_bitwise(M.download(), m, "m");
   expect_bitwise(V.download(), v, "v");
+}
+
+// Note [the norm is the check]: GradNorm with attrs.check_finite sets
+// pending_inf for a NaN or an Inf gradient, on the GPU as on the CPU, and not
+// for finite ones; it unscales by 1/loss_scale, as AdvanceStep then records.
+TEST_F(RangeOpsGpuOptim, GradNormAsTheCheckFlagsWhatCheckFiniteFlags) {
+  std::mt19937 rng(41);
+  const Layout l(rng, 40, true);
+  RangeAttrs a;
+  a.max_norm = 1.f;
+  a.check_finite = true;
+  a.unscale = true;
+  std::vector<double> hp(kGradNormPartials, 0.0);
+  DevBuf<double> dp(hp);
+  const float bad[] = {0.f, NAN, INFINITY};  // 0: none
+  for (float b : bad) {
+    std::vector<float> g = l.random(rng, -1, 1);
+    if (b != 0.f) g[size_t(l.segs.back().offset + l.segs.back().elems - 1)] = b;  // the last gradient
+    DevBuf<float> dg(g);
+    TrainScalars s;
+    s.loss_scale = 1024.f;
+    s.grad_unscale = 7.f;  // not AdvanceStep's yet: the check must not read it
+    set_scalars(s);
+    run_gpu(grad_norm_cuda, {operand(dg, &l.segs), operand(dp)}, a);
+    run_cpu(grad_norm_cpu, {operand(g, &l.segs), operand(hp)}, a);
+    const TrainScalars gs = gpu_scalars();
+    EXPECT_EQ(gs.pending_inf, b != 0.f ? 1 : 0) << b;
+    EXPECT_EQ(host_scalars_.pending_inf, gs.pending_inf) << b;
+    if (b != 0.f) continue;
+    EXPECT_NEAR(gs.grad_norm, host_scalars_.grad_norm, 1.2e-7 * host_scalars_.grad_norm);
+    EXPECT_LT(gs.grad_norm, 0.1f);  // unscaled by 1/1024 (about 10 before)
+  }
 }
 
 // Note [16-bit gradients in the optimizer]: GradNorm, SgdNesterov and AdamW

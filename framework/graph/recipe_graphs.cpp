@@ -74,7 +74,7 @@ void emit_collectives(const Recipe& r) {
 }
 
 // The metrics' sum, the NaN check and the step's scalars. Note [skipped
-// steps]: the check (CheckFinite, or the casts) sets scalars.pending_inf;
+// steps]: the check (CheckFinite, the casts or GradNorm) sets scalars.pending_inf;
 // AdvanceStep, first after it, publishes it as found_inf (Note [the check's
 // flag], train_scalars.h), and every later state update of this step (loss
 // scale, step, BN stats, optimizer, EMA) reads that on the device and leaves
@@ -87,7 +87,20 @@ void emit_step_scalars(const Recipe& r) {
   ls.growth_interval = r.tc.loss_scale_growth_interval;
   ls.update_scale = r.tail;  // the optimizer reads AdvanceStep's grad_unscale, not the scale
   const GraphId nan = GraphId::NAN_CHECK_AND_GRAD_SCALING;
-  if (!r.check_in_casts) r.cg.add(nan, range(RangeOp::CheckFinite, {RangeRef::region(r.grads)}, "check_finite"));
+  // The global norm of the unscaled, all-reduced gradients, for AdamW's clip: before AdvanceStep as the step's
+  // check where the casts do not check (Note [the norm is the check]), else after it.
+  const bool clip = r.tc.max_grad_norm > 0, norm_checks = clip && !r.check_in_casts;
+  auto grad_norm = [&](bool check) {
+    RangeAttrs gn;
+    gn.max_norm = r.tc.max_grad_norm;
+    gn.check_finite = check;
+    // Still scaled: before AdvanceStep, or with a tail (the optimizer unscales them).
+    gn.unscale = r.scaled && (check || r.tail);
+    r.cg.add(nan, range(RangeOp::GradNorm, {RangeRef::region(r.grads), RangeRef::of(r.ids.grad_norm_partials)},
+                        "grad_norm", gn));
+  };
+  if (norm_checks) grad_norm(true);
+  else if (!r.check_in_casts) r.cg.add(nan, range(RangeOp::CheckFinite, {RangeRef::region(r.grads)}, "check_finite"));
   std::vector<RangeRef> step_ops = {RangeRef::of(r.ids.lr_table)};
   if (r.tc.fusion) {
     const std::vector<RangeRef> m = r.metrics();
@@ -95,14 +108,7 @@ void emit_step_scalars(const Recipe& r) {
   }
   r.cg.add(nan, range(RangeOp::AdvanceStep, step_ops, "advance_step", ls));
   if (r.scaled && !r.tail) r.cg.add(nan, range(RangeOp::UnscaleGrads, {RangeRef::region(r.grads)}, "unscale_grads"));
-  // The global norm of the unscaled, all-reduced gradients, for AdamW's clip.
-  if (r.tc.max_grad_norm > 0) {
-    RangeAttrs gn;
-    gn.max_norm = r.tc.max_grad_norm;
-    gn.unscale = r.scaled && r.tail;  // the gradients are still scaled: the optimizer unscales them
-    r.cg.add(nan, range(RangeOp::GradNorm, {RangeRef::region(r.grads), RangeRef::of(r.ids.grad_norm_partials)},
-                        "grad_norm", gn));
-  }
+  if (clip && !norm_checks) grad_norm(false);
   if (!r.tail) r.cg.add(nan, range(RangeOp::UpdateLossScale, {}, "update_loss_scale", ls));
   // BatchNorm's running statistics; with SGD's tail, they and their EMA move
   // inside the optimizer's kernel (Note [optimizer tail]).
@@ -226,7 +232,8 @@ bool optimizer_reads_half_grads(const TrainConfig& tc, bool has_bn) {
 
 bool sets_the_check_flag(const Node& n) {
   return n.kind == Node::Kind::Range &&
-         (n.range_op == RangeOp::CheckFinite || (n.range_op == RangeOp::Cast && n.range_attrs.check_finite));
+         (n.range_op == RangeOp::CheckFinite ||
+          ((n.range_op == RangeOp::Cast || n.range_op == RangeOp::GradNorm) && n.range_attrs.check_finite));
 }
 
 }  // namespace tr

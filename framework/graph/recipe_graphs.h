@@ -74,6 +74,18 @@ struct RecipeTensors {
 // set_grad_masters, from the layer list): 0.5 GB less device memory. With
 // collectives the casts and the masters stay.
 //
+// Note [the norm is the check]
+// With clipping (TrainConfig::max_grad_norm > 0), GradNorm reads every
+// gradient the NaN/Inf check would, and its sum of squares is not finite
+// exactly when some gradient is not (grad_norm.h). So where the casts do not
+// check, GradNorm with attrs.check_finite runs first in
+// NAN_CHECK_AND_GRAD_SCALING and is the check: no CheckFinite node. Before
+// AdvanceStep it unscales by the factor AdvanceStep then records, so the norm,
+// the clip and the update keep their bits (GptTraining.
+// TheOptimizerTailChangesNoBit; a NaN step is still skipped: GptTraining.
+// TheClippedStepsNormSkipsANanStep). GPT-2 in bf16: one pass over the 124M
+// 16-bit gradients a step fewer.
+//
 // Note [the step's scalars in one kernel]
 // With fusion on, AdvanceStep is the step's one single-thread kernel. Besides
 // publishing the check and moving the step and the learning rate, it adds the
@@ -93,8 +105,8 @@ void emit_recipe_graphs(ComputationGraph& cg, const TrainConfig& t, const Recipe
 // gradients themselves (Note [16-bit gradients in the optimizer]).
 bool optimizer_reads_half_grads(const TrainConfig& t, bool has_bn);
 
-// Whether a node may set scalars.pending_inf (CheckFinite, or a Cast with the
-// check): a graph holding one must not run outside a step (the warm-up before
+// Whether a node may set scalars.pending_inf (CheckFinite, or a Cast or
+// GradNorm with the check): a graph holding one must not run outside a step (the warm-up before
 // capture), since only the step's AdvanceStep clears the flag (Note [the
 // check's flag]).
 bool sets_the_check_flag(const Node& n);

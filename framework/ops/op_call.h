@@ -108,7 +108,7 @@ struct RangeAttrs {
   int growth_interval = 2000;
   bool dynamic_scale = true;  // UpdateLossScale: false keeps the scale fixed
   bool update_scale = false;  // AdvanceStep: then UpdateLossScale's update, with the attributes above
-  bool check_finite = false;  // Cast f16 -> f32: a NaN/Inf in src sets scalars.pending_inf (CheckFinite)
+  bool check_finite = false;  // Cast f16 -> f32, GradNorm: a NaN/Inf gradient sets scalars.pending_inf (CheckFinite)
   // SgdNesterov with the step's tail folded in (Note [optimizer tail] in
   // framework/graph/recipe_graphs.h):
   bool unscale = false;  // g *= scalars.grad_unscale before the update (AMP; UnscaleGrads' rounding)

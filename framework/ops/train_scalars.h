@@ -17,8 +17,8 @@ struct TrainScalars {
   int32_t skipped_steps = 0;  // total skipped steps (for reports and tests)
   int32_t schedule_len = 0;   // entries in the learning-rate table
   int32_t batches = 0;        // training batches run, skipped ones too (Note [augmentation])
-  // Note [the check's flag]: the checks (CheckFinite, or a Cast with
-  // attrs.check_finite) only ever set pending_inf; AdvanceStep, the one-thread
+  // Note [the check's flag]: the checks (CheckFinite, or a Cast or GradNorm
+  // with attrs.check_finite) only ever set pending_inf; AdvanceStep, the one-thread
   // node after them, moves it into found_inf and clears it for the next step.
   // So no node has to clear the flag before the checks (their blocks can run
   // in any order and all write the same 1).

@@ -21,7 +21,7 @@ namespace {
 // starts. Only graphs whose writes are all overwritten or cleared before they are
 // read again may run: never the optimizer, loss-scale, BN-statistics or EMA
 // updates, and never collectives (the other ranks would not take part). Nor
-// a graph with a NaN/Inf check (CheckFinite, or a Cast with the check): the
+// a graph with a NaN/Inf check (CheckFinite, or a Cast or GradNorm with it): the
 // flag it may set is cleared only by AdvanceStep (Note [the check's flag]),
 // which the warm-up does not run, so the first step would be skipped.
 bool warmup_safe(const UniqueGraph& u, const ComputationGraph& cg) {

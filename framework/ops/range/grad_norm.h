@@ -10,6 +10,14 @@
 // With attrs.unscale each g is first multiplied by scalars.grad_unscale in f32,
 // as UnscaleGrads would have (AdamW's tail unscales inside the optimizer: Note
 // [optimizer tail]), so the norm is the same bits either way.
+// With attrs.check_finite GradNorm is also the step's NaN/Inf check (Note [the
+// norm is the check], recipe_graphs.h): it runs before AdvanceStep, so it
+// unscales by unscale_factor(scalars.loss_scale), the factor AdvanceStep is
+// about to record, and sets scalars.pending_inf when the sum is not finite.
+// A square of a finite 16-bit or f32 gradient (at most 1.2e77) cannot overflow
+// the double sum, so the sum is not finite exactly when some gradient is not
+// (or, unscaled by a scale below 1, overflows f32, which the update could not
+// use either).
 // AdamW with attrs.clip multiplies every gradient by clip_scale before its
 // update (optimizers.h). The norm is computed whether or not the step is
 // skipped; a skipped step's optimizer does not read it.

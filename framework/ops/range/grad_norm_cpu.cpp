@@ -26,16 +26,19 @@ void grad_norm_cpu(const RangeCall& c) {
   check_grad_norm_operands(c, "GradNorm");
   TrainScalars& s = *c.env->scalars;
   const bool unscale = c.attrs->unscale;
+  // Before AdvanceStep (the check) the factor it will record; after it, the one it recorded.
+  const float inv = c.attrs->check_finite ? range::unscale_factor(s.loss_scale) : s.grad_unscale;
   double sum = 0;
   for (int k = 0; k + 1 < c.n_ops; ++k) {
     const RangeOperand& g = c.ops[k];
     const range::GradView v(g);
     for (int j = 0; j < g.n_segs; ++j)
       for (int64_t i = g.segs[j].offset; i < g.segs[j].offset + g.segs[j].elems; ++i) {
-        const double gi = unscale ? range::rn_mul(v[i], s.grad_unscale) : v[i];
+        const double gi = unscale ? range::rn_mul(v[i], inv) : v[i];
         sum += gi * gi;
       }
   }
+  if (c.attrs->check_finite && !std::isfinite(sum)) s.pending_inf = 1;
   s.grad_norm = float(std::sqrt(sum));
   s.clip_scale = range::clip_scale_of(s.grad_norm, c.attrs->max_norm);
 }

@@ -63,13 +63,14 @@ __device__ __forceinline__ void add_square(double& acc, float x, bool unscale, f
 // vector lane; a region's last n % 4 elements go to the first threads of the
 // grid. The four sums are added (s0 + s1) + (s2 + s3), then the warp's shuffle
 // tree, then the warps in order: a fixed order, the same bits on every run.
+// check: GradNorm is the step's check, before AdvanceStep (grad_norm.h).
 template <typename G>
 __global__ void __launch_bounds__(kThreads)
-    grad_squares_kernel(GradRegions r, double* __restrict__ partials, const TrainScalars* s, bool unscale) {
+    grad_squares_kernel(GradRegions r, double* __restrict__ partials, const TrainScalars* s, bool unscale, bool check) {
   cuda::grid_dependency_begin();
   __shared__ double warp_sums[kThreads / 32];
   double a[4] = {0, 0, 0, 0};
-  const float inv = unscale ? s->grad_unscale : 1.f;
+  const float inv = !unscale ? 1.f : check ? range::unscale_factor(s->loss_scale) : s->grad_unscale;
   const int64_t first = int64_t(blockIdx.x) * kThreads + threadIdx.x, stride = int64_t(gridDim.x) * kThreads;
   for (int k = 0; k < r.count; ++k) {
     const int64_t n4 = r.n[k] / 4;
@@ -94,12 +95,15 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // One warp: lane l adds partials l, l+32, ... in order; then the shuffle tree.
-__global__ void grad_norm_finish_kernel(const double* __restrict__ partials, TrainScalars* s, float max_norm) {
+// check: a sum that is not finite sets pending_inf (grad_norm.h).
+__global__ void grad_norm_finish_kernel(const double* __restrict__ partials, TrainScalars* s, float max_norm,
+                                        bool check) {
   cuda::grid_dependency_begin();
   double acc = 0;
   for (int i = int(threadIdx.x); i < kGradNormPartials; i += 32) acc = range::rn_dadd(acc, partials[i]);
   acc = warp_sum(acc);
   if (threadIdx.x != 0) return;
+  if (check && !isfinite(acc)) s->pending_inf = 1;
   s->grad_norm = float(range::rn_dsqrt(acc));
   s->clip_scale = range::clip_scale_of(s->grad_norm, max_norm);
 }
@@ -122,10 +126,11 @@ void grad_norm_cuda(const RangeCall& c) {
   auto kernel = t == DType::F32    ? grad_squares_kernel<float>
                 : t == DType::BF16 ? grad_squares_kernel<__nv_bfloat16>
                                    : grad_squares_kernel<__half>;
+  const bool check = c.attrs->check_finite;
   cuda::launch_kernel(c.env, {dim3(kGradNormPartials), dim3(kThreads), 0}, kernel, r, partials, c.env->scalars,
-                      c.attrs->unscale);
+                      c.attrs->unscale, check);
   cuda::launch_kernel(c.env, {dim3(1), dim3(32), 0}, grad_norm_finish_kernel, partials, c.env->scalars,
-                      c.attrs->max_norm);
+                      c.attrs->max_norm, check);
 }
 
 }  // namespace tr
