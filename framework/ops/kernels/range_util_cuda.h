@@ -52,9 +52,33 @@ __device__ __forceinline__ uint16_t f32_to_half_bits(float x) {
   if constexpr (BF) return __bfloat16_as_ushort(__float2bfloat16_rn(x));
   else return __half_as_ushort(__float2half_rn(x));
 }
-// The compute copy's count elements at p from x (bf: bf16, else f16).
-__device__ __forceinline__ void store_half_bits(uint16_t* p, int count, const float* x, bool bf) {
-  for (int k = 0; k < count; ++k) p[k] = bf ? f32_to_half_bits<true>(x[k]) : f32_to_half_bits<false>(x[k]);
+// kVec 16-bit values at p: one 8-byte load when count == kVec (p 8-byte
+// aligned), else element by element with zeros past count (zero is finite, so
+// the tail never trips a check).
+__device__ __forceinline__ void load_half_bits(const uint16_t* p, int count, uint16_t (&h)[kVec]) {
+  if (count == kVec) {
+    const uint2 v = *reinterpret_cast<const uint2*>(p);
+    h[0] = uint16_t(v.x), h[1] = uint16_t(v.x >> 16), h[2] = uint16_t(v.y), h[3] = uint16_t(v.y >> 16);
+  } else {
+    for (int k = 0; k < kVec; ++k) h[k] = k < count ? p[k] : uint16_t(0);
+  }
+}
+// count of the kVec 16-bit values h at p: one 8-byte store when count == kVec.
+__device__ __forceinline__ void store_half_bits(uint16_t* p, int count, const uint16_t (&h)[kVec]) {
+  if (count == kVec) {
+    *reinterpret_cast<uint2*>(p) =
+        make_uint2(uint32_t(h[0]) | (uint32_t(h[1]) << 16), uint32_t(h[2]) | (uint32_t(h[3]) << 16));
+  } else {
+    for (int k = 0; k < count; ++k) p[k] = h[k];
+  }
+}
+// The compute copy's count elements at p from x (bf: bf16, else f16), p 8-byte
+// aligned when count == kVec.
+__device__ __forceinline__ void store_half_bits(uint16_t* p, int count, const float (&x)[kVec], bool bf) {
+  uint16_t h[kVec];
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) h[k] = bf ? f32_to_half_bits<true>(x[k]) : f32_to_half_bits<false>(x[k]);
+  store_half_bits(p, count, h);
 }
 template <bool BF>
 __device__ __forceinline__ float half_bits_to_f32(uint16_t h) {
@@ -222,15 +246,8 @@ __device__ __forceinline__ void load_grad(const GradIn& g, int64_t i, int count,
     load_f32(static_cast<const float*>(g.p) + i, count, x);
     return;
   }
-  const uint16_t* h = static_cast<const uint16_t*>(g.p) + i;
-  uint16_t b[kVec] = {};
-  if (count == kVec) {
-    const uint2 v = *reinterpret_cast<const uint2*>(h);
-    b[0] = uint16_t(v.x & 0xffffu), b[1] = uint16_t(v.x >> 16), b[2] = uint16_t(v.y & 0xffffu),
-    b[3] = uint16_t(v.y >> 16);
-  } else {
-    for (int k = 0; k < count; ++k) b[k] = h[k];
-  }
+  uint16_t b[kVec];
+  load_half_bits(static_cast<const uint16_t*>(g.p) + i, count, b);
 #pragma unroll
   for (int k = 0; k < kVec; ++k) x[k] = g.kind == 2 ? half_bits_to_f32<true>(b[k]) : half_bits_to_f32<false>(b[k]);
 }

@@ -26,15 +26,7 @@ __global__ void __launch_bounds__(range::kThreads)
     const int count = left < kVec ? int(left) : kVec;
     float x[kVec];
     range::load_f32(src + i, count, x);
-    uint16_t h[kVec];
-#pragma unroll
-    for (int k = 0; k < kVec; ++k) h[k] = range::f32_to_half_bits<BF>(x[k]);
-    if (count == kVec) {  // 8-byte store: i is a multiple of 4 and dst is 16-byte aligned
-      *reinterpret_cast<uint2*>(dst + i) =
-          make_uint2(uint32_t(h[0]) | (uint32_t(h[1]) << 16), uint32_t(h[2]) | (uint32_t(h[3]) << 16));
-    } else {
-      for (int k = 0; k < count; ++k) dst[i + k] = h[k];
-    }
+    range::store_half_bits(dst + i, count, x, BF);  // i is a multiple of 4 and dst 16-byte aligned
   }
 }
 
@@ -51,16 +43,8 @@ __global__ void __launch_bounds__(range::kThreads)
     const int64_t left = n - i;
     if (left <= 0) continue;
     const int count = left < kVec ? int(left) : kVec;
-    uint16_t h[kVec] = {0, 0, 0, 0};
-    if (count == kVec) {
-      const uint2 v = *reinterpret_cast<const uint2*>(src + i);
-      h[0] = uint16_t(v.x & 0xffffu);
-      h[1] = uint16_t(v.x >> 16);
-      h[2] = uint16_t(v.y & 0xffffu);
-      h[3] = uint16_t(v.y >> 16);
-    } else {
-      for (int k = 0; k < count; ++k) h[k] = src[i + k];
-    }
+    uint16_t h[kVec];
+    range::load_half_bits(src + i, count, h);
     float x[kVec];
 #pragma unroll
     for (int k = 0; k < kVec; ++k) {
@@ -82,14 +66,10 @@ __global__ void __launch_bounds__(range::kThreads)
   range::for_each_operand_piece(t, [&](int e, int64_t i, int count) {
     if (t.f16[e]) {
       const bool bf = t.bf16[e] != 0;
-      const uint16_t* p = static_cast<const uint16_t*>(t.data[e]) + i;
-      if (count == kVec) {
-        const uint2 v = *reinterpret_cast<const uint2*>(p);
-        bad |= !range::half_bits_finite(uint16_t(v.x), bf) | !range::half_bits_finite(uint16_t(v.x >> 16), bf) |
-               !range::half_bits_finite(uint16_t(v.y), bf) | !range::half_bits_finite(uint16_t(v.y >> 16), bf);
-      } else {
-        for (int k = 0; k < count; ++k) bad |= !range::half_bits_finite(p[k], bf);
-      }
+      uint16_t h[kVec];
+      range::load_half_bits(static_cast<const uint16_t*>(t.data[e]) + i, count, h);
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) bad |= !range::half_bits_finite(h[k], bf);
     } else {
       const uint32_t* p = static_cast<const uint32_t*>(t.data[e]) + i;
       if (count == kVec) {

@@ -33,11 +33,11 @@ __device__ __forceinline__ float4 load4(const void* p, int64_t i) {
   if constexpr (std::is_same_v<G, float>) {
     return static_cast<const float4*>(p)[i];
   } else {
-    const uint2 v = static_cast<const uint2*>(p)[i];
+    uint16_t h[range::kVec];
+    range::load_half_bits(static_cast<const uint16_t*>(p) + 4 * i, range::kVec, h);
     constexpr bool bf = std::is_same_v<G, __nv_bfloat16>;
-    return make_float4(
-        range::half_bits_to_f32<bf>(uint16_t(v.x & 0xffffu)), range::half_bits_to_f32<bf>(uint16_t(v.x >> 16)),
-        range::half_bits_to_f32<bf>(uint16_t(v.y & 0xffffu)), range::half_bits_to_f32<bf>(uint16_t(v.y >> 16)));
+    return make_float4(range::half_bits_to_f32<bf>(h[0]), range::half_bits_to_f32<bf>(h[1]),
+                       range::half_bits_to_f32<bf>(h[2]), range::half_bits_to_f32<bf>(h[3]));
   }
 }
 template <typename G>
