@@ -16,7 +16,8 @@ tr's initialisation), the same data and the same recipe, formula for formula:
             steps) steps, then cosine (or linear, constant) down to 0
   loss      cross-entropy over every token, mean over the batch's tokens
   EMA       ema += (1 - decay) * (param - ema) after every step; validation
-            scores the main and the EMA weights, like tr's
+            scores the main and the EMA weights, like tr's. --ema-decay 0:
+            no EMA (no copy, no update, its loss reported as the weights')
   precision bf16 autocast with fp32 weights (tr's --precision bf16), or fp32
 
 Modes (--mode): full-capture (default) is the fastest for this model: the whole
@@ -108,11 +109,11 @@ class Run:
         torch.manual_seed(seed)
         depth, heads, head_dim, context, vocab = torch_gpt.SHAPES["gpt2-d6"]
         self.net = torch_gpt.Gpt(depth, heads, head_dim, context, vocab).to(dev)
-        self.ema = copy.deepcopy(self.net)
-        for p in self.ema.parameters():
+        self.ema = copy.deepcopy(self.net) if a.ema_decay > 0 else None
+        for p in self.ema.parameters() if self.ema is not None else ():
             p.requires_grad_(False)
         self.params = list(self.net.parameters())
-        self.ema_params = list(self.ema.parameters())
+        self.ema_params = list(self.ema.parameters()) if self.ema is not None else []
         self.initial = [p.detach().clone() for p in self.params]
         decay = [p for p in self.params if p.dim() >= 2]
         other = [p for p in self.params if p.dim() < 2]
@@ -143,7 +144,8 @@ class Run:
             torch.nn.utils.clip_grad_norm_(self.params, self.a.clip_grad_norm, foreach=True)
         self.opt.step()
         with torch.no_grad():
-            torch._foreach_lerp_(self.ema_params, self.params, 1.0 - self.a.ema_decay)
+            if self.ema_params:
+                torch._foreach_lerp_(self.ema_params, self.params, 1.0 - self.a.ema_decay)
             self.loss_sum += loss.detach()
 
     def capture(self):
@@ -153,8 +155,9 @@ class Run:
 
     def reset(self):
         with torch.no_grad():
-            for p, p0, e in zip(self.params, self.initial, self.ema_params):
+            for p, p0 in zip(self.params, self.initial):
                 p.copy_(p0)
+            for e, p0 in zip(self.ema_params, self.initial):
                 e.copy_(p0)
             self.loss_sum.zero_()
         step_timing.zero_optimizer_state(self.opt)
@@ -204,7 +207,8 @@ def train_run(a, seed, train, val, lrs, dev):
     def validate(epoch):
         nonlocal hit
         t1 = time.perf_counter()
-        loss, ema_loss = r.evaluate(r.net, val, val_windows), r.evaluate(r.ema, val, val_windows)
+        loss = r.evaluate(r.net, val, val_windows)
+        ema_loss = r.evaluate(r.ema, val, val_windows) if r.ema is not None else loss
         value = ema_loss if a.eval == "ema" else loss
         e = {"epoch": epoch, "step": step, "train_seconds": trained, "eval_seconds": time.perf_counter() - t1,
              "loss": loss, "ema_loss": ema_loss, "value": value}
@@ -257,7 +261,7 @@ def parse_args():
     ap.add_argument("--warmup", type=float, default=0.05)
     ap.add_argument("--weight-decay", type=float, default=0.1)
     ap.add_argument("--clip-grad-norm", type=float, default=1.0)
-    ap.add_argument("--ema-decay", type=float, default=0.99)
+    ap.add_argument("--ema-decay", type=float, default=0.0, help="0 (default, tr's recipe for gpt2-d6): no EMA")
     ap.add_argument("--val-every", type=int, default=250)
     ap.add_argument("--val-batch", type=int, default=256, help="windows a validation forward takes")
     ap.add_argument("--eval", choices=("main", "ema"), default="main")
@@ -272,7 +276,8 @@ def parse_args():
               (a.clip_grad_norm >= 0, "--clip-grad-norm must be >= 0"),
               (0 <= a.ema_decay < 1, "--ema-decay must be in [0, 1)"), (a.val_every >= 0, "--val-every must be >= 0"),
               (a.val_batch >= 1, "--val-batch must be >= 1"), (a.target_loss > 0, "--target-loss must be > 0"),
-              (a.runs >= 1, "--runs must be >= 1"), (a.seed >= 0, "--seed must be >= 0")]
+              (a.runs >= 1, "--runs must be >= 1"), (a.seed >= 0, "--seed must be >= 0"),
+              (a.eval == "main" or a.ema_decay > 0, "--eval ema needs an EMA: --ema-decay is 0")]
     for ok, msg in checks:
         if not ok:
             ap.error(msg)

@@ -121,70 +121,76 @@ TEST_F(RangeOpsGpuOptim, SgdNesterovMatchesCpuBitwise) {
 // bits of the CPU running the unfused ops one after another: UnscaleGrads,
 // SgdNesterov, Lerp, Cast, and the statistics' two Lerps. At a power-of-two
 // loss scale and at 3 (where 1/scale rounds); with more segments than one
-// launch holds (the statistics ride in the first), and with no statistics.
+// launch holds (the statistics ride in the first), and with no statistics;
+// with the EMA and without one (attrs.ema false: neither EMA operand).
 TEST_F(RangeOpsGpuOptim, SgdWithItsTailMatchesTheUnfusedOpsOnTheCpu) {
   std::mt19937 rng(26);
   int checked = 0;
   for (float scale : {1024.f, 3.f})
-    for (bool big : {true, false}) {
-      const Layout l(rng, big ? 24 : 300, big);
-      const std::vector<Segment>* sg = &l.segs;
-      TrainScalars s;
-      s.lr = 0.05f;
-      s.step = 1;
-      s.loss_scale = scale;
-      s.grad_unscale = range::unscale_factor(scale);  // as AdvanceStep records it
-      set_scalars(s);
-      OptState cpu;
-      cpu.p = l.random(rng, -1, 1);
-      cpu.g = l.random(rng, -scale, scale);
-      cpu.a = l.random(rng, -0.1f, 0.1f);
-      cpu.b = l.random(rng, -1, 1);  // the EMA
-      std::vector<half_t> cpu16(size_t(l.elems), half_t{});
-      DevBuf<float> p(cpu.p), g(cpu.g), v(cpu.a), ema(cpu.b);
-      DevBuf<half_t> p16(cpu16);
-      const int64_t n_bn = big ? 70001 : 3;
-      std::vector<float> run(static_cast<size_t>(n_bn)), batch(static_cast<size_t>(n_bn)),
-          run_ema(static_cast<size_t>(n_bn));
-      for (auto* x : {&run, &batch, &run_ema})
-        for (float& y : *x) y = std::uniform_real_distribution<float>(-2.f, 2.f)(rng);
-      DevBuf<float> g_run(run), g_batch(batch), g_run_ema(run_ema);
-      RangeAttrs a = opt_attrs();
-      a.unscale = true;
-      a.ema_t = 0.01f;
-      a.bn_stats = scale == 3.f;
-      a.t = 0.1f;
-      std::vector<RangeOperand> ops = {operand(p, sg), operand(g, sg), operand(v, sg), operand(ema, sg),
-                                       operand(p16, sg)};
-      if (a.bn_stats) {
-        for (DevBuf<float>* b : {&g_run, &g_batch, &g_run_ema}) ops.push_back(operand(*b));
-        RangeAttrs bn;
-        bn.t = a.t;
-        run_cpu(lerp_cpu, {operand(run), operand(batch)}, bn);
-        bn.t = a.ema_t;
-        run_cpu(lerp_cpu, {operand(run_ema), operand(run)}, bn);
+    for (bool big : {true, false})
+      for (bool with_ema : {true, false}) {
+        const Layout l(rng, big ? 24 : 300, big);
+        const std::vector<Segment>* sg = &l.segs;
+        TrainScalars s;
+        s.lr = 0.05f;
+        s.step = 1;
+        s.loss_scale = scale;
+        s.grad_unscale = range::unscale_factor(scale);  // as AdvanceStep records it
+        set_scalars(s);
+        OptState cpu;
+        cpu.p = l.random(rng, -1, 1);
+        cpu.g = l.random(rng, -scale, scale);
+        cpu.a = l.random(rng, -0.1f, 0.1f);
+        cpu.b = l.random(rng, -1, 1);  // the EMA
+        std::vector<half_t> cpu16(size_t(l.elems), half_t{});
+        DevBuf<float> p(cpu.p), g(cpu.g), v(cpu.a), ema(cpu.b);
+        DevBuf<half_t> p16(cpu16);
+        const int64_t n_bn = big ? 70001 : 3;
+        std::vector<float> run(static_cast<size_t>(n_bn)), batch(static_cast<size_t>(n_bn)),
+            run_ema(static_cast<size_t>(n_bn));
+        for (auto* x : {&run, &batch, &run_ema})
+          for (float& y : *x) y = std::uniform_real_distribution<float>(-2.f, 2.f)(rng);
+        DevBuf<float> g_run(run), g_batch(batch), g_run_ema(run_ema);
+        RangeAttrs a = opt_attrs();
+        a.unscale = true;
+        a.ema = with_ema;
+        a.ema_t = 0.01f;
+        a.bn_stats = scale == 3.f;
+        a.t = 0.1f;
+        std::vector<RangeOperand> ops = {operand(p, sg), operand(g, sg), operand(v, sg)};
+        if (with_ema) ops.push_back(operand(ema, sg));
+        ops.push_back(operand(p16, sg));
+        if (a.bn_stats) {
+          ops.push_back(operand(g_run));
+          ops.push_back(operand(g_batch));
+          if (with_ema) ops.push_back(operand(g_run_ema));
+          RangeAttrs bn;
+          bn.t = a.t;
+          run_cpu(lerp_cpu, {operand(run), operand(batch)}, bn);
+          bn.t = a.ema_t;
+          if (with_ema) run_cpu(lerp_cpu, {operand(run_ema), operand(run)}, bn);
+        }
+        run_gpu(sgd_nesterov_cuda, ops, a);
+        expect_bitwise(g_run.download(), run, "BatchNorm running statistics");
+        expect_bitwise(g_run_ema.download(), run_ema, "their EMA (untouched without one)");
+        RangeAttrs lerp;
+        lerp.t = a.ema_t;
+        lerp.skip_on_inf = true;
+        run_cpu(unscale_grads_cpu, {operand(cpu.g, sg)});
+        run_cpu(sgd_nesterov_cpu, {operand(cpu.p, sg), operand(cpu.g, sg), operand(cpu.a, sg)}, opt_attrs());
+        if (with_ema) run_cpu(lerp_cpu, {operand(cpu.b, sg), operand(cpu.p, sg)}, lerp);
+        run_cpu(cast_cpu, {operand(cpu.p, sg), operand(cpu16, sg)});
+        expect_bitwise(p.download(), cpu.p, "param");
+        expect_bitwise(v.download(), cpu.a, "momentum");
+        expect_bitwise(ema.download(), cpu.b, "ema");
+        const std::vector<half_t> got16 = p16.download();
+        for (const Segment& seg : l.segs)
+          for (int64_t i = seg.offset; i < seg.offset + seg.elems; ++i, ++checked)
+            ASSERT_TRUE(bitwise_equal(&got16[size_t(i)], &cpu16[size_t(i)], 2)) << "f16 copy at " << i;
       }
-      run_gpu(sgd_nesterov_cuda, ops, a);
-      expect_bitwise(g_run.download(), run, "BatchNorm running statistics");
-      expect_bitwise(g_run_ema.download(), run_ema, "their EMA");
-      RangeAttrs lerp;
-      lerp.t = a.ema_t;
-      lerp.skip_on_inf = true;
-      run_cpu(unscale_grads_cpu, {operand(cpu.g, sg)});
-      run_cpu(sgd_nesterov_cpu, {operand(cpu.p, sg), operand(cpu.g, sg), operand(cpu.a, sg)}, opt_attrs());
-      run_cpu(lerp_cpu, {operand(cpu.b, sg), operand(cpu.p, sg)}, lerp);
-      run_cpu(cast_cpu, {operand(cpu.p, sg), operand(cpu16, sg)});
-      expect_bitwise(p.download(), cpu.p, "param");
-      expect_bitwise(v.download(), cpu.a, "momentum");
-      expect_bitwise(ema.download(), cpu.b, "ema");
-      const std::vector<half_t> got16 = p16.download();
-      for (const Segment& seg : l.segs)
-        for (int64_t i = seg.offset; i < seg.offset + seg.elems; ++i, ++checked)
-          ASSERT_TRUE(bitwise_equal(&got16[size_t(i)], &cpu16[size_t(i)], 2)) << "f16 copy at " << i;
-    }
   std::printf(
-      "[ optimizer tail ] SgdNesterov + unscale + EMA + f16 copy + BatchNorm statistics on the GPU: %d "
-      "parameters, the bits of the six ops on the CPU\n",
+      "[ optimizer tail ] SgdNesterov + unscale + EMA (or none) + f16 copy + BatchNorm statistics on the GPU: %d "
+      "parameters, the bits of the six ops (four without the EMA) on the CPU\n",
       checked);
 }
 

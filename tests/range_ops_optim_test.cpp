@@ -309,6 +309,7 @@ TEST(RangeOpsOptim, SgdWithItsTailIsTheUnfusedOpsInOne) {
     fused.scalars.grad_unscale = range::unscale_factor(scale);  // as AdvanceStep records it
     fused.attrs.weight_decay = 0.01f;
     fused.attrs.unscale = true;
+    fused.attrs.ema = true;
     fused.attrs.ema_t = 0.01f;
     fused.attrs.bn_stats = true;
     fused.attrs.t = 0.1f;
@@ -356,6 +357,73 @@ TEST(RangeOpsOptim, SgdWithItsTailIsTheUnfusedOpsInOne) {
     fused.set_ops({operand(p, &l.segs), operand(g, &l.segs), operand(v, &l.segs), operand(ema, &l.segs), h,
                    operand(run), operand(batch), operand(short_ema)});
     EXPECT_THROW(fused.run(sgd_nesterov_cpu), Error);
+  }
+}
+
+// Without an EMA (attrs.ema false, ema_decay 0) the tails take neither EMA
+// operand and move everything else as they do with one: SgdNesterov with the
+// compute copy and BatchNorm's running statistics, AdamW with the compute
+// copy, bit for bit. A list that does not match attrs.ema is refused.
+TEST(RangeOpsOptim, TailsWithoutAnEmaMoveTheRestAsWithOne) {
+  Layout l;
+  std::mt19937 rng(31);
+  for (bool adam : {false, true}) {
+    const std::vector<float> p0 = l.random(rng, -1, 1), g = l.random(rng, -1, 1), s0 = l.random(rng, -0.1f, 0.1f),
+                             ema0 = l.random(rng, -1, 1);
+    std::vector<float> run0(77), batch(77);
+    for (auto* x : {&run0, &batch})
+      for (float& y : *x) y = std::uniform_real_distribution<float>(-2.f, 2.f)(rng);
+    struct Side {
+      std::vector<float> p, s1, s2, ema, run, run_ema;
+      std::vector<half_t> p16;
+    };
+    auto run_tail = [&](bool with_ema, Side& d) {
+      d = {p0,   s0,   std::vector<float>(size_t(l.elems), 0.f),      ema0,
+           run0, run0, std::vector<half_t>(size_t(l.elems), half_t{})};
+      std::vector<float> gi = g;
+      Call c;
+      c.scalars.lr = 0.05f;
+      c.scalars.step = 1;
+      c.attrs.weight_decay = 0.01f;
+      c.attrs.ema = with_ema;
+      c.attrs.ema_t = 0.01f;
+      c.attrs.bn_stats = !adam;
+      c.attrs.t = 0.1f;
+      RangeOperand h = operand(d.p16);
+      h.segs = l.segs.data();
+      h.n_segs = int(l.segs.size());
+      std::vector<RangeOperand> ops = {operand(d.p, &l.segs), operand(gi, &l.segs), operand(d.s1, &l.segs)};
+      if (adam) ops.push_back(operand(d.s2, &l.segs));
+      if (with_ema) ops.push_back(operand(d.ema, &l.segs));
+      ops.push_back(h);
+      if (!adam) {
+        ops.push_back(operand(d.run));
+        ops.push_back(operand(batch));
+        if (with_ema) ops.push_back(operand(d.run_ema));
+      }
+      c.ops = ops;
+      c.run(adam ? adamw_cpu : sgd_nesterov_cpu);
+      // The list of the other setting: an EMA operand too many or too few.
+      c.attrs.ema = !with_ema;
+      EXPECT_THROW(c.run(adam ? adamw_cpu : sgd_nesterov_cpu), Error) << (adam ? "AdamW" : "SgdNesterov");
+    };
+    Side with, without;
+    run_tail(true, with);
+    run_tail(false, without);
+    const char* op = adam ? "AdamW" : "SgdNesterov";
+    EXPECT_NE(std::memcmp(with.p.data(), p0.data(), p0.size() * 4), 0) << op << ": the update ran";
+    EXPECT_NE(std::memcmp(with.ema.data(), ema0.data(), ema0.size() * 4), 0) << op << ": the EMA moved";
+    EXPECT_EQ(std::memcmp(without.ema.data(), ema0.data(), ema0.size() * 4), 0) << op << ": no EMA moved";
+    EXPECT_EQ(std::memcmp(with.p.data(), without.p.data(), p0.size() * 4), 0) << op << ": param";
+    EXPECT_EQ(std::memcmp(with.s1.data(), without.s1.data(), s0.size() * 4), 0) << op << ": first state";
+    EXPECT_EQ(std::memcmp(with.s2.data(), without.s2.data(), s0.size() * 4), 0) << op << ": second state";
+    EXPECT_EQ(std::memcmp(with.p16.data(), without.p16.data(), with.p16.size() * 2), 0) << op << ": compute copy";
+    EXPECT_EQ(std::memcmp(with.run.data(), without.run.data(), run0.size() * 4), 0) << op << ": running statistics";
+    if (!adam) {
+      EXPECT_NE(std::memcmp(with.run.data(), run0.data(), run0.size() * 4), 0) << "the statistics moved";
+      EXPECT_NE(std::memcmp(with.run_ema.data(), run0.data(), run0.size() * 4), 0) << "their EMA moved";
+    }
+    EXPECT_EQ(std::memcmp(without.run_ema.data(), run0.data(), run0.size() * 4), 0) << op << ": no statistics' EMA";
   }
 }
 

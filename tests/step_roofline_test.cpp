@@ -170,7 +170,8 @@ TEST(StepRoofline, OneNodesBoundOnEitherSideOfTheRidge) {
 }
 
 // AdamW over 1,000 f32 weights (param, grad, m, v): 16 FLOPs a weight; the
-// gradient read, the weights, m and v read and written.
+// gradient read, the weights, m and v read and written. Its tail's EMA and
+// compute copy add theirs.
 TEST(StepRoofline, AnOptimizerReadsItsGradientAndMovesItsState) {
   ResolvedRange r;
   r.elems = 1000;
@@ -179,6 +180,22 @@ TEST(StepRoofline, AnOptimizerReadsItsGradientAndMovesItsState) {
   EXPECT_EQ(c.flops.elementwise, 16.0 * 1000);
   EXPECT_EQ(c.bytes, 4.0 * 1000 * (2 + 1 + 2 + 2));
   EXPECT_EQ(range_node_cost(RangeOp::AllReduceSum, RangeAttrs{}, ops).bytes, 0.0) << "the interconnect's";
+  // Its tail (attrs.ema): the EMA moved, 3 FLOPs and 8 bytes more a weight;
+  // the bf16 compute copy written, 2 bytes. Without an EMA the copy comes
+  // straight after v, and is still written only.
+  ResolvedRange copy = r;
+  copy.dtype = DType::BF16;
+  RangeAttrs tail;
+  tail.ema = true;
+  const ResolvedRange with_ema[] = {r, r, r, r, r, copy};
+  const NodeCost e = range_node_cost(RangeOp::AdamW, tail, with_ema);
+  EXPECT_EQ(e.flops.elementwise, 19.0 * 1000);
+  EXPECT_EQ(e.bytes, 1000 * (4.0 * (2 + 1 + 2 + 2 + 2) + 2));
+  tail.ema = false;
+  const ResolvedRange without[] = {r, r, r, r, copy};
+  const NodeCost w = range_node_cost(RangeOp::AdamW, tail, without);
+  EXPECT_EQ(w.flops.elementwise, 16.0 * 1000);
+  EXPECT_EQ(w.bytes, 1000 * (4.0 * (2 + 1 + 2 + 2) + 2));
 }
 
 // The peaks by the name CUDA gives a GPU: NVIDIA's data sheets (roofline.cpp).

@@ -61,6 +61,11 @@ Param LayerEmitter::param(const std::string& name, Shape s, ParamGroup g, bool d
   layout_tensor(name + ".opt1", Role::OptState1, DType::F32, s, g, slot, decay);
   if (tc_.optimizer == OptimizerKind::AdamW)
     layout_tensor(name + ".opt2", Role::OptState2, DType::F32, s, g, slot, decay);
+  if (!tc_.has_ema()) {  // no EMA: "the EMA weights" are the weights (nothing reads them)
+    p.ema = p.master;
+    p.ema_compute = p.compute;
+    return p;
+  }
   p.ema = layout_tensor(name + ".ema", Role::EmaParam, DType::F32, s, g, slot, decay);
   p.ema_compute = amp ? layout_tensor(name + ".ema" + half, Role::EmaParamCompute, T_, s, g, slot, decay) : p.ema;
   return p;
@@ -74,9 +79,14 @@ BnState LayerEmitter::batchnorm(const std::string& name, int64_t c, ParamGroup g
   bn.batch = layout_tensor(name + ".batch", Role::BnBatch, DType::F32, Shape{2, c}, g, slot, false);
   bn.running =
       layout_tensor(name + ".running", Role::BnRunning, DType::F32, Shape{2, c}, g, slot, false, Init::BnRunning);
-  bn.ema_running = layout_tensor(name + ".ema_running", Role::EmaBnRunning, DType::F32, Shape{2, c}, g, slot, false);
   bn.affine = persistent(name + ".affine", DType::F32, Shape{2, c});
   bn.train_affine = persistent(name + ".train_affine", DType::F32, Shape{2, c});
+  if (!tc_.has_ema()) {
+    bn.ema_running = bn.running;
+    bn.ema_affine = bn.affine;
+    return bn;
+  }
+  bn.ema_running = layout_tensor(name + ".ema_running", Role::EmaBnRunning, DType::F32, Shape{2, c}, g, slot, false);
   bn.ema_affine = persistent(name + ".ema_affine", DType::F32, Shape{2, c});
   return bn;
 }

@@ -392,12 +392,14 @@ class Builder {
     emitter_.emit(main_gs, compute(OpKind::SoftmaxXent, {x, lv}, {val_step_main_}, "val.loss", la));
     emitter_.emit(main_gs, range(RangeOp::Accumulate,
                                  {RangeRef::of(out_.val_main_metrics), RangeRef::of(val_step_main_)}, "val.accum"));
-    x = tta_join(forward_pass(xv, Pass::InferEma, ".ema", {GraphId::INF_EMA}, {GraphId::INF_EMA}), "val_ema.tta_mean",
-                 {GraphId::INF_EMA});
-    emitter_.emit(GraphId::INF_EMA, compute(OpKind::SoftmaxXent, {x, lv}, {val_step_ema_}, "val_ema.loss", la));
-    emitter_.emit(
-        GraphId::INF_EMA,
-        range(RangeOp::Accumulate, {RangeRef::of(out_.val_ema_metrics), RangeRef::of(val_step_ema_)}, "val_ema.accum"));
+    if (out_.train.has_ema()) {  // without one, INF_EMA is empty and the trainer reports the weights' metrics
+      x = tta_join(forward_pass(xv, Pass::InferEma, ".ema", {GraphId::INF_EMA}, {GraphId::INF_EMA}), "val_ema.tta_mean",
+                   {GraphId::INF_EMA});
+      emitter_.emit(GraphId::INF_EMA, compute(OpKind::SoftmaxXent, {x, lv}, {val_step_ema_}, "val_ema.loss", la));
+      emitter_.emit(GraphId::INF_EMA,
+                    range(RangeOp::Accumulate, {RangeRef::of(out_.val_ema_metrics), RangeRef::of(val_step_ema_)},
+                          "val_ema.accum"));
+    }
     if (out_.train.has_collectives())
       emitter_.emit(GraphId::VAL_RESULT_COMM,
                     range(RangeOp::AllReduceSum,

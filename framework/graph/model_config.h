@@ -75,9 +75,12 @@ struct TrainConfig {
   // > 0: clip the global gradient norm to this on the device (GradNorm, then
   // AdamW with attrs.clip; framework/ops/range/grad_norm.h). AdamW only.
   float max_grad_norm = 0.f;
-  float trust_coef = 0.02f;     // LARS
-  float bn_momentum = 0.1f;     // running += bn_momentum * (batch - running)
-  float ema_decay = 0.99f;      // ema += (1 - decay) * (param - ema)
+  float trust_coef = 0.02f;  // LARS
+  float bn_momentum = 0.1f;  // running += bn_momentum * (batch - running)
+  // ema += (1 - decay) * (param - ema) after each update, evaluated beside the
+  // weights. 0: no EMA (its memory, its update and its evaluation are absent).
+  float ema_decay = 0.99f;
+  bool has_ema() const { return ema_decay > 0.f; }
   float init_loss_scale = 1.f;  // fp16 AMP defaults to 65536 (set by the caller)
   int loss_scale_growth_interval = 1000;
   int64_t schedule_len = 1;  // entries in the device-side learning-rate table

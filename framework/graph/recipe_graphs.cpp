@@ -33,9 +33,11 @@ struct Recipe {
   // The deep gradients not yet cast and all-reduced when the backward ends.
   RangeRef deep_rest(Role r) const { return RangeRef::slots(r, kDeepGroups, 0, deep_comm_slot_hi); }
   std::vector<RangeRef> metrics() const { return {RangeRef::of(ids.train_metrics), RangeRef::of(ids.step_metrics)}; }
-  // BatchNorm's running, batch and EMA statistics.
+  // BatchNorm's running and batch statistics, and their EMA where there is one.
   std::vector<RangeRef> bn_stats() const {
-    return {RangeRef::region(Role::BnRunning), RangeRef::region(Role::BnBatch), RangeRef::region(Role::EmaBnRunning)};
+    std::vector<RangeRef> s = {RangeRef::region(Role::BnRunning), RangeRef::region(Role::BnBatch)};
+    if (tc.has_ema()) s.push_back(RangeRef::region(Role::EmaBnRunning));
+    return s;
   }
 };
 
@@ -131,6 +133,7 @@ void emit_optimizer(const Recipe& r) {
   oa.adam_eps = tc.adam_eps;
   oa.trust_coef = tc.trust_coef;
   oa.clip = tc.max_grad_norm > 0;
+  oa.ema = r.tail && tc.has_ema();  // the tails move the EMA (Note [optimizer tail])
   auto param_ops = [&](GroupMask gm) {
     std::vector<RangeRef> ops = {RangeRef::region(Role::ParamMaster, gm), RangeRef::region(r.grads, gm),
                                  RangeRef::region(Role::OptState1, gm)};
@@ -141,7 +144,7 @@ void emit_optimizer(const Recipe& r) {
     case OptimizerKind::Sgd:
       if (r.tail) {
         std::vector<RangeRef> ops = param_ops(kAllGroups);
-        ops.push_back(RangeRef::region(Role::EmaParam));
+        if (oa.ema) ops.push_back(RangeRef::region(Role::EmaParam));
         if (r.amp) ops.push_back(RangeRef::region(Role::ParamCompute));
         if (r.has_bn) {
           const std::vector<RangeRef> bn = r.bn_stats();
@@ -159,7 +162,7 @@ void emit_optimizer(const Recipe& r) {
     case OptimizerKind::AdamW:
       if (r.tail) {
         std::vector<RangeRef> ops = param_ops(kAllGroups);
-        ops.push_back(RangeRef::region(Role::EmaParam));
+        if (oa.ema) ops.push_back(RangeRef::region(Role::EmaParam));
         if (r.amp) ops.push_back(RangeRef::region(Role::ParamCompute));
         oa.unscale = r.scaled;
         oa.ema_t = 1.f - tc.ema_decay;
@@ -183,11 +186,12 @@ void emit_ema_and_copies(const Recipe& r) {
   RangeAttrs ema;
   ema.t = 1.f - r.tc.ema_decay;
   ema.skip_on_inf = true;
-  if (!r.tail)
+  const bool has_ema = r.tc.has_ema();
+  if (has_ema && !r.tail)
     r.cg.add(GraphId::EMA_UPDATE,
              range(RangeOp::Lerp, {RangeRef::region(Role::EmaParam), RangeRef::region(Role::ParamMaster)}, "ema_params",
                    ema));
-  if (r.has_bn && !r.tail)
+  if (has_ema && r.has_bn && !r.tail)
     r.cg.add(GraphId::EMA_UPDATE,
              range(RangeOp::Lerp, {RangeRef::region(Role::EmaBnRunning), RangeRef::region(Role::BnRunning)},
                    "ema_bn_running", ema));
@@ -196,9 +200,10 @@ void emit_ema_and_copies(const Recipe& r) {
       r.cg.add(GraphId::CAST_MAIN_FP32_TO_FP16,
                range(RangeOp::Cast, {RangeRef::region(Role::ParamMaster), RangeRef::region(Role::ParamCompute)},
                      "cast_main"));
-    r.cg.add(
-        GraphId::CAST_EMA_FP32_TO_FP16,
-        range(RangeOp::Cast, {RangeRef::region(Role::EmaParam), RangeRef::region(Role::EmaParamCompute)}, "cast_ema"));
+    if (has_ema)
+      r.cg.add(GraphId::CAST_EMA_FP32_TO_FP16,
+               range(RangeOp::Cast, {RangeRef::region(Role::EmaParam), RangeRef::region(Role::EmaParamCompute)},
+                     "cast_ema"));
   }
   r.cg.add(GraphId::CLEAR_METRICS, range(RangeOp::Clear, {RangeRef::of(r.ids.train_metrics)}, "clear_metrics"));
   r.cg.add(GraphId::CLEAR_VAL_METRICS,

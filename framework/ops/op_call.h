@@ -112,9 +112,11 @@ struct RangeAttrs {
   // SgdNesterov with the step's tail folded in (Note [optimizer tail] in
   // framework/graph/recipe_graphs.h):
   bool unscale = false;  // g *= scalars.grad_unscale before the update (AMP; UnscaleGrads' rounding)
-  float ema_t = 0.f;     // with an EMA operand: ema += ema_t*(p - ema) after the update
-  // Three more operands: BatchNorm's running, batch and EMA statistics, moved
-  // as UPDATE_STATS's Lerp and then the EMA's would (factor t, then ema_t).
+  bool ema = false;      // an EMA operand follows the optimizer's states (and the statistics' EMA theirs)
+  float ema_t = 0.f;     // with ema: ema += ema_t*(p - ema) after the update
+  // More operands: BatchNorm's running and batch statistics [and, with ema,
+  // their EMA], moved as UPDATE_STATS's Lerp and then the EMA's would (factor
+  // t, then ema_t).
   bool bn_stats = false;
 };
 

@@ -100,7 +100,9 @@ void Trainer::train_epoch_on_rank(int rank, const std::vector<int64_t>& order, b
 ValPoint Trainer::read_val_metrics(int rank, int64_t step) {
   const MemoryPlan& p = s_.plans().plan(Variant::TrainBase);
   const auto vm = read_tensor(s_.model(), p, s_.context(rank), s_.model().val_main_metrics);
-  const auto ve = read_tensor(s_.model(), p, s_.context(rank), s_.model().val_ema_metrics);
+  // No EMA (ema_decay 0): the EMA weights are the weights, and so are their metrics.
+  const auto ve =
+      s_.model().train.has_ema() ? read_tensor(s_.model(), p, s_.context(rank), s_.model().val_ema_metrics) : vm;
   ValPoint v;
   v.step = step;
   v.loss = vm[kMetricLossSum] / std::max(1.f, vm[kMetricCount]);

@@ -59,14 +59,15 @@ std::vector<TensorId> backward(LayerEmitter& e, const LayerBwd& b) {
 }
 
 // Both affines from the f32 masters: main weights with the running statistics,
-// EMA weights with the EMA of the running statistics.
+// EMA weights (where there is an EMA) with the EMA of the running statistics.
 void before_inference(LayerEmitter& e, const std::string& name, const LayerState& s) {
   const BnState& bn = s.bn;
   const OpAttrs a = e.bn_attrs(true);  // folding reads eps only
   e.emit(GraphId::UPDATE_BN_INF_PARAMS,
          compute(OpKind::BnFold, {bn.gamma.master, bn.beta.master, bn.running}, {bn.affine}, name + ".fold", a));
-  e.emit(GraphId::UPDATE_BN_INF_PARAMS,
-         compute(OpKind::BnFold, {bn.gamma.ema, bn.beta.ema, bn.ema_running}, {bn.ema_affine}, name + ".fold_ema", a));
+  if (e.train().has_ema())
+    e.emit(GraphId::UPDATE_BN_INF_PARAMS, compute(OpKind::BnFold, {bn.gamma.ema, bn.beta.ema, bn.ema_running},
+                                                  {bn.ema_affine}, name + ".fold_ema", a));
 }
 
 }  // namespace

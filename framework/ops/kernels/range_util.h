@@ -265,38 +265,42 @@ inline void check_copy_in_source(const RangeCall& c, const void* from, int i) {
   TR_CHECK(from != nullptr, "CopyIn: staging slot ", c.attrs->slot, " has no ", i == 0 ? "images" : "labels");
 }
 
-// SgdNesterov's operands (optimizers.h): param, grad, momentum[, ema[, param
-// f16|bf16]], then with attrs.bn_stats BatchNorm's running, batch and EMA
-// statistics (f32, one size). Checks the count, the 16-bit compute copy and the
-// statistics; returns how many operands are the optimizer's own (n).
-inline int sgd_operands(const RangeCall& c) {
-  const bool bn = c.attrs != nullptr && c.attrs->bn_stats;
-  const int n = c.n_ops - (bn ? 3 : 0);
-  TR_CHECK(c.ops != nullptr && n >= 3 && n <= 5, "SgdNesterov: needs 3 to 5 operands", bn ? " and 3 statistics" : "",
-           ", got ", c.n_ops);
-  if (n == 5) {
-    TR_CHECK(is_half(c.ops[4].dtype), "SgdNesterov: the compute copy must be f16 or bf16, got ",
-             dtype_name(c.ops[4].dtype));
-    check_parallel(c.ops[0], c.ops[4], "SgdNesterov");
+// The operands of SgdNesterov and AdamW (optimizers.h), in order: param,
+// grad, the optimizer's `states` f32 states (SgdNesterov: momentum; AdamW: m,
+// v), with attrs.ema the EMA of the weights, optionally the 16-bit compute
+// copy, then with attrs.bn_stats (SgdNesterov) BatchNorm's running and batch
+// statistics and, with attrs.ema, their EMA. Checks the count, the compute
+// copy and the statistics; returns where each one is.
+struct OptimizerOperands {
+  int f32 = 0;       // param, grad, states[, ema]: f32 but for a 16-bit grad (check_optimizer_operands)
+  int ema = -1;      // the weights' EMA, or -1
+  int compute = -1;  // the compute copy (f16|bf16), or -1
+  int bn = -1;       // running statistics (batch at bn + 1, their EMA at bn + 2 with attrs.ema), or -1
+};
+inline OptimizerOperands optimizer_operands(const RangeCall& c, int states, const char* op) {
+  TR_CHECK(c.ops != nullptr && c.attrs != nullptr, op, ": no operands or attributes");
+  const RangeAttrs& a = *c.attrs;
+  const int stats = a.bn_stats ? (a.ema ? 3 : 2) : 0;
+  OptimizerOperands o;
+  o.f32 = 2 + states + (a.ema ? 1 : 0);
+  const int own = c.n_ops - stats;
+  TR_CHECK(own == o.f32 || own == o.f32 + 1, op, ": needs ", o.f32, " or ", o.f32 + 1, " operands",
+           a.bn_stats ? " and the BatchNorm statistics" : "", a.ema ? " (with the EMA)" : "", ", got ", c.n_ops);
+  if (a.ema) o.ema = 2 + states;
+  if (own == o.f32 + 1) {
+    o.compute = o.f32;
+    TR_CHECK(is_half(c.ops[o.compute].dtype), op, ": the compute copy must be f16 or bf16, got ",
+             dtype_name(c.ops[o.compute].dtype));
+    check_parallel(c.ops[0], c.ops[o.compute], op);
   }
-  for (int k = n; k < c.n_ops; ++k) {
-    check_f32(c.ops[k], "SgdNesterov");
-    TR_CHECK(c.ops[k].elems == c.ops[n].elems, "SgdNesterov: BatchNorm statistics of different sizes");
+  if (stats > 0) {
+    o.bn = own;
+    for (int k = own; k < c.n_ops; ++k) {
+      check_f32(c.ops[k], op);
+      TR_CHECK(c.ops[k].elems == c.ops[own].elems, op, ": BatchNorm statistics of different sizes");
+    }
   }
-  return n;
-}
-// How many of SgdNesterov's own operands are f32 (the backend checks those
-// with its other optimizers').
-inline int sgd_f32_operands(int n) { return n < 4 ? n : 4; }
-// AdamW's operands (optimizers.h): param, grad, m, v[, ema[, param_compute f16|bf16]];
-// returns their count. Its f32 ones: the first min(n, 5).
-inline int adamw_operands(const RangeCall& c) {
-  TR_CHECK(c.ops != nullptr && c.n_ops >= 4 && c.n_ops <= 6, "AdamW: needs 4 to 6 operands, got ", c.n_ops);
-  if (c.n_ops == 6) {
-    TR_CHECK(is_half(c.ops[5].dtype), "AdamW: the compute copy must be f16 or bf16, got ", dtype_name(c.ops[5].dtype));
-    check_parallel(c.ops[0], c.ops[5], "AdamW");
-  }
-  return c.n_ops;
+  return o;
 }
 // Cast with attrs.check_finite (amp_ops.h): only an f16|bf16 -> f32 cast may check
 // (its source is what CheckFinite would see, exactly), and it needs the

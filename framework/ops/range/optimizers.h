@@ -2,18 +2,19 @@
 // Fused multi-tensor optimizers over parallel regions (same segments), f32.
 // All read lr (and step) from env.scalars and do nothing when scalars.found_inf.
 // Weight decay applies to segments with decay=true.
-//   SgdNesterov: ops = param, grad, momentum[, ema[, param_compute f16]].
+//   SgdNesterov: ops = param, grad, momentum[, ema][, param_compute f16|bf16]
+//       (ema with attrs.ema; range::optimizer_operands reads the list).
 //       g' = g + wd*p;  v = mu*v + g';  p -= lr * (g' + mu*v)
 //       With attrs.unscale, g is first multiplied by scalars.grad_unscale (the
 //       1/loss_scale that AdvanceStep recorded), as UnscaleGrads does; with an
 //       ema operand, ema += attrs.ema_t * (p - ema) on the updated p,
 //       as Lerp does; with param_compute, it becomes p rounded to f16, as Cast
-//       does. With attrs.bn_stats, three more operands (BatchNorm's running,
-//       batch and EMA statistics) move as two Lerps would move them
+//       does. With attrs.bn_stats, more operands (BatchNorm's running and batch
+//       statistics, and with attrs.ema their EMA) move as Lerps would move them
 //       (running by attrs.t, then the EMA by attrs.ema_t), in the same kernel. The
 //       same bits as those ops run one after another (Note [optimizer tail]
 //       in framework/graph/recipe_graphs.h).
-//   AdamW:       ops = param, grad, m, v[, ema[, param_compute f16]].   t = scalars.step (already
+//   AdamW:       ops = param, grad, m, v[, ema][, param_compute].   t = scalars.step (already
 //       advanced, >= 1). With attrs.unscale, g is first multiplied by scalars.grad_unscale, as
 //       UnscaleGrads does; then, with attrs.clip, by scalars.clip_scale (GradNorm's, grad_norm.h).
 //       p -= lr*wd*p (decay segs); m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;

@@ -30,25 +30,25 @@ struct ComputeCopy {
 }  // namespace
 
 void sgd_nesterov_cpu(const RangeCall& c) {
-  const int n = range::sgd_operands(c);
-  check_optimizer(c, range::sgd_f32_operands(n), "SgdNesterov", true);
+  const range::OptimizerOperands o = range::optimizer_operands(c, 1, "SgdNesterov");
+  check_optimizer(c, o.f32, "SgdNesterov", true);
   const TrainScalars& s = *c.env->scalars;
   if (s.found_inf) return;
   const RangeAttrs& a = *c.attrs;
-  if (a.bn_stats) {  // the BatchNorm statistics: running by t, then their EMA by ema_t
-    float* run = f32(c.ops[n]);
-    const float* batch = f32(c.ops[n + 1]);
-    float* run_ema = f32(c.ops[n + 2]);
-    for (int64_t i = 0; i < c.ops[n].elems; ++i) {
+  if (o.bn >= 0) {  // the BatchNorm statistics: running by t, then their EMA by ema_t
+    float* run = f32(c.ops[o.bn]);
+    const float* batch = f32(c.ops[o.bn + 1]);
+    float* run_ema = a.ema ? f32(c.ops[o.bn + 2]) : nullptr;
+    for (int64_t i = 0; i < c.ops[o.bn].elems; ++i) {
       run[i] = range::lerp_elem(run[i], batch[i], a.t);
-      run_ema[i] = range::lerp_elem(run_ema[i], run[i], a.ema_t);
+      if (run_ema) run_ema[i] = range::lerp_elem(run_ema[i], run[i], a.ema_t);
     }
   }
   float* p = f32(c.ops[0]);
   const range::GradView g(c.ops[1]);
   float* v = f32(c.ops[2]);
-  float* ema = n >= 4 ? f32(c.ops[3]) : nullptr;
-  const ComputeCopy p16(n == 5 ? &c.ops[4] : nullptr);
+  float* ema = o.ema >= 0 ? f32(c.ops[o.ema]) : nullptr;
+  const ComputeCopy p16(o.compute >= 0 ? &c.ops[o.compute] : nullptr);
   const float inv = s.grad_unscale;  // AdvanceStep's 1/loss_scale (Note [the check's flag])
   for (int k = 0; k < c.ops[0].n_segs; ++k) {
     const Segment& seg = c.ops[0].segs[k];
@@ -62,8 +62,9 @@ void sgd_nesterov_cpu(const RangeCall& c) {
 }
 
 void adamw_cpu(const RangeCall& c) {
-  const int n = range::adamw_operands(c);
-  check_optimizer(c, n < 5 ? n : 5, "AdamW", true);
+  const range::OptimizerOperands o = range::optimizer_operands(c, 2, "AdamW");
+  TR_CHECK(o.bn < 0, "AdamW: takes no BatchNorm statistics");
+  check_optimizer(c, o.f32, "AdamW", true);
   const TrainScalars& s = *c.env->scalars;
   if (s.found_inf) return;
   const RangeAttrs& a = *c.attrs;
@@ -72,8 +73,8 @@ void adamw_cpu(const RangeCall& c) {
   const range::GradView g(c.ops[1]);
   float* m = f32(c.ops[2]);
   float* v = f32(c.ops[3]);
-  float* ema = n >= 5 ? f32(c.ops[4]) : nullptr;
-  const ComputeCopy p16(n == 6 ? &c.ops[5] : nullptr);
+  float* ema = o.ema >= 0 ? f32(c.ops[o.ema]) : nullptr;
+  const ComputeCopy p16(o.compute >= 0 ? &c.ops[o.compute] : nullptr);
   const float inv = s.grad_unscale;                // AdvanceStep's 1/loss_scale
   const float clip = a.clip ? s.clip_scale : 1.f;  // GradNorm's (grad_norm.h)
   for (int j = 0; j < c.ops[0].n_segs; ++j) {

@@ -37,20 +37,21 @@ constexpr int kLarsThreads = 512;
 // ---- kernels ----
 
 // BatchNorm's statistics on one piece: d = lerp(d, s, t), then f = lerp(f, d,
-// ft), as UPDATE_STATS's Lerp and then the EMA's would. f32, 16-byte aligned.
+// ft) unless f is null (no EMA), as UPDATE_STATS's Lerp and then the EMA's
+// would. f32, 16-byte aligned.
 __device__ __forceinline__ void bn_stats_piece(float* __restrict__ d, const float* __restrict__ s,
                                                float* __restrict__ f, int64_t i, int count, float t, float ft) {
   float x[kVec], y[kVec], e[kVec];
   range::load_f32(d + i, count, x);
   range::load_f32(s + i, count, y);
-  range::load_f32(f + i, count, e);
+  if (f) range::load_f32(f + i, count, e);
 #pragma unroll
   for (int k = 0; k < kVec; ++k) {
     x[k] = range::lerp_elem(x[k], y[k], t);
-    e[k] = range::lerp_elem(e[k], x[k], ft);
+    if (f) e[k] = range::lerp_elem(e[k], x[k], ft);
   }
   range::store_f32(d + i, count, x);
-  range::store_f32(f + i, count, e);
+  if (f) range::store_f32(f + i, count, e);
 }
 
 // BatchNorm's statistics riding in SgdNesterov (attrs.bn_stats): the last
@@ -284,23 +285,23 @@ float* f32(const RangeOperand& o) { return static_cast<float*>(o.data); }
 }  // namespace
 
 void sgd_nesterov_cuda(const RangeCall& c) {
-  const int n = range::sgd_operands(c);
-  const TrainScalars* s = check_optimizer(c, range::sgd_f32_operands(n), "SgdNesterov", true);
+  const range::OptimizerOperands o = range::optimizer_operands(c, 1, "SgdNesterov");
+  const TrainScalars* s = check_optimizer(c, o.f32, "SgdNesterov", true);
   const RangeAttrs& a = *c.attrs;
   const RangeOperand& P = c.ops[0];
-  float* ema = n >= 4 ? f32(c.ops[3]) : nullptr;
-  uint16_t* p16 = n == 5 ? static_cast<uint16_t*>(c.ops[4].data) : nullptr;
-  const bool p16_bf16 = n == 5 && c.ops[4].dtype == DType::BF16;
+  float* ema = o.ema >= 0 ? f32(c.ops[o.ema]) : nullptr;
+  uint16_t* p16 = o.compute >= 0 ? static_cast<uint16_t*>(c.ops[o.compute].data) : nullptr;
+  const bool p16_bf16 = o.compute >= 0 && c.ops[o.compute].dtype == DType::BF16;
   BnStatsJob bn;  // rides in the first launch
-  if (a.bn_stats && c.ops[n].elems > 0) {
-    for (int k = n; k < n + 3; ++k) range::check_aligned16(c.ops[k].data, "SgdNesterov");
-    bn = {f32(c.ops[n]),
-          f32(c.ops[n + 1]),
-          f32(c.ops[n + 2]),
-          c.ops[n].elems,
+  if (o.bn >= 0 && c.ops[o.bn].elems > 0) {
+    for (int k = o.bn; k < c.n_ops; ++k) range::check_aligned16(c.ops[k].data, "SgdNesterov");
+    bn = {f32(c.ops[o.bn]),
+          f32(c.ops[o.bn + 1]),
+          a.ema ? f32(c.ops[o.bn + 2]) : nullptr,
+          c.ops[o.bn].elems,
           a.t,
           a.ema_t,
-          range::grid_for_tiles(c, range::tiles_of(c.ops[n].elems))};
+          range::grid_for_tiles(c, range::tiles_of(c.ops[o.bn].elems))};
   }
   range::SegTable t;
   for (int k = 0; k < P.n_segs || bn.blocks > 0;) {
@@ -315,14 +316,15 @@ void sgd_nesterov_cuda(const RangeCall& c) {
 }
 
 void adamw_cuda(const RangeCall& c) {
-  const int n = range::adamw_operands(c);
-  const TrainScalars* s = check_optimizer(c, n < 5 ? n : 5, "AdamW", true);
+  const range::OptimizerOperands o = range::optimizer_operands(c, 2, "AdamW");
+  TR_CHECK(o.bn < 0, "AdamW: takes no BatchNorm statistics");
+  const TrainScalars* s = check_optimizer(c, o.f32, "AdamW", true);
   const RangeAttrs& a = *c.attrs;
   const RangeOperand& P = c.ops[0];
   AdamTail tail;
-  tail.ema = n >= 5 ? f32(c.ops[4]) : nullptr;
-  tail.p16 = n == 6 ? static_cast<uint16_t*>(c.ops[5].data) : nullptr;
-  tail.p16_bf16 = n == 6 && c.ops[5].dtype == DType::BF16;
+  tail.ema = o.ema >= 0 ? f32(c.ops[o.ema]) : nullptr;
+  tail.p16 = o.compute >= 0 ? static_cast<uint16_t*>(c.ops[o.compute].data) : nullptr;
+  tail.p16_bf16 = o.compute >= 0 && c.ops[o.compute].dtype == DType::BF16;
   tail.ema_t = a.ema_t;
   tail.unscale = a.unscale;
   tail.clip = a.clip;

@@ -133,6 +133,7 @@ RunOptions session_options(const BenchOptions& o, const SessionPoint& p) {
     ro.train.label_smoothing = 0.f;
     if (ro.train.optimizer == OptimizerKind::AdamW) ro.train.max_grad_norm = 1.f;
   }
+  ro.train.ema_decay = p.entry->recipe.ema_decay;  // the model's: none for the GPTs, as their peers keep none
   set_precision(o.precision, ro.train);
   ro.train.side_streams = use_side_streams(o.side_streams, o.backend, *p.entry, p.batch / p.ranks);
   ro.train.fusion = o.fusion;

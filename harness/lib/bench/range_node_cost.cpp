@@ -17,7 +17,13 @@ struct Access {
 
 // The optimizer's own operands, before BatchNorm's three statistics
 // (SgdNesterov with attrs.bn_stats: running, batch, EMA; optimizers.h).
-int own_operands(RangeOp k, const RangeAttrs& a, int n) { return k == RangeOp::SgdNesterov && a.bn_stats ? n - 3 : n; }
+// SgdNesterov's and AdamW's own operands, before BatchNorm's statistics
+// (range::optimizer_operands: running and batch, and their EMA with attrs.ema).
+int own_operands(RangeOp k, const RangeAttrs& a, int n) {
+  return k == RangeOp::SgdNesterov && a.bn_stats ? n - (a.ema ? 3 : 2) : n;
+}
+// Where the 16-bit compute copy would be: after param, grad, the states and the EMA.
+int compute_copy_index(RangeOp k, const RangeAttrs& a) { return (k == RangeOp::SgdNesterov ? 3 : 4) + (a.ema ? 1 : 0); }
 
 // Operand i of n, as the ops' headers give them (region_ops.h, amp_ops.h,
 // grad_norm.h, optimizers.h).
@@ -35,9 +41,8 @@ Access access(RangeOp k, const RangeAttrs& a, int i, int n) {
     case RangeOp::AdamW:
     case RangeOp::Lars: {
       const int own = own_operands(k, a, n);
-      if (i >= own) return {true, i != own + 1};                   // running and EMA statistics moved, the batch's read
-      const int compute_copy = k == RangeOp::SgdNesterov ? 4 : 5;  // the f16 weights: written only
-      if (i == compute_copy) return {false, true};
+      if (i >= own) return {true, i != own + 1};                // running and EMA statistics moved, the batch's read
+      if (i == compute_copy_index(k, a)) return {false, true};  // the f16 weights: written only
       return {true, i != 1};  // the gradient read; weights, momentum or m and v, EMA moved
     }
     default: return {true, false};  // CheckFinite reads; UpdateLossScale has no operands
@@ -58,13 +63,13 @@ double sum_elems(std::span<const ResolvedRange> ops) {
 //   Lars: |p|^2 and |g|^2 4, g' = trust (g + wd p) 3, v = mu v + g' 2,
 //     p -= lr v 2: 11;
 // plus 1 for attrs.unscale, 1 for AdamW's attrs.clip, 3 for an EMA operand
-// (ema += t (p - ema)), and per BatchNorm statistic two such moves, 6.
+// (ema += t (p - ema)), and per BatchNorm statistic one such move, two with the EMA.
 double optimizer_flops(RangeOp k, const RangeAttrs& a, std::span<const ResolvedRange> ops) {
   const int own = own_operands(k, a, int(ops.size()));
-  const bool ema = own >= (k == RangeOp::AdamW ? 5 : 4);
+  const bool ema = k != RangeOp::Lars && a.ema;
   double per = k == RangeOp::SgdNesterov ? 8 : k == RangeOp::AdamW ? 16 : 11;
   per += (a.unscale ? 1 : 0) + (k == RangeOp::AdamW && a.clip ? 1 : 0) + (ema ? 3 : 0);
-  const double bn = own < int(ops.size()) ? 6 * elems(ops[size_t(own)]) : 0;
+  const double bn = own < int(ops.size()) ? (ema ? 6 : 3) * elems(ops[size_t(own)]) : 0;
   return per * elems(ops[0]) + bn;
 }
 

@@ -51,7 +51,8 @@ const char* const kTrainFlagsUsage = R"(  --model NAME             a registered 
                            device inside the step (default 0: no clipping; the recipe's with
                            a recipe)
   --label-smoothing X      (default 0.1)
-  --ema-decay X            EMA of the weights, evaluated too (default 0.99)
+  --ema-decay X            EMA of the weights, evaluated too (default: the recipe's, 0.99,
+                           0 for the GPTs; 0: no EMA, its memory and work absent)
   --flip                   augment: mirror each training image left-right with probability 1/2
   --translate N            augment: shift each training image by up to N pixels each way
                            (zero padding; default 0)

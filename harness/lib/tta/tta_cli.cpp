@@ -131,6 +131,7 @@ int run(int argc, char** argv) {
   spec.runs = runs;
   spec.target = target;
   spec.eval_ema = eval == "ema";
+  TR_USER_CHECK(!spec.eval_ema || spec.run.train.has_ema(), "--eval ema needs an EMA: --ema-decay is 0");
 
   std::string command = "tr-bench";
   for (int i = 0; i < argc; ++i) {
