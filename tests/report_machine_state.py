@@ -18,16 +18,13 @@ import sys
 # re-run that replaces a file removes its line here.
 H200_BEFORE_NVML = "H200 runs before the NVML state, energy and memory counters existed"
 OLDER = {
-    "reports/h100/gpt2/llmc_gpt2.json": ("gpu_state energy memory", "llm.c before peers/gpu_watch.py"),
+    "reports/h100/gpt2/llmc_gpt2.json": ("energy",
+                                         "batch 1's steps last 1.6 s, under the 2 s its energy window needs"),
     "reports/h100/gpt2_ops/bench.json": ("gpu_state", "tr_bench_ops before it recorded gpu_state"),
-    "reports/h100/gpt2/bench_gpt2_amp.json": ("energy plausible_power",
-                                              "repetitions under 0.5 s, before the energy window"),
-    "reports/h100/gpt2/bench_gpt2_bf16.json": ("energy plausible_power",
-                                               "repetitions under 0.5 s, before the energy window"),
     "reports/h100/gpt2/machine_state/bench_gpt2_nvml.json": ("memory plausible_power",
                                                              "the NVML counters alone, before the energy window"),
-    "reports/h100/gpt2/torch_gpt2_amp.json": ("energy", "the peer before it read NVML"),
-    "reports/h100/gpt2/torch_gpt2_bf16.json": ("energy", "the peer before it read NVML"),
+    "reports/h100/gpt2/torch_gpt2_bf16.json": ("energy",
+                                               "torch-compile at batch 4: no energy window in its repetitions"),
     "reports/h100/busy/bench_busy.json": ("energy", "repetitions under 0.5 s, before the energy window"),
     "reports/h100/interleave/cnn-whole-step-graph/interleave.json": ("energy memory peer_context",
                                                                      "rounds before their counters"),
