@@ -2,6 +2,7 @@
 // COMPUTE op kind and each of its forms, small shapes, and the error each
 // backend may show. Bounds count f32 roundings: one is 2^-24 = 6e-8 of a
 // value, a sum of n terms up to n of them; f16 rounds at 2^-11 = 4.9e-4.
+#include <array>
 #include <utility>
 
 #include "framework/ops/compute/add.h"
@@ -429,10 +430,12 @@ void loss_cases(std::vector<OpCase>& t) {
   }
   // Rows of a vocabulary (Note [long softmax rows]): 4104 logits, rows 16-byte
   // aligned (the vector loads, and a last piece of 8 short of a full stride);
-  // 2500 logits, every other f16 row unaligned (element by element).
-  for (const int64_t V : {int64_t(4104), int64_t(2500)}) {
+  // 2500 logits, every other f16 row unaligned (element by element); 600 rows
+  // of 2056, 16-bit rows through shared memory (Note [long rows through shared
+  // memory]): 4 or 5 rows a block on an H100's or H200's 132 SMs, each of its
+  // two buffers refilled.
+  for (const auto& [N, T, V] : {std::array<int64_t, 3>{2, 3, 4104}, {2, 3, 2500}, {4, 150, 2056}}) {
     OpCase c;
-    const int64_t N = 2, T = 3;
     c.name = cat("softmax_xent ", N, "x", T, "x", V, " long rows with its gradient");
     c.kind = OpKind::SoftmaxXent;
     c.attrs.with_grad = true;
