@@ -435,11 +435,13 @@ void measure_variants(const BenchOptions& o, const SessionPoint& p, const data::
                                                      timing.energy_window ? &*timing.energy_window : nullptr))
       c.counters[key] = value;
     if (p.part && p.part->processes() > 1) add_process_extremes(c, *p.part, std::chrono::milliseconds(ro.watchdog_ms));
-    // Into a log (no terminal), a line per case as it ends: a run cut short
-    // (a timeout, a lost machine) still says what it measured.
-    if (!o.progress)
-      std::fprintf(stderr, "tr-bench: measured %s: %.4f ms a step (median of %zu)\n",
-                   c.name(report.context.device_kind).c_str(), median(c.step_ms), c.step_ms.size());
+    // Into a log (no terminal), a line per case as it ends, before the table:
+    // a run cut short (a timeout, a lost machine) still says what it measured.
+    if (!o.progress) {
+      std::printf("measured %s: %.4f ms a step (median of %zu)\n", c.name(report.context.device_kind).c_str(),
+                  median(c.step_ms), c.step_ms.size());
+      std::fflush(stdout);
+    }
     report.cases.push_back(std::move(c));
   }
 }
