@@ -2,7 +2,8 @@
 // Forward: one thread per output element. Backward: dwpe one thread per
 // (t, c) summing the batch in order; dwte cleared, then one block per run of
 // equal ids in `order` (the block of the run's first entry; the others exit),
-// its threads over C, each summing the run in order. No atomics, no workspace.
+// its threads over C, each summing the run in order. No float atomics, no
+// workspace.
 #include "framework/ops/compute/embedding.h"
 #include "framework/ops/kernels/cuda_kernel_util_cuda.h"
 #include "framework/ops/op_signature.h"
@@ -49,21 +50,62 @@ __global__ void clear_kernel(T* __restrict__ x, int64_t n) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) x[i] = from_f<T>(0.f);
 }
 
-// Block i sums the run of equal ids that starts at order[i], if one does.
+// Block i sums the run of equal ids that starts at order[i], if one does. With
+// a small vocabulary runs are long (bytes: a space is about one token in six,
+// a run of over 1,000 in a batch of 8,192), so the run's end is found
+// blockDim.x entries at a time, and each thread walks the run once for up to
+// kRunChannels channels (k, k + blockDim.x, ...), kRunLoads entries at a time:
+// up to 32 loads in flight, added in the run's order, one after another from
+// order[i] to the end: the CPU's bits.
+constexpr int kRunLoads = 8;
+constexpr int kRunChannels = 4;
 template <typename T>
 __global__ void embedding_bwd_tok_kernel(const T* __restrict__ dy, const int32_t* __restrict__ ids,
                                          const int32_t* __restrict__ order, T* __restrict__ dwte, int64_t n, int64_t C,
                                          int64_t V) {
   grid_dependency_begin();
+  __shared__ int run_end;
   const int64_t i = blockIdx.x;
   const int32_t id = ids[order[i]];
-  if (i > 0 && ids[order[i - 1]] == id) return;
-  int64_t end = i + 1;
-  while (end < n && ids[order[end]] == id) ++end;
-  for (int64_t k = threadIdx.x; k < C; k += blockDim.x) {
-    float s = 0.f;
-    for (int64_t j = i; j < end; ++j) s += to_f(dy[int64_t(order[j]) * C + k]);
-    if (id >= 0 && id < V) dwte[int64_t(id) * C + k] = from_f<T>(s);
+  if (i > 0 && ids[order[i - 1]] == id) return;  // the whole block: not a run's start
+  if (threadIdx.x == 0) run_end = int(n);
+  __syncthreads();
+  // The first entry past i with another id. A thread that lowers run_end in a
+  // later round lowers it to an entry of that round: a thread still testing
+  // this round's bound reads what it would have.
+  for (int64_t base = i + 1; base < n; base += blockDim.x) {
+    const int64_t j = base + threadIdx.x;
+    if (j < n && ids[order[j]] != id) atomicMin(&run_end, int(j));
+    __syncthreads();
+    if (run_end < base + int64_t(blockDim.x)) break;
+  }
+  const int64_t end = run_end, step = blockDim.x;
+  for (int64_t k0 = threadIdx.x; k0 < C; k0 += step * kRunChannels) {
+    float s[kRunChannels] = {};
+    const auto add = [&](int64_t j) {  // entry j of the run, to each of this thread's channels
+      const T* row = dy + int64_t(order[j]) * C;
+#pragma unroll
+      for (int l = 0; l < kRunChannels; ++l)
+        if (k0 + l * step < C) s[l] += to_f(row[k0 + l * step]);
+    };
+    int64_t j = i;
+    for (; j + kRunLoads <= end; j += kRunLoads) {
+      float v[kRunLoads][kRunChannels];
+#pragma unroll
+      for (int u = 0; u < kRunLoads; ++u) {
+        const T* row = dy + int64_t(order[j + u]) * C;
+#pragma unroll
+        for (int l = 0; l < kRunChannels; ++l) v[u][l] = k0 + l * step < C ? to_f(row[k0 + l * step]) : 0.f;
+      }
+#pragma unroll
+      for (int u = 0; u < kRunLoads; ++u)
+#pragma unroll
+        for (int l = 0; l < kRunChannels; ++l) s[l] += v[u][l];
+    }
+    for (; j < end; ++j) add(j);
+#pragma unroll
+    for (int l = 0; l < kRunChannels; ++l)
+      if (k0 + l * step < C && id >= 0 && id < V) dwte[int64_t(id) * C + k0 + l * step] = from_f<T>(s[l]);
   }
 }
 
@@ -100,6 +142,7 @@ void embedding_bwd_cuda(const OpCall& c) {
            " ", dwpe.shape.str());
   const int64_t n = B * T_;
   if (n == 0) return;
+  TR_CHECK(n < (int64_t(1) << 31), op, ": ", n, " tokens (a block each)");
   const GpuHandles& gh = handles_of(c, op);
   dispatch_float(dy.dtype, op, [&](auto tag) {
     using T = decltype(tag);
