@@ -431,9 +431,8 @@ void loss_cases(std::vector<OpCase>& t) {
   // Rows of a vocabulary (Note [long softmax rows]): 4104 logits, rows 16-byte
   // aligned (the vector loads, and a last piece of 8 short of a full stride);
   // 2500 logits, every other f16 row unaligned (element by element); 600 rows
-  // of 2056, 16-bit rows through shared memory (Note [long rows through shared
-  // memory]): 4 or 5 rows a block on an H100's or H200's 132 SMs, each of its
-  // two buffers refilled.
+  // of 2056, more rows than an H100 or H200 has SMs (several blocks in turn on
+  // each SM).
   for (const auto& [N, T, V] : {std::array<int64_t, 3>{2, 3, 4104}, {2, 3, 2500}, {4, 150, 2056}}) {
     OpCase c;
     c.name = cat("softmax_xent ", N, "x", T, "x", V, " long rows with its gradient");

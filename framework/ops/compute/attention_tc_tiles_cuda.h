@@ -29,6 +29,7 @@
 #include <cmath>
 #include <cstdint>
 #include <mutex>
+#include <set>
 #include <type_traits>
 #include <utility>
 
@@ -205,6 +206,21 @@ __device__ __forceinline__ void stage_acc(E* dst, const float (&acc)[D / 8][4], 
 }
 
 // ---- launch ----
+// Raises a kernel's dynamic shared-memory limit once per device (a host call, no
+// stream work: safe while a stream is being captured).
+template <typename... Params>
+void allow_smem(void (*kernel)(Params...), size_t bytes) {
+  static std::mutex mu;
+  static std::set<std::pair<int, const void*>> done;
+  int device = 0;
+  TR_GPU_CHECK(cudaGetDevice(&device));
+  std::lock_guard<std::mutex> lock(mu);
+  const auto key = std::make_pair(device, reinterpret_cast<const void*>(kernel));
+  if (done.count(key) != 0) return;
+  TR_GPU_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+  done.insert(key);
+}
+
 inline Geometry geometry(const AttentionTcShape& s, int rows_per_block) {
   Geometry g;
   g.T = s.T;

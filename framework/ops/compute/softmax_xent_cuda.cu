@@ -3,12 +3,10 @@
 //   loss = lse(z) - (1-s) z[l] - (s/M) sum_j z[j],  correct = (first argmax == l)
 //   dlogits = loss_scale * (softmax(z) - target) / (global_batch * rows per sample)
 // loss_scale is read on the device (Note [scalars in device memory]).
-// The kernels, all deterministic: one warp per row writes (loss, correct) to the
-// workspace (xent_row, softmax_xent_row_cuda.h), or for rows of kLongRow logits
-// or more one block per row (Note [long softmax rows]), or, for the 16-bit rows
-// it takes, one block per SM looping over rows loaded into shared memory (Note
-// [long rows through shared memory]); one block adds the rows in a fixed order
-// (double) into metrics.
+// Two kernels, both deterministic: one warp per row writes (loss, correct) to the
+// workspace (xent_row, softmax_xent_row_cuda.h), or one block per row for rows
+// of kLongRow logits or more (Note [long softmax rows]); one block adds the
+// rows in a fixed order (double) into metrics.
 //   workspace: 8 * N bytes.
 #include "framework/ops/compute/softmax_xent.h"
 #include "framework/ops/kernels/cuda_kernel_util_cuda.h"
@@ -96,23 +94,15 @@ void softmax_xent_cuda(const OpCall& c) {
   float2* rows = static_cast<float2*>(workspace(gh, size_t(N > 0 ? N : 1) * sizeof(float2), op));
   dispatch_float(logits.dtype, op, [&](auto tag) {
     using T = decltype(tag);
-    T* dlogits = grad ? c.out[0].as<T>() : nullptr;
-    if (N > 0 && M >= kLongRow && xent_long_rows_staged_fits(logits.as<T>(), dlogits, M, smem_optin())) {
-      if constexpr (sizeof(T) == 2) {
-        const size_t smem = size_t(kLongRowStages) * size_t(M) * sizeof(T);
-        allow_smem(xent_long_rows_staged_kernel<T>, smem);
-        const unsigned blocks = unsigned(std::min<int64_t>(N, sm_count(gh)));  // one block an SM, each loops over rows
-        launch_kernel(c.env, {blocks, kLongRowThreads, smem}, xent_long_rows_staged_kernel<T>, logits.as<T>(),
-                      labels.as<int32_t>(), dlogits, c.env->scalars, rows, N, M, a.label_smoothing, inv_gb);
-      }
-    } else if (N > 0 && M >= kLongRow) {
+    if (N > 0 && M >= kLongRow) {
       TR_CHECK(N < (int64_t(1) << 31), op, ": ", N, " rows");
       launch_kernel(c.env, {unsigned(N), kLongRowThreads, 0}, xent_long_rows_kernel<T>, logits.as<T>(),
-                    labels.as<int32_t>(), dlogits, c.env->scalars, rows, M, a.label_smoothing, inv_gb);
+                    labels.as<int32_t>(), grad ? c.out[0].as<T>() : nullptr, c.env->scalars, rows, M, a.label_smoothing,
+                    inv_gb);
     } else if (N > 0) {
       const unsigned blocks = unsigned(ceil_div(N, kRowThreads / 32));
-      launch_kernel(c.env, {blocks, kRowThreads, 0}, xent_rows_kernel<T>, logits.as<T>(), labels.as<int32_t>(), dlogits,
-                    c.env->scalars, rows, N, M, a.label_smoothing, inv_gb);
+      launch_kernel(c.env, {blocks, kRowThreads, 0}, xent_rows_kernel<T>, logits.as<T>(), labels.as<int32_t>(),
+                    grad ? c.out[0].as<T>() : nullptr, c.env->scalars, rows, N, M, a.label_smoothing, inv_gb);
     }
     launch_xent_metrics(c.env, rows, N, metrics.as<float>());
   });

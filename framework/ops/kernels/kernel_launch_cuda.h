@@ -84,31 +84,6 @@ bool fits_at_once(void (*kernel)(Params...), const LaunchShape& shape, int sms) 
   return uint64_t(shape.grid.x) * shape.grid.y * shape.grid.z <= uint64_t(blocks) * uint64_t(sms);
 }
 
-// The dynamic shared memory a block may opt in to on the current device (227
-// KiB on an H100 or H200).
-inline int smem_optin() {
-  int device = 0, bytes = 0;
-  TR_GPU_CHECK(cudaGetDevice(&device));
-  TR_GPU_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  return bytes;
-}
-
-// Raises a kernel's dynamic shared-memory limit to `bytes` on the current
-// device where it is lower (a host call, no stream work: safe while a stream
-// is being captured).
-template <typename... Params>
-void allow_smem(void (*kernel)(Params...), size_t bytes) {
-  static std::mutex mu;
-  static std::map<std::pair<int, const void*>, size_t> allowed;  // (device, kernel) -> bytes
-  int device = 0;
-  TR_GPU_CHECK(cudaGetDevice(&device));
-  std::lock_guard<std::mutex> lock(mu);
-  size_t& now = allowed[std::make_pair(device, reinterpret_cast<const void*>(kernel))];
-  if (bytes <= now) return;
-  TR_GPU_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
-  now = bytes;
-}
-
 // Whether the rank launches its kernels with programmatic dependencies.
 inline bool programmatic_launch(const ExecEnv* env) {
   return env != nullptr && env->gpu != nullptr && static_cast<const GpuHandles*>(env->gpu)->programmatic_launch;

@@ -18,14 +18,12 @@
 // flight per thread) until its dlogits are written: the logits are read once
 // and written once. Longer rows, and f32, read the row in each pass
 // (RowInMemory) with the same arithmetic in the same order. SoftmaxXent uses
-// this for rows of kLongRow logits or more, loading them through shared memory
-// where it can (Note [long rows through shared memory]); shorter rows (and the
-// fused classifier head) keep xent_row. Formulas and the NaN of a label outside
+// this for rows of kLongRow logits or more; shorter rows (and the fused
+// classifier head) keep xent_row. Formulas and the NaN of a label outside
 // [0, M): softmax_xent_row_cuda.h.
 #include <cstdint>
 #include <type_traits>
 
-#include "framework/ops/kernels/bulk_copy_cuda.h"
 #include "framework/ops/kernels/cuda_kernel_util_cuda.h"
 
 namespace tr::cuda {
@@ -226,68 +224,6 @@ __global__ void __launch_bounds__(kLongRowThreads, 1)
     }
   }
   xent_long_row(RowInMemory<T>{row, M, vec}, z_label, M, l, smoothing, grad_scale, drow, vec, rows_out + n);
-}
-
-// Note [long rows through shared memory]
-// xent_long_rows_kernel gives each row a block: the block loads its row, then
-// reduces, exponentiates and writes with no load in flight, and the SM idles
-// its memory until the next block starts (GPT-2 at batch 64: 65,536 rows in
-// 9.5 ms on an H100, 1.4 TB/s of its 3.35). Here one block per SM loops over
-// the rows blockIdx.x, blockIdx.x + gridDim.x, ... with two row buffers in
-// shared memory filled by bulk copies (Note [bulk copies into shared memory]):
-// while the threads work on row k from their registers, rows k + 1 and k + 2
-// are landing. The arithmetic is xent_long_rows_kernel's, piece for piece and
-// in the same order (RowInRegisters reads the buffer as it would the row): the
-// same bits. For 16-bit rows of at most kLongRowChunks * 1024 * 8 logits whose
-// bytes are a multiple of 16, with 16-byte aligned logits and dlogits
-// (xent_long_rows_staged_fits); shared memory: 2 * M * sizeof(T) bytes.
-constexpr int kLongRowStages = 2;
-
-template <typename T>
-__global__ void __launch_bounds__(kLongRowThreads, 1)
-    xent_long_rows_staged_kernel(const T* __restrict__ logits, const int32_t* __restrict__ labels,
-                                 T* __restrict__ dlogits, const TrainScalars* __restrict__ scalars,
-                                 float2* __restrict__ rows_out, int64_t N, int64_t M, float smoothing,
-                                 float inv_global_batch) {
-  grid_dependency_begin();
-  static_assert(sizeof(T) == 2, "16-bit rows: they stay in registers");
-  extern __shared__ uint4 staged_rows[];  // [kLongRowStages][M] T
-  __shared__ uint64_t landed[kLongRowStages];
-  const uint32_t row_bytes = uint32_t(M) * uint32_t(sizeof(T));
-  const auto stage = [&](int s) { return reinterpret_cast<T*>(reinterpret_cast<char*>(staged_rows) + s * row_bytes); };
-  if (threadIdx.x == 0)
-    for (int s = 0; s < kLongRowStages; ++s) bulk_barrier_init(&landed[s]);
-  __syncthreads();
-  const int64_t G = gridDim.x;
-  if (threadIdx.x == 0)
-    for (int s = 0; s < kLongRowStages; ++s)
-      if (blockIdx.x + s * G < N) bulk_load(stage(s), logits + (blockIdx.x + s * G) * M, row_bytes, &landed[s]);
-  const float grad_scale = dlogits == nullptr ? 0.f : scalars->loss_scale * inv_global_batch;
-  int k = 0;  // this block's row count so far
-  for (int64_t n = blockIdx.x; n < N; n += G, ++k) {
-    const int s = k % kLongRowStages;
-    bulk_wait(&landed[s], uint32_t(k / kLongRowStages) & 1u);
-    const RowInRegisters<T> src(stage(s), M, true);
-    const int32_t l = labels[n];
-    const float z_label = threadIdx.x == 0 && l >= 0 && int64_t(l) < M ? to_f(stage(s)[l]) : 0.f;
-    __syncthreads();  // every thread holds its pieces: the buffer takes the row after next
-    const int64_t next = n + kLongRowStages * G;
-    if (threadIdx.x == 0 && next < N) bulk_load(stage(s), logits + next * M, row_bytes, &landed[s]);
-    xent_long_row(src, z_label, M, l, smoothing, grad_scale, dlogits == nullptr ? nullptr : dlogits + n * M, true,
-                  rows_out + n);
-  }
-}
-
-// Whether xent_long_rows_staged_kernel takes these rows (Note [long rows
-// through shared memory]), given the device's shared memory a block may opt in to.
-template <typename T>
-bool xent_long_rows_staged_fits(const T* logits, const T* dlogits, int64_t M, int smem_optin) {
-  const auto on16 = [](const void* q) { return (reinterpret_cast<uintptr_t>(q) & 15u) == 0; };
-  const int64_t row_bytes = M * int64_t(sizeof(T));
-  constexpr int64_t kStatic = 1024;  // the block reductions' and barriers' static shared memory, rounded up
-  return sizeof(T) == 2 && M <= int64_t(kLongRowChunks) * kLongRowThreads * kVec16<T> && row_bytes % 16 == 0 &&
-         on16(logits) && (dlogits == nullptr || on16(dlogits)) &&
-         kLongRowStages * row_bytes + kStatic <= int64_t(smem_optin);
 }
 
 }  // namespace tr::cuda
