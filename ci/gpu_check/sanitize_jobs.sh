@@ -18,6 +18,17 @@ for tool in $TR_SAN_TOOLS; do
       gpt2-d6) size="--synthetic --seq 128 --train-subset $((16 * steps)) --val-subset $((8 * steps)) --batch 16 --epochs 1" ;;
       *) echo "sanitize_jobs.sh: unknown model '$m'" >&2; exit 2 ;;
     esac
+    # racecheck tracks every shared-memory access of every kernel, cuBLAS's and cuDNN's too (sanitize_one.sh
+    # says why it takes no filter): at the sizes above one gpt2-d6 run took over 200 s alone on an H100, and
+    # resnet18's and resnet50's did not end within 390 s six at a time. Its model runs are smaller: 8 images
+    # (a quarter), or 4 windows of 64 tokens (an eighth of the tokens): the same kernels at the same widths and
+    # head size, row loops with tails, a fraction of the accesses. The op table's run keeps its shapes.
+    if [[ $tool == racecheck ]]; then
+      case $m in
+        gpt2-d6) size="--synthetic --seq 64 --train-subset 4 --val-subset 2 --batch 4 --epochs 1" ;;
+        *) size=${size/--train-subset 32 --val-subset 16 --batch 32/--train-subset 8 --val-subset 4 --batch 8} ;;
+      esac
+    fi
     run="tr-train --device cuda --model $m $size"
     for p in fp32 amp bf16; do
       echo "${tool}_${m}_full-capture_$p $tool $run --mode full-capture --precision $p --side-streams"
