@@ -54,12 +54,14 @@ __global__ void clear_kernel(T* __restrict__ x, int64_t n) {
 // a small vocabulary runs are long (bytes: a space is about one token in six,
 // a run of over 1,000 in a batch of 8,192), so the run's end is found
 // blockDim.x entries at a time, and each thread walks the run once for up to
-// kRunChannels channels (k, k + blockDim.x, ...), kRunLoads entries at a time:
-// up to 32 loads in flight, added in the run's order, one after another from
-// order[i] to the end: the CPU's bits.
-constexpr int kRunLoads = 8;
-constexpr int kRunChannels = 4;
-template <typename T>
+// CH channels (k, k + blockDim.x, ...), LOADS entries at a time, added in the
+// run's order, one after another from order[i] to the end: the CPU's bits.
+// A walk is a chain of dependent rounds (the ids, then the rows they name), so
+// its time is the run's length over LOADS: with C up to kOneChannelMax the
+// block has a thread per channel (CH 1) and 32 entries in flight, else 256
+// threads with 4 channels and 8 entries each.
+constexpr int kOneChannelMax = 1024;
+template <typename T, int CH, int LOADS>
 __global__ void embedding_bwd_tok_kernel(const T* __restrict__ dy, const int32_t* __restrict__ ids,
                                          const int32_t* __restrict__ order, T* __restrict__ dwte, int64_t n, int64_t C,
                                          int64_t V) {
@@ -80,31 +82,29 @@ __global__ void embedding_bwd_tok_kernel(const T* __restrict__ dy, const int32_t
     if (run_end < base + int64_t(blockDim.x)) break;
   }
   const int64_t end = run_end, step = blockDim.x;
-  for (int64_t k0 = threadIdx.x; k0 < C; k0 += step * kRunChannels) {
-    float s[kRunChannels] = {};
-    const auto add = [&](int64_t j) {  // entry j of the run, to each of this thread's channels
-      const T* row = dy + int64_t(order[j]) * C;
-#pragma unroll
-      for (int l = 0; l < kRunChannels; ++l)
-        if (k0 + l * step < C) s[l] += to_f(row[k0 + l * step]);
-    };
+  for (int64_t k0 = threadIdx.x; k0 < C; k0 += step * CH) {
+    float s[CH] = {};
     int64_t j = i;
-    for (; j + kRunLoads <= end; j += kRunLoads) {
-      float v[kRunLoads][kRunChannels];
+    for (; j + LOADS <= end; j += LOADS) {
+      int32_t rows[LOADS];
 #pragma unroll
-      for (int u = 0; u < kRunLoads; ++u) {
-        const T* row = dy + int64_t(order[j + u]) * C;
+      for (int u = 0; u < LOADS; ++u) rows[u] = order[j + u];
+      float v[LOADS][CH];
 #pragma unroll
-        for (int l = 0; l < kRunChannels; ++l) v[u][l] = k0 + l * step < C ? to_f(row[k0 + l * step]) : 0.f;
-      }
+      for (int u = 0; u < LOADS; ++u)
 #pragma unroll
-      for (int u = 0; u < kRunLoads; ++u)
+        for (int l = 0; l < CH; ++l) v[u][l] = k0 + l * step < C ? to_f(dy[int64_t(rows[u]) * C + k0 + l * step]) : 0.f;
 #pragma unroll
-        for (int l = 0; l < kRunChannels; ++l) s[l] += v[u][l];
+      for (int u = 0; u < LOADS; ++u)
+#pragma unroll
+        for (int l = 0; l < CH; ++l) s[l] += v[u][l];
     }
-    for (; j < end; ++j) add(j);
+    for (; j < end; ++j)  // the run's last entries, one at a time
 #pragma unroll
-    for (int l = 0; l < kRunChannels; ++l)
+      for (int l = 0; l < CH; ++l)
+        if (k0 + l * step < C) s[l] += to_f(dy[int64_t(order[j]) * C + k0 + l * step]);
+#pragma unroll
+    for (int l = 0; l < CH; ++l)
       if (k0 + l * step < C && id >= 0 && id < V) dwte[int64_t(id) * C + k0 + l * step] = from_f<T>(s[l]);
   }
 }
@@ -151,8 +151,12 @@ void embedding_bwd_cuda(const OpCall& c) {
                   embedding_bwd_pos_kernel<T>, dy.as<T>(), dwpe.as<T>(), B, T_, P, C);
     launch_kernel(c.env, {dim3(grid_stride_blocks(V * C, sms, kThreads, kBlocksPerSm)), kThreads, 0}, clear_kernel<T>,
                   dwte.as<T>(), V * C);
-    launch_kernel(c.env, {dim3(unsigned(n)), kThreads, 0}, embedding_bwd_tok_kernel<T>, dy.as<T>(), ids.as<int32_t>(),
-                  order.as<int32_t>(), dwte.as<T>(), n, C, V);
+    if (C <= kOneChannelMax)
+      launch_kernel(c.env, {dim3(unsigned(n)), unsigned(ceil_div(C, 32) * 32), 0}, embedding_bwd_tok_kernel<T, 1, 32>,
+                    dy.as<T>(), ids.as<int32_t>(), order.as<int32_t>(), dwte.as<T>(), n, C, V);
+    else
+      launch_kernel(c.env, {dim3(unsigned(n)), kThreads, 0}, embedding_bwd_tok_kernel<T, 4, 8>, dy.as<T>(),
+                    ids.as<int32_t>(), order.as<int32_t>(), dwte.as<T>(), n, C, V);
   });
 }
 
