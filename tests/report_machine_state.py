@@ -31,9 +31,6 @@ OLDER = {
     "reports/h100/interleave/tta-cnn/interleave.json": ("gpu_state energy memory peer_context",
                                                         "rounds before their counters"),
     "reports/h100/interleave/torch_cnn_compile.json": ("energy", "the peer before it read NVML"),
-    "reports/h100/text_tta/torch_gpt2-d6_step.json": ("energy", "the peer before it read NVML"),
-    "reports/h100/text_tta/tta_gpt2-d6.json": ("gpu_state energy memory", "tr-bench tta before its counters"),
-    "reports/h100/text_tta/tta_torch_gpt2-d6.json": ("energy memory", "the peer before it read NVML"),
     **{f"reports/h200/compile/{n}.json": ("gpu_state energy memory", H200_BEFORE_NVML)
        for n in ("torch_r50", "torch_vgg", "tr_cnn_1", "tr_cnn_2", "tr_cnn_gs_1", "tr_cnn_gs_2", "tr_r50_1",
                  "tr_r50_2", "tr_vgg_1", "tr_vgg_2")},
