@@ -9,26 +9,25 @@ for tool in $TR_SAN_TOOLS; do
   # training step, which runs every kernel a step has, and a short validation; the others two steps.
   steps=2
   [[ $tool == racecheck || $tool == synccheck ]] && steps=1
+  # A batch of 32 images, or 16 windows of 128 tokens. racecheck tracks every shared-memory access of every
+  # kernel, cuBLAS's and cuDNN's too (sanitize_one.sh says why it takes no filter): at those sizes one gpt2-d6
+  # run took over 200 s alone on an H100, and resnet18's and resnet50's did not end within 390 s six at a time.
+  # Its model runs are smaller: 8 images (a quarter), or 4 windows of 64 tokens (an eighth of the tokens): the
+  # same kernels at the same widths and head size, row loops with tails, a fraction of the accesses. The op
+  # table's run keeps its shapes.
+  images=32 windows=16 seq=128
+  [[ $tool == racecheck ]] && images=8 windows=4 seq=64
   for m in $TR_SAN_MODELS; do
+    subsets="--train-subset $((images * steps)) --val-subset $((images / 2 * steps)) --batch $images --epochs 1"
     case $m in
-      mlp) size="--synthetic --train-subset $((32 * steps)) --val-subset $((16 * steps)) --batch 32 --epochs 1" ;;
-      cnn) size="--synthetic --train-subset $((32 * steps)) --val-subset $((16 * steps)) --batch 32 --epochs 1 --width 0.25" ;;
-      resnet18|resnet50|vgg16bn)
-        size="--synthetic --train-subset $((32 * steps)) --val-subset $((16 * steps)) --batch 32 --epochs 1 --width 0.125 --image-size 32" ;;
-      gpt2-d6) size="--synthetic --seq 128 --train-subset $((16 * steps)) --val-subset $((8 * steps)) --batch 16 --epochs 1" ;;
+      mlp) size="--synthetic $subsets" ;;
+      cnn) size="--synthetic $subsets --width 0.25" ;;
+      resnet18|resnet50|vgg16bn) size="--synthetic $subsets --width 0.125 --image-size 32" ;;
+      gpt2-d6)
+        size="--synthetic --seq $seq --train-subset $((windows * steps)) --val-subset $((windows / 2 * steps))"
+        size+=" --batch $windows --epochs 1" ;;
       *) echo "sanitize_jobs.sh: unknown model '$m'" >&2; exit 2 ;;
     esac
-    # racecheck tracks every shared-memory access of every kernel, cuBLAS's and cuDNN's too (sanitize_one.sh
-    # says why it takes no filter): at the sizes above one gpt2-d6 run took over 200 s alone on an H100, and
-    # resnet18's and resnet50's did not end within 390 s six at a time. Its model runs are smaller: 8 images
-    # (a quarter), or 4 windows of 64 tokens (an eighth of the tokens): the same kernels at the same widths and
-    # head size, row loops with tails, a fraction of the accesses. The op table's run keeps its shapes.
-    if [[ $tool == racecheck ]]; then
-      case $m in
-        gpt2-d6) size="--synthetic --seq 64 --train-subset 4 --val-subset 2 --batch 4 --epochs 1" ;;
-        *) size=${size/--train-subset 32 --val-subset 16 --batch 32/--train-subset 8 --val-subset 4 --batch 8} ;;
-      esac
-    fi
     run="tr-train --device cuda --model $m $size"
     for p in fp32 amp bf16; do
       echo "${tool}_${m}_full-capture_$p $tool $run --mode full-capture --precision $p --side-streams"
